@@ -1,0 +1,172 @@
+//! Host decoding with arrow-rs, over the bytes the I/O stage fetched.
+//!
+//! Each row group is decoded by the parquet crate's push decoder, fed exactly the planned
+//! chunk ranges (one buffer per chunk). If the decoder asks for any byte outside them, that is
+//! an error: the plan was incomplete. Panics inside arrow-rs on corrupt data are contained and
+//! become errors naming the row group and, where it can be found, the column.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::push_decoder::ParquetPushDecoderBuilder;
+use parquet::arrow::{parquet_to_arrow_schema_by_columns, ProjectionMask};
+use parquet::file::metadata::ParquetMetaData;
+use parquet::DecodeResult;
+
+use crate::decode::panic_guard::contain;
+use crate::error::{Error, Result};
+use crate::metadata::clean_parquet_error;
+
+/// Decodes row groups of one file for one projection.
+#[derive(Debug, Clone)]
+pub struct HostDecoder {
+    path: PathBuf,
+    arrow_meta: ArrowReaderMetadata,
+    leaves: Vec<usize>,
+    mask: ProjectionMask,
+    schema: SchemaRef,
+    batch_rows: usize,
+}
+
+impl HostDecoder {
+    /// A decoder for leaf columns `leaves` of the file described by `metadata`, producing
+    /// batches of at most `batch_rows` rows (batches never span row groups).
+    pub fn new(
+        path: &Path,
+        metadata: Arc<ParquetMetaData>,
+        leaves: &[usize],
+        batch_rows: usize,
+    ) -> Result<Self> {
+        let decode_err = |reason: String| Error::Decode {
+            path: path.to_path_buf(),
+            row_group: None,
+            column: None,
+            reason,
+        };
+        let (arrow_meta, schema, mask) = contain(|| -> parquet::errors::Result<_> {
+            let arrow_meta = ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())?;
+            let mask = ProjectionMask::leaves(arrow_meta.parquet_schema(), leaves.iter().copied());
+            let schema = parquet_to_arrow_schema_by_columns(
+                arrow_meta.parquet_schema(),
+                mask.clone(),
+                arrow_meta.metadata().file_metadata().key_value_metadata(),
+            )?;
+            Ok((arrow_meta, Arc::new(schema), mask))
+        })
+        .map_err(|p| {
+            decode_err(format!(
+                "the Arrow schema could not be derived (panic: {p})"
+            ))
+        })?
+        .map_err(|e| {
+            decode_err(format!(
+                "the Arrow schema could not be derived: {}",
+                clean_parquet_error(&e)
+            ))
+        })?;
+        Ok(HostDecoder {
+            path: path.to_path_buf(),
+            arrow_meta,
+            leaves: leaves.to_vec(),
+            mask,
+            schema,
+            batch_rows: batch_rows.max(1),
+        })
+    }
+
+    /// The Arrow schema of the decoded batches.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Decodes row group `rg` from `chunks`: the (file range, bytes) of every projected column
+    /// chunk of the row group.
+    pub fn decode_row_group(
+        &self,
+        rg: usize,
+        chunks: &[(Range<u64>, Bytes)],
+    ) -> Result<Vec<RecordBatch>> {
+        match self.try_decode(rg, chunks, &self.mask) {
+            Ok(b) => Ok(b),
+            Err(reason) => {
+                // Find the column to blame: decode the leaves one at a time (error path only).
+                let mut column = None;
+                if self.leaves.len() > 1 {
+                    for &leaf in &self.leaves {
+                        let m = ProjectionMask::leaves(self.arrow_meta.parquet_schema(), [leaf]);
+                        if self.try_decode(rg, chunks, &m).is_err() {
+                            column = Some(
+                                self.arrow_meta
+                                    .parquet_schema()
+                                    .column(leaf)
+                                    .path()
+                                    .string(),
+                            );
+                            break;
+                        }
+                    }
+                } else if let Some(&leaf) = self.leaves.first() {
+                    column = Some(
+                        self.arrow_meta
+                            .parquet_schema()
+                            .column(leaf)
+                            .path()
+                            .string(),
+                    );
+                }
+                Err(Error::Decode {
+                    path: self.path.clone(),
+                    row_group: Some(rg),
+                    column,
+                    reason,
+                })
+            }
+        }
+    }
+
+    fn try_decode(
+        &self,
+        rg: usize,
+        chunks: &[(Range<u64>, Bytes)],
+        mask: &ProjectionMask,
+    ) -> std::result::Result<Vec<RecordBatch>, String> {
+        let run = || -> std::result::Result<Vec<RecordBatch>, String> {
+            let pe = |e: parquet::errors::ParquetError| clean_parquet_error(&e);
+            let mut decoder = ParquetPushDecoderBuilder::new_with_metadata(self.arrow_meta.clone())
+                .with_projection(mask.clone())
+                .with_row_groups(vec![rg])
+                .with_batch_size(self.batch_rows)
+                .build()
+                .map_err(pe)?;
+            let (ranges, bufs): (Vec<_>, Vec<_>) = chunks
+                .iter()
+                .filter(|(r, _)| r.end > r.start)
+                .cloned()
+                .unzip();
+            decoder.push_ranges(ranges, bufs).map_err(pe)?;
+            let mut out = Vec::new();
+            loop {
+                match decoder.try_decode().map_err(pe)? {
+                    DecodeResult::Data(batch) => out.push(batch),
+                    DecodeResult::Finished => return Ok(out),
+                    DecodeResult::NeedsData(missing) => {
+                        return Err(format!(
+                            "the decoder needs bytes outside the planned column chunks: {missing:?}"
+                        ))
+                    }
+                }
+            }
+        };
+        match contain(run) {
+            Ok(r) => r,
+            Err(panic) => Err(format!(
+                "corrupt data (the arrow-rs decoder panicked: {panic})"
+            )),
+        }
+    }
+}

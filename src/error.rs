@@ -1,0 +1,198 @@
+//! The one public error type.
+//!
+//! Every variant carries the context a user needs to act: the file, the byte range, the row
+//! group and column, the setting or the call that failed. Modules build these through the
+//! constructors below so that messages stay uniform.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in cuparquet.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The file could not be opened, stat'ed or read.
+    #[error("{}: {op}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What was being done (`open`, `read bytes 10..20`, ...).
+        op: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The file ended before a range that the footer or the plan needs.
+    #[error("{}: bytes {}..{} lie past the end of the file ({file_len} bytes){}", path.display(), range.start, range.end, fmt_ctx(context))]
+    ShortRead {
+        /// The file.
+        path: PathBuf,
+        /// The range that could not be read completely.
+        range: Range<u64>,
+        /// The file's length.
+        file_len: u64,
+        /// What the range was for.
+        context: String,
+    },
+
+    /// The footer is missing, truncated or unreadable.
+    #[error("{}: invalid Parquet footer: {reason}", path.display())]
+    Footer {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// The footer parsed, but what it says about a column chunk cannot be true.
+    #[error("{}: row group {row_group}, column '{column}': {reason}{}", path.display(), fmt_range(range))]
+    BadColumnChunk {
+        /// The file.
+        path: PathBuf,
+        /// Row group index.
+        row_group: usize,
+        /// Dotted column path.
+        column: String,
+        /// Byte range concerned, when known.
+        range: Option<Range<u64>>,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// Decoding the column chunks failed (corrupt pages, unsupported encodings, ...).
+    #[error("{}: decoding {}: {reason}", path.display(), fmt_where(*row_group, column.as_deref()))]
+    Decode {
+        /// The file.
+        path: PathBuf,
+        /// Row group being decoded, when known.
+        row_group: Option<usize>,
+        /// Column, when known.
+        column: Option<String>,
+        /// What went wrong (the decoder's own message).
+        reason: String,
+    },
+
+    /// A projection names something the schema does not have.
+    #[error("{}: unknown column '{name}'; available columns: {available}", path.display())]
+    UnknownColumn {
+        /// The file.
+        path: PathBuf,
+        /// The name as given.
+        name: String,
+        /// Top-level names the file has, comma separated.
+        available: String,
+    },
+
+    /// A row-group selection is out of range or malformed.
+    #[error("{}: {reason}", path.display())]
+    RowGroupSelection {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// The filter expression could not be parsed or does not fit the schema.
+    #[error("filter '{expr}': {reason}")]
+    Filter {
+        /// The expression as given.
+        expr: String,
+        /// What is wrong, with the position where useful.
+        reason: String,
+    },
+
+    /// A setting (builder value or environment variable) is invalid.
+    #[error("invalid setting {name}={value:?}: {reason}")]
+    Setting {
+        /// Setting or environment variable name.
+        name: String,
+        /// The value as given.
+        value: String,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// The requested device cannot be used.
+    #[error("device {device}: {reason}")]
+    Device {
+        /// The device as requested (`cuda:1`, `auto`).
+        device: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
+
+    /// The file uses a feature cuparquet does not support (encryption, external chunks).
+    #[error("{}: {what}", path.display())]
+    Unsupported {
+        /// The file.
+        path: PathBuf,
+        /// What is not supported, and where.
+        what: String,
+    },
+
+    /// Writing output (Arrow IPC, JSON) failed.
+    #[error("{}: writing output: {reason}", path.display())]
+    Output {
+        /// The output file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+fn fmt_ctx(ctx: &str) -> String {
+    if ctx.is_empty() {
+        String::new()
+    } else {
+        format!(" (reading {ctx})")
+    }
+}
+
+fn fmt_range(r: &Option<Range<u64>>) -> String {
+    match r {
+        Some(r) => format!(" (bytes {}..{})", r.start, r.end),
+        None => String::new(),
+    }
+}
+
+fn fmt_where(rg: Option<usize>, col: Option<&str>) -> String {
+    match (rg, col) {
+        (Some(rg), Some(c)) => format!("row group {rg}, column '{c}'"),
+        (Some(rg), None) => format!("row group {rg}"),
+        (None, Some(c)) => format!("column '{c}'"),
+        (None, None) => "the file".to_string(),
+    }
+}
+
+impl Error {
+    pub(crate) fn io(path: &Path, op: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.to_path_buf(),
+            op: op.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn footer(path: &Path, reason: impl Into<String>) -> Self {
+        Error::Footer {
+            path: path.to_path_buf(),
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn setting(
+        name: impl Into<String>,
+        value: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        Error::Setting {
+            name: name.into(),
+            value: value.into(),
+            reason: reason.into(),
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! Executing [`IoRequest`]s: moving planned byte ranges into a destination buffer.
+//!
+//! A [`RangeReader`] is the small core contract every backend implements; this issue ships the
+//! [`host`] backend (a `pread` thread pool, optionally `O_DIRECT`) and a
+//! [`RecordingReader`](recording::RecordingReader) that logs every request for tests. The GPU
+//! backends (pinned staging, cuFile) implement the same trait with device destinations.
+
+pub mod host;
+pub mod recording;
+
+use std::fmt;
+use std::ops::Range;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::plan::IoRequest;
+use crate::source::ParquetFile;
+
+/// Where requests land. Every request `q` is written to `dest[q.dest_offset ..][.. q.len()]`.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Dest<'a> {
+    /// Ordinary host memory.
+    Host(&'a mut [u8]),
+}
+
+impl Dest<'_> {
+    /// Size of the destination in bytes.
+    pub fn len(&self) -> u64 {
+        match self {
+            Dest::Host(b) => b.len() as u64,
+        }
+    }
+
+    /// True for an empty destination.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The path a request's bytes really took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IoPath {
+    /// `pread` into host memory; the target is host memory.
+    Host,
+    /// `pread` into pinned bounce buffers, then a copy to the device.
+    Staged,
+    /// cuFile through nvidia-fs: GPUDirect Storage.
+    Gds,
+    /// cuFile, served by cuFile's own POSIX compat path.
+    CufilePosix,
+}
+
+impl fmt::Display for IoPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IoPath::Host => "host",
+            IoPath::Staged => "staged",
+            IoPath::Gds => "gds",
+            IoPath::CufilePosix => "cufile-posix",
+        })
+    }
+}
+
+/// What happened to one request.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RequestRecord {
+    /// Index of the request in the slice given to [`RangeReader::read`].
+    pub index: usize,
+    /// File bytes read.
+    pub range: Range<u64>,
+    /// The path the bytes took.
+    pub path: IoPath,
+    /// Pieces the request was split into.
+    pub pieces: usize,
+    /// From the first piece starting to the last piece ending.
+    #[serde(serialize_with = "ser_secs")]
+    pub time: Duration,
+}
+
+fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+/// What a [`RangeReader::read`] did.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct IoReport {
+    /// One record per request, in request order.
+    pub requests: Vec<RequestRecord>,
+    /// Wall time of the whole read.
+    #[serde(serialize_with = "ser_secs")]
+    pub wall: Duration,
+    /// Reader threads used.
+    pub threads: usize,
+    /// Whether the file was read with `O_DIRECT`.
+    pub direct_io: bool,
+}
+
+impl IoReport {
+    /// Bytes read.
+    pub fn bytes(&self) -> u64 {
+        self.requests
+            .iter()
+            .map(|r| r.range.end - r.range.start)
+            .sum()
+    }
+
+    /// Bytes per path, in path order, only paths that carried bytes.
+    pub fn bytes_by_path(&self) -> Vec<(IoPath, u64)> {
+        let mut v: Vec<(IoPath, u64)> = Vec::new();
+        for r in &self.requests {
+            let n = r.range.end - r.range.start;
+            match v.iter_mut().find(|(p, _)| *p == r.path) {
+                Some((_, b)) => *b += n,
+                None => v.push((r.path, n)),
+            }
+        }
+        v.sort();
+        v
+    }
+}
+
+/// Moves file byte ranges into a destination.
+///
+/// # Contract
+///
+/// An implementation of [`read`](RangeReader::read):
+/// - writes, for every request `q`, exactly the file bytes `q.range` to
+///   `dest[q.dest_offset .. q.dest_offset + q.len()]`, and nothing outside those slices;
+/// - returns `Ok` only when every byte of every request was written — a file shorter than a
+///   range, a failed or interrupted read that cannot be completed, is an error naming the file
+///   and the range;
+/// - rejects requests whose destination slices overlap or exceed `dest` before reading;
+/// - reports one [`RequestRecord`] per request, in request order, with the path its bytes took;
+/// - may be called concurrently from several threads.
+pub trait RangeReader: fmt::Debug + Send + Sync {
+    /// Reads `requests` from `file` into `dest`.
+    fn read(&self, file: &ParquetFile, requests: &[IoRequest], dest: Dest<'_>) -> Result<IoReport>;
+
+    /// Short name for reports (`host`, `staged`, ...).
+    fn name(&self) -> &'static str;
+}
+
+/// Checks requests against the destination: in bounds, non-overlapping. Returns the request
+/// indices sorted by destination offset.
+pub(crate) fn check_destinations(
+    file: &ParquetFile,
+    requests: &[IoRequest],
+    dest_len: u64,
+) -> Result<Vec<usize>> {
+    let mut order: Vec<usize> = (0..requests.len()).collect();
+    order.sort_by_key(|&i| requests[i].dest_offset);
+    let mut end = 0u64;
+    for &i in &order {
+        let q = &requests[i];
+        if q.range.start > q.range.end {
+            return Err(file.short_read(q.range.clone(), "an inverted request"));
+        }
+        if q.range.end > file.len() {
+            return Err(file.short_read(q.range.clone(), "a planned request"));
+        }
+        let q_end = q.dest_offset.checked_add(q.len()).unwrap_or(u64::MAX);
+        if q.dest_offset < end || q_end > dest_len {
+            return Err(Error::Io {
+                path: file.path().to_path_buf(),
+                op: format!(
+                    "read bytes {}..{} into destination {}..{}",
+                    q.range.start, q.range.end, q.dest_offset, q_end
+                ),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!(
+                        "destination slice overlaps another request or exceeds the {dest_len}-byte destination"
+                    ),
+                ),
+            });
+        }
+        end = q_end;
+    }
+    Ok(order)
+}

@@ -1,0 +1,483 @@
+//! `cuparquet`: inspect, plan and load Parquet files into host or GPU memory.
+//!
+//! Exit codes: 0 success; 2 usage error; 1 any other error, printed as one line naming the file
+//! and the cause.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use cuparquet::metadata::read_metadata;
+use cuparquet::plan::{human_bytes, parse_row_groups, plan, Selection};
+use cuparquet::source::ParquetFile;
+use cuparquet::{Device, Error, LoadReport, ParquetGpuReader};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "cuparquet",
+    version,
+    about = "Load Parquet columns into GPU (or host) memory as Arrow arrays"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Show schema, row groups and column chunks (types, encodings, codec, sizes, statistics).
+    Inspect {
+        /// Parquet file.
+        file: PathBuf,
+        /// Leave out per-column-chunk details.
+        #[arg(long)]
+        brief: bool,
+    },
+    /// Show the byte ranges a selection needs, and how they are coalesced into requests.
+    Plan {
+        /// Parquet file.
+        file: PathBuf,
+        #[command(flatten)]
+        sel: SelectionArgs,
+        /// Print the plan as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Load a selection and print what happened.
+    Load {
+        /// Parquet file.
+        file: PathBuf,
+        #[command(flatten)]
+        sel: SelectionArgs,
+        /// Target: auto, host, cuda or cuda:N.
+        #[arg(long, default_value = "auto", value_parser = parse_device)]
+        device: Device,
+        /// Write the loaded data as an Arrow IPC file.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        /// Add every I/O request with its path, size and time.
+        #[arg(long)]
+        report: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Print nothing but errors.
+        #[arg(long, short)]
+        quiet: bool,
+        /// Maximum rows per batch.
+        #[arg(long)]
+        batch_rows: Option<usize>,
+        /// Reader threads (default: CUPARQUET_NTHREADS or the number of cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Piece size for large requests, e.g. 4MiB (default: CUPARQUET_TASK_SIZE or 4MiB).
+        #[arg(long, value_parser = parse_size_arg)]
+        task_size: Option<u64>,
+        /// Read with O_DIRECT, bypassing the page cache.
+        #[arg(long)]
+        direct_io: bool,
+    },
+}
+
+#[derive(Args, Debug)]
+struct SelectionArgs {
+    /// Columns: names or dotted paths, comma separated (`a`.`b` for a name with dots).
+    #[arg(long, short)]
+    columns: Option<String>,
+    /// Row-group pruning predicate, e.g. "x > 5 AND (y = 'k' OR z <= 2.5)". Prunes row groups
+    /// by statistics; does not filter rows.
+    #[arg(long, short)]
+    filter: Option<String>,
+    /// Row groups, e.g. 0,2-4.
+    #[arg(long, value_parser = parse_row_groups)]
+    row_groups: Option<Vec<usize>>,
+    /// Load the page index and record page locations.
+    #[arg(long)]
+    page_index: bool,
+}
+
+impl SelectionArgs {
+    fn selection(&self) -> Selection {
+        Selection {
+            columns: self.columns.as_deref().map(split_columns),
+            row_groups: self.row_groups.clone(),
+            filter: self.filter.clone(),
+        }
+    }
+}
+
+fn parse_device(s: &str) -> Result<Device, String> {
+    s.parse().map_err(|e: Error| e.to_string())
+}
+
+fn parse_size_arg(s: &str) -> Result<u64, String> {
+    cuparquet::config::parse_size("--task-size", s).map_err(|e| e.to_string())
+}
+
+/// Splits on commas outside backquotes.
+fn split_columns(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    for c in s.chars() {
+        match c {
+            '`' => {
+                quoted = !quoted;
+                cur.push(c);
+            }
+            ',' if !quoted => out.push(std::mem::take(&mut cur).trim().to_string()),
+            c => cur.push(c),
+        }
+    }
+    out.push(cur.trim().to_string());
+    out.retain(|c| !c.is_empty());
+    out
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let msg = e.to_string().replace('\n', " ");
+            eprintln!("cuparquet: error: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Error> {
+    match cli.cmd {
+        Cmd::Inspect { file, brief } => inspect(&file, brief),
+        Cmd::Plan { file, sel, json } => {
+            let f = ParquetFile::open(&file)?;
+            let meta = read_metadata(&f, sel.page_index)?;
+            let p = plan(&file, &meta, &sel.selection())?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&p).map_err(|e| out_err(&file, e))?
+                );
+            } else {
+                print!("{p}");
+            }
+            Ok(())
+        }
+        Cmd::Load {
+            file,
+            sel,
+            device,
+            output,
+            report,
+            json,
+            quiet,
+            batch_rows,
+            threads,
+            task_size,
+            direct_io,
+        } => {
+            let mut b = ParquetGpuReader::builder(&file)
+                .with_device(device)
+                .with_page_index(sel.page_index);
+            let s = sel.selection();
+            if let Some(c) = s.columns {
+                b = b.with_columns(c);
+            }
+            if let Some(r) = s.row_groups {
+                b = b.with_row_groups(r);
+            }
+            if let Some(f) = s.filter {
+                b = b.with_filter(f);
+            }
+            if let Some(n) = batch_rows {
+                b = b.with_batch_rows(n);
+            }
+            if let Some(n) = threads {
+                b = b.with_nthreads(n);
+            }
+            if let Some(t) = task_size {
+                b = b.with_task_size(t);
+            }
+            if direct_io {
+                b = b.with_direct_io(true);
+            }
+            let bar = (!quiet && !json).then(ProgressBar::new);
+            if let Some(bar) = &bar {
+                let bar = bar.clone();
+                b = b.with_progress(move |p| bar.update(p));
+            }
+            let reader = b.build()?;
+            let loaded = reader.load();
+            if let Some(bar) = &bar {
+                bar.finish();
+            }
+            let loaded = loaded?;
+            if let Some(out) = &output {
+                write_ipc(out, &loaded)?;
+            }
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&loaded.report).map_err(|e| out_err(&file, e))?
+                );
+            } else if !quiet {
+                print!("{}", summary(&loaded.report, report, output.as_deref()));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Output {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    }
+}
+
+fn write_ipc(out: &Path, loaded: &cuparquet::Loaded) -> Result<(), Error> {
+    let schema = loaded
+        .batches
+        .first()
+        .map(|b| b.schema())
+        .unwrap_or_else(|| loaded.schema.clone());
+    let f = std::fs::File::create(out).map_err(|e| out_err(out, e))?;
+    let mut w = arrow::ipc::writer::FileWriter::try_new(std::io::BufWriter::new(f), &schema)
+        .map_err(|e| out_err(out, e))?;
+    for b in &loaded.batches {
+        w.write(&b.to_host()?).map_err(|e| out_err(out, e))?;
+    }
+    w.finish().map_err(|e| out_err(out, e))?;
+    let mut inner = w.into_inner().map_err(|e| out_err(out, e))?;
+    inner.flush().map_err(|e| out_err(out, e))?;
+    Ok(())
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+fn summary(r: &LoadReport, requests: bool, output: Option<&Path>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "loaded {} → {} ({})",
+        r.path.display(),
+        r.device.location,
+        r.device.reason
+    );
+    let _ = writeln!(
+        s,
+        "  rows {}, columns {} ({} leaf), row groups {}",
+        r.rows, r.columns, r.leaf_columns, r.row_groups
+    );
+    let _ = writeln!(
+        s,
+        "  bytes planned {} ({}), read {} in {} request{}; footer {} in {} read{}",
+        r.bytes_planned,
+        human_bytes(r.bytes_planned),
+        human_bytes(r.bytes_read),
+        r.io.requests.len(),
+        if r.io.requests.len() == 1 { "" } else { "s" },
+        human_bytes(r.footer_bytes),
+        r.footer_reads,
+        if r.footer_reads == 1 { "" } else { "s" },
+    );
+    let paths: Vec<String> =
+        r.io.bytes_by_path()
+            .iter()
+            .map(|(p, b)| format!("{p} {}", human_bytes(*b)))
+            .collect();
+    let _ = writeln!(
+        s,
+        "  bytes per path: {}",
+        if paths.is_empty() {
+            "none".to_string()
+        } else {
+            paths.join(", ")
+        }
+    );
+    let _ = writeln!(
+        s,
+        "  wall {} (io {}, decode {}; footer+plan {}), {:.2} GB/s read, Arrow output {}",
+        ms(r.load_time),
+        ms(r.io_time),
+        ms(r.decode_time),
+        ms(r.setup_time),
+        r.read_throughput() / 1e9,
+        human_bytes(r.output_bytes)
+    );
+    let _ = writeln!(
+        s,
+        "  settings: {} threads, task size {}, O_DIRECT {}",
+        r.settings.nthreads,
+        human_bytes(r.settings.task_size),
+        if r.settings.direct_io { "on" } else { "off" }
+    );
+    if let Some(o) = output {
+        let _ = writeln!(s, "  wrote {}", o.display());
+    }
+    if requests {
+        let _ = writeln!(s, "  requests:");
+        let _ = writeln!(
+            s,
+            "  {:>5}  {:<8} {:>14} {:>12}  {:>6}  {:>10}",
+            "#", "path", "offset", "bytes", "pieces", "time"
+        );
+        for q in &r.io.requests {
+            let _ = writeln!(
+                s,
+                "  {:>5}  {:<8} {:>14} {:>12}  {:>6}  {:>10}",
+                q.index,
+                q.path.to_string(),
+                q.range.start,
+                q.range.end - q.range.start,
+                q.pieces,
+                ms(q.time)
+            );
+        }
+    }
+    s
+}
+
+fn inspect(path: &Path, brief: bool) -> Result<(), Error> {
+    let f = ParquetFile::open(path)?;
+    let meta = read_metadata(&f, false)?;
+    let md = &meta.metadata;
+    let fm = md.file_metadata();
+    let mut s = String::new();
+    let _ = writeln!(s, "file: {} ({} bytes)", path.display(), meta.file_len);
+    let _ = writeln!(
+        s,
+        "format version {}, created by {}, {} rows, {} row groups, footer {} bytes",
+        fm.version(),
+        fm.created_by().unwrap_or("(unknown)"),
+        fm.num_rows(),
+        md.num_row_groups(),
+        meta.footer_len
+    );
+    let mut schema = Vec::new();
+    parquet::schema::printer::print_schema(&mut schema, fm.schema());
+    let _ = writeln!(
+        s,
+        "schema:\n{}",
+        String::from_utf8_lossy(&schema).trim_end()
+    );
+    for (i, rg) in md.row_groups().iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "row group {i}: {} rows, {} compressed, {} uncompressed",
+            rg.num_rows(),
+            human_bytes(rg.compressed_size().max(0) as u64),
+            human_bytes(rg.total_byte_size().max(0) as u64)
+        );
+        if brief {
+            continue;
+        }
+        for cc in rg.columns() {
+            let d = cc.column_descr();
+            let logical = d
+                .logical_type_ref()
+                .map(|l| format!(" / {l:?}"))
+                .unwrap_or_default();
+            let enc: Vec<String> = cc.encodings().map(|e| e.to_string()).collect();
+            let _ = writeln!(
+                s,
+                "  {}: {}{} | {} | {} | {} → {} | offset {}{}",
+                cc.column_path().string(),
+                cc.column_type(),
+                logical,
+                enc.join(","),
+                cc.compression(),
+                cc.compressed_size(),
+                cc.uncompressed_size(),
+                cc.data_page_offset(),
+                cc.dictionary_page_offset()
+                    .map(|o| format!(" (dictionary {o})"))
+                    .unwrap_or_default(),
+            );
+            let stats = match cc.statistics() {
+                Some(st) => format!("{st}"),
+                None => "none".into(),
+            };
+            let _ = writeln!(
+                s,
+                "      values {}, statistics {}, page index {}, bloom filter {}",
+                cc.num_values(),
+                stats,
+                match (cc.column_index_offset(), cc.offset_index_offset()) {
+                    (Some(_), Some(_)) => "column+offset",
+                    (None, Some(_)) => "offset only",
+                    (Some(_), None) => "column only",
+                    (None, None) => "no",
+                },
+                if cc.bloom_filter_offset().is_some() {
+                    "yes"
+                } else {
+                    "no"
+                }
+            );
+        }
+    }
+    print!("{s}");
+    Ok(())
+}
+
+/// A progress bar on stderr that appears only for loads that take longer than about a second.
+#[derive(Clone)]
+struct ProgressBar {
+    bar: indicatif::ProgressBar,
+    finished: Arc<AtomicBool>,
+}
+
+impl ProgressBar {
+    fn new() -> Self {
+        let bar = indicatif::ProgressBar::with_draw_target(
+            Some(0),
+            indicatif::ProgressDrawTarget::hidden(),
+        );
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{spinner} {msg:>8} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec})",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        let finished = Arc::new(AtomicBool::new(false));
+        let (b, f) = (bar.clone(), finished.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(1));
+            if !f.load(Ordering::Relaxed) {
+                b.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            }
+        });
+        ProgressBar { bar, finished }
+    }
+
+    fn update(&self, p: cuparquet::reader::Progress) {
+        self.bar.set_length(p.bytes_total.max(1));
+        if p.bytes_read < p.bytes_total || p.row_groups_done == 0 {
+            self.bar.set_message("reading");
+            self.bar.set_position(p.bytes_read);
+        } else {
+            self.bar.set_message("decoding");
+            let frac = p.row_groups_done as f64 / p.row_groups_total.max(1) as f64;
+            self.bar.set_position((frac * p.bytes_total as f64) as u64);
+        }
+    }
+
+    fn finish(&self) {
+        self.finished.store(true, Ordering::Relaxed);
+        self.bar.finish_and_clear();
+    }
+}

@@ -1,0 +1,158 @@
+//! Reading the footer: one speculative read of the file's tail, parsed by the parquet crate.
+//!
+//! The last [`FOOTER_SPECULATIVE_READ`] bytes are read at once. A second read happens only when
+//! the footer (or the page index, when asked for) starts before that tail.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataPushDecoder};
+use parquet::DecodeResult;
+
+use crate::error::{Error, Result};
+use crate::source::ParquetFile;
+
+/// Size of the speculative tail read: 64 KiB.
+pub const FOOTER_SPECULATIVE_READ: u64 = 64 << 10;
+
+const MAGIC: &[u8; 4] = b"PAR1";
+const MAGIC_ENCRYPTED: &[u8; 4] = b"PARE";
+
+/// Parsed footer of a file, with what it took to read it.
+#[derive(Debug, Clone)]
+pub struct FileMetadata {
+    /// The parquet crate's metadata (with the page index when it was asked for and present).
+    pub metadata: Arc<ParquetMetaData>,
+    /// Length of the file.
+    pub file_len: u64,
+    /// Length of the Thrift footer (without the trailing 8 bytes).
+    pub footer_len: u64,
+    /// Byte ranges read to get here, in order.
+    pub reads: Vec<Range<u64>>,
+    /// Whether the page index was asked for and loaded.
+    pub page_index_loaded: bool,
+}
+
+impl FileMetadata {
+    /// Offset where the footer starts: no column chunk may reach past it.
+    pub fn footer_start(&self) -> u64 {
+        self.file_len - 8 - self.footer_len
+    }
+}
+
+/// Reads and parses the footer of `file`; with `page_index`, loads the column and offset
+/// indexes too when the file has them.
+pub fn read_metadata(file: &ParquetFile, page_index: bool) -> Result<FileMetadata> {
+    let path = file.path();
+    let len = file.len();
+    if len < 12 {
+        return Err(Error::footer(
+            path,
+            format!("file is {len} bytes: too small to be a Parquet file (at least 12 bytes: magic, footer, length, magic)"),
+        ));
+    }
+    let tail_start = len.saturating_sub(FOOTER_SPECULATIVE_READ);
+    let tail = file.read_range(tail_start..len, "footer")?;
+    let mut reads = vec![tail_start..len];
+
+    let magic = &tail[tail.len() - 4..];
+    if magic == MAGIC_ENCRYPTED {
+        return Err(Error::footer(
+            path,
+            "the footer is encrypted (magic PARE): encrypted Parquet files are not supported",
+        ));
+    }
+    if magic != MAGIC {
+        return Err(Error::footer(
+            path,
+            format!(
+                "not a Parquet file: the last 4 bytes are {:?}, expected \"PAR1\"",
+                String::from_utf8_lossy(magic)
+            ),
+        ));
+    }
+    let n = tail.len();
+    let footer_len =
+        u32::from_le_bytes([tail[n - 8], tail[n - 7], tail[n - 6], tail[n - 5]]) as u64;
+    if footer_len + 12 > len {
+        return Err(Error::footer(
+            path,
+            format!("footer length {footer_len} reaches past the start of the file ({len} bytes)"),
+        ));
+    }
+
+    let policy = if page_index {
+        PageIndexPolicy::Optional
+    } else {
+        PageIndexPolicy::Skip
+    };
+    let mut decoder = ParquetMetaDataPushDecoder::try_new(len)
+        .map_err(|e| Error::footer(path, e.to_string()))?
+        .with_page_index_policy(policy);
+    decoder
+        .push_range(tail_start..len, Bytes::from(tail))
+        .map_err(|e| Error::footer(path, e.to_string()))?;
+
+    // The decoder asks for at most two more ranges (footer, then page index); bound the loop
+    // so that a decoder bug cannot spin forever.
+    for _ in 0..4 {
+        match decoder.try_decode() {
+            Ok(DecodeResult::Data(metadata)) => {
+                return Ok(FileMetadata {
+                    metadata: Arc::new(metadata),
+                    file_len: len,
+                    footer_len,
+                    reads,
+                    page_index_loaded: page_index,
+                });
+            }
+            Ok(DecodeResult::NeedsData(ranges)) => {
+                for r in ranges {
+                    let what = if r.start >= len - 8 - footer_len {
+                        "footer"
+                    } else {
+                        "page index"
+                    };
+                    let buf = file.read_range(r.clone(), what)?;
+                    reads.push(r.clone());
+                    decoder
+                        .push_range(r, Bytes::from(buf))
+                        .map_err(|e| Error::footer(path, e.to_string()))?;
+                }
+            }
+            Ok(DecodeResult::Finished) => break,
+            Err(e) => return Err(Error::footer(path, clean_parquet_error(&e))),
+        }
+    }
+    Err(Error::footer(
+        path,
+        "the metadata decoder did not finish after reading footer and page index",
+    ))
+}
+
+/// The parquet crate's error text without its "Parquet error: " prefix.
+pub(crate) fn clean_parquet_error(e: &parquet::errors::ParquetError) -> String {
+    let mut s = e.to_string();
+    // Errors wrapped through arrow come out as "Arrow: Parquet argument error: Parquet
+    // error: ..."; keep the message, not the wrapping.
+    loop {
+        let before = s.len();
+        for prefix in [
+            "Arrow: ",
+            "Parquet argument error: ",
+            "Parquet error: ",
+            "External: ",
+        ] {
+            if let Some(rest) = s.strip_prefix(prefix) {
+                s = rest.to_string();
+            }
+        }
+        if let Some(rest) = s.strip_prefix("EOF: ") {
+            s = format!("unexpected end of data: {rest}");
+        }
+        if s.len() == before {
+            return s;
+        }
+    }
+}

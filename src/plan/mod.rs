@@ -1,0 +1,518 @@
+//! Planning: which bytes of the file a query needs. Pure — no I/O, no CUDA.
+//!
+//! [`plan`] takes the footer ([`FileMetadata`]) and a [`Selection`] (projection, row groups,
+//! pruning predicate) and produces a [`ReadPlan`]: one [`ColumnChunkPlan`] per selected
+//! (row group, leaf column), and the [`IoRequest`]s that read them, coalesced by the rules in
+//! [`coalesce`](mod@coalesce). Every offset the footer gives is checked against the file here,
+//! so that nothing later reads outside the file or hands the decoder an impossible range.
+//!
+//! The predicate prunes **row groups** by their statistics; it does not filter rows. Page-level
+//! pruning comes later; when the page index is loaded the plan records each chunk's pages.
+
+pub mod coalesce;
+pub mod predicate;
+pub mod projection;
+
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+
+use parquet::file::metadata::ParquetMetaData;
+
+pub use coalesce::{CoalesceConfig, IoRequest};
+pub use predicate::{parse_predicate, BoundPredicate, Predicate};
+
+use crate::error::{Error, Result};
+use crate::metadata::FileMetadata;
+
+/// What to read: a projection and a row-group selection. The default reads everything.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// Column names or dotted paths (see [`projection`]); `None` = all columns.
+    pub columns: Option<Vec<String>>,
+    /// Row groups by index; `None` = all.
+    pub row_groups: Option<Vec<usize>>,
+    /// A pruning predicate (see [`predicate`]); row groups it rules out are skipped.
+    pub filter: Option<String>,
+}
+
+/// A data page, from the offset index.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PagePlan {
+    /// File offset of the page header.
+    pub offset: u64,
+    /// Header plus compressed data, in bytes.
+    pub compressed_size: u64,
+    /// Index of the page's first row within the row group.
+    pub first_row_index: u64,
+}
+
+/// One column chunk to read: a (row group, leaf column) pair.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ColumnChunkPlan {
+    /// Row group index in the file.
+    pub row_group: usize,
+    /// Leaf column index in the file schema.
+    pub column: usize,
+    /// Dotted path of the leaf column.
+    pub path: String,
+    /// Bytes of the chunk: dictionary page (if any) through the end of the last data page.
+    pub range: Range<u64>,
+    /// Where the chunk's first byte lands in the destination buffer.
+    pub dest_offset: u64,
+    /// Compression codec.
+    pub codec: String,
+    /// Physical type.
+    pub physical_type: String,
+    /// Logical type, if annotated.
+    pub logical_type: Option<String>,
+    /// Number of values (including nulls) the footer declares.
+    pub num_values: i64,
+    /// The footer's dictionary page offset when it was ignored because it cannot be right
+    /// (before the first data byte of the file, or after the first data page).
+    pub ignored_dictionary_offset: Option<i64>,
+    /// Data pages, when the page index was loaded.
+    pub pages: Option<Vec<PagePlan>>,
+}
+
+impl ColumnChunkPlan {
+    /// Length of the chunk in bytes.
+    pub fn len(&self) -> u64 {
+        self.range.end - self.range.start
+    }
+
+    /// True for a chunk with no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A row group left out by the predicate, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PrunedRowGroup {
+    /// Row group index.
+    pub row_group: usize,
+    /// The statistics that rule it out.
+    pub reason: String,
+}
+
+/// Everything the I/O and decode stages need, and nothing they must discover.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ReadPlan {
+    /// Length of the file.
+    pub file_len: u64,
+    /// Selected leaf columns, ascending.
+    pub leaves: Vec<usize>,
+    /// Selected row groups, ascending.
+    pub row_groups: Vec<usize>,
+    /// Rows in the selected row groups.
+    pub num_rows: u64,
+    /// Row groups the predicate pruned.
+    pub pruned: Vec<PrunedRowGroup>,
+    /// The predicate as understood, if any.
+    pub filter: Option<String>,
+    /// One entry per (row group, leaf), row group major.
+    pub chunks: Vec<ColumnChunkPlan>,
+    /// Coalesced reads, in file order, laid end to end in the destination buffer.
+    pub requests: Vec<IoRequest>,
+    /// Coalescing parameters used.
+    pub coalesce: CoalesceConfig,
+}
+
+impl ReadPlan {
+    /// Bytes of column chunks selected.
+    pub fn chunk_bytes(&self) -> u64 {
+        self.chunks.iter().map(|c| c.len()).sum()
+    }
+
+    /// Bytes the requests read (chunks plus alignment padding and coalesced gaps); also the
+    /// size of the destination buffer.
+    pub fn request_bytes(&self) -> u64 {
+        self.requests.iter().map(|r| r.len()).sum()
+    }
+
+    /// Indices into `chunks` of the chunks of row group `rg`.
+    pub fn chunks_of_row_group(&self, rg: usize) -> impl Iterator<Item = usize> + '_ {
+        self.chunks
+            .iter()
+            .enumerate()
+            .filter(move |(_, c)| c.row_group == rg)
+            .map(|(i, _)| i)
+    }
+}
+
+/// Parses a row-group list such as `0,2-4,7`.
+pub fn parse_row_groups(s: &str) -> std::result::Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || format!("invalid row group '{part}': expected N or N-M");
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let a: usize = a.trim().parse().map_err(|_| bad())?;
+                let b: usize = b.trim().parse().map_err(|_| bad())?;
+                if a > b {
+                    return Err(format!("invalid row group range '{part}': start after end"));
+                }
+                if b - a > 10_000_000 {
+                    return Err(format!("row group range '{part}' is too large"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    if out.is_empty() {
+        return Err("empty row-group list".into());
+    }
+    Ok(out)
+}
+
+/// Plans the read of `selection` from a file with footer `meta`. `path` only names the file in
+/// errors.
+pub fn plan(path: &Path, meta: &FileMetadata, selection: &Selection) -> Result<ReadPlan> {
+    plan_with(path, meta, selection, &CoalesceConfig::default())
+}
+
+/// [`plan`] with explicit coalescing parameters.
+pub fn plan_with(
+    path: &Path,
+    meta: &FileMetadata,
+    selection: &Selection,
+    coalesce_cfg: &CoalesceConfig,
+) -> Result<ReadPlan> {
+    let md: &ParquetMetaData = &meta.metadata;
+    let schema = md.file_metadata().schema_descr();
+
+    // Projection.
+    let leaves: Vec<usize> = match &selection.columns {
+        None => (0..schema.num_columns()).collect(),
+        Some(names) => {
+            let mut v = Vec::new();
+            for name in names {
+                let segs = projection::parse_path(name).ok_or_else(|| Error::UnknownColumn {
+                    path: path.to_path_buf(),
+                    name: name.clone(),
+                    available: "(the name is malformed: empty segment or unterminated backquote)"
+                        .into(),
+                })?;
+                let found = projection::resolve_leaves(schema, &segs).ok_or_else(|| {
+                    Error::UnknownColumn {
+                        path: path.to_path_buf(),
+                        name: name.clone(),
+                        available: top_level_names(md),
+                    }
+                })?;
+                v.extend(found);
+            }
+            v.sort_unstable();
+            v.dedup();
+            v
+        }
+    };
+
+    // Row groups: explicit list, then the predicate.
+    let n_rg = md.num_row_groups();
+    let mut row_groups: Vec<usize> = match &selection.row_groups {
+        None => (0..n_rg).collect(),
+        Some(list) => {
+            if let Some(bad) = list.iter().find(|&&r| r >= n_rg) {
+                return Err(Error::RowGroupSelection {
+                    path: path.to_path_buf(),
+                    reason: format!(
+                        "row group {bad} does not exist: the file has {n_rg} row group{} (0..{n_rg})",
+                        if n_rg == 1 { "" } else { "s" }
+                    ),
+                });
+            }
+            let mut v = list.clone();
+            v.sort_unstable();
+            v.dedup();
+            v
+        }
+    };
+    let mut pruned = Vec::new();
+    let mut filter_text = None;
+    if let Some(expr) = &selection.filter {
+        let parsed = parse_predicate(expr)?;
+        let bound = predicate::bind(&parsed, expr, schema)?;
+        row_groups.retain(|&rg| match bound.prune_reason(md, rg) {
+            Some(reason) => {
+                pruned.push(PrunedRowGroup {
+                    row_group: rg,
+                    reason,
+                });
+                false
+            }
+            None => true,
+        });
+        filter_text = Some(bound.text().to_string());
+    }
+
+    // Column chunks.
+    let footer_start = meta.footer_start();
+    let offset_index = md.offset_index();
+    let mut chunks = Vec::with_capacity(row_groups.len() * leaves.len());
+    let mut num_rows = 0u64;
+    for &rg in &row_groups {
+        let rgm = md.row_group(rg);
+        num_rows += rgm.num_rows().max(0) as u64;
+        for &leaf in &leaves {
+            let cc = rgm.column(leaf);
+            let col_path = cc.column_path().string();
+            let bad = |range: Option<Range<u64>>, reason: String| Error::BadColumnChunk {
+                path: path.to_path_buf(),
+                row_group: rg,
+                column: col_path.clone(),
+                range,
+                reason,
+            };
+            if cc.file_path().is_some() {
+                return Err(bad(
+                    None,
+                    format!(
+                        "the chunk lives in another file ({:?}); external column chunks are not supported",
+                        cc.file_path().unwrap_or_default()
+                    ),
+                ));
+            }
+            if cc.crypto_metadata().is_some() {
+                return Err(Error::Unsupported {
+                    path: path.to_path_buf(),
+                    what: format!(
+                        "row group {rg}, column '{col_path}' is encrypted: encrypted Parquet files are not supported"
+                    ),
+                });
+            }
+            let size = cc.compressed_size();
+            let data = cc.data_page_offset();
+            // A chunk without values (e.g. in a row group of 0 rows) needs no bytes, whatever
+            // its offsets say; writers leave them 0 there.
+            let empty = size == 0 || cc.num_values() == 0 || rgm.num_rows() == 0;
+            if size < 0 && !empty {
+                return Err(bad(None, format!("negative compressed size {size}")));
+            }
+            let mut ignored_dict = None;
+            let start = match cc.dictionary_page_offset() {
+                Some(d) if d >= 4 && d < data => d,
+                Some(d) => {
+                    ignored_dict = Some(d);
+                    data
+                }
+                None => data,
+            };
+            if !empty && start < 4 {
+                return Err(bad(
+                    None,
+                    format!("chunk offset {start} lies before the first data byte of the file (4)"),
+                ));
+            }
+            let start = start.max(0) as u64;
+            let end = start.checked_add(size.max(0) as u64).unwrap_or(u64::MAX);
+            if !empty && end > footer_start {
+                return Err(bad(
+                    Some(start..end),
+                    format!(
+                        "the chunk reaches past the start of the footer at byte {footer_start} (file is {} bytes)",
+                        meta.file_len
+                    ),
+                ));
+            }
+            let range = if empty { start..start } else { start..end };
+            let pages = offset_index
+                .and_then(|oi| oi.get(rg))
+                .and_then(|cols| cols.get(leaf))
+                .map(|idx| {
+                    idx.page_locations()
+                        .iter()
+                        .map(|p| PagePlan {
+                            offset: p.offset.max(0) as u64,
+                            compressed_size: p.compressed_page_size.max(0) as u64,
+                            first_row_index: p.first_row_index.max(0) as u64,
+                        })
+                        .collect()
+                });
+            let descr = cc.column_descr();
+            chunks.push(ColumnChunkPlan {
+                row_group: rg,
+                column: leaf,
+                path: col_path.clone(),
+                range,
+                dest_offset: 0,
+                codec: cc.compression().to_string(),
+                physical_type: cc.column_type().to_string(),
+                logical_type: descr.logical_type_ref().map(|l| format!("{l:?}")),
+                num_values: cc.num_values(),
+                ignored_dictionary_offset: ignored_dict,
+                pages,
+            });
+        }
+    }
+
+    let ranges: Vec<Range<u64>> = chunks.iter().map(|c| c.range.clone()).collect();
+    let (requests, dests) = coalesce::coalesce(&ranges, meta.file_len, coalesce_cfg);
+    for (c, d) in chunks.iter_mut().zip(dests) {
+        c.dest_offset = d;
+    }
+    Ok(ReadPlan {
+        file_len: meta.file_len,
+        leaves,
+        row_groups,
+        num_rows,
+        pruned,
+        filter: filter_text,
+        chunks,
+        requests,
+        coalesce: *coalesce_cfg,
+    })
+}
+
+fn top_level_names(md: &ParquetMetaData) -> String {
+    let fields = md.file_metadata().schema_descr().root_schema().get_fields();
+    let mut names: Vec<String> = fields
+        .iter()
+        .take(30)
+        .map(|f| f.name().to_string())
+        .collect();
+    if fields.len() > 30 {
+        names.push(format!("... ({} in all)", fields.len()));
+    }
+    names.join(", ")
+}
+
+/// Formats a byte count for people: `1.5 MiB`.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+impl fmt::Display for ReadPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "plan: {} row group{} ({} rows), {} column{}, {} chunk{}: {} in {} request{} ({} read)",
+            self.row_groups.len(),
+            if self.row_groups.len() == 1 { "" } else { "s" },
+            self.num_rows,
+            self.leaves.len(),
+            if self.leaves.len() == 1 { "" } else { "s" },
+            self.chunks.len(),
+            if self.chunks.len() == 1 { "" } else { "s" },
+            human_bytes(self.chunk_bytes()),
+            self.requests.len(),
+            if self.requests.len() == 1 { "" } else { "s" },
+            human_bytes(self.request_bytes()),
+        )?;
+        if let Some(filter) = &self.filter {
+            writeln!(
+                f,
+                "filter: {filter} (prunes row groups by statistics; rows are not filtered)"
+            )?;
+        }
+        for p in &self.pruned {
+            writeln!(f, "  pruned row group {}: {}", p.row_group, p.reason)?;
+        }
+        let w = self
+            .chunks
+            .iter()
+            .map(|c| c.path.len())
+            .max()
+            .unwrap_or(6)
+            .max(6);
+        writeln!(
+            f,
+            "{:>4}  {:<w$}  {:>12}  {:>10}  {:<12} {:<20} {:>10}  {:>5}",
+            "rg", "column", "offset", "bytes", "codec", "type", "values", "req"
+        )?;
+        for (i, c) in self.chunks.iter().enumerate() {
+            let ty = match &c.logical_type {
+                Some(l) => format!("{}/{}", c.physical_type, l),
+                None => c.physical_type.clone(),
+            };
+            let ty: String = ty.chars().take(20).collect();
+            let req = self
+                .requests
+                .iter()
+                .position(|r| r.chunks.contains(&i))
+                .map_or("-".to_string(), |r| r.to_string());
+            writeln!(
+                f,
+                "{:>4}  {:<w$}  {:>12}  {:>10}  {:<12} {:<20} {:>10}  {:>5}",
+                c.row_group,
+                c.path,
+                c.range.start,
+                c.len(),
+                c.codec,
+                ty,
+                c.num_values,
+                req
+            )?;
+        }
+        writeln!(f, "requests (file range → destination offset):")?;
+        for (k, r) in self.requests.iter().enumerate() {
+            writeln!(
+                f,
+                "{:>5}  {}..{} ({}) → {}  chunks {}",
+                k,
+                r.range.start,
+                r.range.end,
+                human_bytes(r.len()),
+                r.dest_offset,
+                fmt_index_list(&r.chunks)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn fmt_index_list(v: &[usize]) -> String {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            v[i].to_string()
+        } else {
+            format!("{}-{}", v[i], v[j])
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_group_lists() {
+        assert_eq!(parse_row_groups("0,2-4, 7").unwrap(), vec![0, 2, 3, 4, 7]);
+        assert!(parse_row_groups("4-2")
+            .unwrap_err()
+            .contains("start after end"));
+        assert!(parse_row_groups("x")
+            .unwrap_err()
+            .contains("invalid row group 'x'"));
+        assert!(parse_row_groups("").is_err());
+        assert_eq!(fmt_index_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
+    }
+
+    #[test]
+    fn human() {
+        assert_eq!(human_bytes(10), "10 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(3 << 30), "3.0 GiB");
+    }
+}

@@ -1,0 +1,853 @@
+//! Row-group pruning predicates: `col <op> literal`, joined by `AND` / `OR`, with parentheses.
+//!
+//! A predicate **prunes row groups; it never filters rows**. A row group is skipped only when
+//! its statistics prove that no row in it can satisfy the predicate; the rows of the row groups
+//! that are kept are all returned, matching or not.
+//!
+//! Grammar (keywords case-insensitive, `AND` binds tighter than `OR`):
+//!
+//! ```text
+//! expr    := and ( OR and )*
+//! and     := atom ( AND atom )*
+//! atom    := '(' expr ')' | column op literal | literal op column
+//! op      := '<' | '<=' | '>' | '>=' | '=' | '==' | '!=' | '<>'
+//! column  := name ( '.' name )*        name: [A-Za-z_][A-Za-z0-9_]* or `any text`
+//! literal := integer | float | 'string' ('' escapes a quote) | true | false
+//! ```
+//!
+//! Dates are written as strings, `'YYYY-MM-DD'`, and compared against DATE columns.
+//!
+//! Statistics are used only where they are trustworthy: a row group is kept when its column
+//! has no statistics, no min or max, truncated (inexact) min or max, a NaN min or max, an
+//! unknown column order, or legacy min/max fields for a column whose order is not signed.
+//! Comparisons with NULL are never true, so a row group whose column is all null is pruned by
+//! any comparison on it.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use parquet::basic::{ColumnOrder, ConvertedType, LogicalType, SortOrder, Type as PhysicalType};
+use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
+use parquet::file::statistics::Statistics;
+use parquet::schema::types::SchemaDescriptor;
+
+use crate::error::{Error, Result};
+use crate::plan::projection::resolve_leaves;
+
+/// Comparison operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum CmpOp {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `=`
+    Eq,
+    /// `!=`
+    Ne,
+}
+
+impl CmpOp {
+    fn flip(self) -> Self {
+        match self {
+            CmpOp::Lt => CmpOp::Gt,
+            CmpOp::Le => CmpOp::Ge,
+            CmpOp::Gt => CmpOp::Lt,
+            CmpOp::Ge => CmpOp::Le,
+            op => op,
+        }
+    }
+    fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+            CmpOp::Eq => "=",
+            CmpOp::Ne => "!=",
+        }
+    }
+}
+
+/// A literal as written.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub enum Literal {
+    /// An integer.
+    Int(i128),
+    /// A number with a fraction or exponent.
+    Float(f64),
+    /// A quoted string.
+    Str(String),
+    /// `true` / `false`.
+    Bool(bool),
+}
+
+impl fmt::Display for Literal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Literal::Int(v) => write!(f, "{v}"),
+            Literal::Float(v) => write!(f, "{v:?}"),
+            Literal::Str(s) => write!(f, "'{}'", s.replace('\'', "''")),
+            Literal::Bool(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+/// A parsed predicate, not yet bound to a schema.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub enum Predicate {
+    /// `column op literal`
+    Cmp {
+        /// Column path segments.
+        column: Vec<String>,
+        /// Operator.
+        op: CmpOp,
+        /// Literal.
+        value: Literal,
+    },
+    /// Both hold.
+    And(Box<Predicate>, Box<Predicate>),
+    /// Either holds.
+    Or(Box<Predicate>, Box<Predicate>),
+}
+
+fn fmt_column(column: &[String]) -> String {
+    column
+        .iter()
+        .map(|s| {
+            if !s.is_empty()
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !s.starts_with(|c: char| c.is_ascii_digit())
+            {
+                s.clone()
+            } else {
+                format!("`{s}`")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+impl fmt::Display for Predicate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Predicate::Cmp { column, op, value } => {
+                write!(f, "{} {} {value}", fmt_column(column), op.symbol())
+            }
+            Predicate::And(a, b) => {
+                let wrap = |p: &Predicate| match p {
+                    Predicate::Or(..) => format!("({p})"),
+                    _ => p.to_string(),
+                };
+                write!(f, "{} AND {}", wrap(a), wrap(b))
+            }
+            Predicate::Or(a, b) => write!(f, "{a} OR {b}"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lexer and parser
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Ident(String),
+    Dot,
+    Int(i128),
+    Float(f64),
+    Str(String),
+    Op(CmpOp),
+    LParen,
+    RParen,
+    And,
+    Or,
+    True,
+    False,
+}
+
+fn lex(expr: &str) -> Result<Vec<(usize, Tok)>> {
+    let err = |pos: usize, msg: &str| Error::Filter {
+        expr: expr.to_string(),
+        reason: format!("{msg} at position {}", pos + 1),
+    };
+    let b = expr.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let start = i;
+        match c {
+            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
+            b'(' => {
+                out.push((start, Tok::LParen));
+                i += 1
+            }
+            b')' => {
+                out.push((start, Tok::RParen));
+                i += 1
+            }
+            b'.' if !b.get(i + 1).is_some_and(|d| d.is_ascii_digit()) => {
+                out.push((start, Tok::Dot));
+                i += 1
+            }
+            b'<' | b'>' | b'=' | b'!' => {
+                let two = b.get(i + 1).copied();
+                let (op, n) = match (c, two) {
+                    (b'<', Some(b'=')) => (CmpOp::Le, 2),
+                    (b'<', Some(b'>')) => (CmpOp::Ne, 2),
+                    (b'<', _) => (CmpOp::Lt, 1),
+                    (b'>', Some(b'=')) => (CmpOp::Ge, 2),
+                    (b'>', _) => (CmpOp::Gt, 1),
+                    (b'=', Some(b'=')) => (CmpOp::Eq, 2),
+                    (b'=', _) => (CmpOp::Eq, 1),
+                    (b'!', Some(b'=')) => (CmpOp::Ne, 2),
+                    _ => return Err(err(start, "expected '!='")),
+                };
+                out.push((start, Tok::Op(op)));
+                i += n;
+            }
+            b'\'' => {
+                let mut s = Vec::new();
+                i += 1;
+                loop {
+                    match b.get(i) {
+                        None => return Err(err(start, "unterminated string literal")),
+                        Some(b'\'') if b.get(i + 1) == Some(&b'\'') => {
+                            s.push(b'\'');
+                            i += 2;
+                        }
+                        Some(b'\'') => {
+                            i += 1;
+                            break;
+                        }
+                        Some(&ch) => {
+                            s.push(ch);
+                            i += 1;
+                        }
+                    }
+                }
+                // The input is a &str and quotes are ASCII, so the bytes between are UTF-8.
+                out.push((start, Tok::Str(String::from_utf8_lossy(&s).into_owned())));
+            }
+            b'`' => {
+                let end = expr[i + 1..]
+                    .find('`')
+                    .ok_or_else(|| err(start, "unterminated `quoted` name"))?;
+                out.push((start, Tok::Ident(expr[i + 1..i + 1 + end].to_string())));
+                i += end + 2;
+            }
+            b'0'..=b'9' | b'-' | b'+' | b'.' => {
+                i += 1;
+                while i < b.len()
+                    && (b[i].is_ascii_alphanumeric()
+                        || b[i] == b'.'
+                        || ((b[i] == b'-' || b[i] == b'+') && matches!(b[i - 1], b'e' | b'E')))
+                {
+                    i += 1;
+                }
+                let text = &expr[start..i];
+                let tok = if let Ok(v) = text.parse::<i128>() {
+                    Tok::Int(v)
+                } else if let Ok(v) = text.parse::<f64>() {
+                    if !v.is_finite() {
+                        return Err(err(start, "number out of range"));
+                    }
+                    Tok::Float(v)
+                } else {
+                    return Err(err(start, &format!("invalid number '{text}'")));
+                };
+                out.push((start, tok));
+            }
+            c if c.is_ascii_alphabetic() || c == b'_' => {
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
+                }
+                let word = &expr[start..i];
+                let tok = match word.to_ascii_lowercase().as_str() {
+                    "and" => Tok::And,
+                    "or" => Tok::Or,
+                    "true" => Tok::True,
+                    "false" => Tok::False,
+                    _ => Tok::Ident(word.to_string()),
+                };
+                out.push((start, tok));
+            }
+            _ => {
+                let ch = expr[start..].chars().next().unwrap_or('?');
+                return Err(err(start, &format!("unexpected character '{ch}'")));
+            }
+        }
+    }
+    Ok(out)
+}
+
+struct Parser<'a> {
+    expr: &'a str,
+    toks: Vec<(usize, Tok)>,
+    pos: usize,
+}
+
+impl Parser<'_> {
+    fn err(&self, msg: &str) -> Error {
+        let at = match self.toks.get(self.pos) {
+            Some((p, _)) => format!("at position {}", p + 1),
+            None => "at the end".to_string(),
+        };
+        Error::Filter {
+            expr: self.expr.to_string(),
+            reason: format!("{msg} {at}"),
+        }
+    }
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos).map(|(_, t)| t)
+    }
+    fn bump(&mut self) -> Option<Tok> {
+        let t = self.toks.get(self.pos).map(|(_, t)| t.clone());
+        self.pos += 1;
+        t
+    }
+    fn expr(&mut self, depth: usize) -> Result<Predicate> {
+        if depth > 64 {
+            return Err(self.err("expression nested too deeply"));
+        }
+        let mut left = self.and(depth)?;
+        while self.peek() == Some(&Tok::Or) {
+            self.pos += 1;
+            let right = self.and(depth)?;
+            left = Predicate::Or(Box::new(left), Box::new(right));
+        }
+        Ok(left)
+    }
+    fn and(&mut self, depth: usize) -> Result<Predicate> {
+        let mut left = self.atom(depth)?;
+        while self.peek() == Some(&Tok::And) {
+            self.pos += 1;
+            let right = self.atom(depth)?;
+            left = Predicate::And(Box::new(left), Box::new(right));
+        }
+        Ok(left)
+    }
+    fn atom(&mut self, depth: usize) -> Result<Predicate> {
+        if self.peek() == Some(&Tok::LParen) {
+            self.pos += 1;
+            let e = self.expr(depth + 1)?;
+            if self.bump() != Some(Tok::RParen) {
+                self.pos -= 1;
+                return Err(self.err("expected ')'"));
+            }
+            return Ok(e);
+        }
+        if matches!(self.peek(), Some(Tok::Ident(_))) {
+            let column = self.column()?;
+            let op = self.op()?;
+            let value = self.literal()?;
+            return Ok(Predicate::Cmp { column, op, value });
+        }
+        let value = self.literal()?;
+        let op = self.op()?.flip();
+        if !matches!(self.peek(), Some(Tok::Ident(_))) {
+            return Err(self.err("expected a column name"));
+        }
+        let column = self.column()?;
+        Ok(Predicate::Cmp { column, op, value })
+    }
+    fn column(&mut self) -> Result<Vec<String>> {
+        let mut parts = Vec::new();
+        loop {
+            match self.bump() {
+                Some(Tok::Ident(s)) => parts.push(s),
+                _ => {
+                    self.pos -= 1;
+                    return Err(self.err("expected a column name"));
+                }
+            }
+            if self.peek() == Some(&Tok::Dot) {
+                self.pos += 1;
+            } else {
+                return Ok(parts);
+            }
+        }
+    }
+    fn op(&mut self) -> Result<CmpOp> {
+        match self.bump() {
+            Some(Tok::Op(op)) => Ok(op),
+            _ => {
+                self.pos -= 1;
+                Err(self.err("expected a comparison (<, <=, >, >=, =, !=)"))
+            }
+        }
+    }
+    fn literal(&mut self) -> Result<Literal> {
+        match self.bump() {
+            Some(Tok::Int(v)) => Ok(Literal::Int(v)),
+            Some(Tok::Float(v)) => Ok(Literal::Float(v)),
+            Some(Tok::Str(s)) => Ok(Literal::Str(s)),
+            Some(Tok::True) => Ok(Literal::Bool(true)),
+            Some(Tok::False) => Ok(Literal::Bool(false)),
+            _ => {
+                self.pos -= 1;
+                Err(self.err("expected a literal (number, 'string', true or false)"))
+            }
+        }
+    }
+}
+
+/// Parses a filter expression.
+pub fn parse_predicate(expr: &str) -> Result<Predicate> {
+    let toks = lex(expr)?;
+    if toks.is_empty() {
+        return Err(Error::Filter {
+            expr: expr.to_string(),
+            reason: "empty expression".into(),
+        });
+    }
+    let mut p = Parser { expr, toks, pos: 0 };
+    let e = p.expr(0)?;
+    if p.pos < p.toks.len() {
+        return Err(p.err("unexpected input"));
+    }
+    Ok(e)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Binding and evaluation
+
+/// How a column's statistics are compared.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Signed,
+    Unsigned,
+    Float,
+    Bytes,
+    Bool,
+    Date,
+}
+
+/// A literal converted to the column's domain.
+#[derive(Debug, Clone, PartialEq)]
+enum Value {
+    Int(i128),
+    Float(f64),
+    Bytes(Vec<u8>),
+}
+
+#[derive(Debug, Clone)]
+enum Bound {
+    Cmp {
+        leaf: usize,
+        text: String,
+        kind: Kind,
+        op: CmpOp,
+        value: Value,
+    },
+    /// Cannot be true for any row (e.g. `int_col = 2.5`).
+    Never {
+        leaf: usize,
+        text: String,
+    },
+    /// True for every non-null row (e.g. `int_col != 2.5`).
+    NotNull {
+        leaf: usize,
+        text: String,
+    },
+    And(Box<Bound>, Box<Bound>),
+    Or(Box<Bound>, Box<Bound>),
+}
+
+/// A predicate bound to a file's schema, ready to test row groups.
+#[derive(Debug, Clone)]
+pub struct BoundPredicate {
+    bound: Bound,
+    text: String,
+}
+
+impl BoundPredicate {
+    /// The predicate as text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// `None` when row group `rg` may hold matching rows; otherwise why it cannot.
+    pub fn prune_reason(&self, md: &ParquetMetaData, rg: usize) -> Option<String> {
+        eval(&self.bound, md, md.row_group(rg))
+    }
+}
+
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    // Howard Hinnant's algorithm: days since 1970-01-01 of a proleptic Gregorian date.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m as i64 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn parse_date(s: &str) -> Option<i64> {
+    let mut it = s.trim().splitn(3, '-');
+    let y: i64 = it.next()?.parse().ok()?;
+    let m: u32 = it.next()?.parse().ok()?;
+    let d: u32 = it.next()?.parse().ok()?;
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let dim = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=12).contains(&m) || d == 0 || d > dim[m as usize - 1] {
+        return None;
+    }
+    Some(days_from_civil(y, m, d))
+}
+
+/// Binds `pred` to the schema: resolves columns and converts literals.
+pub fn bind(pred: &Predicate, expr: &str, schema: &SchemaDescriptor) -> Result<BoundPredicate> {
+    Ok(BoundPredicate {
+        bound: bind_inner(pred, expr, schema)?,
+        text: pred.to_string(),
+    })
+}
+
+fn bind_inner(pred: &Predicate, expr: &str, schema: &SchemaDescriptor) -> Result<Bound> {
+    let ferr = |reason: String| Error::Filter {
+        expr: expr.to_string(),
+        reason,
+    };
+    match pred {
+        Predicate::And(a, b) => Ok(Bound::And(
+            Box::new(bind_inner(a, expr, schema)?),
+            Box::new(bind_inner(b, expr, schema)?),
+        )),
+        Predicate::Or(a, b) => Ok(Bound::Or(
+            Box::new(bind_inner(a, expr, schema)?),
+            Box::new(bind_inner(b, expr, schema)?),
+        )),
+        Predicate::Cmp { column, op, value } => {
+            let name = fmt_column(column);
+            let leaves = resolve_leaves(schema, column)
+                .ok_or_else(|| ferr(format!("unknown column '{name}'")))?;
+            let [leaf] = leaves[..] else {
+                return Err(ferr(format!(
+                    "column '{name}' is not a primitive column (it has {} leaves)",
+                    leaves.len()
+                )));
+            };
+            let col = schema.column(leaf);
+            if col.max_rep_level() > 0 {
+                return Err(ferr(format!(
+                    "column '{name}' is repeated (inside a list or map): filters take flat columns"
+                )));
+            }
+            let text = format!("{name} {} {value}", op.symbol());
+            let ty = col.physical_type();
+            let logical = col.logical_type_ref();
+            let conv = col.converted_type();
+            let type_name = match logical {
+                Some(l) => format!("{ty} ({l:?})"),
+                None if conv != ConvertedType::NONE => format!("{ty} ({conv})"),
+                None => ty.to_string(),
+            };
+            let kind = match (ty, logical, conv) {
+                (_, Some(LogicalType::Decimal(_)), _) | (_, _, ConvertedType::DECIMAL) => None,
+                (PhysicalType::INT32, Some(LogicalType::Date), _)
+                | (PhysicalType::INT32, _, ConvertedType::DATE) => Some(Kind::Date),
+                (PhysicalType::INT32 | PhysicalType::INT64, Some(LogicalType::Integer(int)), _)
+                    if !int.is_signed =>
+                {
+                    Some(Kind::Unsigned)
+                }
+                (
+                    PhysicalType::INT32 | PhysicalType::INT64,
+                    _,
+                    ConvertedType::UINT_8
+                    | ConvertedType::UINT_16
+                    | ConvertedType::UINT_32
+                    | ConvertedType::UINT_64,
+                ) => Some(Kind::Unsigned),
+                (PhysicalType::INT32 | PhysicalType::INT64, _, _) => Some(Kind::Signed),
+                (PhysicalType::FLOAT | PhysicalType::DOUBLE, _, _) => Some(Kind::Float),
+                (PhysicalType::BOOLEAN, _, _) => Some(Kind::Bool),
+                (
+                    PhysicalType::BYTE_ARRAY,
+                    Some(LogicalType::String | LogicalType::Enum | LogicalType::Json),
+                    _,
+                )
+                | (
+                    PhysicalType::BYTE_ARRAY,
+                    _,
+                    ConvertedType::UTF8 | ConvertedType::ENUM | ConvertedType::JSON,
+                ) => Some(Kind::Bytes),
+                _ => None,
+            };
+            let Some(kind) = kind else {
+                return Err(ferr(format!(
+                    "column '{name}' has type {type_name}, which filters do not support \
+                     (supported: integers, floats, booleans, strings, dates)"
+                )));
+            };
+            let mismatch = || {
+                ferr(format!(
+                    "cannot compare column '{name}' of type {type_name} with {value}"
+                ))
+            };
+            let mk = |op: CmpOp, value: Value| Bound::Cmp {
+                leaf,
+                text: text.clone(),
+                kind,
+                op,
+                value,
+            };
+            Ok(match (kind, value) {
+                (Kind::Signed | Kind::Unsigned | Kind::Date, Literal::Int(v)) => {
+                    mk(*op, Value::Int(*v))
+                }
+                (Kind::Signed | Kind::Unsigned, Literal::Float(f)) => {
+                    if f.fract() == 0.0 {
+                        mk(*op, Value::Int(*f as i128))
+                    } else {
+                        // An integer never equals a fraction; turn the rest into exact bounds.
+                        match op {
+                            CmpOp::Lt | CmpOp::Le => mk(CmpOp::Le, Value::Int(f.floor() as i128)),
+                            CmpOp::Gt | CmpOp::Ge => mk(CmpOp::Ge, Value::Int(f.ceil() as i128)),
+                            CmpOp::Eq => Bound::Never { leaf, text },
+                            CmpOp::Ne => Bound::NotNull { leaf, text },
+                        }
+                    }
+                }
+                (Kind::Date, Literal::Str(s)) => {
+                    let d = parse_date(s).ok_or_else(|| {
+                        ferr(format!(
+                            "'{s}' is not a date: DATE column '{name}' compares with 'YYYY-MM-DD'"
+                        ))
+                    })?;
+                    mk(*op, Value::Int(d as i128))
+                }
+                (Kind::Float, Literal::Int(v)) => mk(*op, Value::Float(*v as f64)),
+                (Kind::Float, Literal::Float(v)) => mk(*op, Value::Float(*v)),
+                (Kind::Bytes, Literal::Str(s)) => mk(*op, Value::Bytes(s.as_bytes().to_vec())),
+                (Kind::Bool, Literal::Bool(b)) => mk(*op, Value::Int(*b as i128)),
+                _ => return Err(mismatch()),
+            })
+        }
+    }
+}
+
+/// Min and max of a column chunk as comparable values, or why they cannot be trusted.
+fn trusted_min_max(
+    md: &ParquetMetaData,
+    rg: &RowGroupMetaData,
+    leaf: usize,
+    kind: Kind,
+) -> std::result::Result<(Value, Value), &'static str> {
+    let cc = rg.column(leaf);
+    let stats = cc.statistics().ok_or("no statistics")?;
+    if !stats.min_is_exact() || !stats.max_is_exact() {
+        return Err("truncated statistics");
+    }
+    let sort = cc.column_descr().sort_order();
+    if sort == SortOrder::UNDEFINED {
+        return Err("no defined sort order");
+    }
+    match md.file_metadata().column_order(leaf) {
+        ColumnOrder::UNKNOWN => return Err("unknown column order"),
+        ColumnOrder::UNDEFINED if sort != SortOrder::SIGNED => {
+            return Err("legacy statistics with an undefined order")
+        }
+        _ => {}
+    }
+    if stats.is_min_max_deprecated() && sort != SortOrder::SIGNED {
+        return Err("legacy min/max fields with an unsigned order");
+    }
+    let none = "no min/max";
+    let pair = match (stats, kind) {
+        (Statistics::Boolean(s), _) => (
+            Value::Int(*s.min_opt().ok_or(none)? as i128),
+            Value::Int(*s.max_opt().ok_or(none)? as i128),
+        ),
+        (Statistics::Int32(s), Kind::Unsigned) => (
+            Value::Int(*s.min_opt().ok_or(none)? as u32 as i128),
+            Value::Int(*s.max_opt().ok_or(none)? as u32 as i128),
+        ),
+        (Statistics::Int64(s), Kind::Unsigned) => (
+            Value::Int(*s.min_opt().ok_or(none)? as u64 as i128),
+            Value::Int(*s.max_opt().ok_or(none)? as u64 as i128),
+        ),
+        (Statistics::Int32(s), _) => (
+            Value::Int(*s.min_opt().ok_or(none)? as i128),
+            Value::Int(*s.max_opt().ok_or(none)? as i128),
+        ),
+        (Statistics::Int64(s), _) => (
+            Value::Int(*s.min_opt().ok_or(none)? as i128),
+            Value::Int(*s.max_opt().ok_or(none)? as i128),
+        ),
+        (Statistics::Float(s), _) => (
+            Value::Float(*s.min_opt().ok_or(none)? as f64),
+            Value::Float(*s.max_opt().ok_or(none)? as f64),
+        ),
+        (Statistics::Double(s), _) => (
+            Value::Float(*s.min_opt().ok_or(none)?),
+            Value::Float(*s.max_opt().ok_or(none)?),
+        ),
+        (Statistics::ByteArray(s), _) => (
+            Value::Bytes(s.min_opt().ok_or(none)?.data().to_vec()),
+            Value::Bytes(s.max_opt().ok_or(none)?.data().to_vec()),
+        ),
+        _ => return Err("statistics of an unexpected type"),
+    };
+    if let (Value::Float(a), Value::Float(b)) = &pair {
+        if a.is_nan() || b.is_nan() {
+            return Err("NaN in statistics");
+        }
+    }
+    if value_cmp(&pair.0, &pair.1) == Some(Ordering::Greater) {
+        return Err("min greater than max");
+    }
+    Ok(pair)
+}
+
+fn value_cmp(a: &Value, b: &Value) -> Option<Ordering> {
+    match (a, b) {
+        (Value::Int(a), Value::Int(b)) => Some(a.cmp(b)),
+        (Value::Float(a), Value::Float(b)) => a.partial_cmp(b),
+        (Value::Bytes(a), Value::Bytes(b)) => Some(a.as_slice().cmp(b.as_slice())),
+        _ => None,
+    }
+}
+
+fn all_null(rg: &RowGroupMetaData, leaf: usize) -> bool {
+    let n = rg
+        .column(leaf)
+        .statistics()
+        .and_then(|s| s.null_count_opt());
+    rg.num_rows() > 0 && n == Some(rg.num_rows() as u64)
+}
+
+fn show(v: &Value, kind: Kind) -> String {
+    match (v, kind) {
+        (Value::Int(d), Kind::Date) => format!("day {d}"),
+        (Value::Int(i), _) => i.to_string(),
+        (Value::Float(f), _) => format!("{f:?}"),
+        (Value::Bytes(b), _) => format!("'{}'", String::from_utf8_lossy(b)),
+    }
+}
+
+/// `None` when the row group may match; `Some(reason)` when it provably cannot.
+fn eval(b: &Bound, md: &ParquetMetaData, rg: &RowGroupMetaData) -> Option<String> {
+    match b {
+        Bound::And(x, y) => eval(x, md, rg).or_else(|| eval(y, md, rg)),
+        Bound::Or(x, y) => {
+            let a = eval(x, md, rg)?;
+            let b = eval(y, md, rg)?;
+            Some(format!("{a} and {b}"))
+        }
+        Bound::Never { leaf, text } => {
+            let _ = leaf;
+            Some(format!("{text}: never true for an integer column"))
+        }
+        Bound::NotNull { leaf, text } => {
+            all_null(rg, *leaf).then(|| format!("{text}: all values are null"))
+        }
+        Bound::Cmp {
+            leaf,
+            text,
+            kind,
+            op,
+            value,
+        } => {
+            if all_null(rg, *leaf) {
+                return Some(format!("{text}: all values are null"));
+            }
+            let (min, max) = trusted_min_max(md, rg, *leaf, *kind).ok()?;
+            let c_min = value_cmp(&min, value)?;
+            let c_max = value_cmp(&max, value)?;
+            use Ordering::*;
+            let cannot = match op {
+                CmpOp::Eq => c_min == Greater || c_max == Less,
+                CmpOp::Ne => c_min == Equal && c_max == Equal,
+                CmpOp::Lt => c_min != Less,
+                CmpOp::Le => c_min == Greater,
+                CmpOp::Gt => c_max != Greater,
+                CmpOp::Ge => c_max == Less,
+            };
+            cannot.then(|| {
+                format!(
+                    "{text}: min {} max {}",
+                    show(&min, *kind),
+                    show(&max, *kind)
+                )
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> String {
+        parse_predicate(s).unwrap().to_string()
+    }
+
+    #[test]
+    fn parses_precedence_and_parentheses() {
+        assert_eq!(
+            p("a > 5 AND b = 'k' OR c < 1.5"),
+            "a > 5 AND b = 'k' OR c < 1.5"
+        );
+        let e = parse_predicate("a > 5 AND b = 'k' OR c < 1.5").unwrap();
+        assert!(matches!(e, Predicate::Or(..)), "AND binds tighter: {e:?}");
+        let e = parse_predicate("a > 5 AND (b = 'k' OR c < 1.5)").unwrap();
+        assert!(matches!(e, Predicate::And(..)), "{e:?}");
+        assert_eq!(
+            p("a>5 and (b='it''s' or c<>-2e3)"),
+            "a > 5 AND (b = 'it''s' OR c != -2000.0)"
+        );
+        assert_eq!(p("5 < x"), "x > 5");
+        assert_eq!(p("`a.b` >= 1 AND s.x = true"), "`a.b` >= 1 AND s.x = true");
+        assert_eq!(p("d = '2024-02-29'"), "d = '2024-02-29'");
+    }
+
+    #[test]
+    fn parse_errors_say_where() {
+        for (e, want) in [
+            ("", "empty expression"),
+            ("a >", "expected a literal"),
+            ("a 5", "expected a comparison"),
+            ("(a > 5", "expected ')'"),
+            ("a > 5 b", "unexpected input"),
+            ("a > 'x", "unterminated string"),
+            ("a ! 3", "expected '!='"),
+            ("a > 5 AND", "expected a literal"),
+            ("a # 1", "unexpected character '#'"),
+            ("a > 1.2.3", "invalid number"),
+        ] {
+            let msg = parse_predicate(e).unwrap_err().to_string();
+            assert!(msg.contains(want), "{e:?}: {msg}");
+        }
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(parse_date("1970-01-01"), Some(0));
+        assert_eq!(parse_date("2000-03-01"), Some(11017));
+        assert_eq!(parse_date("1969-12-31"), Some(-1));
+        assert_eq!(parse_date("2023-02-29"), None);
+        assert_eq!(parse_date("2024-02-29"), Some(19782));
+        assert_eq!(parse_date("2024-13-01"), None);
+        assert_eq!(parse_date("x"), None);
+    }
+}

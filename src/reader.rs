@@ -1,0 +1,488 @@
+//! The public facade: plan, read, decode, in one builder.
+//!
+//! ```text
+//! ParquetGpuReader::builder(path)        footer read here (one speculative tail read)
+//!     .with_columns(["a", "s.b"])        projection
+//!     .with_row_groups([0, 2])           explicit row groups
+//!     .with_filter("x > 5")              row-group pruning by statistics
+//!     .with_device(Device::Auto)         host or CUDA; Auto says what it chose and why
+//!     .build()?                          plan made and validated here
+//!     .load()?                           I/O, then decode, in parallel by row group
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::datatypes::SchemaRef;
+use bytes::Bytes;
+use parquet::file::metadata::ParquetMetaData;
+use rayon::prelude::*;
+
+use crate::array::{LoadedBatch, Location};
+use crate::config::IoSettings;
+use crate::decode::host::HostDecoder;
+use crate::decode::panic_guard::contain;
+use crate::device::{self, Device, DeviceChoice};
+use crate::error::{Error, Result};
+use crate::io::host::HostReader;
+use crate::io::{Dest, IoReport, RangeReader};
+use crate::metadata::{read_metadata, FileMetadata};
+use crate::plan::{plan_with, CoalesceConfig, ReadPlan, Selection};
+use crate::source::ParquetFile;
+
+/// Default maximum rows per batch.
+pub const DEFAULT_BATCH_ROWS: usize = 65_536;
+
+/// Progress of a load, passed to the callback set with
+/// [`ReaderBuilder::with_progress`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Bytes read so far.
+    pub bytes_read: u64,
+    /// Bytes the plan reads in all.
+    pub bytes_total: u64,
+    /// Row groups decoded so far.
+    pub row_groups_done: usize,
+    /// Row groups to decode.
+    pub row_groups_total: usize,
+}
+
+type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// Builds a [`ParquetGpuReader`]. Settings not given come from the `CUPARQUET_*` environment
+/// variables, then from the defaults.
+pub struct ReaderBuilder {
+    path: PathBuf,
+    selection: Selection,
+    device: Device,
+    batch_rows: usize,
+    page_index: bool,
+    nthreads: Option<usize>,
+    task_size: Option<u64>,
+    direct_io: Option<bool>,
+    coalesce: CoalesceConfig,
+    progress: Option<ProgressFn>,
+}
+
+impl std::fmt::Debug for ReaderBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReaderBuilder")
+            .field("path", &self.path)
+            .field("selection", &self.selection)
+            .field("device", &self.device)
+            .field("batch_rows", &self.batch_rows)
+            .field("page_index", &self.page_index)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReaderBuilder {
+    /// Reads only these columns: top-level names or dotted paths to nested fields (a name
+    /// containing dots in backquotes). Output columns keep the file's order.
+    pub fn with_columns<I, S>(mut self, columns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.selection.columns = Some(columns.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Reads only these row groups (combined with the filter: both must keep a row group).
+    pub fn with_row_groups(mut self, row_groups: impl IntoIterator<Item = usize>) -> Self {
+        self.selection.row_groups = Some(row_groups.into_iter().collect());
+        self
+    }
+
+    /// Skips row groups whose statistics prove that no row satisfies `expr`
+    /// (see [`plan::predicate`](crate::plan::predicate)). Rows are not filtered.
+    pub fn with_filter(mut self, expr: impl Into<String>) -> Self {
+        self.selection.filter = Some(expr.into());
+        self
+    }
+
+    /// Where batches go: [`Device::Host`], [`Device::Cuda`] or [`Device::Auto`] (default).
+    pub fn with_device(mut self, device: Device) -> Self {
+        self.device = device;
+        self
+    }
+
+    /// Maximum rows per batch (default [`DEFAULT_BATCH_ROWS`]).
+    pub fn with_batch_rows(mut self, rows: usize) -> Self {
+        self.batch_rows = rows;
+        self
+    }
+
+    /// Loads the page index and records page locations in the plan.
+    pub fn with_page_index(mut self, yes: bool) -> Self {
+        self.page_index = yes;
+        self
+    }
+
+    /// Reader threads (overrides `CUPARQUET_NTHREADS`).
+    pub fn with_nthreads(mut self, n: usize) -> Self {
+        self.nthreads = Some(n);
+        self
+    }
+
+    /// Piece size large requests are split into (overrides `CUPARQUET_TASK_SIZE`).
+    pub fn with_task_size(mut self, bytes: u64) -> Self {
+        self.task_size = Some(bytes);
+        self
+    }
+
+    /// Read with `O_DIRECT` (overrides `CUPARQUET_DIRECT_IO`).
+    pub fn with_direct_io(mut self, yes: bool) -> Self {
+        self.direct_io = Some(yes);
+        self
+    }
+
+    /// Coalescing parameters (default: the documented constants).
+    pub fn with_coalescing(mut self, cfg: CoalesceConfig) -> Self {
+        self.coalesce = cfg;
+        self
+    }
+
+    /// A callback told of progress during [`ParquetGpuReader::load`].
+    pub fn with_progress(mut self, f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(f));
+        self
+    }
+
+    /// Opens the file, reads the footer, resolves the device and makes the plan.
+    pub fn build(self) -> Result<ParquetGpuReader> {
+        let t0 = Instant::now();
+        let mut settings = IoSettings::from_env()?;
+        if let Some(n) = self.nthreads {
+            settings.nthreads = n;
+        }
+        if let Some(t) = self.task_size {
+            settings.task_size = t;
+        }
+        if let Some(d) = self.direct_io {
+            settings.direct_io = d;
+        }
+        settings.validate()?;
+        if self.batch_rows == 0 {
+            return Err(Error::setting("batch_rows", "0", "must be at least 1"));
+        }
+        let device = device::resolve(self.device)?;
+        let file = ParquetFile::open(&self.path)?;
+        let meta = contain(|| read_metadata(&file, self.page_index)).map_err(|p| {
+            Error::footer(
+                &self.path,
+                format!("unreadable footer (the parser panicked: {p})"),
+            )
+        })??;
+        let t_footer = t0.elapsed();
+        let plan = plan_with(&self.path, &meta, &self.selection, &self.coalesce)?;
+        let decode_meta = sanitize_metadata(&self.path, &meta.metadata, &plan)?;
+        let decoder = HostDecoder::new(&self.path, decode_meta, &plan.leaves, self.batch_rows)?;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(settings.nthreads)
+            .thread_name(|i| format!("cuparquet-{i}"))
+            .build()
+            .map_err(|e| {
+                Error::setting("nthreads", settings.nthreads.to_string(), e.to_string())
+            })?;
+        let host_reader = HostReader::with_pool(settings.clone(), Arc::new(pool));
+        Ok(ParquetGpuReader {
+            file,
+            meta,
+            plan,
+            device,
+            settings,
+            decoder,
+            host_reader,
+            progress: self.progress,
+            t_setup: t0.elapsed(),
+            t_footer,
+        })
+    }
+}
+
+/// arrow-rs reads a chunk from its dictionary page offset whenever one is given; where the plan
+/// ignored an impossible one (e.g. 0), drop it so that arrow-rs reads what the plan read.
+fn sanitize_metadata(
+    path: &Path,
+    md: &Arc<ParquetMetaData>,
+    plan: &ReadPlan,
+) -> Result<Arc<ParquetMetaData>> {
+    let fixes: Vec<(usize, usize)> = plan
+        .chunks
+        .iter()
+        .filter(|c| c.ignored_dictionary_offset.is_some())
+        .map(|c| (c.row_group, c.column))
+        .collect();
+    if fixes.is_empty() {
+        return Ok(Arc::clone(md));
+    }
+    let mut builder = md.as_ref().clone().into_builder();
+    let mut groups = builder.take_row_groups();
+    for (rg, col) in fixes {
+        let cols = groups[rg].columns_mut();
+        let fixed = cols[col]
+            .clone()
+            .into_builder()
+            .set_dictionary_page_offset(None)
+            .build()
+            .map_err(|e| Error::BadColumnChunk {
+                path: path.to_path_buf(),
+                row_group: rg,
+                column: cols[col].column_path().string(),
+                range: None,
+                reason: e.to_string(),
+            })?;
+        cols[col] = fixed;
+    }
+    Ok(Arc::new(builder.set_row_groups(groups).build()))
+}
+
+/// Loads Parquet columns into host or GPU memory. See the [module docs](self).
+pub struct ParquetGpuReader {
+    file: ParquetFile,
+    meta: FileMetadata,
+    plan: ReadPlan,
+    device: DeviceChoice,
+    settings: IoSettings,
+    decoder: HostDecoder,
+    host_reader: HostReader,
+    progress: Option<ProgressFn>,
+    t_setup: Duration,
+    t_footer: Duration,
+}
+
+impl std::fmt::Debug for ParquetGpuReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParquetGpuReader")
+            .field("path", &self.file.path())
+            .field("device", &self.device)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a load produced.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The batches, in row-group order.
+    pub batches: Vec<LoadedBatch>,
+    /// Their Arrow schema (also when there are no batches).
+    pub schema: SchemaRef,
+    /// What happened.
+    pub report: LoadReport,
+}
+
+impl Loaded {
+    /// All batches as arrow-rs `RecordBatch`es in host memory.
+    pub fn to_host(&self) -> Result<Vec<arrow::record_batch::RecordBatch>> {
+        self.batches.iter().map(LoadedBatch::to_host).collect()
+    }
+}
+
+/// What a load did: where, how many bytes, by which path, how long.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LoadReport {
+    /// The file.
+    pub path: PathBuf,
+    /// The device chosen and why.
+    pub device: DeviceChoice,
+    /// Rows loaded.
+    pub rows: u64,
+    /// Top-level columns in the result.
+    pub columns: usize,
+    /// Leaf columns read.
+    pub leaf_columns: usize,
+    /// Row groups read.
+    pub row_groups: usize,
+    /// Bytes of the selected column chunks.
+    pub bytes_planned: u64,
+    /// Bytes read (chunks plus alignment padding and coalesced gaps).
+    pub bytes_read: u64,
+    /// Footer bytes read.
+    pub footer_bytes: u64,
+    /// Footer reads.
+    pub footer_reads: usize,
+    /// Bytes of the resulting Arrow buffers.
+    pub output_bytes: u64,
+    /// I/O settings in use.
+    pub settings: IoSettings,
+    /// Per-request I/O record.
+    pub io: IoReport,
+    /// Time to open, read the footer, plan (`build`).
+    #[serde(serialize_with = "ser_secs")]
+    pub setup_time: Duration,
+    /// Of which reading and parsing the footer.
+    #[serde(serialize_with = "ser_secs")]
+    pub footer_time: Duration,
+    /// Time in I/O.
+    #[serde(serialize_with = "ser_secs")]
+    pub io_time: Duration,
+    /// Time decoding.
+    #[serde(serialize_with = "ser_secs")]
+    pub decode_time: Duration,
+    /// Wall time of `load` (I/O + decode).
+    #[serde(serialize_with = "ser_secs")]
+    pub load_time: Duration,
+}
+
+fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+impl LoadReport {
+    /// Bytes read per second of load time.
+    pub fn read_throughput(&self) -> f64 {
+        self.bytes_read as f64 / self.load_time.as_secs_f64().max(1e-9)
+    }
+}
+
+impl ParquetGpuReader {
+    /// Starts building a reader for the file at `path`.
+    pub fn builder(path: impl AsRef<Path>) -> ReaderBuilder {
+        ReaderBuilder {
+            path: path.as_ref().to_path_buf(),
+            selection: Selection::default(),
+            device: Device::Auto,
+            batch_rows: DEFAULT_BATCH_ROWS,
+            page_index: false,
+            nthreads: None,
+            task_size: None,
+            direct_io: None,
+            coalesce: CoalesceConfig::default(),
+            progress: None,
+        }
+    }
+
+    /// The footer.
+    pub fn metadata(&self) -> &FileMetadata {
+        &self.meta
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &ReadPlan {
+        &self.plan
+    }
+
+    /// The device chosen and why.
+    pub fn device(&self) -> &DeviceChoice {
+        &self.device
+    }
+
+    /// The I/O settings in use.
+    pub fn settings(&self) -> &IoSettings {
+        &self.settings
+    }
+
+    /// The Arrow schema of the batches.
+    pub fn schema(&self) -> &SchemaRef {
+        self.decoder.schema()
+    }
+
+    /// Reads and decodes everything the plan selects.
+    pub fn load(&self) -> Result<Loaded> {
+        self.load_with(&self.host_reader)
+    }
+
+    /// Like [`load`](Self::load), reading through `reader` (e.g. a recording reader).
+    pub fn load_with(&self, reader: &dyn RangeReader) -> Result<Loaded> {
+        let t0 = Instant::now();
+        match self.device.location {
+            Location::Host => {}
+            Location::Cuda(_) => {
+                return Err(Error::Device {
+                    device: self.device.requested.clone(),
+                    reason: "GPU loading is not built yet".into(),
+                })
+            }
+        }
+        let plan = &self.plan;
+        let total = plan.request_bytes();
+        let notify = |p: Progress| {
+            if let Some(f) = &self.progress {
+                f(p)
+            }
+        };
+        notify(Progress {
+            bytes_read: 0,
+            bytes_total: total,
+            row_groups_done: 0,
+            row_groups_total: plan.row_groups.len(),
+        });
+
+        let mut buf = vec![0u8; total as usize];
+        let io = reader.read(&self.file, &plan.requests, Dest::Host(&mut buf))?;
+        let io_time = t0.elapsed();
+        notify(Progress {
+            bytes_read: total,
+            bytes_total: total,
+            row_groups_done: 0,
+            row_groups_total: plan.row_groups.len(),
+        });
+
+        let t1 = Instant::now();
+        let data = Bytes::from(buf);
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let per_rg: Vec<Result<Vec<LoadedBatch>>> = self.host_reader.pool().install(|| {
+            plan.row_groups
+                .par_iter()
+                .map(|&rg| {
+                    let chunks: Vec<_> = plan
+                        .chunks_of_row_group(rg)
+                        .map(|i| {
+                            let c = &plan.chunks[i];
+                            let d = c.dest_offset as usize;
+                            (c.range.clone(), data.slice(d..d + c.len() as usize))
+                        })
+                        .collect();
+                    let batches = self.decoder.decode_row_group(rg, &chunks)?;
+                    let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                    notify(Progress {
+                        bytes_read: total,
+                        bytes_total: total,
+                        row_groups_done: n,
+                        row_groups_total: plan.row_groups.len(),
+                    });
+                    Ok(batches
+                        .into_iter()
+                        .map(|b| LoadedBatch::host(b, rg))
+                        .collect())
+                })
+                .collect()
+        });
+        let mut batches = Vec::new();
+        for r in per_rg {
+            batches.extend(r?);
+        }
+        let decode_time = t1.elapsed();
+        let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
+        let output_bytes = batches.iter().map(|b| b.memory_size() as u64).sum();
+        let schema = self.decoder.schema().clone();
+        let report = LoadReport {
+            path: self.file.path().to_path_buf(),
+            device: self.device.clone(),
+            rows,
+            columns: schema.fields().len(),
+            leaf_columns: plan.leaves.len(),
+            row_groups: plan.row_groups.len(),
+            bytes_planned: plan.chunk_bytes(),
+            bytes_read: io.bytes(),
+            footer_bytes: self.meta.reads.iter().map(|r| r.end - r.start).sum(),
+            footer_reads: self.meta.reads.len(),
+            output_bytes,
+            settings: self.settings.clone(),
+            io,
+            setup_time: self.t_setup,
+            footer_time: self.t_footer,
+            io_time,
+            decode_time,
+            load_time: t0.elapsed(),
+        };
+        Ok(Loaded {
+            batches,
+            schema,
+            report,
+        })
+    }
+}
