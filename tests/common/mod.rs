@@ -1,0 +1,612 @@
+//! Shared by the integration tests: where the data is, the arrow-rs oracle, generated files.
+#![allow(dead_code, unreachable_pub)]
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::*;
+use arrow::compute::concat_batches;
+use arrow::datatypes::*;
+use arrow::record_batch::RecordBatch;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::{ArrowWriter, ProjectionMask};
+use parquet::basic::{BrotliLevel, Compression, GzipLevel, ZstdLevel};
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
+
+/// The parquet-testing corpus: `PARQUET_TESTING_DIR`, else `../shared/parquet-testing`
+/// relative to the working directory (the package root under cargo).
+pub fn corpus_dir() -> PathBuf {
+    std::env::var_os("PARQUET_TESTING_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("../shared/parquet-testing"))
+}
+
+/// Files in a corpus subdirectory whose names end with one of `exts`, sorted.
+pub fn corpus_files(sub: &str, exts: &[&str]) -> Vec<PathBuf> {
+    let dir = corpus_dir().join(sub);
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| {
+            panic!(
+                "corpus directory {} unreadable: {e} (set PARQUET_TESTING_DIR)",
+                dir.display()
+            )
+        })
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            exts.iter().any(|x| n.ends_with(x))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// What the oracle reads.
+pub enum Projection {
+    All,
+    /// Top-level columns by index.
+    Roots(Vec<usize>),
+}
+
+/// arrow-rs's own read of `path`: all batches concatenated, or its error.
+pub fn oracle(
+    path: &Path,
+    proj: &Projection,
+    row_groups: Option<&[usize]>,
+) -> Result<RecordBatch, String> {
+    let run = || -> Result<RecordBatch, String> {
+        let f = File::open(path).map_err(|e| e.to_string())?;
+        let mut b = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| e.to_string())?;
+        if let Projection::Roots(r) = proj {
+            let mask = ProjectionMask::roots(b.parquet_schema(), r.iter().copied());
+            b = b.with_projection(mask);
+        }
+        if let Some(rg) = row_groups {
+            b = b.with_row_groups(rg.to_vec());
+        }
+        let reader = b.build().map_err(|e| e.to_string())?;
+        let schema = reader.schema();
+        let batches: Vec<RecordBatch> = reader
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?;
+        concat_batches(&schema, &batches).map_err(|e| e.to_string())
+    };
+    // arrow-rs panics on some corrupt files: that counts as its error.
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
+    std::panic::set_hook(prev);
+    r.unwrap_or_else(|_| Err("arrow-rs panicked".into()))
+}
+
+/// Concatenates loaded batches (host copies) with the given schema.
+pub fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> RecordBatch {
+    concat_batches(schema, batches).expect("concat")
+}
+
+/// Asserts two batches hold the same columns (names, types, values), saying where they differ.
+pub fn assert_same(what: &str, got: &RecordBatch, want: &RecordBatch) {
+    assert_eq!(got.num_rows(), want.num_rows(), "{what}: row count");
+    assert_eq!(
+        got.num_columns(),
+        want.num_columns(),
+        "{what}: column count"
+    );
+    for i in 0..want.num_columns() {
+        let (gf, wf) = (
+            got.schema().field(i).clone(),
+            want.schema().field(i).clone(),
+        );
+        assert_eq!(gf.name(), wf.name(), "{what}: column {i} name");
+        assert_eq!(
+            gf.data_type(),
+            wf.data_type(),
+            "{what}: column {} type",
+            wf.name()
+        );
+        assert_eq!(
+            got.column(i).to_data(),
+            want.column(i).to_data(),
+            "{what}: column {} values",
+            wf.name()
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generated files
+
+/// A batch with every flat type arrow-rs writes, nulls in every nullable column.
+pub fn flat_batch(rows: usize, seed: u64) -> RecordBatch {
+    let n = rows;
+    let r = |i: usize| {
+        (i as u64)
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(seed)
+            >> 17
+    };
+    let null = |i: usize| r(i) % 7 == 0;
+    let cols: Vec<(&str, ArrayRef)> = vec![
+        (
+            "bool",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(r(i) % 2 == 0))
+                    .collect::<BooleanArray>(),
+            ),
+        ),
+        (
+            "i8",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(r(i) as i8))
+                    .collect::<Int8Array>(),
+            ),
+        ),
+        (
+            "i16",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(r(i) as i16))
+                    .collect::<Int16Array>(),
+            ),
+        ),
+        (
+            "i32",
+            Arc::new(
+                (0..n)
+                    .map(|i| Some(i as i32 * 3 - 100))
+                    .collect::<Int32Array>(),
+            ),
+        ),
+        (
+            "i64",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(r(i) as i64 - (1 << 40)))
+                    .collect::<Int64Array>(),
+            ),
+        ),
+        (
+            "u8",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(r(i) as u8))
+                    .collect::<UInt8Array>(),
+            ),
+        ),
+        (
+            "u16",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(r(i) as u16))
+                    .collect::<UInt16Array>(),
+            ),
+        ),
+        (
+            "u32",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(r(i) as u32))
+                    .collect::<UInt32Array>(),
+            ),
+        ),
+        (
+            "u64",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(r(i).wrapping_mul(977)))
+                    .collect::<UInt64Array>(),
+            ),
+        ),
+        (
+            "f16",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(half::f16::from_f32((r(i) % 1000) as f32 / 8.0)))
+                    .collect::<Float16Array>(),
+            ),
+        ),
+        (
+            "f32",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some((r(i) % 100_000) as f32 / 7.0))
+                    .collect::<Float32Array>(),
+            ),
+        ),
+        (
+            "f64",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some((r(i) % 1_000_000) as f64 / 3.0))
+                    .collect::<Float64Array>(),
+            ),
+        ),
+        (
+            "utf8",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then(|| format!("s{}", r(i) % 50)))
+                    .collect::<StringArray>(),
+            ),
+        ),
+        (
+            "large_utf8",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then(|| "ü".repeat((r(i) % 5) as usize)))
+                    .collect::<LargeStringArray>(),
+            ),
+        ),
+        (
+            "binary",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then(|| vec![r(i) as u8; (r(i) % 9) as usize]))
+                    .collect::<BinaryArray>(),
+            ),
+        ),
+        (
+            "large_binary",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then(|| vec![1u8, i as u8]))
+                    .collect::<LargeBinaryArray>(),
+            ),
+        ),
+        (
+            "fixed",
+            Arc::new(
+                FixedSizeBinaryArray::try_from_sparse_iter_with_size(
+                    (0..n).map(|i| (!null(i)).then(|| (r(i) as u32).to_le_bytes())),
+                    4,
+                )
+                .unwrap(),
+            ),
+        ),
+        (
+            "date32",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(18_000 + i as i32))
+                    .collect::<Date32Array>(),
+            ),
+        ),
+        (
+            "date64",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(86_400_000 * (i as i64)))
+                    .collect::<Date64Array>(),
+            ),
+        ),
+        (
+            "time32s",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some((i % 86_400) as i32))
+                    .collect::<Time32SecondArray>(),
+            ),
+        ),
+        (
+            "time32ms",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some((r(i) % 86_400_000) as i32))
+                    .collect::<Time32MillisecondArray>(),
+            ),
+        ),
+        (
+            "time64us",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some((r(i) % 86_400_000_000) as i64))
+                    .collect::<Time64MicrosecondArray>(),
+            ),
+        ),
+        (
+            "time64ns",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some((r(i) % 86_400_000_000_000) as i64))
+                    .collect::<Time64NanosecondArray>(),
+            ),
+        ),
+        (
+            "ts_s",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(r(i) as i64 % 4_000_000_000))
+                    .collect::<TimestampSecondArray>(),
+            ),
+        ),
+        (
+            "ts_ms_utc",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(r(i) as i64))
+                    .collect::<TimestampMillisecondArray>()
+                    .with_timezone("UTC"),
+            ),
+        ),
+        (
+            "ts_us",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(r(i) as i64))
+                    .collect::<TimestampMicrosecondArray>()
+                    .with_timezone("+02:00"),
+            ),
+        ),
+        (
+            "ts_ns",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(r(i) as i64))
+                    .collect::<TimestampNanosecondArray>(),
+            ),
+        ),
+        (
+            "dec32",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some((r(i) % 99_999) as i32 - 50_000))
+                    .collect::<Decimal32Array>()
+                    .with_precision_and_scale(7, 2)
+                    .unwrap(),
+            ),
+        ),
+        (
+            "dec64",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(r(i) as i64 % 10_000_000_000))
+                    .collect::<Decimal64Array>()
+                    .with_precision_and_scale(15, 3)
+                    .unwrap(),
+            ),
+        ),
+        (
+            "dec128_small",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some((r(i) % 99_999) as i128))
+                    .collect::<Decimal128Array>()
+                    .with_precision_and_scale(9, 2)
+                    .unwrap(),
+            ),
+        ),
+        (
+            "dec128",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(r(i) as i128 * 1_000_000_007 - (1 << 60)))
+                    .collect::<Decimal128Array>()
+                    .with_precision_and_scale(38, 10)
+                    .unwrap(),
+            ),
+        ),
+        (
+            "dec256",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then_some(i256::from_i128(r(i) as i128 * -77)))
+                    .collect::<Decimal256Array>()
+                    .with_precision_and_scale(50, 5)
+                    .unwrap(),
+            ),
+        ),
+        (
+            "dict_utf8",
+            Arc::new(
+                (0..n)
+                    .map(|i| (!null(i)).then(|| ["red", "green", "blue"][i % 3]))
+                    .collect::<DictionaryArray<Int32Type>>(),
+            ),
+        ),
+    ];
+    RecordBatch::try_from_iter(cols).unwrap()
+}
+
+/// A batch with lists, structs, maps and their nulls.
+pub fn nested_batch(rows: usize) -> RecordBatch {
+    let n = rows;
+    let list = ListArray::from_iter_primitive::<Int32Type, _, _>((0..n).map(|i| {
+        match i % 5 {
+            0 => None,
+            1 => Some(vec![]),
+            _ => Some(
+                (0..i % 4)
+                    .map(|j| if j == 2 { None } else { Some((i * j) as i32) })
+                    .collect(),
+            ),
+        }
+    }));
+    let mut lsb = ListBuilder::new(StringBuilder::new());
+    for i in 0..n {
+        if i % 6 == 0 {
+            lsb.append_null();
+        } else {
+            for j in 0..(i % 3) {
+                lsb.values().append_value(format!("t{i}-{j}"));
+            }
+            lsb.append(true);
+        }
+    }
+    let large_list = LargeListArray::from_iter_primitive::<Int64Type, _, _>(
+        (0..n).map(|i| (i % 4 != 0).then(|| vec![Some(i as i64), None])),
+    );
+    let s_a: ArrayRef = Arc::new(
+        (0..n)
+            .map(|i| (i % 3 != 0).then_some(i as i32))
+            .collect::<Int32Array>(),
+    );
+    let s_b: ArrayRef = Arc::new(
+        (0..n)
+            .map(|i| Some(format!("b{i}")))
+            .collect::<StringArray>(),
+    );
+    let strukt = StructArray::try_new(
+        vec![
+            Field::new("a", DataType::Int32, true),
+            Field::new("b", DataType::Utf8, true),
+        ]
+        .into(),
+        vec![s_a, s_b],
+        Some((0..n).map(|i| i % 7 != 0).collect()),
+    )
+    .unwrap();
+    let mut mb = MapBuilder::new(None, StringBuilder::new(), Int64Builder::new());
+    for i in 0..n {
+        if i % 8 == 0 {
+            mb.append(false).unwrap();
+            continue;
+        }
+        for j in 0..(i % 3) {
+            mb.keys().append_value(format!("k{j}"));
+            if j == 1 {
+                mb.values().append_null();
+            } else {
+                mb.values().append_value((i * 10 + j) as i64);
+            }
+        }
+        mb.append(true).unwrap();
+    }
+    // list of structs
+    let mut lstb = ListBuilder::new(StructBuilder::from_fields(
+        vec![
+            Field::new("x", DataType::Int32, true),
+            Field::new("y", DataType::Utf8, true),
+        ],
+        4,
+    ));
+    for i in 0..n {
+        if i % 9 == 0 {
+            lstb.append_null();
+            continue;
+        }
+        for j in 0..(i % 3) {
+            let sb = lstb.values();
+            sb.field_builder::<Int32Builder>(0)
+                .unwrap()
+                .append_value((i + j) as i32);
+            sb.field_builder::<StringBuilder>(1)
+                .unwrap()
+                .append_option((j % 2 == 0).then(|| format!("y{j}")));
+            sb.append(true);
+        }
+        lstb.append(true);
+    }
+    RecordBatch::try_from_iter(vec![
+        (
+            "id",
+            Arc::new(Int64Array::from_iter_values(0..n as i64)) as ArrayRef,
+        ),
+        ("list_i32", Arc::new(list)),
+        ("list_str", Arc::new(lsb.finish())),
+        ("large_list", Arc::new(large_list)),
+        ("s", Arc::new(strukt)),
+        ("m", Arc::new(mb.finish())),
+        ("list_struct", Arc::new(lstb.finish())),
+    ])
+    .unwrap()
+}
+
+/// Writes `batches` to `path` with `props`.
+pub fn write(path: &Path, batches: &[RecordBatch], props: WriterProperties) {
+    let f = File::create(path).unwrap();
+    let mut w = ArrowWriter::try_new(f, batches[0].schema(), Some(props)).unwrap();
+    for b in batches {
+        w.write(b).unwrap();
+    }
+    w.close().unwrap();
+}
+
+/// The project's generated conformance set, written into `dir`: (name, path).
+pub fn generate_corpus(dir: &Path) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    let flat = flat_batch(3000, 7);
+    let nested = nested_batch(2000);
+    let codecs = [
+        ("uncompressed", Compression::UNCOMPRESSED),
+        ("snappy", Compression::SNAPPY),
+        ("gzip", Compression::GZIP(GzipLevel::default())),
+        ("lz4", Compression::LZ4),
+        ("lz4_raw", Compression::LZ4_RAW),
+        ("zstd", Compression::ZSTD(ZstdLevel::default())),
+        ("brotli", Compression::BROTLI(BrotliLevel::default())),
+    ];
+    let base = || {
+        WriterProperties::builder()
+            .set_max_row_group_row_count(Some(1000))
+            .set_data_page_row_count_limit(300)
+            .set_write_batch_size(100)
+    };
+    let mut add = |name: String, batches: Vec<RecordBatch>, props: WriterProperties| {
+        let p = dir.join(format!("{name}.parquet"));
+        write(&p, &batches, props);
+        out.push((name, p));
+    };
+    for (cname, codec) in codecs {
+        for v2 in [false, true] {
+            for dict in [true, false] {
+                let name = format!(
+                    "flat_{cname}_{}_{}",
+                    if v2 { "v2" } else { "v1" },
+                    if dict { "dict" } else { "plain" }
+                );
+                let props = base()
+                    .set_compression(codec)
+                    .set_writer_version(if v2 {
+                        WriterVersion::PARQUET_2_0
+                    } else {
+                        WriterVersion::PARQUET_1_0
+                    })
+                    .set_dictionary_enabled(dict)
+                    .build();
+                add(name, vec![flat.clone()], props);
+            }
+        }
+        add(
+            format!("nested_{cname}"),
+            vec![nested.clone()],
+            base().set_compression(codec).build(),
+        );
+    }
+    add(
+        "nested_v2_plain".into(),
+        vec![nested.clone()],
+        base()
+            .set_writer_version(WriterVersion::PARQUET_2_0)
+            .set_dictionary_enabled(false)
+            .build(),
+    );
+    add(
+        "many_small_row_groups".into(),
+        vec![flat.slice(0, 1500)],
+        base().set_max_row_group_row_count(Some(37)).build(),
+    );
+    add(
+        "page_index".into(),
+        vec![flat.clone()],
+        base()
+            .set_statistics_enabled(EnabledStatistics::Page)
+            .set_data_page_row_count_limit(64)
+            .build(),
+    );
+    add(
+        "no_statistics".into(),
+        vec![flat.slice(0, 500)],
+        base()
+            .set_statistics_enabled(EnabledStatistics::None)
+            .build(),
+    );
+    add(
+        "bloom_filters".into(),
+        vec![flat.slice(0, 800)],
+        base().set_bloom_filter_enabled(true).build(),
+    );
+    out
+}

@@ -1,0 +1,281 @@
+//! Conformance: what cuparquet loads equals what arrow-rs reads, for the parquet-testing corpus
+//! and the project's generated files — full reads, projections by name, row-group selections.
+//!
+//! One suite for every backend: `backends()` lists the targets this build can load into; the
+//! GPU issues add theirs, and the same cases run against them.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use arrow::array::RecordBatchReader;
+use common::*;
+use cuparquet::{Device, ParquetGpuReader};
+
+/// Files where cuparquet and arrow-rs are expected to disagree, and why. Checked by
+/// `documented_disagreements` below, so the list cannot go stale.
+const DISAGREE: &[(&str, &str)] = &[];
+
+/// Files both readers refuse, with the reason asserted in `documented_failures`.
+const BOTH_FAIL: &[&str] = &[
+    "dict-page-offset-zero.parquet",
+    "large_string_map.brotli.parquet",
+    "nation.dict-malformed.parquet",
+];
+
+fn backends() -> Vec<Device> {
+    vec![Device::Host]
+}
+
+fn load(
+    path: &Path,
+    device: Device,
+    columns: Option<Vec<String>>,
+    rgs: Option<&[usize]>,
+) -> cuparquet::Result<arrow::record_batch::RecordBatch> {
+    let mut b = ParquetGpuReader::builder(path)
+        .with_device(device)
+        .with_batch_rows(1000);
+    if let Some(c) = columns {
+        b = b.with_columns(c);
+    }
+    if let Some(r) = rgs {
+        b = b.with_row_groups(r.iter().copied());
+    }
+    let reader = b.build()?;
+    let loaded = reader.load()?;
+    let host = loaded.to_host()?;
+    Ok(concat(&loaded.schema, &host))
+}
+
+/// Runs full / projection / row-group cases for one file and returns how it went.
+fn check_file(path: &Path, device: Device) -> Result<usize, String> {
+    let name = path.file_name().unwrap().to_string_lossy().to_string();
+    let full_oracle = oracle(path, &Projection::All, None);
+    let full = load(path, device, None, None);
+    match (&full, &full_oracle) {
+        (Ok(got), Ok(want)) => assert_same(&format!("{name} full"), got, want),
+        (Err(e), Err(_)) => return Err(format!("both fail: {e}")),
+        (Err(e), Ok(_)) => panic!("{name}: cuparquet fails where arrow-rs reads: {e}"),
+        (Ok(_), Err(o)) => panic!("{name}: cuparquet reads what arrow-rs refuses ({o})"),
+    }
+    let mut cases = 1;
+
+    // Projection: every other top-level column, by name (the oracle selects by index).
+    let f = std::fs::File::open(path).unwrap();
+    let md = parquet::file::reader::SerializedFileReader::new(f)
+        .map(|r| parquet::file::reader::FileReader::metadata(&r).clone())
+        .unwrap();
+    let roots = md
+        .file_metadata()
+        .schema_descr()
+        .root_schema()
+        .get_fields()
+        .to_vec();
+    let names: Vec<String> = roots.iter().map(|f| f.name().to_string()).collect();
+    let unique = {
+        let mut n = names.clone();
+        n.sort();
+        n.dedup();
+        n.len() == names.len()
+    };
+    if roots.len() > 1 && unique {
+        let pick: Vec<usize> = (0..roots.len()).filter(|i| i % 2 == 1).collect();
+        let cols: Vec<String> = pick
+            .iter()
+            .map(|&i| {
+                let n = &names[i];
+                if n.contains('.') || n.contains('`') {
+                    format!("`{n}`")
+                } else {
+                    n.clone()
+                }
+            })
+            .collect();
+        let want = oracle(path, &Projection::Roots(pick.clone()), None).expect("oracle projection");
+        let got = load(path, device, Some(cols), None)
+            .unwrap_or_else(|e| panic!("{name} projection: {e}"));
+        assert_same(&format!("{name} projection {pick:?}"), &got, &want);
+        cases += 1;
+    }
+
+    // Row groups: the last one and the first, in that order (the result is in file order).
+    let n = md.num_row_groups();
+    if n > 0 {
+        let sel = if n > 1 { vec![n - 1, 0] } else { vec![0] };
+        let mut sorted = sel.clone();
+        sorted.sort();
+        let want = oracle(path, &Projection::All, Some(&sorted)).expect("oracle row groups");
+        let got = load(path, device, None, Some(&sel))
+            .unwrap_or_else(|e| panic!("{name} row groups: {e}"));
+        assert_same(&format!("{name} row groups {sel:?}"), &got, &want);
+        cases += 1;
+    }
+    Ok(cases)
+}
+
+#[test]
+fn corpus_files_equal_arrow_rs() {
+    let files = corpus_files("data", &[".parquet"]);
+    assert!(
+        files.len() > 50,
+        "corpus not found at {}",
+        corpus_dir().display()
+    );
+    for device in backends() {
+        let mut ok = 0;
+        let mut failed = Vec::new();
+        for f in &files {
+            let name = f.file_name().unwrap().to_string_lossy().to_string();
+            if DISAGREE.iter().any(|(n, _)| *n == name) {
+                continue;
+            }
+            match check_file(f, device) {
+                Ok(n) => ok += n,
+                Err(e) => failed.push(format!("{name}: {e}")),
+            }
+        }
+        let failed_names: Vec<&str> = failed
+            .iter()
+            .map(|s| s.split(':').next().unwrap())
+            .collect();
+        assert_eq!(
+            failed_names,
+            BOTH_FAIL,
+            "files both readers refuse changed:\n{}",
+            failed.join("\n")
+        );
+        eprintln!(
+            "{device}: {ok} cases equal over {} files; both refuse: {failed:#?}",
+            files.len()
+        );
+    }
+}
+
+#[test]
+fn generated_files_equal_arrow_rs() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = generate_corpus(dir.path());
+    assert!(files.len() >= 30);
+    for device in backends() {
+        for (name, path) in &files {
+            let n = check_file(path, device).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(n, 3, "{name}: all three cases ran");
+        }
+    }
+}
+
+#[test]
+fn nested_paths_select_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("nested.parquet");
+    write(&p, &[nested_batch(300)], Default::default());
+    // Arrow-style paths (list/map wrappers left out) and the file's own paths select the same.
+    for (cols, want_leaves) in [
+        (vec!["s.b"], vec!["s.b"]),
+        (vec!["list_i32.item"], vec!["list_i32.list.item"]),
+        (vec!["list_i32.list.item"], vec!["list_i32.list.item"]),
+        (vec!["m.keys"], vec!["m.entries.keys"]),
+        (
+            vec!["m.entries.values", "id"],
+            vec!["id", "m.entries.values"],
+        ),
+        (vec!["list_struct.item.y"], vec!["list_struct.list.item.y"]),
+        (vec!["s"], vec!["s.a", "s.b"]),
+    ] {
+        let r = ParquetGpuReader::builder(&p)
+            .with_device(Device::Host)
+            .with_columns(cols.clone())
+            .build()
+            .unwrap();
+        let got: Vec<String> = r
+            .plan()
+            .leaves
+            .iter()
+            .map(|&l| {
+                r.metadata()
+                    .metadata
+                    .file_metadata()
+                    .schema_descr()
+                    .column(l)
+                    .path()
+                    .string()
+            })
+            .collect();
+        assert_eq!(got, want_leaves, "{cols:?}");
+        if cols.iter().any(|c| c.starts_with("m.")) {
+            // arrow-rs cannot project part of a map; the error says so.
+            let e = r.load().unwrap_err().to_string();
+            assert!(
+                e.contains("partial projection of MapArray is not supported"),
+                "{e}"
+            );
+            continue;
+        }
+        // and the load equals arrow-rs with the same leaves
+        let loaded = r.load().unwrap();
+        let got = concat(&loaded.schema, &loaded.to_host().unwrap());
+        let f = std::fs::File::open(&p).unwrap();
+        let b = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).unwrap();
+        let mask = parquet::arrow::ProjectionMask::leaves(
+            b.parquet_schema(),
+            r.plan().leaves.iter().copied(),
+        );
+        let rd = b.with_projection(mask).build().unwrap();
+        let schema = rd.schema();
+        let want: Vec<_> = rd.map(|b| b.unwrap()).collect();
+        assert_same(&format!("{cols:?}"), &got, &concat(&schema, &want));
+    }
+    let e = ParquetGpuReader::builder(&p)
+        .with_device(Device::Host)
+        .with_columns(["s.zzz"])
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("unknown column 's.zzz'") && e.contains("available columns: id, list_i32"),
+        "{e}"
+    );
+}
+
+#[test]
+fn documented_disagreements() {
+    // repeated_no_annotation.parquet declares num_rows = 0 in its footer although its column
+    // chunks hold 6 values: arrow-rs trusts the footer and reads 0 rows; cuparquet decodes with
+    // arrow-rs from the same metadata and so returns the same 0 rows (never data arrow-rs would
+    // not return).
+    let p = corpus_dir().join("data/repeated_no_annotation.parquet");
+    let got = load(&p, Device::Host, None, None).unwrap();
+    let want = oracle(&p, &Projection::All, None).unwrap();
+    assert_eq!(want.num_rows(), 0);
+    assert_same("repeated_no_annotation", &got, &want);
+    for (name, why) in DISAGREE {
+        panic!("{name} listed as a disagreement ({why}) but not checked here");
+    }
+}
+
+#[test]
+fn documented_failures() {
+    let dir = corpus_dir().join("data");
+    let expect = [
+        // arrow-rs 59's footer parser rejects it (a list element type mismatch in the Thrift);
+        // both readers stop at the footer.
+        ("dict-page-offset-zero.parquet", "invalid Parquet footer"),
+        // A map of strings whose total size overflows arrow-rs's i32 string offsets.
+        (
+            "large_string_map.brotli.parquet",
+            "index overflow decoding byte array",
+        ),
+        // The dictionary page header is malformed.
+        ("nation.dict-malformed.parquet", "Invalid page header"),
+    ];
+    for (name, want) in expect {
+        let p: PathBuf = dir.join(name);
+        let e = load(&p, Device::Host, None, None).unwrap_err().to_string();
+        assert!(e.contains(name) && e.contains(want), "{name}: {e}");
+        assert!(
+            oracle(&p, &Projection::All, None).is_err(),
+            "{name}: arrow-rs now reads it"
+        );
+    }
+}
