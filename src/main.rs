@@ -400,7 +400,7 @@ fn inspect(path: &Path, brief: bool) -> Result<(), Error> {
                 cc.column_type(),
                 logical,
                 enc.join(","),
-                cc.compression(),
+                cuparquet::plan::codec_name(cc.compression()),
                 cc.compressed_size(),
                 cc.uncompressed_size(),
                 cc.data_page_offset(),

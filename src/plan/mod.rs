@@ -338,7 +338,7 @@ pub fn plan_with(
                 path: col_path.clone(),
                 range,
                 dest_offset: 0,
-                codec: cc.compression().to_string(),
+                codec: codec_name(cc.compression()).to_string(),
                 physical_type: cc.column_type().to_string(),
                 logical_type: descr.logical_type_ref().map(|l| format!("{l:?}")),
                 num_values: cc.num_values(),
@@ -364,6 +364,21 @@ pub fn plan_with(
         requests,
         coalesce: *coalesce_cfg,
     })
+}
+
+/// The codec's name without its level (`ZSTD`, not `ZSTD(ZstdLevel(1))`).
+pub fn codec_name(c: parquet::basic::Compression) -> &'static str {
+    use parquet::basic::Compression as C;
+    match c {
+        C::UNCOMPRESSED => "UNCOMPRESSED",
+        C::SNAPPY => "SNAPPY",
+        C::GZIP(_) => "GZIP",
+        C::LZO => "LZO",
+        C::BROTLI(_) => "BROTLI",
+        C::LZ4 => "LZ4",
+        C::ZSTD(_) => "ZSTD",
+        C::LZ4_RAW => "LZ4_RAW",
+    }
 }
 
 fn top_level_names(md: &ParquetMetaData) -> String {
