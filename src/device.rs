@@ -237,6 +237,6 @@ mod tests {
     fn probe_never_panics() {
         let p = probe_cuda();
         assert!(!p.detail.is_empty());
-        assert_eq!(p.driver_library || p.devices == 0, true);
+        assert!(p.driver_library || p.devices == 0);
     }
 }

@@ -1,11 +1,110 @@
-//! placeholder
+//! # cuparquet
+//!
+//! Load Parquet columns into GPU memory as Arrow arrays — and, on machines without a GPU, into
+//! host memory through the very same pipeline.
+//!
+//! ```text
+//!  file ──footer──▶ metadata ──▶ plan ──IoRequests──▶ io ──chunk bytes──▶ decode ──▶ array
+//!                   (one tail     (pure: projection,   (RangeReader:      (arrow-rs on   (LoadedBatch,
+//!                    read)         row-group pruning,   host pread pool;   the host; GPU  to_host())
+//!                                  coalescing)          GPU paths next)    kernels next)
+//! ```
+//!
+//! * [`metadata`] reads the footer with one speculative read of the file's last 64 KiB.
+//! * [`plan`] turns the footer and a [`Selection`](plan::Selection) (columns, row groups, a
+//!   pruning predicate) into a [`ReadPlan`](plan::ReadPlan): one
+//!   [`ColumnChunkPlan`](plan::ColumnChunkPlan) per (row group, leaf column) and the coalesced
+//!   [`IoRequest`](plan::IoRequest)s that read them. It does no I/O: `cuparquet plan` prints it.
+//! * [`io`] executes the requests through a [`RangeReader`](io::RangeReader); the
+//!   [`HostReader`](io::host::HostReader) uses a pool of `pread` threads (optionally
+//!   `O_DIRECT`).
+//! * [`decode`] turns the fetched bytes into Arrow arrays without touching the file again.
+//! * [`reader`] is the facade most users want: [`ParquetGpuReader`].
+//!
+//! ## Which API
+//!
+//! | you want | use |
+//! |---|---|
+//! | load columns into memory | [`ParquetGpuReader::builder`] … [`build`](ReaderBuilder::build) → [`load`](ParquetGpuReader::load) |
+//! | see which bytes a query needs, without reading them | [`metadata::read_metadata`] + [`plan::plan`] |
+//! | read byte ranges into a buffer of your own | [`io::host::HostReader`] through [`io::RangeReader`] |
+//! | know where batches went and why | [`LoadReport`] (`device`, per-request `io` records) |
+//!
+//! ## Example
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use arrow::array::{ArrayRef, Int64Array, StringArray};
+//! use arrow::record_batch::RecordBatch;
+//! use cuparquet::{Device, ParquetGpuReader};
+//!
+//! // A small file with two row groups.
+//! let path = std::env::temp_dir().join(format!("cuparquet-doc-{}.parquet", std::process::id()));
+//! let batch = RecordBatch::try_from_iter(vec![
+//!     ("id", Arc::new(Int64Array::from_iter_values(0..100)) as ArrayRef),
+//!     ("name", Arc::new(StringArray::from_iter_values((0..100).map(|i| format!("n{i}"))))),
+//! ])?;
+//! let props = parquet::file::properties::WriterProperties::builder()
+//!     .set_max_row_group_row_count(Some(50))
+//!     .build();
+//! let mut w = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path)?, batch.schema(), Some(props))?;
+//! w.write(&batch)?;
+//! w.close()?;
+//!
+//! let reader = ParquetGpuReader::builder(&path)
+//!     .with_columns(["id"])
+//!     .with_filter("id >= 60")        // prunes row group 0 by its statistics
+//!     .with_device(Device::Host)      // or Device::Auto: a GPU when one can be used
+//!     .build()?;
+//! assert_eq!(reader.plan().row_groups, vec![1]);
+//! let loaded = reader.load()?;
+//! let rows: usize = loaded.batches.iter().map(|b| b.num_rows()).sum();
+//! assert_eq!(rows, 50);                // the whole row group: rows are not filtered
+//! let host = loaded.batches[0].to_host()?;
+//! assert_eq!(host.num_columns(), 1);
+//! # std::fs::remove_file(&path)?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## Devices
+//!
+//! [`Device::Host`] loads into host memory; [`Device::Cuda`] into a GPU (the GPU range reader
+//! and decoder arrive in the next versions; until then it is a clear error);
+//! [`Device::Auto`] (the default) picks the first GPU when GPU loading is available and a
+//! device is present, else the host, and [`LoadReport::device`] says what it chose and why.
+//! Nothing CUDA is needed to build: the driver is loaded at run time when present.
+//!
+//! ## Settings
+//!
+//! | variable | builder | default |
+//! |---|---|---|
+//! | `CUPARQUET_NTHREADS` | [`with_nthreads`](ReaderBuilder::with_nthreads) | available cores |
+//! | `CUPARQUET_TASK_SIZE` | [`with_task_size`](ReaderBuilder::with_task_size) | 4 MiB |
+//! | `CUPARQUET_DIRECT_IO` | [`with_direct_io`](ReaderBuilder::with_direct_io) | false |
+//!
+//! Sizes take a suffix (`64KiB`, `4MiB`, `1GiB`); an invalid value is an error naming the
+//! variable.
+//!
+//! ## Features
+//!
+//! | feature | default | what |
+//! |---|---|---|
+//! | `cli` | yes | the `cuparquet` binary (clap, indicatif) |
+//!
+//! ## Errors
+//!
+//! One [`Error`] type; every variant names the file and, where it applies, the byte range,
+//! row group and column. Corrupt input gives an error, never a panic: offsets are validated
+//! against the file before arrow-rs sees them, and panics inside arrow-rs are contained.
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod array;
 pub mod config;
 pub mod decode;
-#[allow(unsafe_code)]
+#[allow(unsafe_code)] // probing the CUDA driver (see the module docs)
 pub mod device;
 pub mod error;
 pub mod io;

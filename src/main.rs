@@ -94,8 +94,8 @@ struct SelectionArgs {
     #[arg(long, short)]
     filter: Option<String>,
     /// Row groups, e.g. 0,2-4.
-    #[arg(long, value_parser = parse_row_groups)]
-    row_groups: Option<Vec<usize>>,
+    #[arg(long, value_parser = parse_row_group_list)]
+    row_groups: Option<RowGroupList>,
     /// Load the page index and record page locations.
     #[arg(long)]
     page_index: bool,
@@ -105,10 +105,18 @@ impl SelectionArgs {
     fn selection(&self) -> Selection {
         Selection {
             columns: self.columns.as_deref().map(split_columns),
-            row_groups: self.row_groups.clone(),
+            row_groups: self.row_groups.as_ref().map(|r| r.0.clone()),
             filter: self.filter.clone(),
         }
     }
+}
+
+/// `--row-groups 0,2-4`, as one value (a bare `Vec` would be taken as repeated values).
+#[derive(Debug, Clone)]
+struct RowGroupList(Vec<usize>);
+
+fn parse_row_group_list(s: &str) -> Result<RowGroupList, String> {
+    parse_row_groups(s).map(RowGroupList)
 }
 
 fn parse_device(s: &str) -> Result<Device, String> {
@@ -148,10 +156,19 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    let file = match &cli.cmd {
+        Cmd::Inspect { file, .. } | Cmd::Plan { file, .. } | Cmd::Load { file, .. } => {
+            file.display().to_string()
+        }
+    };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            let msg = e.to_string().replace('\n', " ");
+            let mut msg = e.to_string().replace('\n', " ");
+            // Every error names the file, also those that are about a setting or the device.
+            if !msg.contains(&file) {
+                msg = format!("{file}: {msg}");
+            }
             eprintln!("cuparquet: error: {msg}");
             ExitCode::from(1)
         }

@@ -54,7 +54,8 @@ pub fn read_metadata(file: &ParquetFile, page_index: bool) -> Result<FileMetadat
     }
     let tail_start = len.saturating_sub(FOOTER_SPECULATIVE_READ);
     let tail = file.read_range(tail_start..len, "footer")?;
-    let mut reads = vec![tail_start..len];
+    let mut reads = Vec::with_capacity(3);
+    reads.push(tail_start..len);
 
     let magic = &tail[tail.len() - 4..];
     if magic == MAGIC_ENCRYPTED {

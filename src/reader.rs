@@ -11,7 +11,9 @@
 //! ```
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arrow::datatypes::SchemaRef;
@@ -28,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::io::host::HostReader;
 use crate::io::{Dest, IoReport, RangeReader};
 use crate::metadata::{read_metadata, FileMetadata};
-use crate::plan::{plan_with, CoalesceConfig, ReadPlan, Selection};
+use crate::plan::{plan_with, CoalesceConfig, IoRequest, ReadPlan, ReadUnit, Selection};
 use crate::source::ParquetFile;
 
 /// Default maximum rows per batch.
@@ -178,15 +180,14 @@ impl ReaderBuilder {
         let t_footer = t0.elapsed();
         let plan = plan_with(&self.path, &meta, &self.selection, &self.coalesce)?;
         let decode_meta = sanitize_metadata(&self.path, &meta.metadata, &plan)?;
-        let decoder = HostDecoder::new(&self.path, decode_meta, &plan.leaves, self.batch_rows)?;
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(settings.nthreads)
-            .thread_name(|i| format!("cuparquet-{i}"))
-            .build()
-            .map_err(|e| {
-                Error::setting("nthreads", settings.nthreads.to_string(), e.to_string())
-            })?;
-        let host_reader = HostReader::with_pool(settings.clone(), Arc::new(pool));
+        let decoder = HostDecoder::new(
+            &self.path,
+            meta.file_len,
+            decode_meta,
+            &plan.leaves,
+            self.batch_rows,
+        )?;
+        let host_reader = HostReader::with_pool(settings.clone(), shared_pool(settings.nthreads)?);
         Ok(ParquetGpuReader {
             file,
             meta,
@@ -196,10 +197,30 @@ impl ReaderBuilder {
             decoder,
             host_reader,
             progress: self.progress,
+            buffers: Mutex::new(Vec::new()),
             t_setup: t0.elapsed(),
             t_footer,
         })
     }
+}
+
+/// The process-wide pool of `n` threads, created on first use. Readers share pools as KvikIO
+/// shares its thread pool: a new pool per reader costs more than a small load (fresh threads
+/// start with fresh allocator arenas, so their first large buffers fault in page by page).
+fn shared_pool(n: usize) -> Result<Arc<rayon::ThreadPool>> {
+    static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
+    let mut pools = POOLS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, p)) = pools.iter().find(|(k, _)| *k == n) {
+        return Ok(Arc::clone(p));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .thread_name(|i| format!("cuparquet-{i}"))
+        .build()
+        .map_err(|e| Error::setting("nthreads", n.to_string(), e.to_string()))?;
+    let pool = Arc::new(pool);
+    pools.push((n, Arc::clone(&pool)));
+    Ok(pool)
 }
 
 /// arrow-rs reads a chunk from its dictionary page offset whenever one is given; where the plan
@@ -249,6 +270,9 @@ pub struct ParquetGpuReader {
     decoder: HostDecoder,
     host_reader: HostReader,
     progress: Option<ProgressFn>,
+    /// Unit buffers kept between units and loads (page faults on fresh memory cost more than
+    /// the reads themselves on a warm page cache).
+    buffers: Mutex<Vec<Vec<u8>>>,
     t_setup: Duration,
     t_footer: Duration,
 }
@@ -316,10 +340,10 @@ pub struct LoadReport {
     /// Of which reading and parsing the footer.
     #[serde(serialize_with = "ser_secs")]
     pub footer_time: Duration,
-    /// Time in I/O.
+    /// Time in I/O, summed over the units read in parallel.
     #[serde(serialize_with = "ser_secs")]
     pub io_time: Duration,
-    /// Time decoding.
+    /// Time decoding, summed over the units decoded in parallel.
     #[serde(serialize_with = "ser_secs")]
     pub decode_time: Duration,
     /// Wall time of `load` (I/O + decode).
@@ -338,7 +362,96 @@ impl LoadReport {
     }
 }
 
+struct UnitResult {
+    batches: Vec<LoadedBatch>,
+    io: IoReport,
+    decode_time: Duration,
+}
+
 impl ParquetGpuReader {
+    /// Reads one unit's requests into a buffer of its own and decodes its row groups.
+    fn load_unit(&self, reader: &dyn RangeReader, unit: &ReadUnit) -> Result<UnitResult> {
+        let plan = &self.plan;
+        // The unit's requests are laid end to end from the first one's destination offset.
+        let base = plan
+            .requests
+            .get(unit.requests.start)
+            .map_or(0, |q| q.dest_offset);
+        let local: Vec<IoRequest> = plan.requests[unit.requests.clone()]
+            .iter()
+            .map(|q| IoRequest {
+                range: q.range.clone(),
+                dest_offset: q.dest_offset - base,
+                chunks: q.chunks.clone(),
+            })
+            .collect();
+        let mut buf = self.take_buffer(unit.bytes as usize);
+        let mut io = reader.read(&self.file, &local, Dest::Host(&mut buf))?;
+        for (rec, k) in io.requests.iter_mut().zip(unit.requests.clone()) {
+            rec.index = k;
+        }
+        let t = Instant::now();
+        let data = Bytes::from(buf);
+        let offset = unit.bytes;
+        let local_offset = |global: u64| global.checked_sub(base);
+        let mut batches = Vec::new();
+        for &rg in &unit.row_groups {
+            let mut chunks = Vec::new();
+            for i in plan.chunks_of_row_group(rg) {
+                let c = &plan.chunks[i];
+                if c.is_empty() {
+                    continue;
+                }
+                let d = local_offset(c.dest_offset)
+                    .filter(|d| d + c.len() <= offset)
+                    .ok_or_else(|| Error::BadColumnChunk {
+                        path: self.file.path().to_path_buf(),
+                        row_group: rg,
+                        column: c.path.clone(),
+                        range: Some(c.range.clone()),
+                        reason: "the chunk is not covered by the planned requests".into(),
+                    })? as usize;
+                chunks.push((c.range.clone(), data.slice(d..d + c.len() as usize)));
+            }
+            let decoded = self.decoder.decode_row_group(rg, &chunks)?;
+            batches.extend(decoded.into_iter().map(|b| LoadedBatch::host(b, rg)));
+        }
+        // Recycle the buffer unless decoded arrays still point into it (view types do).
+        if let Ok(m) = data.try_into_mut() {
+            self.give_buffer(Vec::from(m));
+        }
+        Ok(UnitResult {
+            batches,
+            io,
+            decode_time: t.elapsed(),
+        })
+    }
+
+    /// A buffer of `len` bytes, recycled when one is free. Its contents are arbitrary: every
+    /// byte is overwritten by the unit's requests, which cover it end to end.
+    fn take_buffer(&self, len: usize) -> Vec<u8> {
+        let recycled = self.buffers.lock().ok().and_then(|mut pool| {
+            let i = pool.iter().position(|b| b.capacity() >= len)?;
+            Some(pool.swap_remove(i))
+        });
+        match recycled {
+            Some(mut b) => {
+                b.resize(len, 0);
+                b
+            }
+            None => vec![0u8; len],
+        }
+    }
+
+    /// Returns a buffer for reuse (at most one per reader thread is kept).
+    fn give_buffer(&self, b: Vec<u8>) {
+        if let Ok(mut pool) = self.buffers.lock() {
+            if pool.len() < self.settings.nthreads {
+                pool.push(b);
+            }
+        }
+    }
+
     /// Starts building a reader for the file at `path`.
     pub fn builder(path: impl AsRef<Path>) -> ReaderBuilder {
         ReaderBuilder {
@@ -386,6 +499,10 @@ impl ParquetGpuReader {
     }
 
     /// Like [`load`](Self::load), reading through `reader` (e.g. a recording reader).
+    ///
+    /// The plan is split into independent units ([`ReadPlan::units`]); units are read and
+    /// decoded in parallel, each into a buffer of its own that is freed once decoded, so the
+    /// bytes just read are decoded while still warm in cache and memory stays bounded.
     pub fn load_with(&self, reader: &dyn RangeReader) -> Result<Loaded> {
         let t0 = Instant::now();
         match self.device.location {
@@ -399,63 +516,51 @@ impl ParquetGpuReader {
         }
         let plan = &self.plan;
         let total = plan.request_bytes();
-        let notify = |p: Progress| {
+        let n_rg = plan.row_groups.len();
+        let notify = |bytes_read: u64, row_groups_done: usize| {
             if let Some(f) = &self.progress {
-                f(p)
+                f(Progress {
+                    bytes_read,
+                    bytes_total: total,
+                    row_groups_done,
+                    row_groups_total: n_rg,
+                })
             }
         };
-        notify(Progress {
-            bytes_read: 0,
-            bytes_total: total,
-            row_groups_done: 0,
-            row_groups_total: plan.row_groups.len(),
-        });
-
-        let mut buf = vec![0u8; total as usize];
-        let io = reader.read(&self.file, &plan.requests, Dest::Host(&mut buf))?;
-        let io_time = t0.elapsed();
-        notify(Progress {
-            bytes_read: total,
-            bytes_total: total,
-            row_groups_done: 0,
-            row_groups_total: plan.row_groups.len(),
-        });
-
-        let t1 = Instant::now();
-        let data = Bytes::from(buf);
-        let done = std::sync::atomic::AtomicUsize::new(0);
-        let per_rg: Vec<Result<Vec<LoadedBatch>>> = self.host_reader.pool().install(|| {
-            plan.row_groups
+        notify(0, 0);
+        let units = &plan.units;
+        let read_so_far = AtomicU64::new(0);
+        let done_so_far = AtomicUsize::new(0);
+        let per_unit: Vec<Result<UnitResult>> = self.host_reader.pool().install(|| {
+            units
                 .par_iter()
-                .map(|&rg| {
-                    let chunks: Vec<_> = plan
-                        .chunks_of_row_group(rg)
-                        .map(|i| {
-                            let c = &plan.chunks[i];
-                            let d = c.dest_offset as usize;
-                            (c.range.clone(), data.slice(d..d + c.len() as usize))
-                        })
-                        .collect();
-                    let batches = self.decoder.decode_row_group(rg, &chunks)?;
-                    let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                    notify(Progress {
-                        bytes_read: total,
-                        bytes_total: total,
-                        row_groups_done: n,
-                        row_groups_total: plan.row_groups.len(),
-                    });
-                    Ok(batches
-                        .into_iter()
-                        .map(|b| LoadedBatch::host(b, rg))
-                        .collect())
+                .map(|unit| {
+                    let r = self.load_unit(reader, unit)?;
+                    let b = read_so_far.fetch_add(unit.bytes, Relaxed) + unit.bytes;
+                    let d = done_so_far.fetch_add(unit.row_groups.len(), Relaxed)
+                        + unit.row_groups.len();
+                    notify(b, d);
+                    Ok(r)
                 })
                 .collect()
         });
         let mut batches = Vec::new();
-        for r in per_rg {
-            batches.extend(r?);
+        let mut records = Vec::with_capacity(plan.requests.len());
+        let (mut io_time, mut decode_time) = (Duration::ZERO, Duration::ZERO);
+        for r in per_unit {
+            let r = r?;
+            batches.extend(r.batches);
+            records.extend(r.io.requests);
+            io_time += r.io.wall;
+            decode_time += r.decode_time;
         }
-        let decode_time = t1.elapsed();
+        records.sort_by_key(|q| q.index);
+        let io = IoReport {
+            requests: records,
+            wall: io_time,
+            threads: self.settings.nthreads,
+            direct_io: self.settings.direct_io,
+        };
         let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
         let output_bytes = batches.iter().map(|b| b.memory_size() as u64).sum();
         let schema = self.decoder.schema().clone();

@@ -12,10 +12,6 @@ use arrow::array::RecordBatchReader;
 use common::*;
 use cuparquet::{Device, ParquetGpuReader};
 
-/// Files where cuparquet and arrow-rs are expected to disagree, and why. Checked by
-/// `documented_disagreements` below, so the list cannot go stale.
-const DISAGREE: &[(&str, &str)] = &[];
-
 /// Files both readers refuse, with the reason asserted in `documented_failures`.
 const BOTH_FAIL: &[&str] = &[
     "dict-page-offset-zero.parquet",
@@ -127,9 +123,6 @@ fn corpus_files_equal_arrow_rs() {
         let mut failed = Vec::new();
         for f in &files {
             let name = f.file_name().unwrap().to_string_lossy().to_string();
-            if DISAGREE.iter().any(|(n, _)| *n == name) {
-                continue;
-            }
             match check_file(f, device) {
                 Ok(n) => ok += n,
                 Err(e) => failed.push(format!("{name}: {e}")),
@@ -239,19 +232,16 @@ fn nested_paths_select_leaves() {
 }
 
 #[test]
-fn documented_disagreements() {
-    // repeated_no_annotation.parquet declares num_rows = 0 in its footer although its column
-    // chunks hold 6 values: arrow-rs trusts the footer and reads 0 rows; cuparquet decodes with
-    // arrow-rs from the same metadata and so returns the same 0 rows (never data arrow-rs would
-    // not return).
+fn footer_row_count_is_trusted_like_arrow_rs() {
+    // repeated_no_annotation.parquet (written by parquet-rs 0.3) says num_rows = 0 in its file
+    // metadata while its one row group says 6 rows. arrow-rs returns 0 rows; cuparquet decodes
+    // through arrow-rs from the same metadata and returns the same 0 rows — it never returns
+    // rows arrow-rs would not. (`cuparquet plan` shows the row group's 6 rows.)
     let p = corpus_dir().join("data/repeated_no_annotation.parquet");
     let got = load(&p, Device::Host, None, None).unwrap();
     let want = oracle(&p, &Projection::All, None).unwrap();
     assert_eq!(want.num_rows(), 0);
     assert_same("repeated_no_annotation", &got, &want);
-    for (name, why) in DISAGREE {
-        panic!("{name} listed as a disagreement ({why}) but not checked here");
-    }
 }
 
 #[test]

@@ -111,7 +111,7 @@ fn planned_chunks_are_all_the_decoder_needs() {
 /// with NaN in row group 3, `n` = all null in row group 5, `long` = long strings (truncated
 /// statistics).
 fn pruning_file(dir: &Path) -> std::path::PathBuf {
-    let n = 1000;
+    let n: usize = 1000;
     let f: Vec<Option<f64>> = (0..n)
         .map(|i| {
             Some(if i / 100 == 3 && i % 10 == 0 {

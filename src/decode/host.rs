@@ -1,8 +1,9 @@
 //! Host decoding with arrow-rs, over the bytes the I/O stage fetched.
 //!
-//! Each row group is decoded by the parquet crate's push decoder, fed exactly the planned
-//! chunk ranges (one buffer per chunk). If the decoder asks for any byte outside them, that is
-//! an error: the plan was incomplete. Panics inside arrow-rs on corrupt data are contained and
+//! Each row group is decoded by arrow-rs's record batch reader over a
+//! [`FetchedChunks`]: exactly the planned chunk ranges, one buffer per chunk. If the decoder
+//! asks for any byte outside them, that is an error: the plan was incomplete. (The push
+//! decoder would also do, but measured 2.5× slower on plain data with arrow-rs 59.) Panics inside arrow-rs on corrupt data are contained and
 //! become errors naming the row group and, where it can be found, the column.
 
 use std::ops::Range;
@@ -12,12 +13,12 @@ use std::sync::Arc;
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
-use parquet::arrow::push_decoder::ParquetPushDecoderBuilder;
 use parquet::arrow::{parquet_to_arrow_schema_by_columns, ProjectionMask};
 use parquet::file::metadata::ParquetMetaData;
-use parquet::DecodeResult;
 
+use crate::decode::chunks::FetchedChunks;
 use crate::decode::panic_guard::contain;
 use crate::error::{Error, Result};
 use crate::metadata::clean_parquet_error;
@@ -26,6 +27,7 @@ use crate::metadata::clean_parquet_error;
 #[derive(Debug, Clone)]
 pub struct HostDecoder {
     path: PathBuf,
+    file_len: u64,
     arrow_meta: ArrowReaderMetadata,
     leaves: Vec<usize>,
     mask: ProjectionMask,
@@ -34,10 +36,11 @@ pub struct HostDecoder {
 }
 
 impl HostDecoder {
-    /// A decoder for leaf columns `leaves` of the file described by `metadata`, producing
+    /// A decoder, for a file of `file_len` bytes, of leaf columns `leaves` of the file described by `metadata`, producing
     /// batches of at most `batch_rows` rows (batches never span row groups).
     pub fn new(
         path: &Path,
+        file_len: u64,
         metadata: Arc<ParquetMetaData>,
         leaves: &[usize],
         batch_rows: usize,
@@ -71,6 +74,7 @@ impl HostDecoder {
         })?;
         Ok(HostDecoder {
             path: path.to_path_buf(),
+            file_len,
             arrow_meta,
             leaves: leaves.to_vec(),
             mask,
@@ -137,30 +141,19 @@ impl HostDecoder {
     ) -> std::result::Result<Vec<RecordBatch>, String> {
         let run = || -> std::result::Result<Vec<RecordBatch>, String> {
             let pe = |e: parquet::errors::ParquetError| clean_parquet_error(&e);
-            let mut decoder = ParquetPushDecoderBuilder::new_with_metadata(self.arrow_meta.clone())
-                .with_projection(mask.clone())
-                .with_row_groups(vec![rg])
-                .with_batch_size(self.batch_rows)
-                .build()
-                .map_err(pe)?;
-            let (ranges, bufs): (Vec<_>, Vec<_>) = chunks
-                .iter()
-                .filter(|(r, _)| r.end > r.start)
-                .cloned()
-                .unzip();
-            decoder.push_ranges(ranges, bufs).map_err(pe)?;
-            let mut out = Vec::new();
-            loop {
-                match decoder.try_decode().map_err(pe)? {
-                    DecodeResult::Data(batch) => out.push(batch),
-                    DecodeResult::Finished => return Ok(out),
-                    DecodeResult::NeedsData(missing) => {
-                        return Err(format!(
-                            "the decoder needs bytes outside the planned column chunks: {missing:?}"
-                        ))
-                    }
-                }
-            }
+            let fetched = FetchedChunks::new(self.file_len, chunks.to_vec());
+            let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(
+                fetched,
+                self.arrow_meta.clone(),
+            )
+            .with_projection(mask.clone())
+            .with_row_groups(vec![rg])
+            .with_batch_size(self.batch_rows)
+            .build()
+            .map_err(pe)?;
+            reader
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| clean_parquet_error(&parquet::errors::ParquetError::from(e)))
         };
         match contain(run) {
             Ok(r) => r,

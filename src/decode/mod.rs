@@ -4,5 +4,6 @@
 //! and the fallback for what the GPU cannot decode. It never reads the file: it is handed the
 //! bytes the I/O stage fetched, exactly the planned chunk ranges.
 
+pub mod chunks;
 pub mod host;
 pub(crate) mod panic_guard;

@@ -196,7 +196,7 @@ fn read_direct(f: &File, dest: &mut [u8], offset: u64) -> std::io::Result<()> {
                 Ok(n) => {
                     got += n;
                     // A read that ends off an aligned boundary has hit the end of the file.
-                    if got % a as usize != 0 {
+                    if !got.is_multiple_of(a as usize) {
                         break;
                     }
                 }
@@ -312,7 +312,7 @@ mod tests {
         let mut buf = vec![0u8; 200];
         let reader = HostReader::new(IoSettings::default()).unwrap();
         let e = reader
-            .read(&file, &reqs(&[900..1100]), Dest::Host(&mut buf))
+            .read(&file, &reqs(&[900..1100, 1100..1100]), Dest::Host(&mut buf))
             .unwrap_err()
             .to_string();
         assert!(e.contains("900..1100") && e.contains("1000 bytes"), "{e}");
@@ -331,7 +331,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("overlaps"), "{e}");
-        let r = reqs(&[0..300]);
+        let r = reqs(&[0..150, 150..300]);
         let e = reader
             .read(&file, &r, Dest::Host(&mut buf))
             .unwrap_err()

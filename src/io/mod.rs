@@ -160,7 +160,7 @@ pub(crate) fn check_destinations(
         if q.range.end > file.len() {
             return Err(file.short_read(q.range.clone(), "a planned request"));
         }
-        let q_end = q.dest_offset.checked_add(q.len()).unwrap_or(u64::MAX);
+        let q_end = q.dest_offset.saturating_add(q.len());
         if q.dest_offset < end || q_end > dest_len {
             return Err(Error::Io {
                 path: file.path().to_path_buf(),

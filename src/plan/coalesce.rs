@@ -76,7 +76,7 @@ pub fn coalesce(
 ) -> (Vec<IoRequest>, Vec<u64>) {
     debug_assert!(cfg.alignment.is_power_of_two());
     debug_assert!(cfg.max_request_size >= cfg.alignment);
-    debug_assert!(cfg.max_request_size % cfg.alignment == 0);
+    debug_assert!(cfg.max_request_size.is_multiple_of(cfg.alignment));
     let a = cfg.alignment;
     let mut order: Vec<usize> = (0..ranges.len())
         .filter(|&i| ranges[i].end > ranges[i].start)

@@ -113,8 +113,11 @@ pub struct ReadPlan {
     pub filter: Option<String>,
     /// One entry per (row group, leaf), row group major.
     pub chunks: Vec<ColumnChunkPlan>,
-    /// Coalesced reads, in file order, laid end to end in the destination buffer.
+    /// Coalesced reads, unit by unit, in file order within a unit, laid end to end in the
+    /// destination buffer.
     pub requests: Vec<IoRequest>,
+    /// Units of work, in row-group order.
+    pub units: Vec<ReadUnit>,
     /// Coalescing parameters used.
     pub coalesce: CoalesceConfig,
 }
@@ -139,6 +142,24 @@ impl ReadPlan {
             .filter(move |(_, c)| c.row_group == rg)
             .map(|(i, _)| i)
     }
+}
+
+/// Consecutive row groups are gathered into units of about this many chunk bytes (a row group
+/// larger than this is a unit by itself): 32 MiB. Requests never span two units.
+pub const UNIT_TARGET_BYTES: u64 = 32 << 20;
+
+/// A unit of work: whole row groups and the requests that carry their chunks. Requests never
+/// carry bytes of two units, so units are read and decoded independently — in parallel, each
+/// into a buffer of its own — and bound the memory one pass needs.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ReadUnit {
+    /// Row groups, ascending.
+    pub row_groups: Vec<usize>,
+    /// Indices into [`ReadPlan::requests`]: the unit's requests are consecutive, laid end to
+    /// end in the destination from `requests[requests.start].dest_offset`.
+    pub requests: Range<usize>,
+    /// Bytes of the unit's requests.
+    pub bytes: u64,
 }
 
 /// Parses a row-group list such as `0,2-4,7`.
@@ -307,7 +328,7 @@ pub fn plan_with(
                 ));
             }
             let start = start.max(0) as u64;
-            let end = start.checked_add(size.max(0) as u64).unwrap_or(u64::MAX);
+            let end = start.saturating_add(size.max(0) as u64);
             if !empty && end > footer_start {
                 return Err(bad(
                     Some(start..end),
@@ -348,11 +369,7 @@ pub fn plan_with(
         }
     }
 
-    let ranges: Vec<Range<u64>> = chunks.iter().map(|c| c.range.clone()).collect();
-    let (requests, dests) = coalesce::coalesce(&ranges, meta.file_len, coalesce_cfg);
-    for (c, d) in chunks.iter_mut().zip(dests) {
-        c.dest_offset = d;
-    }
+    let (requests, units) = coalesce_units(&mut chunks, meta.file_len, coalesce_cfg);
     Ok(ReadPlan {
         file_len: meta.file_len,
         leaves,
@@ -362,8 +379,64 @@ pub fn plan_with(
         filter: filter_text,
         chunks,
         requests,
+        units,
         coalesce: *coalesce_cfg,
     })
+}
+
+/// Gathers row groups into units (see [`UNIT_TARGET_BYTES`]), coalesces each unit's chunks into
+/// requests, and sets every chunk's destination offset. `chunks` are row-group major.
+fn coalesce_units(
+    chunks: &mut [ColumnChunkPlan],
+    file_len: u64,
+    cfg: &CoalesceConfig,
+) -> (Vec<IoRequest>, Vec<ReadUnit>) {
+    let mut requests: Vec<IoRequest> = Vec::new();
+    let mut units: Vec<ReadUnit> = Vec::new();
+    let mut dest = 0u64;
+    let mut start = 0usize;
+    while start < chunks.len() {
+        // Take whole row groups while the unit stays under the target (always at least one).
+        let mut end = start;
+        let mut bytes = 0u64;
+        while end < chunks.len() {
+            let rg = chunks[end].row_group;
+            let rg_end = end
+                + chunks[end..]
+                    .iter()
+                    .take_while(|c| c.row_group == rg)
+                    .count();
+            let rg_bytes: u64 = chunks[end..rg_end].iter().map(|c| c.len()).sum();
+            if end > start && bytes + rg_bytes > UNIT_TARGET_BYTES {
+                break;
+            }
+            bytes += rg_bytes;
+            end = rg_end;
+        }
+        let ranges: Vec<Range<u64>> = chunks[start..end].iter().map(|c| c.range.clone()).collect();
+        let (mut reqs, dests) = coalesce::coalesce(&ranges, file_len, cfg);
+        for q in &mut reqs {
+            q.dest_offset += dest;
+            for c in &mut q.chunks {
+                *c += start;
+            }
+        }
+        for (c, d) in chunks[start..end].iter_mut().zip(dests) {
+            c.dest_offset = d + dest;
+        }
+        let mut row_groups: Vec<usize> = chunks[start..end].iter().map(|c| c.row_group).collect();
+        row_groups.dedup();
+        let unit_bytes: u64 = reqs.iter().map(|q| q.len()).sum();
+        units.push(ReadUnit {
+            row_groups,
+            requests: requests.len()..requests.len() + reqs.len(),
+            bytes: unit_bytes,
+        });
+        dest += unit_bytes;
+        requests.extend(reqs);
+        start = end;
+    }
+    (requests, units)
 }
 
 /// The codec's name without its level (`ZSTD`, not `ZSTD(ZstdLevel(1))`).
@@ -472,6 +545,16 @@ impl fmt::Display for ReadPlan {
                 req
             )?;
         }
+        let units: Vec<String> = self
+            .units
+            .iter()
+            .map(|u| fmt_index_list(&u.row_groups))
+            .collect();
+        writeln!(
+            f,
+            "units (row groups read and decoded together): {}",
+            units.join(" | ")
+        )?;
         writeln!(f, "requests (file range → destination offset):")?;
         for (k, r) in self.requests.iter().enumerate() {
             writeln!(
@@ -522,6 +605,68 @@ mod tests {
             .contains("invalid row group 'x'"));
         assert!(parse_row_groups("").is_err());
         assert_eq!(fmt_index_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
+    }
+
+    fn chunk(rg: usize, range: Range<u64>) -> ColumnChunkPlan {
+        ColumnChunkPlan {
+            row_group: rg,
+            column: 0,
+            path: "c".into(),
+            range,
+            dest_offset: 0,
+            codec: "UNCOMPRESSED".into(),
+            physical_type: "INT32".into(),
+            logical_type: None,
+            num_values: 1,
+            ignored_dictionary_offset: None,
+            pages: None,
+        }
+    }
+
+    #[test]
+    fn units_hold_whole_row_groups_and_their_requests() {
+        let mb = 1u64 << 20;
+        // small row groups 0..3 share a unit; 40 MiB groups 3 and 4 get one each
+        let mut chunks = vec![
+            chunk(0, 4..100),
+            chunk(0, 100..200),
+            chunk(1, 200..300),
+            chunk(2, 300..300),
+            chunk(3, 1000..1000 + 40 * mb),
+            chunk(4, 1000 + 40 * mb..1000 + 80 * mb),
+        ];
+        let (reqs, units) = coalesce_units(&mut chunks, 1 << 30, &CoalesceConfig::default());
+        assert_eq!(units.len(), 3);
+        assert_eq!(units[0].row_groups, vec![0, 1, 2]);
+        assert_eq!(units[1].row_groups, vec![3]);
+        assert_eq!(units[2].row_groups, vec![4]);
+        let mut dest = 0;
+        for u in &units {
+            assert_eq!(reqs[u.requests.start].dest_offset, dest);
+            for q in &reqs[u.requests.clone()] {
+                for &c in &q.chunks {
+                    assert!(
+                        u.row_groups.contains(&chunks[c].row_group),
+                        "request crosses units"
+                    );
+                }
+            }
+            dest += u.bytes;
+        }
+        assert_eq!(dest, reqs.iter().map(|q| q.len()).sum::<u64>());
+        // every chunk's bytes sit at its destination offset, in a request of its own unit
+        // (alignment may make neighbouring units read the same page: their buffers differ)
+        for c in chunks.iter().filter(|c| !c.is_empty()) {
+            let u = units
+                .iter()
+                .find(|u| u.row_groups.contains(&c.row_group))
+                .unwrap();
+            let q = reqs[u.requests.clone()]
+                .iter()
+                .find(|q| q.range.start <= c.range.start && c.range.start < q.range.end)
+                .unwrap();
+            assert_eq!(c.dest_offset, q.dest_offset + c.range.start - q.range.start);
+        }
     }
 
     #[test]

@@ -51,7 +51,7 @@ fn is_list_or_map(t: &Type) -> bool {
 }
 
 /// Finds the node at `segs` below `node`; returns its full path from the root.
-fn find<'a>(node: &'a Type, segs: &[String], path: &mut Vec<String>) -> bool {
+fn find(node: &Type, segs: &[String], path: &mut Vec<String>) -> bool {
     let Some((first, rest)) = segs.split_first() else {
         return true;
     };

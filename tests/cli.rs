@@ -1,0 +1,258 @@
+//! The `cuparquet` binary: inspect, plan, load --output, exit codes.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+
+fn bin() -> PathBuf {
+    std::env::var_os("CUPARQUET_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_cuparquet")))
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .env_remove("CUPARQUET_NTHREADS")
+        .output()
+        .expect("run cuparquet")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn data(name: &str) -> String {
+    corpus_dir().join("data").join(name).display().to_string()
+}
+
+#[test]
+fn inspect_shows_schema_row_groups_and_columns() {
+    let o = run(&["inspect", &data("alltypes_tiny_pages_plain.parquet")]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    for want in [
+        "schema:",
+        "OPTIONAL INT32 id;",
+        "row group 0: 7300 rows",
+        "string_col: BYTE_ARRAY / String | ",
+        "UNCOMPRESSED",
+        "statistics",
+        "page index column+offset",
+        "bloom filter no",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+}
+
+#[test]
+fn plan_text_and_json() {
+    let f = data("alltypes_plain.parquet");
+    let o = run(&[
+        "plan",
+        &f,
+        "--columns",
+        "id,string_col",
+        "--filter",
+        "id > 3",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("plan: 1 row group (8 rows), 2 columns"),
+        "{out}"
+    );
+    assert!(
+        out.contains("filter: id > 3 (prunes row groups by statistics; rows are not filtered)"),
+        "{out}"
+    );
+    let o = run(&["plan", &f, "--json", "--row-groups", "0"]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("plan --json is JSON");
+    assert_eq!(v["row_groups"], serde_json::json!([0]));
+    assert_eq!(v["chunks"].as_array().unwrap().len(), 11);
+    assert!(v["requests"][0]["range"]["end"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn load_output_equals_arrow_rs() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, cols, rgs) in [
+        ("alltypes_plain.parquet", None, None),
+        ("nested_lists.snappy.parquet", None, None),
+        (
+            "alltypes_tiny_pages_plain.parquet",
+            Some("id,string_col"),
+            None,
+        ),
+        ("nulls.snappy.parquet", None, Some("0")),
+    ] {
+        let out = dir.path().join("out.arrow");
+        let f = data(file);
+        let mut args = vec![
+            "load",
+            f.as_str(),
+            "--device",
+            "host",
+            "--output",
+            out.to_str().unwrap(),
+            "--report",
+        ];
+        if let Some(c) = cols {
+            args.extend(["--columns", c]);
+        }
+        if let Some(r) = rgs {
+            args.extend(["--row-groups", r]);
+        }
+        let o = run(&args);
+        let (stdout, err) = text(&o);
+        assert!(o.status.success(), "{file}: {err}");
+        assert!(stdout.contains("bytes per path: host"), "{stdout}");
+        assert!(stdout.contains("requests:"), "{stdout}");
+        let got = read_ipc(&out);
+        let proj = match cols {
+            None => Projection::All,
+            Some(_) => Projection::Roots(vec![0, 9]),
+        };
+        let want = oracle(Path::new(&f), &proj, None).unwrap();
+        assert_same(file, &got, &want);
+    }
+}
+
+fn read_ipc(p: &Path) -> arrow::record_batch::RecordBatch {
+    let f = std::fs::File::open(p).unwrap();
+    let r = arrow::ipc::reader::FileReader::try_new(f, None).expect("an Arrow IPC file");
+    let schema = r.schema();
+    let batches: Vec<_> = r.map(|b| b.unwrap()).collect();
+    concat(&schema, &batches)
+}
+
+#[test]
+fn load_json_report() {
+    let o = run(&[
+        "load",
+        &data("alltypes_plain.parquet"),
+        "--device",
+        "host",
+        "--json",
+        "--threads",
+        "2",
+        "--task-size",
+        "64KiB",
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["rows"], 8);
+    assert_eq!(v["device"]["location"], "host");
+    assert_eq!(v["settings"]["nthreads"], 2);
+    assert_eq!(v["settings"]["task_size"], 65536);
+    assert_eq!(v["io"]["requests"][0]["path"], "host");
+}
+
+#[test]
+fn auto_says_what_it_chose() {
+    let o = run(&["load", &data("alltypes_plain.parquet")]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("→ host ("), "{out}");
+    assert!(out.contains("using host memory"), "{out}");
+}
+
+#[test]
+fn exit_codes() {
+    // usage errors: 2
+    for args in [
+        vec!["load"],
+        vec!["frobnicate"],
+        vec!["load", "x.parquet", "--row-groups", "3-1"],
+        vec!["load", "x.parquet", "--device", "tpu"],
+        vec!["load", "x.parquet", "--task-size", "lots"],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o).1);
+    }
+    // other errors: 1, one line naming the file and the cause
+    let missing = "/nonexistent/file.parquet";
+    let bad = corpus_dir()
+        .join("bad_data/PARQUET-1481.parquet")
+        .display()
+        .to_string();
+    let enc = data("uniform_encryption.parquet.encrypted");
+    let ok = data("alltypes_plain.parquet");
+    for (args, want) in [
+        (vec!["load", missing], "No such file"),
+        (vec!["inspect", missing], "No such file"),
+        (vec!["load", bad.as_str()], "invalid Parquet footer"),
+        (vec!["plan", bad.as_str()], "invalid Parquet footer"),
+        (vec!["load", enc.as_str()], "encrypted"),
+        (
+            vec!["load", ok.as_str(), "--columns", "nope"],
+            "unknown column 'nope'",
+        ),
+        (
+            vec!["load", ok.as_str(), "--row-groups", "5"],
+            "row group 5 does not exist",
+        ),
+        (
+            vec!["load", ok.as_str(), "--filter", "id >"],
+            "expected a literal",
+        ),
+        (
+            vec!["load", ok.as_str(), "--device", "cuda:0"],
+            "GPU loading is not built yet",
+        ),
+    ] {
+        let o = run(&args);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
+        assert!(err.starts_with("cuparquet: error: "), "{err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(
+            err.contains(args[1]),
+            "{args:?}: does not name the file: {err}"
+        );
+    }
+}
+
+#[test]
+fn every_corpus_file_loads_or_exits_1() {
+    // The acceptance run: `load --device host --output` on every data file either writes what
+    // arrow-rs reads or exits 1 with one clear line.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.arrow");
+    let mut files = corpus_files("data", &[".parquet", ".encrypted"]);
+    files.extend(corpus_files("bad_data", &[".parquet"]));
+    for f in files {
+        let fs = f.display().to_string();
+        let _ = std::fs::remove_file(&out);
+        let o = run(&[
+            "load",
+            &fs,
+            "--device",
+            "host",
+            "-q",
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        let (_, err) = text(&o);
+        match o.status.code() {
+            Some(0) => assert_same(
+                &fs,
+                &read_ipc(&out),
+                &oracle(&f, &Projection::All, None).unwrap(),
+            ),
+            Some(1) => {
+                assert_eq!(err.lines().count(), 1, "{fs}: {err}");
+                assert!(err.contains(&fs), "{err}");
+            }
+            c => panic!("{fs}: exit {c:?}: {err}"),
+        }
+    }
+}
