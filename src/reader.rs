@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arrow::datatypes::SchemaRef;
+use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use bytes::Bytes;
 use parquet::file::metadata::ParquetMetaData;
 use rayon::prelude::*;
@@ -363,7 +364,8 @@ impl LoadReport {
 }
 
 struct UnitResult {
-    batches: Vec<LoadedBatch>,
+    /// Decoded batches per row group, for the unit's fields of that row group.
+    parts: Vec<(usize, Vec<RecordBatch>)>,
     io: IoReport,
     decode_time: Duration,
 }
@@ -392,18 +394,20 @@ impl ParquetGpuReader {
         }
         let t = Instant::now();
         let data = Bytes::from(buf);
-        let offset = unit.bytes;
-        let local_offset = |global: u64| global.checked_sub(base);
-        let mut batches = Vec::new();
+        let mut parts = Vec::new();
+        let unit_chunks = &plan.chunks[unit.chunks.clone()];
         for &rg in &unit.row_groups {
+            let mut leaves = Vec::new();
             let mut chunks = Vec::new();
-            for i in plan.chunks_of_row_group(rg) {
-                let c = &plan.chunks[i];
+            for c in unit_chunks.iter().filter(|c| c.row_group == rg) {
+                leaves.push(c.column);
                 if c.is_empty() {
                     continue;
                 }
-                let d = local_offset(c.dest_offset)
-                    .filter(|d| d + c.len() <= offset)
+                let d = c
+                    .dest_offset
+                    .checked_sub(base)
+                    .filter(|d| d + c.len() <= unit.bytes)
                     .ok_or_else(|| Error::BadColumnChunk {
                         path: self.file.path().to_path_buf(),
                         row_group: rg,
@@ -413,15 +417,15 @@ impl ParquetGpuReader {
                     })? as usize;
                 chunks.push((c.range.clone(), data.slice(d..d + c.len() as usize)));
             }
-            let decoded = self.decoder.decode_row_group(rg, &chunks)?;
-            batches.extend(decoded.into_iter().map(|b| LoadedBatch::host(b, rg)));
+            let decoded = self.decoder.decode_leaves(rg, &leaves, &chunks)?;
+            parts.push((rg, decoded));
         }
         // Recycle the buffer unless decoded arrays still point into it (view types do).
         if let Ok(m) = data.try_into_mut() {
             self.give_buffer(Vec::from(m));
         }
         Ok(UnitResult {
-            batches,
+            parts,
             io,
             decode_time: t.elapsed(),
         })
@@ -450,6 +454,54 @@ impl ParquetGpuReader {
                 pool.push(b);
             }
         }
+    }
+
+    /// Joins the fields of each row group, decoded in different units, into batches of the
+    /// projected schema. `parts` are in unit order, so a row group's parts come in field order.
+    fn join_fields(&self, parts: Vec<(usize, Vec<RecordBatch>)>) -> Result<Vec<LoadedBatch>> {
+        let schema = self.decoder.schema();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < parts.len() {
+            let rg = parts[i].0;
+            let n = parts[i..].iter().take_while(|(r, _)| *r == rg).count();
+            let group = &parts[i..i + n];
+            i += n;
+            if n == 1 {
+                out.extend(group[0].1.iter().cloned().map(|b| LoadedBatch::host(b, rg)));
+                continue;
+            }
+            let mismatch = |what: String| Error::Decode {
+                path: self.file.path().to_path_buf(),
+                row_group: Some(rg),
+                column: None,
+                reason: format!("fields decoded apart do not line up: {what}"),
+            };
+            let batches = group[0].1.len();
+            for (_, p) in group {
+                if p.len() != batches {
+                    return Err(mismatch(format!("{} vs {batches} batches", p.len())));
+                }
+            }
+            for k in 0..batches {
+                let rows = group[0].1[k].num_rows();
+                let mut columns = Vec::with_capacity(schema.fields().len());
+                for (_, p) in group {
+                    if p[k].num_rows() != rows {
+                        return Err(mismatch(format!(
+                            "batch {k}: {} vs {rows} rows",
+                            p[k].num_rows()
+                        )));
+                    }
+                    columns.extend(p[k].columns().iter().cloned());
+                }
+                let opts = RecordBatchOptions::new().with_row_count(Some(rows));
+                let b = RecordBatch::try_new_with_options(schema.clone(), columns, &opts)
+                    .map_err(|e| mismatch(e.to_string()))?;
+                out.push(LoadedBatch::host(b, rg));
+            }
+        }
+        Ok(out)
     }
 
     /// Starts building a reader for the file at `path`.
@@ -544,16 +596,29 @@ impl ParquetGpuReader {
                 })
                 .collect()
         });
-        let mut batches = Vec::new();
+        let mut parts: Vec<(usize, Vec<RecordBatch>)> = Vec::new();
         let mut records = Vec::with_capacity(plan.requests.len());
         let (mut io_time, mut decode_time) = (Duration::ZERO, Duration::ZERO);
         for r in per_unit {
             let r = r?;
-            batches.extend(r.batches);
+            parts.extend(r.parts);
             records.extend(r.io.requests);
             io_time += r.io.wall;
             decode_time += r.decode_time;
         }
+        let t_join = Instant::now();
+        let batches = if units.is_empty() {
+            // No leaf selected: batches carry row counts only; there is nothing to read.
+            let mut v = Vec::new();
+            for &rg in &plan.row_groups {
+                let b = self.decoder.decode_leaves(rg, &[], &[])?;
+                v.extend(b.into_iter().map(|b| LoadedBatch::host(b, rg)));
+            }
+            v
+        } else {
+            self.join_fields(parts)?
+        };
+        decode_time += t_join.elapsed();
         records.sort_by_key(|q| q.index);
         let io = IoReport {
             requests: records,

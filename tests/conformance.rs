@@ -19,19 +19,55 @@ const BOTH_FAIL: &[&str] = &[
     "nation.dict-malformed.parquet",
 ];
 
-fn backends() -> Vec<Device> {
-    vec![Device::Host]
+/// A target and how the plan is cut into units.
+#[derive(Debug, Clone, Copy)]
+struct Backend {
+    device: Device,
+    /// Every cell (row group × field) its own unit, so that fields decoded apart are joined.
+    tiny_units: bool,
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let units = if self.tiny_units {
+            " (one unit per field)"
+        } else {
+            ""
+        };
+        write!(f, "{}{units}", self.device)
+    }
+}
+
+fn backends() -> Vec<Backend> {
+    vec![
+        Backend {
+            device: Device::Host,
+            tiny_units: false,
+        },
+        Backend {
+            device: Device::Host,
+            tiny_units: true,
+        },
+    ]
 }
 
 fn load(
     path: &Path,
-    device: Device,
+    backend: impl Into<Backend>,
     columns: Option<Vec<String>>,
     rgs: Option<&[usize]>,
 ) -> cuparquet::Result<arrow::record_batch::RecordBatch> {
+    let backend = backend.into();
     let mut b = ParquetGpuReader::builder(path)
-        .with_device(device)
+        .with_device(backend.device)
         .with_batch_rows(1000);
+    if backend.tiny_units {
+        let cfg = cuparquet::plan::CoalesceConfig {
+            unit_target_bytes: 1,
+            ..Default::default()
+        };
+        b = b.with_coalescing(cfg);
+    }
     if let Some(c) = columns {
         b = b.with_columns(c);
     }
@@ -45,7 +81,16 @@ fn load(
 }
 
 /// Runs full / projection / row-group cases for one file and returns how it went.
-fn check_file(path: &Path, device: Device) -> Result<usize, String> {
+impl From<Device> for Backend {
+    fn from(device: Device) -> Self {
+        Backend {
+            device,
+            tiny_units: false,
+        }
+    }
+}
+
+fn check_file(path: &Path, device: Backend) -> Result<usize, String> {
     let name = path.file_name().unwrap().to_string_lossy().to_string();
     let full_oracle = oracle(path, &Projection::All, None);
     let full = load(path, device, None, None);

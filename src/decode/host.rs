@@ -30,7 +30,6 @@ pub struct HostDecoder {
     file_len: u64,
     arrow_meta: ArrowReaderMetadata,
     leaves: Vec<usize>,
-    mask: ProjectionMask,
     schema: SchemaRef,
     batch_rows: usize,
 }
@@ -51,7 +50,7 @@ impl HostDecoder {
             column: None,
             reason,
         };
-        let (arrow_meta, schema, mask) = contain(|| -> parquet::errors::Result<_> {
+        let (arrow_meta, schema) = contain(|| -> parquet::errors::Result<_> {
             let arrow_meta = ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())?;
             let mask = ProjectionMask::leaves(arrow_meta.parquet_schema(), leaves.iter().copied());
             let schema = parquet_to_arrow_schema_by_columns(
@@ -59,7 +58,7 @@ impl HostDecoder {
                 mask.clone(),
                 arrow_meta.metadata().file_metadata().key_value_metadata(),
             )?;
-            Ok((arrow_meta, Arc::new(schema), mask))
+            Ok((arrow_meta, Arc::new(schema)))
         })
         .map_err(|p| {
             decode_err(format!(
@@ -77,7 +76,6 @@ impl HostDecoder {
             file_len,
             arrow_meta,
             leaves: leaves.to_vec(),
-            mask,
             schema,
             batch_rows: batch_rows.max(1),
         })
@@ -95,34 +93,37 @@ impl HostDecoder {
         rg: usize,
         chunks: &[(Range<u64>, Bytes)],
     ) -> Result<Vec<RecordBatch>> {
-        match self.try_decode(rg, chunks, &self.mask) {
+        self.decode_leaves(rg, &self.leaves, chunks)
+    }
+
+    /// Decodes leaves `leaves` (whole top-level fields of the projection, ascending) of row group
+    /// `rg` from their chunks. Batches have one column per top-level field those leaves belong
+    /// to; for the same row group and batch size, every subset yields batches of the same row
+    /// counts, so subsets decoded apart can be joined column-wise.
+    pub fn decode_leaves(
+        &self,
+        rg: usize,
+        leaves: &[usize],
+        chunks: &[(Range<u64>, Bytes)],
+    ) -> Result<Vec<RecordBatch>> {
+        let schema = self.arrow_meta.parquet_schema();
+        let mask = ProjectionMask::leaves(schema, leaves.iter().copied());
+        match self.try_decode(rg, chunks, &mask) {
             Ok(b) => Ok(b),
             Err(reason) => {
                 // Find the column to blame: decode the leaves one at a time (error path only).
-                let mut column = None;
-                if self.leaves.len() > 1 {
-                    for &leaf in &self.leaves {
-                        let m = ProjectionMask::leaves(self.arrow_meta.parquet_schema(), [leaf]);
-                        if self.try_decode(rg, chunks, &m).is_err() {
-                            column = Some(
-                                self.arrow_meta
-                                    .parquet_schema()
-                                    .column(leaf)
-                                    .path()
-                                    .string(),
-                            );
-                            break;
-                        }
-                    }
-                } else if let Some(&leaf) = self.leaves.first() {
-                    column = Some(
-                        self.arrow_meta
-                            .parquet_schema()
-                            .column(leaf)
-                            .path()
-                            .string(),
-                    );
-                }
+                let name = |leaf: usize| schema.column(leaf).path().string();
+                let column = match leaves {
+                    [] => None,
+                    [only] => Some(name(*only)),
+                    _ => leaves
+                        .iter()
+                        .find(|&&leaf| {
+                            let m = ProjectionMask::leaves(schema, [leaf]);
+                            self.try_decode(rg, chunks, &m).is_err()
+                        })
+                        .map(|&leaf| name(leaf)),
+                };
                 Err(Error::Decode {
                     path: self.path.clone(),
                     row_group: Some(rg),

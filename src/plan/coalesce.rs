@@ -31,6 +31,8 @@ pub struct CoalesceConfig {
     pub max_request_size: u64,
     /// See [`ALIGNMENT`]; a power of two.
     pub alignment: u64,
+    /// See [`UNIT_TARGET_BYTES`](crate::plan::UNIT_TARGET_BYTES).
+    pub unit_target_bytes: u64,
 }
 
 impl Default for CoalesceConfig {
@@ -39,6 +41,7 @@ impl Default for CoalesceConfig {
             max_gap: MAX_GAP,
             max_request_size: MAX_REQUEST_SIZE,
             alignment: ALIGNMENT,
+            unit_target_bytes: crate::plan::UNIT_TARGET_BYTES,
         }
     }
 }
@@ -244,6 +247,7 @@ mod tests {
                 max_gap: [0, 100, 4096, 65536][rng.below(4) as usize],
                 max_request_size: alignment * (1 + rng.below(16)),
                 alignment,
+                ..CoalesceConfig::default()
             };
             let file_len = 1 + rng.below(1 << 18);
             let n = rng.below(40) as usize;

@@ -54,6 +54,8 @@ pub struct ColumnChunkPlan {
     pub row_group: usize,
     /// Leaf column index in the file schema.
     pub column: usize,
+    /// Index of the top-level field (in the file schema) the leaf belongs to.
+    pub field: usize,
     /// Dotted path of the leaf column.
     pub path: String,
     /// Bytes of the chunk: dictionary page (if any) through the end of the last data page.
@@ -144,17 +146,25 @@ impl ReadPlan {
     }
 }
 
-/// Consecutive row groups are gathered into units of about this many chunk bytes (a row group
-/// larger than this is a unit by itself): 32 MiB. Requests never span two units.
-pub const UNIT_TARGET_BYTES: u64 = 32 << 20;
+/// Column chunks are gathered into units of about this many bytes: 8 MiB. A unit holds whole
+/// cells — all chunks of one top-level field in one row group — in (row group, field) order, at
+/// least one cell. Requests never span two units.
+///
+/// Small units keep the bytes just read in cache for the decoder and give the thread pool many
+/// independent tasks (a file of 14 row groups still loads on 16 threads); cells keep each
+/// decode whole, since a top-level field decodes on its own.
+pub const UNIT_TARGET_BYTES: u64 = 8 << 20;
 
-/// A unit of work: whole row groups and the requests that carry their chunks. Requests never
-/// carry bytes of two units, so units are read and decoded independently — in parallel, each
-/// into a buffer of its own — and bound the memory one pass needs.
+/// A unit of work: consecutive cells (row group × top-level field) and the requests that carry
+/// their chunks. Requests never carry bytes of two units, so units are read and decoded
+/// independently — in parallel, each into a buffer of its own — and the fields of a row group
+/// decoded in different units are joined column-wise.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ReadUnit {
-    /// Row groups, ascending.
+    /// Row groups the unit holds cells of, ascending.
     pub row_groups: Vec<usize>,
+    /// Indices into [`ReadPlan::chunks`]: the unit's chunks are consecutive.
+    pub chunks: Range<usize>,
     /// Indices into [`ReadPlan::requests`]: the unit's requests are consecutive, laid end to
     /// end in the destination from `requests[requests.start].dest_offset`.
     pub requests: Range<usize>,
@@ -356,6 +366,7 @@ pub fn plan_with(
             chunks.push(ColumnChunkPlan {
                 row_group: rg,
                 column: leaf,
+                field: schema.get_column_root_idx(leaf),
                 path: col_path.clone(),
                 range,
                 dest_offset: 0,
@@ -384,8 +395,9 @@ pub fn plan_with(
     })
 }
 
-/// Gathers row groups into units (see [`UNIT_TARGET_BYTES`]), coalesces each unit's chunks into
-/// requests, and sets every chunk's destination offset. `chunks` are row-group major.
+/// Gathers cells into units (see [`UNIT_TARGET_BYTES`]), coalesces each unit's chunks into
+/// requests, and sets every chunk's destination offset. `chunks` are row-group major, leaves
+/// ascending within a row group.
 fn coalesce_units(
     chunks: &mut [ColumnChunkPlan],
     file_len: u64,
@@ -396,22 +408,22 @@ fn coalesce_units(
     let mut dest = 0u64;
     let mut start = 0usize;
     while start < chunks.len() {
-        // Take whole row groups while the unit stays under the target (always at least one).
+        // Take whole cells while the unit stays under the target (always at least one).
         let mut end = start;
         let mut bytes = 0u64;
         while end < chunks.len() {
-            let rg = chunks[end].row_group;
-            let rg_end = end
+            let cell = (chunks[end].row_group, chunks[end].field);
+            let cell_end = end
                 + chunks[end..]
                     .iter()
-                    .take_while(|c| c.row_group == rg)
+                    .take_while(|c| (c.row_group, c.field) == cell)
                     .count();
-            let rg_bytes: u64 = chunks[end..rg_end].iter().map(|c| c.len()).sum();
-            if end > start && bytes + rg_bytes > UNIT_TARGET_BYTES {
+            let cell_bytes: u64 = chunks[end..cell_end].iter().map(|c| c.len()).sum();
+            if end > start && bytes + cell_bytes > cfg.unit_target_bytes {
                 break;
             }
-            bytes += rg_bytes;
-            end = rg_end;
+            bytes += cell_bytes;
+            end = cell_end;
         }
         let ranges: Vec<Range<u64>> = chunks[start..end].iter().map(|c| c.range.clone()).collect();
         let (mut reqs, dests) = coalesce::coalesce(&ranges, file_len, cfg);
@@ -429,6 +441,7 @@ fn coalesce_units(
         let unit_bytes: u64 = reqs.iter().map(|q| q.len()).sum();
         units.push(ReadUnit {
             row_groups,
+            chunks: start..end,
             requests: requests.len()..requests.len() + reqs.len(),
             bytes: unit_bytes,
         });
@@ -548,11 +561,14 @@ impl fmt::Display for ReadPlan {
         let units: Vec<String> = self
             .units
             .iter()
-            .map(|u| fmt_index_list(&u.row_groups))
+            .map(|u| {
+                let c: Vec<usize> = u.chunks.clone().collect();
+                fmt_index_list(&c)
+            })
             .collect();
         writeln!(
             f,
-            "units (row groups read and decoded together): {}",
+            "units (chunks read and decoded together): {}",
             units.join(" | ")
         )?;
         writeln!(f, "requests (file range → destination offset):")?;
@@ -608,9 +624,14 @@ mod tests {
     }
 
     fn chunk(rg: usize, range: Range<u64>) -> ColumnChunkPlan {
+        chunk_of(rg, 0, range)
+    }
+
+    fn chunk_of(rg: usize, field: usize, range: Range<u64>) -> ColumnChunkPlan {
         ColumnChunkPlan {
             row_group: rg,
-            column: 0,
+            column: field,
+            field,
             path: "c".into(),
             range,
             dest_offset: 0,
@@ -634,12 +655,19 @@ mod tests {
             chunk(2, 300..300),
             chunk(3, 1000..1000 + 40 * mb),
             chunk(4, 1000 + 40 * mb..1000 + 80 * mb),
+            // a row group of two 5 MiB fields: one unit per field
+            chunk_of(5, 0, 100 * mb..105 * mb),
+            chunk_of(5, 1, 105 * mb..110 * mb),
         ];
         let (reqs, units) = coalesce_units(&mut chunks, 1 << 30, &CoalesceConfig::default());
-        assert_eq!(units.len(), 3);
+        assert_eq!(units.len(), 5);
         assert_eq!(units[0].row_groups, vec![0, 1, 2]);
+        assert_eq!(units[0].chunks, 0..4);
         assert_eq!(units[1].row_groups, vec![3]);
         assert_eq!(units[2].row_groups, vec![4]);
+        assert_eq!(units[3].row_groups, vec![5]);
+        assert_eq!(units[3].chunks, 6..7);
+        assert_eq!(units[4].chunks, 7..8);
         let mut dest = 0;
         for u in &units {
             assert_eq!(reqs[u.requests.start].dest_offset, dest);
@@ -656,11 +684,8 @@ mod tests {
         assert_eq!(dest, reqs.iter().map(|q| q.len()).sum::<u64>());
         // every chunk's bytes sit at its destination offset, in a request of its own unit
         // (alignment may make neighbouring units read the same page: their buffers differ)
-        for c in chunks.iter().filter(|c| !c.is_empty()) {
-            let u = units
-                .iter()
-                .find(|u| u.row_groups.contains(&c.row_group))
-                .unwrap();
+        for (i, c) in chunks.iter().enumerate().filter(|(_, c)| !c.is_empty()) {
+            let u = units.iter().find(|u| u.chunks.contains(&i)).unwrap();
             let q = reqs[u.requests.clone()]
                 .iter()
                 .find(|q| q.range.start <= c.range.start && c.range.start < q.range.end)

@@ -1,0 +1,137 @@
+//! Interleaved comparison on the `host_load` file: each round runs every contender once, in
+//! turn, so that drifts of a shared or noisy machine hit all of them alike; reports the median
+//! and the minimum of the rounds, and the ratio to arrow-rs's parallel reader.
+//!
+//! `cargo bench --bench host_compare` (run `cargo bench --bench host_load` once first to write
+//! the file, or set `CUPARQUET_BENCH_FILE`). `CUPARQUET_BENCH_THREADS` (default: cores),
+//! `CUPARQUET_BENCH_ROUNDS` (default 15).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use arrow::record_batch::RecordBatch;
+use cuparquet::plan::CoalesceConfig;
+use cuparquet::{Device, ParquetGpuReader};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use rayon::prelude::*;
+
+const BATCH: usize = 65_536;
+
+fn cuparquet_load(path: &Path, threads: usize, unit: Option<u64>) -> usize {
+    let mut b = ParquetGpuReader::builder(path)
+        .with_device(Device::Host)
+        .with_nthreads(threads)
+        .with_batch_rows(BATCH);
+    if let Some(u) = unit {
+        b = b.with_coalescing(CoalesceConfig {
+            unit_target_bytes: u,
+            ..Default::default()
+        });
+    }
+    let loaded = b.build().unwrap().load().unwrap();
+    loaded.batches.iter().map(|b| b.num_rows()).sum()
+}
+
+fn arrow_parallel(path: &Path, pool: &rayon::ThreadPool) -> usize {
+    let n_rg = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
+        .unwrap()
+        .metadata()
+        .num_row_groups();
+    let batches: Vec<Vec<RecordBatch>> = pool.install(|| {
+        (0..n_rg)
+            .into_par_iter()
+            .map(|rg| {
+                ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
+                    .unwrap()
+                    .with_row_groups(vec![rg])
+                    .with_batch_size(BATCH)
+                    .build()
+                    .unwrap()
+                    .map(|b| b.unwrap())
+                    .collect()
+            })
+            .collect()
+    });
+    batches.iter().flatten().map(|b| b.num_rows()).sum()
+}
+
+fn arrow_serial(path: &Path) -> usize {
+    let batches: Vec<RecordBatch> =
+        ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
+            .unwrap()
+            .with_batch_size(BATCH)
+            .build()
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect();
+    batches.iter().map(|b| b.num_rows()).sum()
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let path = std::env::var_os("CUPARQUET_BENCH_FILE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target/bench-data/host_load_lineitem_plain.parquet"));
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
+    let threads = env("CUPARQUET_BENCH_THREADS")
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let rounds = env("CUPARQUET_BENCH_ROUNDS").unwrap_or(15);
+    let len = std::fs::metadata(&path)
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (run `cargo bench --bench host_load` first)",
+                path.display()
+            )
+        })
+        .len();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    let rows = arrow_serial(&path);
+    let contenders: Vec<(String, Box<dyn Fn() -> usize + '_>)> = vec![
+        (
+            "cuparquet host (default units)".into(),
+            Box::new(|| cuparquet_load(&path, threads, None)),
+        ),
+        (
+            "cuparquet host (row-group units)".into(),
+            Box::new(|| cuparquet_load(&path, threads, Some(1 << 40))),
+        ),
+        (
+            "arrow-rs parallel row groups".into(),
+            Box::new(|| arrow_parallel(&path, &pool)),
+        ),
+        ("arrow-rs serial".into(), Box::new(|| arrow_serial(&path))),
+    ];
+    let mut times = vec![Vec::new(); contenders.len()];
+    for _ in 0..rounds {
+        for (k, (_, f)) in contenders.iter().enumerate() {
+            let t = Instant::now();
+            assert_eq!(f(), rows);
+            times[k].push(t.elapsed().as_secs_f64());
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    let meds: Vec<f64> = times.iter_mut().map(median).collect();
+    let base = meds[2];
+    println!(
+        "host_compare: {} ({len} bytes, {rows} rows), {threads} threads, {rounds} interleaved rounds",
+        path.display()
+    );
+    for (k, (name, _)) in contenders.iter().enumerate() {
+        println!(
+            "  {name:<34} median {:>8.1} ms  min {:>8.1} ms  {:>6.2} GB/s  {:.2}x arrow-rs parallel",
+            meds[k] * 1e3,
+            times[k][0] * 1e3,
+            len as f64 / meds[k] / 1e9,
+            base / meds[k]
+        );
+    }
+}
