@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Development machine: adds the release benchmark binaries to .dev/ (after ../shared/device/pack.sh).
+# Development machine, after ../shared/device/pack.sh: adds the release benchmark binaries to
+# .dev/bin and compresses .dev/bin into .dev/bin.tar.xz so that everything fits the 64 MiB that
+# can travel to the GPU machine (scripts/device-run.sh unpacks it there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .dev/bin
@@ -11,4 +13,5 @@ for line in sys.stdin:
         print(m["target"]["name"] + "\t" + m["executable"])' | while IFS=$'\t' read -r name exe; do
   cp "$exe" ".dev/bin/bench-$name" && strip ".dev/bin/bench-$name"
 done
+tar -C .dev -cJf .dev/bin.tar.xz bin && rm -rf .dev/bin
 du -sh .dev
