@@ -4,7 +4,8 @@
 //!
 //! `cargo bench --bench host_compare` (run `cargo bench --bench host_load` once first to write
 //! the file, or set `CUPARQUET_BENCH_FILE`). `CUPARQUET_BENCH_THREADS` (default: cores),
-//! `CUPARQUET_BENCH_ROUNDS` (default 15).
+//! `CUPARQUET_BENCH_ROUNDS` (default 15), `CUPARQUET_BENCH_UNITS` (extra unit targets in bytes,
+//! comma separated), `CUPARQUET_BENCH_SERIAL` (also arrow-rs single-threaded).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -92,21 +93,32 @@ fn main() {
         .build()
         .unwrap();
     let rows = arrow_serial(&path);
-    let contenders: Vec<(String, Box<dyn Fn() -> usize + '_>)> = vec![
-        (
-            "cuparquet host (default units)".into(),
-            Box::new(|| cuparquet_load(&path, threads, None)),
-        ),
-        (
-            "cuparquet host (row-group units)".into(),
-            Box::new(|| cuparquet_load(&path, threads, Some(1 << 40))),
-        ),
+    // CUPARQUET_BENCH_UNITS: extra unit targets (bytes, comma separated) to compare.
+    let units: Vec<u64> = std::env::var("CUPARQUET_BENCH_UNITS")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|v| v.trim().parse().ok())
+        .collect();
+    let mut contenders: Vec<(String, Box<dyn Fn() -> usize + '_>)> = vec![
         (
             "arrow-rs parallel row groups".into(),
             Box::new(|| arrow_parallel(&path, &pool)),
         ),
-        ("arrow-rs serial".into(), Box::new(|| arrow_serial(&path))),
+        (
+            "cuparquet host".into(),
+            Box::new(|| cuparquet_load(&path, threads, None)),
+        ),
     ];
+    let p: &Path = &path;
+    for u in units {
+        contenders.push((
+            format!("cuparquet host, {} KiB units", u >> 10),
+            Box::new(move || cuparquet_load(p, threads, Some(u))),
+        ));
+    }
+    if std::env::var_os("CUPARQUET_BENCH_SERIAL").is_some() {
+        contenders.push(("arrow-rs serial".into(), Box::new(|| arrow_serial(&path))));
+    }
     let mut times = vec![Vec::new(); contenders.len()];
     for _ in 0..rounds {
         for (k, (_, f)) in contenders.iter().enumerate() {
@@ -120,7 +132,7 @@ fn main() {
         v[v.len() / 2]
     };
     let meds: Vec<f64> = times.iter_mut().map(median).collect();
-    let base = meds[2];
+    let base = meds[0];
     println!(
         "host_compare: {} ({len} bytes, {rows} rows), {threads} threads, {rounds} interleaved rounds",
         path.display()

@@ -74,6 +74,16 @@ pub struct CudaProbe {
     pub detail: String,
 }
 
+impl CudaProbe {
+    fn not_probed() -> Self {
+        CudaProbe {
+            driver_library: false,
+            devices: 0,
+            detail: "CUDA was not probed".into(),
+        }
+    }
+}
+
 /// Probes the CUDA driver and counts devices. Never panics; cached for the process.
 pub fn probe_cuda() -> &'static CudaProbe {
     static PROBE: OnceLock<CudaProbe> = OnceLock::new();
@@ -128,7 +138,11 @@ pub struct DeviceChoice {
 
 /// Resolves a requested device on this machine.
 pub fn resolve(device: Device) -> Result<DeviceChoice> {
-    resolve_with(device, probe_cuda())
+    match device {
+        // Host needs no probe (initialising the CUDA driver takes ~0.2 s where one exists).
+        Device::Host => resolve_with(device, &CudaProbe::not_probed()),
+        _ => resolve_with(device, probe_cuda()),
+    }
 }
 
 /// [`resolve`] with machine facts given (for tests).

@@ -198,7 +198,6 @@ impl ReaderBuilder {
             decoder,
             host_reader,
             progress: self.progress,
-            buffers: Mutex::new(Vec::new()),
             t_setup: t0.elapsed(),
             t_footer,
         })
@@ -222,6 +221,42 @@ fn shared_pool(n: usize) -> Result<Arc<rayon::ThreadPool>> {
     let pool = Arc::new(pool);
     pools.push((n, Arc::clone(&pool)));
     Ok(pool)
+}
+
+/// Unit buffers kept for reuse, across units, loads and readers, up to this many bytes in all:
+/// 256 MiB. On a warm page cache, faulting in fresh pages for every unit costs more than the
+/// reads themselves.
+pub const RETAINED_BUFFER_BYTES: usize = 256 << 20;
+
+static BUFFERS: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+/// A buffer of `len` bytes, recycled when one is free. Its contents are arbitrary: every byte is
+/// overwritten by the unit's requests, which cover it end to end.
+fn take_buffer(len: usize) -> Vec<u8> {
+    let recycled = BUFFERS.lock().ok().and_then(|mut pool| {
+        // the smallest that fits, so that large buffers stay for large units
+        let i = (0..pool.len())
+            .filter(|&i| pool[i].capacity() >= len)
+            .min_by_key(|&i| pool[i].capacity())?;
+        Some(pool.swap_remove(i))
+    });
+    match recycled {
+        Some(mut b) => {
+            b.resize(len, 0);
+            b
+        }
+        None => vec![0u8; len],
+    }
+}
+
+/// Returns a buffer for reuse, unless that would keep more than [`RETAINED_BUFFER_BYTES`].
+fn give_buffer(b: Vec<u8>) {
+    if let Ok(mut pool) = BUFFERS.lock() {
+        let kept: usize = pool.iter().map(Vec::capacity).sum();
+        if kept + b.capacity() <= RETAINED_BUFFER_BYTES {
+            pool.push(b);
+        }
+    }
 }
 
 /// arrow-rs reads a chunk from its dictionary page offset whenever one is given; where the plan
@@ -271,9 +306,6 @@ pub struct ParquetGpuReader {
     decoder: HostDecoder,
     host_reader: HostReader,
     progress: Option<ProgressFn>,
-    /// Unit buffers kept between units and loads (page faults on fresh memory cost more than
-    /// the reads themselves on a warm page cache).
-    buffers: Mutex<Vec<Vec<u8>>>,
     t_setup: Duration,
     t_footer: Duration,
 }
@@ -387,7 +419,7 @@ impl ParquetGpuReader {
                 chunks: q.chunks.clone(),
             })
             .collect();
-        let mut buf = self.take_buffer(unit.bytes as usize);
+        let mut buf = take_buffer(unit.bytes as usize);
         let mut io = reader.read(&self.file, &local, Dest::Host(&mut buf))?;
         for (rec, k) in io.requests.iter_mut().zip(unit.requests.clone()) {
             rec.index = k;
@@ -422,38 +454,13 @@ impl ParquetGpuReader {
         }
         // Recycle the buffer unless decoded arrays still point into it (view types do).
         if let Ok(m) = data.try_into_mut() {
-            self.give_buffer(Vec::from(m));
+            give_buffer(Vec::from(m));
         }
         Ok(UnitResult {
             parts,
             io,
             decode_time: t.elapsed(),
         })
-    }
-
-    /// A buffer of `len` bytes, recycled when one is free. Its contents are arbitrary: every
-    /// byte is overwritten by the unit's requests, which cover it end to end.
-    fn take_buffer(&self, len: usize) -> Vec<u8> {
-        let recycled = self.buffers.lock().ok().and_then(|mut pool| {
-            let i = pool.iter().position(|b| b.capacity() >= len)?;
-            Some(pool.swap_remove(i))
-        });
-        match recycled {
-            Some(mut b) => {
-                b.resize(len, 0);
-                b
-            }
-            None => vec![0u8; len],
-        }
-    }
-
-    /// Returns a buffer for reuse (at most one per reader thread is kept).
-    fn give_buffer(&self, b: Vec<u8>) {
-        if let Ok(mut pool) = self.buffers.lock() {
-            if pool.len() < self.settings.nthreads {
-                pool.push(b);
-            }
-        }
     }
 
     /// Joins the fields of each row group, decoded in different units, into batches of the

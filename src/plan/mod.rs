@@ -146,14 +146,16 @@ impl ReadPlan {
     }
 }
 
-/// Column chunks are gathered into units of about this many bytes: 8 MiB. A unit holds whole
+/// Column chunks are gathered into units of about this many bytes: 2 MiB. A unit holds whole
 /// cells — all chunks of one top-level field in one row group — in (row group, field) order, at
 /// least one cell. Requests never span two units.
 ///
 /// Small units keep the bytes just read in cache for the decoder and give the thread pool many
 /// independent tasks (a file of 14 row groups still loads on 16 threads); cells keep each
-/// decode whole, since a top-level field decodes on its own.
-pub const UNIT_TARGET_BYTES: u64 = 8 << 20;
+/// decode whole, since a top-level field decodes on its own. Measured on the H200 machine's
+/// 16 cores (benches/RESULTS.md): 2 MiB units load 1.17× faster than 8 MiB units and 2× faster
+/// than whole row groups.
+pub const UNIT_TARGET_BYTES: u64 = 2 << 20;
 
 /// A unit of work: consecutive cells (row group × top-level field) and the requests that carry
 /// their chunks. Requests never carry bytes of two units, so units are read and decoded
