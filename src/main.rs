@@ -328,7 +328,7 @@ fn summary(r: &LoadReport, requests: bool, output: Option<&Path>) -> String {
     );
     let _ = writeln!(
         s,
-        "  wall {} (io {}, decode {}; footer+plan {}), {:.2} GB/s read, Arrow output {}",
+        "  wall {} (summed over threads: io {}, decode {}; footer+plan {}), {:.2} GB/s read, Arrow output {}",
         ms(r.load_time),
         ms(r.io_time),
         ms(r.decode_time),

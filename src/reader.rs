@@ -365,7 +365,8 @@ pub struct LoadReport {
     pub output_bytes: u64,
     /// I/O settings in use.
     pub settings: IoSettings,
-    /// Per-request I/O record.
+    /// Per-request I/O record (its `wall`, like `io_time`, is summed over the units read in
+    /// parallel).
     pub io: IoReport,
     /// Time to open, read the footer, plan (`build`).
     #[serde(serialize_with = "ser_secs")]
