@@ -2,80 +2,22 @@
 //! turn, so that drifts of a shared or noisy machine hit all of them alike; reports the median
 //! and the minimum of the rounds, and the ratio to arrow-rs's parallel reader.
 //!
-//! `cargo bench --bench host_compare` (run `cargo bench --bench host_load` once first to write
-//! the file, or set `CUPARQUET_BENCH_FILE`). `CUPARQUET_BENCH_THREADS` (default: cores),
-//! `CUPARQUET_BENCH_ROUNDS` (default 15), `CUPARQUET_BENCH_UNITS` (extra unit targets in bytes,
+//! `cargo bench --bench host_compare` (the file is written once, as for `host_load`).
+//! `CUPARQUET_BENCH_THREADS` (default: cores), `CUPARQUET_BENCH_ROUNDS` (default 15), `CUPARQUET_BENCH_UNITS` (extra unit targets in bytes,
 //! comma separated), `CUPARQUET_BENCH_SERIAL` (also arrow-rs single-threaded).
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::time::Instant;
 
-use arrow::record_batch::RecordBatch;
-use cuparquet::plan::CoalesceConfig;
-use cuparquet::{Device, ParquetGpuReader};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use rayon::prelude::*;
-
-const BATCH: usize = 65_536;
-
-fn cuparquet_load(path: &Path, threads: usize, unit: Option<u64>) -> usize {
-    let mut b = ParquetGpuReader::builder(path)
-        .with_device(Device::Host)
-        .with_nthreads(threads)
-        .with_batch_rows(BATCH);
-    if let Some(u) = unit {
-        b = b.with_coalescing(CoalesceConfig {
-            unit_target_bytes: u,
-            ..Default::default()
-        });
-    }
-    let loaded = b.build().unwrap().load().unwrap();
-    loaded.batches.iter().map(|b| b.num_rows()).sum()
-}
-
-fn arrow_parallel(path: &Path, pool: &rayon::ThreadPool) -> usize {
-    let n_rg = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
-        .unwrap()
-        .metadata()
-        .num_row_groups();
-    let batches: Vec<Vec<RecordBatch>> = pool.install(|| {
-        (0..n_rg)
-            .into_par_iter()
-            .map(|rg| {
-                ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
-                    .unwrap()
-                    .with_row_groups(vec![rg])
-                    .with_batch_size(BATCH)
-                    .build()
-                    .unwrap()
-                    .map(|b| b.unwrap())
-                    .collect()
-            })
-            .collect()
-    });
-    batches.iter().flatten().map(|b| b.num_rows()).sum()
-}
-
-fn arrow_serial(path: &Path) -> usize {
-    let batches: Vec<RecordBatch> =
-        ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
-            .unwrap()
-            .with_batch_size(BATCH)
-            .build()
-            .unwrap()
-            .map(|b| b.unwrap())
-            .collect();
-    batches.iter().map(|b| b.num_rows()).sum()
-}
+use common::*;
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let path = std::env::var_os("CUPARQUET_BENCH_FILE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("target/bench-data/host_load_lineitem_plain.parquet"));
+    let path = bench_file();
     let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
     let threads = env("CUPARQUET_BENCH_THREADS")
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));

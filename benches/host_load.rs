@@ -5,167 +5,12 @@
 //! `cargo bench --bench host_load` (the file is written once under target/bench-data/;
 //! `CUPARQUET_BENCH_FILE` points at another file; `CUPARQUET_BENCH_THREADS` sets the threads).
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
-use arrow::array::{ArrayRef, Date32Array, Float64Array, Int32Array, Int64Array, StringArray};
-use arrow::record_batch::RecordBatch;
+use common::*;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use cuparquet::{Device, ParquetGpuReader};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::ArrowWriter;
-use parquet::basic::Compression;
-use parquet::file::properties::WriterProperties;
-use rayon::prelude::*;
-
-const ROWS: usize = 3_600_000;
-const ROW_GROUP: usize = 256 * 1024;
-const BATCH: usize = 65_536;
-
-/// A lineitem-like table: sorted key, random key, small int, two doubles, a date, a 3-value
-/// string and a comment from 5000 distinct values; uncompressed, no dictionaries (~275 MB).
-fn generate(path: &Path) {
-    let mut state = 7u64;
-    let mut rand = move || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        state >> 33
-    };
-    let comments: Vec<String> = (0..5000)
-        .map(|i| format!("furiously regular pinto {i:05}"))
-        .collect();
-    let props = WriterProperties::builder()
-        .set_compression(Compression::UNCOMPRESSED)
-        .set_dictionary_enabled(false)
-        .set_max_row_group_row_count(Some(ROW_GROUP))
-        .build();
-    let schema_batch = |start: usize, n: usize, rand: &mut dyn FnMut() -> u64| {
-        let cols: Vec<(&str, ArrayRef)> = vec![
-            (
-                "key",
-                Arc::new(Int64Array::from_iter_values(
-                    (start..start + n).map(|i| i as i64),
-                )),
-            ),
-            (
-                "rnd",
-                Arc::new(Int64Array::from_iter_values((0..n).map(|_| rand() as i64))),
-            ),
-            (
-                "qty",
-                Arc::new(Int32Array::from_iter_values(
-                    (0..n).map(|_| 1 + (rand() % 50) as i32),
-                )),
-            ),
-            (
-                "price",
-                Arc::new(Float64Array::from_iter_values(
-                    (0..n).map(|_| rand() as f64 / 3.0),
-                )),
-            ),
-            (
-                "disc",
-                Arc::new(Float64Array::from_iter_values(
-                    (0..n).map(|_| (rand() % 1000) as f64 / 100.0),
-                )),
-            ),
-            (
-                "ship",
-                Arc::new(Date32Array::from_iter_values(
-                    (0..n).map(|_| 8000 + (rand() % 2500) as i32),
-                )),
-            ),
-            (
-                "flag",
-                Arc::new(StringArray::from_iter_values(
-                    (0..n).map(|_| ["A", "N", "R"][(rand() % 3) as usize]),
-                )),
-            ),
-            (
-                "comment",
-                Arc::new(StringArray::from_iter_values(
-                    (0..n).map(|_| comments[(rand() % 5000) as usize].as_str()),
-                )),
-            ),
-        ];
-        RecordBatch::try_from_iter(cols).unwrap()
-    };
-    let first = schema_batch(0, 1, &mut rand);
-    let tmp = path.with_extension("tmp");
-    let mut w =
-        ArrowWriter::try_new(File::create(&tmp).unwrap(), first.schema(), Some(props)).unwrap();
-    let mut start = 0;
-    while start < ROWS {
-        let n = (ROWS - start).min(ROW_GROUP);
-        w.write(&schema_batch(start, n, &mut rand)).unwrap();
-        start += n;
-    }
-    w.close().unwrap();
-    std::fs::rename(&tmp, path).unwrap();
-}
-
-fn bench_file() -> PathBuf {
-    if let Some(p) = std::env::var_os("CUPARQUET_BENCH_FILE") {
-        return PathBuf::from(p);
-    }
-    let dir = PathBuf::from("target/bench-data");
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("host_load_lineitem_plain.parquet");
-    if !p.exists() {
-        eprintln!("writing {} ...", p.display());
-        generate(&p);
-    }
-    p
-}
-
-fn rows_cuparquet(path: &Path, threads: usize) -> usize {
-    let reader = ParquetGpuReader::builder(path)
-        .with_device(Device::Host)
-        .with_nthreads(threads)
-        .with_batch_rows(BATCH)
-        .build()
-        .unwrap();
-    let loaded = reader.load().unwrap();
-    loaded.batches.iter().map(|b| b.num_rows()).sum()
-}
-
-// Every contender materialises the whole table (keeps all batches until the end), as a load
-// into memory does; counting rows of batches dropped on the fly would measure less work.
-
-fn rows_arrow_serial(path: &Path) -> usize {
-    let r = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
-        .unwrap()
-        .with_batch_size(BATCH)
-        .build()
-        .unwrap();
-    let batches: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
-    batches.iter().map(|b| b.num_rows()).sum()
-}
-
-fn rows_arrow_parallel(path: &Path, pool: &rayon::ThreadPool) -> usize {
-    let n_rg = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
-        .unwrap()
-        .metadata()
-        .num_row_groups();
-    let batches: Vec<Vec<RecordBatch>> = pool.install(|| {
-        (0..n_rg)
-            .into_par_iter()
-            .map(|rg| {
-                let r = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
-                    .unwrap()
-                    .with_row_groups(vec![rg])
-                    .with_batch_size(BATCH)
-                    .build()
-                    .unwrap();
-                r.map(|b| b.unwrap()).collect()
-            })
-            .collect()
-    });
-    batches.iter().flatten().map(|b| b.num_rows()).sum()
-}
 
 fn host_load(c: &mut Criterion) {
     let path = bench_file();
@@ -178,9 +23,9 @@ fn host_load(c: &mut Criterion) {
         .num_threads(threads)
         .build()
         .unwrap();
-    let expect = rows_arrow_serial(&path);
-    assert_eq!(rows_cuparquet(&path, threads), expect);
-    assert_eq!(rows_arrow_parallel(&path, &pool), expect);
+    let expect = arrow_serial(&path);
+    assert_eq!(cuparquet_load(&path, threads, None), expect);
+    assert_eq!(arrow_parallel(&path, &pool), expect);
     eprintln!(
         "file {} ({len} bytes, {expect} rows), {threads} threads",
         path.display()
@@ -191,12 +36,12 @@ fn host_load(c: &mut Criterion) {
     g.sample_size(10);
     g.measurement_time(Duration::from_secs(20));
     g.bench_function("cuparquet_host", |b| {
-        b.iter(|| rows_cuparquet(&path, threads))
+        b.iter(|| cuparquet_load(&path, threads, None))
     });
     g.bench_function("arrow_rs_parallel_row_groups", |b| {
-        b.iter(|| rows_arrow_parallel(&path, &pool))
+        b.iter(|| arrow_parallel(&path, &pool))
     });
-    g.bench_function("arrow_rs_serial", |b| b.iter(|| rows_arrow_serial(&path)));
+    g.bench_function("arrow_rs_serial", |b| b.iter(|| arrow_serial(&path)));
     g.finish();
 }
 
