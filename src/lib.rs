@@ -87,6 +87,13 @@
 //! Sizes take a suffix (`64KiB`, `4MiB`, `1GiB`); an invalid value is an error naming the
 //! variable.
 //!
+//! ## Memory
+//!
+//! A load reads its plan in units of about 2 MiB ([`plan::UNIT_TARGET_BYTES`]), each into a
+//! buffer that is recycled once the unit is decoded; up to [`reader::RETAINED_BUFFER_BYTES`] of
+//! such buffers stay cached for later loads ([`reader::release_cached_buffers`] frees them).
+//! Readers share one thread pool per thread count.
+//!
 //! ## Features
 //!
 //! | feature | default | what |

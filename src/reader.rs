@@ -249,6 +249,16 @@ fn take_buffer(len: usize) -> Vec<u8> {
     }
 }
 
+/// Frees the unit buffers kept for reuse (at most [`RETAINED_BUFFER_BYTES`]); returns the bytes
+/// freed. Long-running processes may call it after a burst of loads.
+pub fn release_cached_buffers() -> usize {
+    let mut pool = BUFFERS.lock().unwrap_or_else(|p| p.into_inner());
+    let n = pool.iter().map(Vec::capacity).sum();
+    pool.clear();
+    pool.shrink_to_fit();
+    n
+}
+
 /// Returns a buffer for reuse, unless that would keep more than [`RETAINED_BUFFER_BYTES`].
 fn give_buffer(b: Vec<u8>) {
     if let Ok(mut pool) = BUFFERS.lock() {
@@ -662,5 +672,36 @@ impl ParquetGpuReader {
             schema,
             report,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{ArrayRef, Int64Array};
+
+    #[test]
+    fn unit_buffers_are_kept_and_released() {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        let batch = RecordBatch::try_from_iter(vec![(
+            "x",
+            Arc::new(Int64Array::from_iter_values(0..10_000)) as ArrayRef,
+        )])
+        .unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(f.reopen().unwrap(), batch.schema(), None)
+            .unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let reader = ParquetGpuReader::builder(f.path())
+            .with_device(Device::Host)
+            .build()
+            .unwrap();
+        for _ in 0..3 {
+            assert_eq!(reader.load().unwrap().report.rows, 10_000);
+        }
+        // the loads recycled their buffer, which stays cached until released
+        let kept = release_cached_buffers();
+        assert!(kept >= reader.plan().request_bytes() as usize, "{kept}");
+        assert_eq!(release_cached_buffers(), 0);
     }
 }
