@@ -692,8 +692,11 @@ mod tests {
             .unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&events);
         let reader = ParquetGpuReader::builder(f.path())
             .with_device(Device::Host)
+            .with_progress(move |p| sink.lock().unwrap().push(p))
             .build()
             .unwrap();
         for _ in 0..3 {
@@ -703,5 +706,13 @@ mod tests {
         let kept = release_cached_buffers();
         assert!(kept >= reader.plan().request_bytes() as usize, "{kept}");
         assert_eq!(release_cached_buffers(), 0);
+        // progress starts at zero and ends with everything read and decoded
+        let ev = events.lock().unwrap();
+        assert_eq!(ev.len(), 6, "{ev:?}");
+        assert_eq!((ev[0].bytes_read, ev[0].row_groups_done), (0, 0));
+        let last = ev[1];
+        assert_eq!(last.bytes_read, last.bytes_total);
+        assert_eq!(last.row_groups_done, last.row_groups_total);
+        assert_eq!(last.row_groups_total, 1);
     }
 }
