@@ -13,8 +13,65 @@ pub const ENV_TASK_SIZE: &str = "CUPARQUET_TASK_SIZE";
 /// Environment variable for [`IoSettings::direct_io`].
 pub const ENV_DIRECT_IO: &str = "CUPARQUET_DIRECT_IO";
 
+/// Environment variable for [`IoSettings::compat_mode`].
+pub const ENV_COMPAT_MODE: &str = "CUPARQUET_COMPAT_MODE";
+/// Environment variable for [`IoSettings::gds_threshold`].
+pub const ENV_GDS_THRESHOLD: &str = "CUPARQUET_GDS_THRESHOLD";
+/// Environment variable for [`IoSettings::bounce_buffer_size`].
+pub const ENV_BOUNCE_BUFFER_SIZE: &str = "CUPARQUET_BOUNCE_BUFFER_SIZE";
+/// Environment variable for [`IoSettings::bounce_buffer_count`].
+pub const ENV_BOUNCE_BUFFER_COUNT: &str = "CUPARQUET_BOUNCE_BUFFER_COUNT";
+
 /// Default size of the pieces a large request is split into: 4 MiB.
 pub const DEFAULT_TASK_SIZE: u64 = 4 << 20;
+/// Default smallest range sent to cuFile: 16 KiB, like KvikIO.
+pub const DEFAULT_GDS_THRESHOLD: u64 = 16 << 10;
+/// Default size of one pinned bounce buffer: 16 MiB, like KvikIO.
+pub const DEFAULT_BOUNCE_BUFFER_SIZE: u64 = 16 << 20;
+/// Default number of pinned bounce buffers in the staging ring: 4.
+pub const DEFAULT_BOUNCE_BUFFER_COUNT: usize = 4;
+
+/// When cuFile may be used (see DESIGN.md, "Path choice, per range").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompatMode {
+    /// cuFile only where its GDS path can exist (nvidia-fs loaded, file registered); staged
+    /// otherwise, with the reason recorded.
+    #[default]
+    Auto,
+    /// Never cuFile: staged (or host, for host targets).
+    On,
+    /// cuFile for every range at or above the threshold, whatever cuFile does inside; a
+    /// failure to use cuFile is an error, not a fallback.
+    Off,
+}
+
+impl std::fmt::Display for CompatMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CompatMode::Auto => "auto",
+            CompatMode::On => "on",
+            CompatMode::Off => "off",
+        })
+    }
+}
+
+impl std::str::FromStr for CompatMode {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(CompatMode::Auto),
+            "on" | "true" | "1" => Ok(CompatMode::On),
+            "off" | "false" | "0" => Ok(CompatMode::Off),
+            _ => Err(Error::setting(
+                ENV_COMPAT_MODE,
+                s,
+                "expected auto, on or off",
+            )),
+        }
+    }
+}
 
 /// How the I/O stage runs.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -25,6 +82,14 @@ pub struct IoSettings {
     pub task_size: u64,
     /// Open the file with `O_DIRECT` (bypass the page cache).
     pub direct_io: bool,
+    /// When cuFile may be used.
+    pub compat_mode: CompatMode,
+    /// Ranges smaller than this never go to cuFile; they are gathered into staged copies.
+    pub gds_threshold: u64,
+    /// Size of one pinned bounce buffer of the staging ring.
+    pub bounce_buffer_size: u64,
+    /// Number of pinned bounce buffers in the staging ring.
+    pub bounce_buffer_count: usize,
 }
 
 impl Default for IoSettings {
@@ -33,6 +98,10 @@ impl Default for IoSettings {
             nthreads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             task_size: DEFAULT_TASK_SIZE,
             direct_io: false,
+            compat_mode: CompatMode::Auto,
+            gds_threshold: DEFAULT_GDS_THRESHOLD,
+            bounce_buffer_size: DEFAULT_BOUNCE_BUFFER_SIZE,
+            bounce_buffer_count: DEFAULT_BOUNCE_BUFFER_COUNT,
         }
     }
 }
@@ -55,6 +124,18 @@ impl IoSettings {
         if let Some(v) = get(ENV_DIRECT_IO) {
             s.direct_io = parse_bool(ENV_DIRECT_IO, &v)?;
         }
+        if let Some(v) = get(ENV_COMPAT_MODE) {
+            s.compat_mode = v.parse()?;
+        }
+        if let Some(v) = get(ENV_GDS_THRESHOLD) {
+            s.gds_threshold = parse_size(ENV_GDS_THRESHOLD, &v)?;
+        }
+        if let Some(v) = get(ENV_BOUNCE_BUFFER_SIZE) {
+            s.bounce_buffer_size = parse_size(ENV_BOUNCE_BUFFER_SIZE, &v)?;
+        }
+        if let Some(v) = get(ENV_BOUNCE_BUFFER_COUNT) {
+            s.bounce_buffer_count = parse_count(ENV_BOUNCE_BUFFER_COUNT, &v)?;
+        }
         s.validate()?;
         Ok(s)
     }
@@ -73,6 +154,20 @@ impl IoSettings {
                 "task_size",
                 self.task_size.to_string(),
                 "must be at least 4KiB",
+            ));
+        }
+        if self.bounce_buffer_size < 4096 || self.bounce_buffer_size > 1 << 30 {
+            return Err(Error::setting(
+                "bounce_buffer_size",
+                self.bounce_buffer_size.to_string(),
+                "must be between 4KiB and 1GiB",
+            ));
+        }
+        if self.bounce_buffer_count == 0 || self.bounce_buffer_count > 64 {
+            return Err(Error::setting(
+                "bounce_buffer_count",
+                self.bounce_buffer_count.to_string(),
+                "must be between 1 and 64",
             ));
         }
         Ok(())
@@ -165,5 +260,35 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("at least 4KiB"), "{e}");
+        let e = IoSettings::from_lookup(|k| (k == ENV_COMPAT_MODE).then(|| "maybe".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(ENV_COMPAT_MODE) && e.contains("auto, on or off"),
+            "{e}"
+        );
+        let e = IoSettings::from_lookup(|k| (k == ENV_BOUNCE_BUFFER_COUNT).then(|| "0".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(ENV_BOUNCE_BUFFER_COUNT), "{e}");
+    }
+
+    #[test]
+    fn gpu_path_settings() {
+        let d = IoSettings::default();
+        assert_eq!(d.compat_mode, CompatMode::Auto);
+        assert_eq!(d.gds_threshold, 16 << 10);
+        let s = IoSettings::from_lookup(|k| match k {
+            ENV_COMPAT_MODE => Some("OFF".into()),
+            ENV_GDS_THRESHOLD => Some("64KiB".into()),
+            ENV_BOUNCE_BUFFER_SIZE => Some("8MiB".into()),
+            ENV_BOUNCE_BUFFER_COUNT => Some("3".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(s.compat_mode, CompatMode::Off);
+        assert_eq!(s.gds_threshold, 64 << 10);
+        assert_eq!(s.bounce_buffer_size, 8 << 20);
+        assert_eq!(s.bounce_buffer_count, 3);
     }
 }

@@ -134,6 +134,17 @@ pub enum Error {
         what: String,
     },
 
+    /// cuFile was required (`compat_mode=off`) but cannot be used, or a cuFile call failed.
+    #[error("{}: cuFile{}: {reason}", path.display(), fmt_range(range))]
+    CuFile {
+        /// The file.
+        path: PathBuf,
+        /// The byte range concerned, when known.
+        range: Option<Range<u64>>,
+        /// What failed (the cuFile call and its code, or the missing machine fact).
+        reason: String,
+    },
+
     /// Writing output (Arrow IPC, JSON) failed.
     #[error("{}: writing output: {reason}", path.display())]
     Output {

@@ -18,6 +18,8 @@
 //! * [`io`] executes the requests through a [`RangeReader`](io::RangeReader); the
 //!   [`HostReader`](io::host::HostReader) uses a pool of `pread` threads (optionally
 //!   `O_DIRECT`).
+//!   [`io::policy`] decides per range between cuFile and pinned staging (a pure function of
+//!   settings, machine facts and the range), and [`io::staging`] plans the staged copies.
 //! * [`decode`] turns the fetched bytes into Arrow arrays without touching the file again.
 //! * [`reader`] is the facade most users want: [`ParquetGpuReader`].
 //!
@@ -83,6 +85,9 @@
 //! | `CUPARQUET_NTHREADS` | [`with_nthreads`](ReaderBuilder::with_nthreads) | available cores |
 //! | `CUPARQUET_TASK_SIZE` | [`with_task_size`](ReaderBuilder::with_task_size) | 4 MiB |
 //! | `CUPARQUET_DIRECT_IO` | [`with_direct_io`](ReaderBuilder::with_direct_io) | false |
+//! | `CUPARQUET_COMPAT_MODE` | [`with_compat_mode`](ReaderBuilder::with_compat_mode) | `auto` (device targets) |
+//! | `CUPARQUET_GDS_THRESHOLD` | [`with_gds_threshold`](ReaderBuilder::with_gds_threshold) | 16 KiB |
+//! | `CUPARQUET_BOUNCE_BUFFER_SIZE`, `_COUNT` | [`with_bounce_buffers`](ReaderBuilder::with_bounce_buffers) | 16 MiB × 4 |
 //!
 //! Sizes take a suffix (`64KiB`, `4MiB`, `1GiB`); an invalid value is an error naming the
 //! variable.

@@ -64,6 +64,9 @@ pub struct ReaderBuilder {
     nthreads: Option<usize>,
     task_size: Option<u64>,
     direct_io: Option<bool>,
+    compat_mode: Option<crate::config::CompatMode>,
+    gds_threshold: Option<u64>,
+    bounce_buffers: Option<(u64, usize)>,
     coalesce: CoalesceConfig,
     progress: Option<ProgressFn>,
 }
@@ -141,6 +144,25 @@ impl ReaderBuilder {
         self
     }
 
+    /// When cuFile may be used, for device targets (overrides `CUPARQUET_COMPAT_MODE`).
+    pub fn with_compat_mode(mut self, mode: crate::config::CompatMode) -> Self {
+        self.compat_mode = Some(mode);
+        self
+    }
+
+    /// Smallest range sent to cuFile (overrides `CUPARQUET_GDS_THRESHOLD`).
+    pub fn with_gds_threshold(mut self, bytes: u64) -> Self {
+        self.gds_threshold = Some(bytes);
+        self
+    }
+
+    /// Size and number of pinned bounce buffers for staged reads (override
+    /// `CUPARQUET_BOUNCE_BUFFER_SIZE` and `CUPARQUET_BOUNCE_BUFFER_COUNT`).
+    pub fn with_bounce_buffers(mut self, size: u64, count: usize) -> Self {
+        self.bounce_buffers = Some((size, count));
+        self
+    }
+
     /// Coalescing parameters (default: the documented constants).
     pub fn with_coalescing(mut self, cfg: CoalesceConfig) -> Self {
         self.coalesce = cfg;
@@ -165,6 +187,16 @@ impl ReaderBuilder {
         }
         if let Some(d) = self.direct_io {
             settings.direct_io = d;
+        }
+        if let Some(m) = self.compat_mode {
+            settings.compat_mode = m;
+        }
+        if let Some(t) = self.gds_threshold {
+            settings.gds_threshold = t;
+        }
+        if let Some((size, count)) = self.bounce_buffers {
+            settings.bounce_buffer_size = size;
+            settings.bounce_buffer_count = count;
         }
         settings.validate()?;
         if self.batch_rows == 0 {
@@ -533,6 +565,9 @@ impl ParquetGpuReader {
             nthreads: None,
             task_size: None,
             direct_io: None,
+            compat_mode: None,
+            gds_threshold: None,
+            bounce_buffers: None,
             coalesce: CoalesceConfig::default(),
             progress: None,
         }

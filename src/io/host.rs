@@ -271,6 +271,7 @@ mod tests {
             nthreads: 4,
             task_size: 4096,
             direct_io: false,
+            ..IoSettings::default()
         };
         run(
             s,
@@ -291,6 +292,7 @@ mod tests {
             nthreads: 2,
             task_size: 8192,
             direct_io: true,
+            ..IoSettings::default()
         };
         let (f, _) = sample(10);
         // tmpfs has no O_DIRECT: skip there, with the reason.

@@ -6,7 +6,9 @@
 //! backends (pinned staging, cuFile) implement the same trait with device destinations.
 
 pub mod host;
+pub mod policy;
 pub mod recording;
+pub mod staging;
 
 use std::fmt;
 use std::ops::Range;
