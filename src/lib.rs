@@ -118,6 +118,7 @@ pub mod config;
 pub mod decode;
 #[allow(unsafe_code)] // probing the CUDA driver (see the module docs)
 pub mod device;
+pub mod doctor;
 pub mod error;
 pub mod io;
 pub mod metadata;

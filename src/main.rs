@@ -30,6 +30,19 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
+    /// Check this machine: CUDA, cuFile, nvidia-fs, udev, cufile.json, settings, ceilings — and
+    /// say which path loads will take and why.
+    Doctor {
+        /// A file or directory on the filesystem the data lives on (for the udev check).
+        #[arg(long, default_value = ".")]
+        path: PathBuf,
+        /// Skip the throughput measurement.
+        #[arg(long)]
+        no_bench: bool,
+        /// Print the checks as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show schema, row groups and column chunks (types, encodings, codec, sizes, statistics).
     Inspect {
         /// Parquet file.
@@ -156,10 +169,19 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if let Cmd::Doctor {
+        path,
+        no_bench,
+        json,
+    } = &cli.cmd
+    {
+        return doctor(path, !no_bench, *json);
+    }
     let file = match &cli.cmd {
         Cmd::Inspect { file, .. } | Cmd::Plan { file, .. } | Cmd::Load { file, .. } => {
             file.display().to_string()
         }
+        Cmd::Doctor { path, .. } => path.display().to_string(),
     };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -177,6 +199,15 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), Error> {
     match cli.cmd {
+        Cmd::Doctor {
+            path,
+            no_bench,
+            json,
+        } => {
+            // main runs doctor itself: its exit code follows the checks, not an error
+            let _ = doctor(&path, !no_bench, json);
+            Ok(())
+        }
         Cmd::Inspect { file, brief } => inspect(&file, brief),
         Cmd::Plan { file, sel, json } => {
             let f = ParquetFile::open(&file)?;
@@ -255,6 +286,34 @@ fn run(cli: Cli) -> Result<(), Error> {
             Ok(())
         }
     }
+}
+
+/// Exit 0 unless a check fails (no GPU is a warning, not a failure).
+fn doctor(path: &Path, bench: bool, json: bool) -> ExitCode {
+    use cuparquet::doctor::{run, DoctorOptions, Status};
+    let checks = run(&DoctorOptions {
+        path: path.to_path_buf(),
+        bench,
+    });
+    if json {
+        match serde_json::to_string_pretty(&checks) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("cuparquet: error: doctor: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        for c in &checks {
+            println!("{c}");
+        }
+    }
+    let failed = checks.iter().filter(|c| c.status == Status::Fail).count();
+    if failed > 0 {
+        eprintln!("cuparquet: error: doctor: {failed} check(s) failed");
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
 }
 
 fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {

@@ -256,3 +256,51 @@ fn every_corpus_file_loads_or_exits_1() {
         }
     }
 }
+
+#[test]
+fn doctor_reports_and_exits_0_without_a_gpu() {
+    let o = run(&["doctor", "--no-bench", "--path", "."]);
+    let (out, err) = text(&o);
+    for want in [
+        "CUDA driver",
+        "libcufile",
+        "cuFileDriverOpen",
+        "nvidia-fs",
+        "udev record",
+        "cufile.json",
+        "settings",
+        "--device auto",
+        "path for a 1 MiB range",
+    ] {
+        assert!(out.contains(want), "missing {want:?}:\n{out}");
+    }
+    // exit 0 unless a check failed; no GPU is a warning, not a failure
+    let failed = out.lines().any(|l| l.starts_with("FAIL"));
+    assert_eq!(
+        o.status.code(),
+        Some(if failed { 1 } else { 0 }),
+        "{out}{err}"
+    );
+    if !out.contains("CUDA device") {
+        assert!(!failed, "{out}");
+        assert!(out.contains("loads use host memory"), "{out}");
+    }
+    let o = Command::new(bin())
+        .args(["doctor", "--no-bench", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("doctor --json is JSON");
+    assert!(v
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["status"].is_string()));
+    // an invalid setting is a failed check and exit 1
+    let o = Command::new(bin())
+        .args(["doctor", "--no-bench"])
+        .env("CUPARQUET_GDS_THRESHOLD", "lots")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("FAIL  settings"));
+}

@@ -5,6 +5,8 @@
 //! [`RecordingReader`](recording::RecordingReader) that logs every request for tests. The GPU
 //! backends (pinned staging, cuFile) implement the same trait with device destinations.
 
+#[allow(unsafe_code)] // the cuFile FFI (see the module docs)
+pub mod cufile;
 pub mod host;
 pub mod policy;
 pub mod recording;

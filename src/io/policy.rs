@@ -107,6 +107,16 @@ pub enum PlannedPath {
     CuFile,
 }
 
+impl std::fmt::Display for PlannedPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PlannedPath::Host => "host",
+            PlannedPath::Staged => "staged",
+            PlannedPath::CuFile => "cufile",
+        })
+    }
+}
+
 /// A decision and why it was taken.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PathDecision {
