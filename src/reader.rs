@@ -636,14 +636,25 @@ impl ParquetGpuReader {
         let units = &plan.units;
         let read_so_far = AtomicU64::new(0);
         let done_so_far = AtomicUsize::new(0);
+        // A row group is done when the last of the units holding its fields is.
+        let units_left: Vec<AtomicUsize> = plan
+            .row_groups
+            .iter()
+            .map(|rg| AtomicUsize::new(units.iter().filter(|u| u.row_groups.contains(rg)).count()))
+            .collect();
         let per_unit: Vec<Result<UnitResult>> = self.host_reader.pool().install(|| {
             units
                 .par_iter()
                 .map(|unit| {
                     let r = self.load_unit(reader, unit)?;
                     let b = read_so_far.fetch_add(unit.bytes, Relaxed) + unit.bytes;
-                    let d = done_so_far.fetch_add(unit.row_groups.len(), Relaxed)
-                        + unit.row_groups.len();
+                    let finished = unit
+                        .row_groups
+                        .iter()
+                        .filter_map(|rg| plan.row_groups.binary_search(rg).ok())
+                        .filter(|&i| units_left[i].fetch_sub(1, Relaxed) == 1)
+                        .count();
+                    let d = done_so_far.fetch_add(finished, Relaxed) + finished;
                     notify(b, d);
                     Ok(r)
                 })
@@ -672,6 +683,9 @@ impl ParquetGpuReader {
             self.join_fields(parts)?
         };
         decode_time += t_join.elapsed();
+        if units.is_empty() {
+            notify(total, n_rg);
+        }
         records.sort_by_key(|q| q.index);
         let io = IoReport {
             requests: records,
@@ -742,12 +756,65 @@ mod tests {
         assert!(kept >= reader.plan().request_bytes() as usize, "{kept}");
         assert_eq!(release_cached_buffers(), 0);
         // progress starts at zero and ends with everything read and decoded
-        let ev = events.lock().unwrap();
+        let ev = events.lock().unwrap().clone();
         assert_eq!(ev.len(), 6, "{ev:?}");
         assert_eq!((ev[0].bytes_read, ev[0].row_groups_done), (0, 0));
         let last = ev[1];
         assert_eq!(last.bytes_read, last.bytes_total);
         assert_eq!(last.row_groups_done, last.row_groups_total);
         assert_eq!(last.row_groups_total, 1);
+    }
+
+    #[test]
+    fn progress_counts_row_groups_whose_fields_span_units() {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        let batch = RecordBatch::try_from_iter(vec![
+            (
+                "a",
+                Arc::new(Int64Array::from_iter_values(0..1000)) as ArrayRef,
+            ),
+            (
+                "b",
+                Arc::new(Int64Array::from_iter_values(0..1000)) as ArrayRef,
+            ),
+            (
+                "c",
+                Arc::new(Int64Array::from_iter_values(0..1000)) as ArrayRef,
+            ),
+        ])
+        .unwrap();
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_max_row_group_row_count(Some(250))
+            .build();
+        let mut w =
+            parquet::arrow::ArrowWriter::try_new(f.reopen().unwrap(), batch.schema(), Some(props))
+                .unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&events);
+        let reader = ParquetGpuReader::builder(f.path())
+            .with_device(Device::Host)
+            .with_coalescing(CoalesceConfig {
+                unit_target_bytes: 1,
+                ..Default::default()
+            })
+            .with_progress(move |p| sink.lock().unwrap().push(p))
+            .build()
+            .unwrap();
+        assert_eq!(reader.plan().units.len(), 12, "one unit per field");
+        let loaded = reader.load().unwrap();
+        assert_eq!(loaded.report.rows, 1000);
+        let ev = events.lock().unwrap().clone();
+        assert_eq!(ev.len(), 13);
+        let mut done: Vec<usize> = ev.iter().map(|p| p.row_groups_done).collect();
+        assert!(done.iter().all(|&d| d <= 4), "{done:?}");
+        done.sort();
+        assert_eq!(done.last(), Some(&4));
+        let batch = crate::Loaded::to_host(&loaded).unwrap();
+        assert_eq!(batch.len(), 4);
+        assert!(batch
+            .iter()
+            .all(|b| b.num_columns() == 3 && b.num_rows() == 250));
     }
 }
