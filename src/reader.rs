@@ -728,19 +728,35 @@ impl ParquetGpuReader {
 mod tests {
     use super::*;
     use arrow::array::{ArrayRef, Int64Array};
+    use parquet::file::properties::WriterProperties;
+
+    /// A file of int64 columns `names`, `rows` rows, row groups of `rg_rows`.
+    fn int_file(names: &[&str], rows: i64, rg_rows: usize) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        let cols: Vec<(&str, ArrayRef)> = names
+            .iter()
+            .map(|n| {
+                (
+                    *n,
+                    Arc::new(Int64Array::from_iter_values(0..rows)) as ArrayRef,
+                )
+            })
+            .collect();
+        let batch = RecordBatch::try_from_iter(cols).unwrap();
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(rg_rows))
+            .build();
+        let mut w =
+            parquet::arrow::ArrowWriter::try_new(f.reopen().unwrap(), batch.schema(), Some(props))
+                .unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        f
+    }
 
     #[test]
     fn unit_buffers_are_kept_and_released() {
-        let f = tempfile::NamedTempFile::new().unwrap();
-        let batch = RecordBatch::try_from_iter(vec![(
-            "x",
-            Arc::new(Int64Array::from_iter_values(0..10_000)) as ArrayRef,
-        )])
-        .unwrap();
-        let mut w = parquet::arrow::ArrowWriter::try_new(f.reopen().unwrap(), batch.schema(), None)
-            .unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
+        let f = int_file(&["x"], 10_000, 1 << 20);
         let events = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&events);
         let reader = ParquetGpuReader::builder(f.path())
@@ -767,30 +783,7 @@ mod tests {
 
     #[test]
     fn progress_counts_row_groups_whose_fields_span_units() {
-        let f = tempfile::NamedTempFile::new().unwrap();
-        let batch = RecordBatch::try_from_iter(vec![
-            (
-                "a",
-                Arc::new(Int64Array::from_iter_values(0..1000)) as ArrayRef,
-            ),
-            (
-                "b",
-                Arc::new(Int64Array::from_iter_values(0..1000)) as ArrayRef,
-            ),
-            (
-                "c",
-                Arc::new(Int64Array::from_iter_values(0..1000)) as ArrayRef,
-            ),
-        ])
-        .unwrap();
-        let props = parquet::file::properties::WriterProperties::builder()
-            .set_max_row_group_row_count(Some(250))
-            .build();
-        let mut w =
-            parquet::arrow::ArrowWriter::try_new(f.reopen().unwrap(), batch.schema(), Some(props))
-                .unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
+        let f = int_file(&["a", "b", "c"], 1000, 250);
         let events = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&events);
         let reader = ParquetGpuReader::builder(f.path())
