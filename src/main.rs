@@ -169,14 +169,6 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    if let Cmd::Doctor {
-        path,
-        no_bench,
-        json,
-    } = &cli.cmd
-    {
-        return doctor(path, !no_bench, *json);
-    }
     let file = match &cli.cmd {
         Cmd::Inspect { file, .. } | Cmd::Plan { file, .. } | Cmd::Load { file, .. } => {
             file.display().to_string()
@@ -184,7 +176,7 @@ fn main() -> ExitCode {
         Cmd::Doctor { path, .. } => path.display().to_string(),
     };
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             let mut msg = e.to_string().replace('\n', " ");
             // Every error names the file, also those that are about a setting or the device.
@@ -197,18 +189,14 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<(), Error> {
+fn run(cli: Cli) -> Result<ExitCode, Error> {
     match cli.cmd {
         Cmd::Doctor {
             path,
             no_bench,
             json,
-        } => {
-            // main runs doctor itself: its exit code follows the checks, not an error
-            let _ = doctor(&path, !no_bench, json);
-            Ok(())
-        }
-        Cmd::Inspect { file, brief } => inspect(&file, brief),
+        } => Ok(doctor(&path, !no_bench, json)),
+        Cmd::Inspect { file, brief } => inspect(&file, brief).map(|()| ExitCode::SUCCESS),
         Cmd::Plan { file, sel, json } => {
             let f = ParquetFile::open(&file)?;
             let meta = read_metadata(&f, sel.page_index)?;
@@ -221,7 +209,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             } else {
                 print!("{p}");
             }
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
         Cmd::Load {
             file,
@@ -283,7 +271,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             } else if !quiet {
                 print!("{}", summary(&loaded.report, report, output.as_deref()));
             }
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

@@ -220,7 +220,7 @@ impl ReaderBuilder {
             &plan.leaves,
             self.batch_rows,
         )?;
-        let host_reader = HostReader::with_pool(settings.clone(), shared_pool(settings.nthreads)?);
+        let host_reader = HostReader::new(settings.clone())?;
         Ok(ParquetGpuReader {
             file,
             meta,
@@ -234,25 +234,6 @@ impl ReaderBuilder {
             t_footer,
         })
     }
-}
-
-/// The process-wide pool of `n` threads, created on first use. Readers share pools as KvikIO
-/// shares its thread pool: a new pool per reader costs more than a small load (fresh threads
-/// start with fresh allocator arenas, so their first large buffers fault in page by page).
-fn shared_pool(n: usize) -> Result<Arc<rayon::ThreadPool>> {
-    static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
-    let mut pools = POOLS.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, p)) = pools.iter().find(|(k, _)| *k == n) {
-        return Ok(Arc::clone(p));
-    }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(n)
-        .thread_name(|i| format!("cuparquet-{i}"))
-        .build()
-        .map_err(|e| Error::setting("nthreads", n.to_string(), e.to_string()))?;
-    let pool = Arc::new(pool);
-    pools.push((n, Arc::clone(&pool)));
-    Ok(pool)
 }
 
 /// Unit buffers kept for reuse, across units, loads and readers, up to this many bytes in all:
@@ -411,24 +392,20 @@ pub struct LoadReport {
     /// parallel).
     pub io: IoReport,
     /// Time to open, read the footer, plan (`build`).
-    #[serde(serialize_with = "ser_secs")]
+    #[serde(serialize_with = "crate::io::ser_secs")]
     pub setup_time: Duration,
     /// Of which reading and parsing the footer.
-    #[serde(serialize_with = "ser_secs")]
+    #[serde(serialize_with = "crate::io::ser_secs")]
     pub footer_time: Duration,
     /// Time in I/O, summed over the units read in parallel.
-    #[serde(serialize_with = "ser_secs")]
+    #[serde(serialize_with = "crate::io::ser_secs")]
     pub io_time: Duration,
     /// Time decoding, summed over the units decoded in parallel.
-    #[serde(serialize_with = "ser_secs")]
+    #[serde(serialize_with = "crate::io::ser_secs")]
     pub decode_time: Duration,
     /// Wall time of `load` (I/O + decode).
-    #[serde(serialize_with = "ser_secs")]
+    #[serde(serialize_with = "crate::io::ser_secs")]
     pub load_time: Duration,
-}
-
-fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
 }
 
 impl LoadReport {
@@ -640,8 +617,15 @@ impl ParquetGpuReader {
         let units_left: Vec<AtomicUsize> = plan
             .row_groups
             .iter()
-            .map(|rg| AtomicUsize::new(units.iter().filter(|u| u.row_groups.contains(rg)).count()))
+            .map(|_| AtomicUsize::new(0))
             .collect();
+        for u in units.iter() {
+            for rg in &u.row_groups {
+                if let Ok(i) = plan.row_groups.binary_search(rg) {
+                    units_left[i].fetch_add(1, Relaxed);
+                }
+            }
+        }
         let per_unit: Vec<Result<UnitResult>> = self.host_reader.pool().install(|| {
             units
                 .par_iter()

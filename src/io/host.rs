@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -30,17 +30,11 @@ pub struct HostReader {
 }
 
 impl HostReader {
-    /// A reader with its own pool of `settings.nthreads` threads.
+    /// A reader on the process-wide pool of `settings.nthreads` threads.
     pub fn new(settings: IoSettings) -> Result<Self> {
         settings.validate()?;
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(settings.nthreads)
-            .thread_name(|i| format!("cuparquet-io-{i}"))
-            .build()
-            .map_err(|e| {
-                Error::setting("nthreads", settings.nthreads.to_string(), e.to_string())
-            })?;
-        Ok(Self::with_pool(settings, Arc::new(pool)))
+        let pool = shared_pool(settings.nthreads)?;
+        Ok(Self::with_pool(settings, pool))
     }
 
     /// A reader that runs on an existing pool (shared with the decoder).
@@ -57,6 +51,25 @@ impl HostReader {
     pub fn pool(&self) -> &Arc<rayon::ThreadPool> {
         &self.pool
     }
+}
+
+/// The process-wide pool of `n` threads, created on first use. Readers share pools as KvikIO
+/// shares its thread pool: a new pool per reader costs more than a small load (fresh threads
+/// start with fresh allocator arenas, so their first large buffers fault in page by page).
+pub fn shared_pool(n: usize) -> Result<Arc<rayon::ThreadPool>> {
+    static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
+    let mut pools = POOLS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, p)) = pools.iter().find(|(k, _)| *k == n) {
+        return Ok(Arc::clone(p));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .thread_name(|i| format!("cuparquet-{i}"))
+        .build()
+        .map_err(|e| Error::setting("nthreads", n.to_string(), e.to_string()))?;
+    let pool = Arc::new(pool);
+    pools.push((n, Arc::clone(&pool)));
+    Ok(pool)
 }
 
 struct Piece<'a> {

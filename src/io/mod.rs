@@ -83,7 +83,11 @@ pub struct RequestRecord {
     pub time: Duration,
 }
 
-fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
+/// Serialises a duration as seconds (f64).
+pub(crate) fn ser_secs<S: serde::Serializer>(
+    d: &Duration,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
 }
 
