@@ -21,15 +21,57 @@ pub const ENV_GDS_THRESHOLD: &str = "CUPARQUET_GDS_THRESHOLD";
 pub const ENV_BOUNCE_BUFFER_SIZE: &str = "CUPARQUET_BOUNCE_BUFFER_SIZE";
 /// Environment variable for [`IoSettings::bounce_buffer_count`].
 pub const ENV_BOUNCE_BUFFER_COUNT: &str = "CUPARQUET_BOUNCE_BUFFER_COUNT";
+/// Environment variable for [`IoSettings::staging`].
+pub const ENV_STAGING: &str = "CUPARQUET_STAGING";
+/// Environment variable for [`IoSettings::copy_chunk`].
+pub const ENV_COPY_CHUNK: &str = "CUPARQUET_COPY_CHUNK";
+/// Default staged copy granularity: 1 MiB.
+pub const DEFAULT_COPY_CHUNK: u64 = 1 << 20;
 
 /// Default size of the pieces a large request is split into: 4 MiB.
 pub const DEFAULT_TASK_SIZE: u64 = 4 << 20;
 /// Default smallest range sent to cuFile: 16 KiB, like KvikIO.
 pub const DEFAULT_GDS_THRESHOLD: u64 = 16 << 10;
-/// Default size of one pinned bounce buffer: 16 MiB, like KvikIO.
-pub const DEFAULT_BOUNCE_BUFFER_SIZE: u64 = 16 << 20;
-/// Default number of pinned bounce buffers in the staging ring: 4.
-pub const DEFAULT_BOUNCE_BUFFER_COUNT: usize = 4;
+/// Default size of one pinned bounce buffer: 8 MiB (the fastest of 1/4/8/16 MiB on the H200
+/// machine, benches/RESULTS.md).
+pub const DEFAULT_BOUNCE_BUFFER_SIZE: u64 = 8 << 20;
+/// Default pinned bounce buffers per reader thread: 2 (one filling while the other's copy runs).
+pub const DEFAULT_BOUNCE_BUFFER_COUNT: usize = 2;
+
+/// How staged ranges reach the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StagingMode {
+    /// `pread` into pinned bounce buffers, then one copy per filled buffer.
+    #[default]
+    Bounce,
+    /// Large ranges: map the page-cached file read-only, register the mapping with the driver
+    /// and copy straight from the page cache (one pass over host memory). Small ranges and
+    /// `O_DIRECT` reads still use bounce buffers. A file truncated by another process during
+    /// the read can kill the process (SIGBUS), as with any mmap reader.
+    Mapped,
+}
+
+impl std::fmt::Display for StagingMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StagingMode::Bounce => "bounce",
+            StagingMode::Mapped => "mapped",
+        })
+    }
+}
+
+impl std::str::FromStr for StagingMode {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "bounce" => Ok(StagingMode::Bounce),
+            "mapped" | "mmap" => Ok(StagingMode::Mapped),
+            _ => Err(Error::setting(ENV_STAGING, s, "expected bounce or mapped")),
+        }
+    }
+}
 
 /// When cuFile may be used (see DESIGN.md, "Path choice, per range").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -88,8 +130,14 @@ pub struct IoSettings {
     pub gds_threshold: u64,
     /// Size of one pinned bounce buffer of the staging ring.
     pub bounce_buffer_size: u64,
-    /// Number of pinned bounce buffers in the staging ring.
+    /// Pinned bounce buffers per reader thread (the ring holds `count × nthreads`).
     pub bounce_buffer_count: usize,
+    /// How staged ranges reach the device.
+    pub staging: StagingMode,
+    /// Staged copies are issued every this many bytes of a filled bounce buffer, so the copy
+    /// engine reads bytes the CPU has just written (still in cache) and starts before the
+    /// buffer is full.
+    pub copy_chunk: u64,
 }
 
 impl Default for IoSettings {
@@ -102,6 +150,8 @@ impl Default for IoSettings {
             gds_threshold: DEFAULT_GDS_THRESHOLD,
             bounce_buffer_size: DEFAULT_BOUNCE_BUFFER_SIZE,
             bounce_buffer_count: DEFAULT_BOUNCE_BUFFER_COUNT,
+            staging: StagingMode::Bounce,
+            copy_chunk: DEFAULT_COPY_CHUNK,
         }
     }
 }
@@ -136,6 +186,12 @@ impl IoSettings {
         if let Some(v) = get(ENV_BOUNCE_BUFFER_COUNT) {
             s.bounce_buffer_count = parse_count(ENV_BOUNCE_BUFFER_COUNT, &v)?;
         }
+        if let Some(v) = get(ENV_STAGING) {
+            s.staging = v.parse()?;
+        }
+        if let Some(v) = get(ENV_COPY_CHUNK) {
+            s.copy_chunk = parse_size(ENV_COPY_CHUNK, &v)?;
+        }
         s.validate()?;
         Ok(s)
     }
@@ -163,11 +219,18 @@ impl IoSettings {
                 "must be between 4KiB and 1GiB",
             ));
         }
-        if self.bounce_buffer_count == 0 || self.bounce_buffer_count > 64 {
+        if self.copy_chunk < 4096 {
+            return Err(Error::setting(
+                "copy_chunk",
+                self.copy_chunk.to_string(),
+                "must be at least 4KiB",
+            ));
+        }
+        if self.bounce_buffer_count == 0 || self.bounce_buffer_count > 16 {
             return Err(Error::setting(
                 "bounce_buffer_count",
                 self.bounce_buffer_count.to_string(),
-                "must be between 1 and 64",
+                "must be between 1 and 16 (buffers per reader thread)",
             ));
         }
         Ok(())
@@ -283,9 +346,18 @@ mod tests {
             ENV_GDS_THRESHOLD => Some("64KiB".into()),
             ENV_BOUNCE_BUFFER_SIZE => Some("8MiB".into()),
             ENV_BOUNCE_BUFFER_COUNT => Some("3".into()),
+            ENV_STAGING => Some("mmap".into()),
             _ => None,
         })
         .unwrap();
+        assert_eq!(s.staging, StagingMode::Mapped);
+        let e = IoSettings::from_lookup(|k| (k == ENV_STAGING).then(|| "dma".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(ENV_STAGING) && e.contains("bounce or mapped"),
+            "{e}"
+        );
         assert_eq!(s.compat_mode, CompatMode::Off);
         assert_eq!(s.gds_threshold, 64 << 10);
         assert_eq!(s.bounce_buffer_size, 8 << 20);

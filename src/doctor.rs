@@ -167,13 +167,14 @@ pub fn run(opts: &DoctorOptions) -> Vec<Check> {
                 Status::Ok,
                 "settings",
                 format!(
-                    "compat_mode={} gds_threshold={} task_size={} nthreads={} bounce_buffers={}x{} direct_io={}",
+                    "compat_mode={} gds_threshold={} task_size={} nthreads={} bounce_buffers={}x{} per thread staging={} direct_io={}",
                     s.compat_mode,
                     s.gds_threshold,
                     s.task_size,
                     s.nthreads,
                     s.bounce_buffer_count,
                     s.bounce_buffer_size,
+                    s.staging,
                     s.direct_io
                 ),
                 None,
@@ -211,8 +212,48 @@ pub fn run(opts: &DoctorOptions) -> Vec<Check> {
     if opts.bench {
         let threads = settings.as_ref().map_or(1, |s| s.nthreads);
         out.push(page_cache_ceiling(threads));
+        if cuda.devices > 0 {
+            out.push(pinned_copy_ceiling());
+        }
     }
     out
+}
+
+/// Pinned host → device copy of 256 MiB on one stream, best of 3: the ceiling of staged reads.
+fn pinned_copy_ceiling() -> Check {
+    let run = || -> crate::error::Result<(f64, String)> {
+        let g = crate::device::gpu(0)?;
+        let len = 256usize << 20;
+        let mut pinned = g.pinned(len)?;
+        pinned.as_mut_slice()[..len].fill(0x5a);
+        let dev = g.alloc(len)?;
+        let ev = g.event()?;
+        let stream = &g.streams()[0];
+        let mut best = f64::MAX;
+        for _ in 0..4 {
+            let t = Instant::now();
+            pinned.copy_to_device_async(0..len, &dev, 0, stream)?;
+            ev.record(stream)?;
+            ev.synchronize()?;
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        g.recycle_pinned(pinned);
+        Ok((len as f64 / best / 1e9, g.name().to_string()))
+    };
+    match run() {
+        Ok((gbs, name)) => check(
+            Status::Ok,
+            "pinned copy",
+            format!("{gbs:.1} GB/s host→device (256 MiB pinned, one stream, cuda:0 {name})"),
+            None,
+        ),
+        Err(e) => check(
+            Status::Warn,
+            "pinned copy",
+            format!("not measured: {e}"),
+            None,
+        ),
+    }
 }
 
 /// cuFileHandleRegister needs the udev record of the block device holding the file

@@ -12,6 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use cuparquet::config::{CompatMode, StagingMode};
+use cuparquet::io::IoPath;
 use cuparquet::metadata::read_metadata;
 use cuparquet::plan::{human_bytes, parse_row_groups, plan, Selection};
 use cuparquet::source::ParquetFile;
@@ -94,6 +96,13 @@ enum Cmd {
         /// Read with O_DIRECT, bypassing the page cache.
         #[arg(long)]
         direct_io: bool,
+        /// Device targets: when cuFile may be used: auto, on (never) or off (always; an error
+        /// when it cannot be). Default: CUPARQUET_COMPAT_MODE or auto.
+        #[arg(long, value_parser = parse_compat)]
+        compat_mode: Option<CompatMode>,
+        /// Device targets: how staged ranges reach the device: bounce or mapped.
+        #[arg(long, value_parser = parse_staging)]
+        staging: Option<StagingMode>,
     },
 }
 
@@ -133,6 +142,14 @@ fn parse_row_group_list(s: &str) -> Result<RowGroupList, String> {
 }
 
 fn parse_device(s: &str) -> Result<Device, String> {
+    s.parse().map_err(|e: Error| e.to_string())
+}
+
+fn parse_compat(s: &str) -> Result<CompatMode, String> {
+    s.parse().map_err(|e: Error| e.to_string())
+}
+
+fn parse_staging(s: &str) -> Result<StagingMode, String> {
     s.parse().map_err(|e: Error| e.to_string())
 }
 
@@ -223,6 +240,8 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             threads,
             task_size,
             direct_io,
+            compat_mode,
+            staging,
         } => {
             let mut b = ParquetGpuReader::builder(&file)
                 .with_device(device)
@@ -249,6 +268,12 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             if direct_io {
                 b = b.with_direct_io(true);
             }
+            if let Some(m) = compat_mode {
+                b = b.with_compat_mode(m);
+            }
+            if let Some(m) = staging {
+                b = b.with_staging(m);
+            }
             let bar = (!quiet && !json).then(ProgressBar::new);
             if let Some(bar) = &bar {
                 let bar = bar.clone();
@@ -259,8 +284,13 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             if let Some(bar) = &bar {
                 bar.finish();
             }
-            let loaded = loaded?;
+            let mut loaded = loaded?;
             if let Some(out) = &output {
+                if let Some(chunks) = &loaded.device_chunks {
+                    // Not decoded on the GPU yet: decode a device→host copy, so the file
+                    // written is what reached the device.
+                    loaded.batches = reader.decode_on_host(chunks)?;
+                }
                 write_ipc(out, &loaded)?;
             }
             if json {
@@ -359,6 +389,17 @@ fn summary(r: &LoadReport, requests: bool, output: Option<&Path>) -> String {
         r.footer_reads,
         if r.footer_reads == 1 { "" } else { "s" },
     );
+    if r.device.location != cuparquet::array::Location::Host {
+        let _ = writeln!(
+            s,
+            "  column chunks are in device memory, still encoded (GPU decoding is not built yet{})",
+            if output.is_some() {
+                "; --output decoded a device→host copy on the host"
+            } else {
+                ""
+            }
+        );
+    }
     let paths: Vec<String> =
         r.io.bytes_by_path()
             .iter()
@@ -383,12 +424,60 @@ fn summary(r: &LoadReport, requests: bool, output: Option<&Path>) -> String {
         r.read_throughput() / 1e9,
         human_bytes(r.output_bytes)
     );
+    if r.device.location != cuparquet::array::Location::Host {
+        // gds_stats-style totals: cuFile's own counters, then what did not go through cuFile.
+        let staged: u64 =
+            r.io.requests
+                .iter()
+                .filter(|q| q.path == IoPath::Staged)
+                .map(|q| q.range.end - q.range.start)
+                .sum();
+        let c = r.io.cufile.clone().unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  cuFile: n={} nvfs={} posix={} bytes={} errors={}{}; staged bytes={}",
+            c.reads,
+            c.nvfs,
+            c.posix,
+            c.bytes,
+            c.errors,
+            if r.io.cufile.is_none() {
+                " (not used)"
+            } else {
+                ""
+            },
+            staged
+        );
+        for d in &r.io.decisions {
+            let _ = writeln!(
+                s,
+                "  path {}: {} request{}, {}: {}",
+                d.path,
+                d.requests,
+                if d.requests == 1 { "" } else { "s" },
+                human_bytes(d.bytes),
+                d.reason
+            );
+        }
+    }
     let _ = writeln!(
         s,
-        "  settings: {} threads, task size {}, O_DIRECT {}",
+        "  settings: {} threads, task size {}, O_DIRECT {}{}",
         r.settings.nthreads,
         human_bytes(r.settings.task_size),
-        if r.settings.direct_io { "on" } else { "off" }
+        if r.settings.direct_io { "on" } else { "off" },
+        if r.device.location == cuparquet::array::Location::Host {
+            String::new()
+        } else {
+            format!(
+                ", compat mode {}, gds threshold {}, bounce buffers {} × {} per thread, staging {}",
+                r.settings.compat_mode,
+                human_bytes(r.settings.gds_threshold),
+                r.settings.bounce_buffer_count,
+                human_bytes(r.settings.bounce_buffer_size),
+                r.settings.staging
+            )
+        }
     );
     if let Some(o) = output {
         let _ = writeln!(s, "  wrote {}", o.display());

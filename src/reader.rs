@@ -23,15 +23,19 @@ use parquet::file::metadata::ParquetMetaData;
 use rayon::prelude::*;
 
 use crate::array::{LoadedBatch, Location};
-use crate::config::IoSettings;
+use crate::config::{IoSettings, StagingMode};
 use crate::decode::host::HostDecoder;
 use crate::decode::panic_guard::contain;
-use crate::device::{self, Device, DeviceChoice};
+use crate::device::{self, Device, DeviceBuffer, DeviceChoice};
 use crate::error::{Error, Result};
+use crate::io::gpu::GpuReader;
 use crate::io::host::HostReader;
+use crate::io::policy::MachineFacts;
 use crate::io::{Dest, IoReport, RangeReader};
 use crate::metadata::{read_metadata, FileMetadata};
-use crate::plan::{plan_with, CoalesceConfig, IoRequest, ReadPlan, ReadUnit, Selection};
+use crate::plan::{
+    plan_with, CoalesceConfig, ColumnChunkPlan, IoRequest, ReadPlan, ReadUnit, Selection,
+};
 use crate::source::ParquetFile;
 
 /// Default maximum rows per batch.
@@ -67,6 +71,8 @@ pub struct ReaderBuilder {
     compat_mode: Option<crate::config::CompatMode>,
     gds_threshold: Option<u64>,
     bounce_buffers: Option<(u64, usize)>,
+    staging: Option<StagingMode>,
+    machine_facts: Option<MachineFacts>,
     coalesce: CoalesceConfig,
     progress: Option<ProgressFn>,
 }
@@ -156,6 +162,19 @@ impl ReaderBuilder {
         self
     }
 
+    /// How staged ranges reach the device (overrides `CUPARQUET_STAGING`).
+    pub fn with_staging(mut self, mode: StagingMode) -> Self {
+        self.staging = Some(mode);
+        self
+    }
+
+    /// Replaces the probed machine facts the path policy uses (for tests: e.g. "nvidia-fs
+    /// loaded" on a machine without it).
+    pub fn with_machine_facts(mut self, facts: MachineFacts) -> Self {
+        self.machine_facts = Some(facts);
+        self
+    }
+
     /// Size and number of pinned bounce buffers for staged reads (override
     /// `CUPARQUET_BOUNCE_BUFFER_SIZE` and `CUPARQUET_BOUNCE_BUFFER_COUNT`).
     pub fn with_bounce_buffers(mut self, size: u64, count: usize) -> Self {
@@ -198,6 +217,9 @@ impl ReaderBuilder {
             settings.bounce_buffer_size = size;
             settings.bounce_buffer_count = count;
         }
+        if let Some(m) = self.staging {
+            settings.staging = m;
+        }
         settings.validate()?;
         if self.batch_rows == 0 {
             return Err(Error::setting("batch_rows", "0", "must be at least 1"));
@@ -221,7 +243,18 @@ impl ReaderBuilder {
             self.batch_rows,
         )?;
         let host_reader = HostReader::new(settings.clone())?;
+        let gpu_reader = match device.location {
+            Location::Host => None,
+            Location::Cuda(n) => {
+                let r = GpuReader::new(settings.clone(), n)?;
+                Some(match self.machine_facts {
+                    Some(f) => r.with_facts(f),
+                    None => r,
+                })
+            }
+        };
         Ok(ParquetGpuReader {
+            gpu_reader,
             file,
             meta,
             plan,
@@ -328,6 +361,7 @@ pub struct ParquetGpuReader {
     settings: IoSettings,
     decoder: HostDecoder,
     host_reader: HostReader,
+    gpu_reader: Option<GpuReader>,
     progress: Option<ProgressFn>,
     t_setup: Duration,
     t_footer: Duration,
@@ -343,11 +377,60 @@ impl std::fmt::Debug for ParquetGpuReader {
     }
 }
 
+/// Column chunks in device memory, still encoded: one allocation holding every planned
+/// request at its plan destination offset. Decoding on the GPU comes next; until then
+/// [`ParquetGpuReader::decode_on_host`] decodes a device→host copy.
+pub struct DeviceChunks {
+    buffer: DeviceBuffer,
+    chunks: Vec<ColumnChunkPlan>,
+}
+
+impl std::fmt::Debug for DeviceChunks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceChunks")
+            .field("buffer", &self.buffer)
+            .field("chunks", &self.chunks.len())
+            .finish()
+    }
+}
+
+impl DeviceChunks {
+    /// The device allocation.
+    pub fn buffer(&self) -> &DeviceBuffer {
+        &self.buffer
+    }
+
+    /// The plan entries of the chunks: chunk `c`'s bytes are at
+    /// `buffer[c.dest_offset .. c.dest_offset + c.len()]`.
+    pub fn chunks(&self) -> &[ColumnChunkPlan] {
+        &self.chunks
+    }
+
+    /// The device address of chunk `i`'s first byte and its length.
+    pub fn chunk_ptr(&self, i: usize) -> Option<(u64, u64)> {
+        let c = self.chunks.get(i)?;
+        Some((self.buffer.device_ptr() + c.dest_offset, c.len()))
+    }
+
+    /// A host copy of chunk `i`'s bytes.
+    pub fn chunk_to_host(&self, i: usize) -> Result<Vec<u8>> {
+        let c = self.chunks.get(i).ok_or_else(|| Error::Device {
+            device: format!("cuda:{}", self.buffer.gpu().ordinal()),
+            reason: format!("no chunk {i} (the load holds {})", self.chunks.len()),
+        })?;
+        let start = c.dest_offset as usize;
+        self.buffer.copy_to_host(start..start + c.len() as usize)
+    }
+}
+
 /// What a load produced.
 #[derive(Debug, Clone)]
 pub struct Loaded {
-    /// The batches, in row-group order.
+    /// The batches, in row-group order. Empty for a device load until GPU decoding exists
+    /// (see [`Loaded::device_chunks`]).
     pub batches: Vec<LoadedBatch>,
+    /// For a device target: the column chunks in device memory, still encoded.
+    pub device_chunks: Option<Arc<DeviceChunks>>,
     /// Their Arrow schema (also when there are no batches).
     pub schema: SchemaRef,
     /// What happened.
@@ -415,6 +498,9 @@ impl LoadReport {
     }
 }
 
+/// Decoded batches of one row group, for some of its fields.
+type RowGroupPart = (usize, Vec<RecordBatch>);
+
 struct UnitResult {
     /// Decoded batches per row group, for the unit's fields of that row group.
     parts: Vec<(usize, Vec<RecordBatch>)>,
@@ -446,6 +532,26 @@ impl ParquetGpuReader {
         }
         let t = Instant::now();
         let data = Bytes::from(buf);
+        let parts = self.decode_unit(unit, data.clone())?;
+        // Recycle the buffer unless decoded arrays still point into it (view types do).
+        if let Ok(m) = data.try_into_mut() {
+            give_buffer(Vec::from(m));
+        }
+        Ok(UnitResult {
+            parts,
+            io,
+            decode_time: t.elapsed(),
+        })
+    }
+
+    /// Decodes one unit from `data`, its requests' bytes laid end to end (as the plan lays
+    /// them from the unit's first destination offset).
+    fn decode_unit(&self, unit: &ReadUnit, data: Bytes) -> Result<Vec<RowGroupPart>> {
+        let plan = &self.plan;
+        let base = plan
+            .requests
+            .get(unit.requests.start)
+            .map_or(0, |q| q.dest_offset);
         let mut parts = Vec::new();
         let unit_chunks = &plan.chunks[unit.chunks.clone()];
         for &rg in &unit.row_groups {
@@ -459,7 +565,7 @@ impl ParquetGpuReader {
                 let d = c
                     .dest_offset
                     .checked_sub(base)
-                    .filter(|d| d + c.len() <= unit.bytes)
+                    .filter(|d| d + c.len() <= data.len() as u64)
                     .ok_or_else(|| Error::BadColumnChunk {
                         path: self.file.path().to_path_buf(),
                         row_group: rg,
@@ -472,15 +578,7 @@ impl ParquetGpuReader {
             let decoded = self.decoder.decode_leaves(rg, &leaves, &chunks)?;
             parts.push((rg, decoded));
         }
-        // Recycle the buffer unless decoded arrays still point into it (view types do).
-        if let Ok(m) = data.try_into_mut() {
-            give_buffer(Vec::from(m));
-        }
-        Ok(UnitResult {
-            parts,
-            io,
-            decode_time: t.elapsed(),
-        })
+        Ok(parts)
     }
 
     /// Joins the fields of each row group, decoded in different units, into batches of the
@@ -545,6 +643,8 @@ impl ParquetGpuReader {
             compat_mode: None,
             gds_threshold: None,
             bounce_buffers: None,
+            staging: None,
+            machine_facts: None,
             coalesce: CoalesceConfig::default(),
             progress: None,
         }
@@ -587,14 +687,8 @@ impl ParquetGpuReader {
     /// bytes just read are decoded while still warm in cache and memory stays bounded.
     pub fn load_with(&self, reader: &dyn RangeReader) -> Result<Loaded> {
         let t0 = Instant::now();
-        match self.device.location {
-            Location::Host => {}
-            Location::Cuda(_) => {
-                return Err(Error::Device {
-                    device: self.device.requested.clone(),
-                    reason: "GPU loading is not built yet".into(),
-                })
-            }
+        if let Some(g) = &self.gpu_reader {
+            return self.load_to_device(g, t0);
         }
         let plan = &self.plan;
         let total = plan.request_bytes();
@@ -676,6 +770,7 @@ impl ParquetGpuReader {
             wall: io_time,
             threads: self.settings.nthreads,
             direct_io: self.settings.direct_io,
+            ..IoReport::default()
         };
         let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
         let output_bytes = batches.iter().map(|b| b.memory_size() as u64).sum();
@@ -702,9 +797,101 @@ impl ParquetGpuReader {
         };
         Ok(Loaded {
             batches,
+            device_chunks: None,
             schema,
             report,
         })
+    }
+
+    /// Reads every planned request into one device allocation.
+    fn load_to_device(&self, g: &GpuReader, t0: Instant) -> Result<Loaded> {
+        let plan = &self.plan;
+        let total = plan
+            .requests
+            .iter()
+            .map(|q| q.dest_offset + q.len())
+            .max()
+            .unwrap_or(0);
+        let notify = |bytes_read: u64, row_groups_done: usize| {
+            if let Some(f) = &self.progress {
+                f(Progress {
+                    bytes_read,
+                    bytes_total: plan.request_bytes(),
+                    row_groups_done,
+                    row_groups_total: plan.row_groups.len(),
+                })
+            }
+        };
+        notify(0, 0);
+        let mut buffer = g.gpu().alloc(total as usize)?;
+        let io = g.read(&self.file, &plan.requests, Dest::Device(&mut buffer))?;
+        notify(plan.request_bytes(), plan.row_groups.len());
+        let schema = self.decoder.schema().clone();
+        let report = LoadReport {
+            path: self.file.path().to_path_buf(),
+            device: self.device.clone(),
+            rows: plan.num_rows,
+            columns: schema.fields().len(),
+            leaf_columns: plan.leaves.len(),
+            row_groups: plan.row_groups.len(),
+            bytes_planned: plan.chunk_bytes(),
+            bytes_read: io.bytes(),
+            footer_bytes: self.meta.reads.iter().map(|r| r.end - r.start).sum(),
+            footer_reads: self.meta.reads.len(),
+            output_bytes: 0,
+            settings: self.settings.clone(),
+            io_time: io.wall,
+            io,
+            setup_time: self.t_setup,
+            footer_time: self.t_footer,
+            decode_time: Duration::ZERO,
+            load_time: t0.elapsed(),
+        };
+        Ok(Loaded {
+            batches: Vec::new(),
+            device_chunks: Some(Arc::new(DeviceChunks {
+                buffer,
+                chunks: plan.chunks.clone(),
+            })),
+            schema,
+            report,
+        })
+    }
+
+    /// Decodes column chunks loaded into device memory on the host, from one device→host copy
+    /// (the round trip GPU decoding will replace). The result equals a host load of the same
+    /// plan.
+    pub fn decode_on_host(&self, chunks: &DeviceChunks) -> Result<Vec<LoadedBatch>> {
+        let plan = &self.plan;
+        let mut host = take_buffer(chunks.buffer.len());
+        chunks.buffer.copy_into(0, &mut host)?;
+        let data = Bytes::from(host);
+        let parts: Vec<Result<Vec<RowGroupPart>>> = self.host_reader.pool().install(|| {
+            plan.units
+                .par_iter()
+                .map(|unit| {
+                    let base = plan
+                        .requests
+                        .get(unit.requests.start)
+                        .map_or(0, |q| q.dest_offset) as usize;
+                    let end = (base + unit.bytes as usize).min(data.len());
+                    self.decode_unit(unit, data.slice(base.min(end)..end))
+                })
+                .collect()
+        });
+        let mut all = Vec::new();
+        for p in parts {
+            all.extend(p?);
+        }
+        if plan.units.is_empty() {
+            let mut v = Vec::new();
+            for &rg in &plan.row_groups {
+                let b = self.decoder.decode_leaves(rg, &[], &[])?;
+                v.extend(b.into_iter().map(|b| LoadedBatch::host(b, rg)));
+            }
+            return Ok(v);
+        }
+        self.join_fields(all)
     }
 }
 

@@ -204,8 +204,9 @@ fn exit_codes() {
             "expected a literal",
         ),
         (
-            vec!["load", ok.as_str(), "--device", "cuda:0"],
-            "GPU loading is not built yet",
+            // no such device here or on a GPU machine
+            vec!["load", ok.as_str(), "--device", "cuda:99"],
+            "device cuda:99: ",
         ),
     ] {
         let o = run(&args);
@@ -224,37 +225,87 @@ fn exit_codes() {
 #[test]
 fn every_corpus_file_loads_or_exits_1() {
     // The acceptance run: `load --device host --output` on every data file either writes what
-    // arrow-rs reads or exits 1 with one clear line.
+    // arrow-rs reads or exits 1 with one clear line; on a GPU machine `--device cuda:0` too
+    // (chunks through device memory, decoded on the host from a device→host copy).
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("o.arrow");
     let mut files = corpus_files("data", &[".parquet", ".encrypted"]);
     files.extend(corpus_files("bad_data", &[".parquet"]));
-    for f in files {
-        let fs = f.display().to_string();
-        let _ = std::fs::remove_file(&out);
-        let o = run(&[
-            "load",
-            &fs,
-            "--device",
-            "host",
-            "-q",
-            "--output",
-            out.to_str().unwrap(),
-        ]);
-        let (_, err) = text(&o);
-        match o.status.code() {
-            Some(0) => assert_same(
+    let mut devices = vec!["host"];
+    if gpu_available("the CLI corpus run on cuda:0") {
+        devices.push("cuda:0");
+    }
+    for device in devices {
+        for f in &files {
+            let fs = f.display().to_string();
+            let _ = std::fs::remove_file(&out);
+            let o = run(&[
+                "load",
                 &fs,
-                &read_ipc(&out),
-                &oracle(&f, &Projection::All, None).unwrap(),
-            ),
-            Some(1) => {
-                assert_eq!(err.lines().count(), 1, "{fs}: {err}");
-                assert!(err.contains(&fs), "{err}");
+                "--device",
+                device,
+                "-q",
+                "--output",
+                out.to_str().unwrap(),
+            ]);
+            let (_, err) = text(&o);
+            match o.status.code() {
+                Some(0) => assert_same(
+                    &format!("{fs} on {device}"),
+                    &read_ipc(&out),
+                    &oracle(f, &Projection::All, None).unwrap(),
+                ),
+                Some(1) => {
+                    assert_eq!(err.lines().count(), 1, "{fs}: {err}");
+                    assert!(err.contains(&fs), "{err}");
+                }
+                c => panic!("{fs} on {device}: exit {c:?}: {err}"),
             }
-            c => panic!("{fs}: exit {c:?}: {err}"),
         }
     }
+}
+
+#[test]
+fn gpu_load_reports_paths_and_round_trips() {
+    if !gpu_available("the CLI device load") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.arrow");
+    let f = data("alltypes_tiny_pages_plain.parquet");
+    let o = run(&[
+        "load",
+        &f,
+        "--device",
+        "cuda:0",
+        "--report",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    for want in [
+        "→ cuda:0 (cuda:0 was requested)",
+        "still encoded",
+        "decoded a device→host copy",
+        "bytes per path: staged",
+        "cuFile: n=",
+        "staged bytes=",
+        "path staged:",
+        "compat mode auto",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+    assert_same(
+        &f,
+        &read_ipc(&out),
+        &oracle(Path::new(&f), &Projection::All, None).unwrap(),
+    );
+    let o = run(&["load", &f, "--device", "cuda:0", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["device"]["location"]["cuda"], 0);
+    assert_eq!(v["io"]["requests"][0]["path"], "staged");
+    assert!(v["io"]["decisions"][0]["reason"].is_string());
 }
 
 #[test]

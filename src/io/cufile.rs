@@ -1,18 +1,37 @@
 //! cuFile (GPUDirect Storage), loaded at run time.
 //!
-//! This version probes what cuFile offers — the library, `cuFileDriverOpen`, the driver's
-//! nvidia-fs properties, the version — once per process, for the path policy and
-//! `cuparquet doctor`. cudarc's loader panics when the library is missing, so presence is
-//! checked first; it looks for `libcufile.so`, which some installs ship only as
-//! `libcufile.so.0` (then link `libcufile.so` to it on the loader path).
+//! [`probe`] finds what cuFile offers — the library, `cuFileDriverOpen`, the driver's nvidia-fs
+//! properties, the version — once per process, for the path policy and `cuparquet doctor`.
+//! cudarc's loader panics when the library is missing, so presence is checked first; it looks
+//! for `libcufile.so`, which some installs ship only as `libcufile.so.0` (then link
+//! `libcufile.so` to it on the loader path).
 //!
 //! The driver stays open for the life of the process once opened (cuFile reads need it; closing
-//! and reopening costs more than it saves).
+//! and reopening costs more than it saves). Files are registered once ([`register`]) and the
+//! handle reused while the file is unchanged. [`CufileReader`] splits requests into `task_size`
+//! pieces read in parallel with `cuFileRead` straight into the destination; a short read is
+//! continued, an error names the file, the range and cuFile's code. [`counters`] reads cuFile's
+//! Level-3 per-GPU statistics, which say whether nvidia-fs or cuFile's POSIX path served reads.
 
+use std::fs::{File, OpenOptions};
+use std::ops::Range;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
+use cudarc::cufile::sys;
+use rayon::prelude::*;
+
+use crate::config::IoSettings;
+use crate::device::{gpu, DeviceBuffer, Gpu};
+use crate::error::{Error, Result};
+use crate::io::host::shared_pool;
 use crate::io::policy::{nvidia_fs_fact, Fact, MachineFacts};
+use crate::io::{CufileCounters, IoPath, RequestRecord};
+use crate::plan::IoRequest;
+use crate::source::ParquetFile;
 
 /// What the probe found.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -127,11 +146,355 @@ pub fn machine_facts() -> MachineFacts {
     }
 }
 
+/// A file registered with cuFile; deregistered when the last user drops it.
+#[derive(Debug)]
+pub struct CufileHandle {
+    raw: sys::CUfileHandle_t,
+    direct: bool,
+    // Kept open for the life of the handle (cuFile reads through its descriptor).
+    _file: File,
+}
+
+// SAFETY: a CUfileHandle_t is an opaque handle that cuFile allows to be used from many threads
+// at once (its reads are thread-safe).
+unsafe impl Send for CufileHandle {}
+// SAFETY: as above.
+unsafe impl Sync for CufileHandle {}
+
+impl CufileHandle {
+    /// Whether the descriptor was opened `O_DIRECT` (required for the nvidia-fs path).
+    pub fn direct(&self) -> bool {
+        self.direct
+    }
+}
+
+impl Drop for CufileHandle {
+    fn drop(&mut self) {
+        // SAFETY: the handle was registered once and is deregistered once, here; no read uses
+        // it any more (readers hold an Arc to it).
+        unsafe { sys::cuFileHandleDeregister(self.raw) };
+    }
+}
+
+/// Registered files kept for reuse, at most this many.
+const MAX_HANDLES: usize = 64;
+
+type HandleKey = (u64, u64, u64, i64, i64);
+
+/// Registers `file` with cuFile (once per unchanged file per process). The error is the fact
+/// the policy records: the cuFile code and what usually causes it.
+pub fn register(file: &ParquetFile) -> std::result::Result<Arc<CufileHandle>, Fact> {
+    static HANDLES: Mutex<Vec<(HandleKey, Arc<CufileHandle>)>> = Mutex::new(Vec::new());
+    let p = probe();
+    if !p.library.ok || !p.driver_open.ok {
+        return Err(Fact::no(format!(
+            "cuFile unusable: {}",
+            if p.library.ok {
+                &p.driver_open.detail
+            } else {
+                &p.library.detail
+            }
+        )));
+    }
+    let md = file
+        .file()
+        .metadata()
+        .map_err(|e| Fact::no(format!("stat {}: {e}", file.path().display())))?;
+    let key = (md.dev(), md.ino(), md.len(), md.mtime(), md.mtime_nsec());
+    let mut handles = HANDLES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, h)) = handles.iter().find(|(k, _)| *k == key) {
+        return Ok(Arc::clone(h));
+    }
+    let (f, direct) = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(file.path())
+    {
+        Ok(f) => (f, true),
+        Err(_) => match File::open(file.path()) {
+            Ok(f) => (f, false),
+            Err(e) => return Err(Fact::no(format!("open {}: {e}", file.path().display()))),
+        },
+    };
+    let descr = sys::CUfileDescr_t {
+        type_: sys::CUfileFileHandleType::CU_FILE_HANDLE_TYPE_OPAQUE_FD,
+        handle: sys::CUfileDescr_t__bindgen_ty_1 { fd: f.as_raw_fd() },
+        fs_ops: std::ptr::null(),
+    };
+    let mut raw: sys::CUfileHandle_t = std::ptr::null_mut();
+    // SAFETY: the library is loaded and the driver open (checked above); `descr` describes an
+    // open descriptor that the handle keeps open; `raw` is valid for writes.
+    let r = unsafe { sys::cuFileHandleRegister(&mut raw, &descr as *const _ as *mut _) };
+    if r.err != sys::CUfileOpError::CU_FILE_SUCCESS {
+        let hint = " (see cufile.log; on VMs the usual cause is a block device without a udev \
+                    record: cufile.log says \"udev property not found: ID_FS_USAGE\")";
+        return Err(Fact::no(format!(
+            "cuFileHandleRegister failed for {}: {:?}{hint}",
+            file.path().display(),
+            r.err
+        )));
+    }
+    let h = Arc::new(CufileHandle {
+        raw,
+        direct,
+        _file: f,
+    });
+    if handles.len() >= MAX_HANDLES {
+        handles.remove(0);
+    }
+    handles.push((key, Arc::clone(&h)));
+    Ok(h)
+}
+
+/// Turns on cuFile's Level-3 statistics once per process; false when cuFile refuses.
+fn stats_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        if !probe().driver_open.ok {
+            return false;
+        }
+        // SAFETY: the library is loaded and the driver open; both calls take no pointers.
+        unsafe {
+            sys::cuFileSetStatsLevel(3).err == sys::CUfileOpError::CU_FILE_SUCCESS
+                && sys::cuFileStatsStart().err == sys::CUfileOpError::CU_FILE_SUCCESS
+        }
+    })
+}
+
+/// cuFile's Level-3 counters now, summed over its GPUs; `None` when statistics are off.
+pub fn counters() -> Option<CufileCounters> {
+    if !stats_enabled() {
+        return None;
+    }
+    let mut st = std::mem::MaybeUninit::<sys::CUfileStatsLevel3_t>::zeroed();
+    // SAFETY: `st` is a zeroed, writable struct of the layout the bindings were generated for
+    // (the cargo CUDA-version feature picks it).
+    let r = unsafe { sys::cuFileGetStatsL3(st.as_mut_ptr()) };
+    if r.err != sys::CUfileOpError::CU_FILE_SUCCESS {
+        return None;
+    }
+    // SAFETY: zero-initialised and then filled by cuFile; all fields are plain integers.
+    let st = unsafe { st.assume_init() };
+    let n = (st.num_gpus as usize).min(st.per_gpu_stats.len());
+    let mut c = CufileCounters::default();
+    for g in &st.per_gpu_stats[..n] {
+        c.reads += g.n_total_reads;
+        c.nvfs += g.n_nvfs_reads;
+        c.posix += g.n_posix_reads;
+        c.bytes += g.read_bytes;
+        c.errors += g.n_reads_err;
+    }
+    Some(c)
+}
+
+/// The difference of two counter snapshots.
+pub fn counters_delta(before: &CufileCounters, after: &CufileCounters) -> CufileCounters {
+    CufileCounters {
+        reads: after.reads.saturating_sub(before.reads),
+        nvfs: after.nvfs.saturating_sub(before.nvfs),
+        posix: after.posix.saturating_sub(before.posix),
+        bytes: after.bytes.saturating_sub(before.bytes),
+        errors: after.errors.saturating_sub(before.errors),
+    }
+}
+
+/// The path cuFile's reads took, from its counters (and, without counters, from whether
+/// nvidia-fs exists at all), with the evidence in words.
+pub fn attribute(counters: Option<&CufileCounters>, nvidia_fs: bool) -> (IoPath, String) {
+    match counters {
+        Some(c) if c.nvfs > 0 && c.posix == 0 => (
+            IoPath::Gds,
+            format!("cuFile counters: {} nvfs reads, 0 posix", c.nvfs),
+        ),
+        Some(c) if c.posix > 0 => (
+            IoPath::CufilePosix,
+            format!(
+                "cuFile counters: {} posix reads, {} nvfs: cuFile served reads through its POSIX compat path",
+                c.posix, c.nvfs
+            ),
+        ),
+        _ if !nvidia_fs => (
+            IoPath::CufilePosix,
+            "nvidia-fs is not loaded, so cuFile can only have used its POSIX compat path".into(),
+        ),
+        _ => (
+            IoPath::Gds,
+            "cuFile statistics unavailable; nvidia-fs is loaded (path not verified)".into(),
+        ),
+    }
+}
+
+/// Reads requests straight into device memory with `cuFileRead`.
+#[derive(Debug, Clone)]
+pub struct CufileReader {
+    settings: IoSettings,
+    gpu: Arc<Gpu>,
+    pool: Arc<rayon::ThreadPool>,
+}
+
+impl CufileReader {
+    /// A reader for device `ordinal` on the process-wide pool of `settings.nthreads` threads.
+    pub fn new(settings: IoSettings, ordinal: usize) -> Result<Self> {
+        settings.validate()?;
+        let pool = shared_pool(settings.nthreads)?;
+        Ok(CufileReader {
+            gpu: gpu(ordinal)?,
+            settings,
+            pool,
+        })
+    }
+
+    /// Reads the `selected` requests into `dest` through `handle`; records carry `path`.
+    /// Destinations are assumed checked by the caller.
+    pub(crate) fn read_selected(
+        &self,
+        file: &ParquetFile,
+        handle: &CufileHandle,
+        requests: &[IoRequest],
+        selected: &[usize],
+        dest: &DeviceBuffer,
+        path: IoPath,
+    ) -> Result<Vec<RequestRecord>> {
+        let task = self.settings.task_size.max(1);
+        let mut pieces: Vec<(usize, Range<u64>, u64)> = Vec::new();
+        for &i in selected {
+            let q = &requests[i];
+            let mut off = q.range.start;
+            while off < q.range.end {
+                let end = (off + task).min(q.range.end);
+                pieces.push((i, off..end, q.dest_offset + (off - q.range.start)));
+                off = end;
+            }
+        }
+        let spans: Vec<Result<(usize, Instant, Instant)>> = self.pool.install(|| {
+            pieces
+                .par_iter()
+                .map(|(i, range, dest_off)| {
+                    let t = Instant::now();
+                    self.gpu.bind()?;
+                    read_piece(file, handle, range.clone(), dest, *dest_off)?;
+                    Ok((*i, t, Instant::now()))
+                })
+                .collect()
+        });
+        let mut by_request: Vec<Option<(Instant, Instant, usize)>> = vec![None; requests.len()];
+        for s in spans {
+            let (i, s, e) = s?;
+            by_request[i] = Some(match by_request[i] {
+                None => (s, e, 1),
+                Some((s0, e0, n)) => (s0.min(s), e0.max(e), n + 1),
+            });
+        }
+        Ok(selected
+            .iter()
+            .map(|&i| {
+                let (time, pieces) =
+                    by_request[i].map_or((Duration::ZERO, 0), |(s, e, n)| (e.duration_since(s), n));
+                RequestRecord {
+                    index: i,
+                    range: requests[i].range.clone(),
+                    path,
+                    pieces,
+                    time,
+                }
+            })
+            .collect())
+    }
+}
+
+/// `cuFileRead` of `range` to `dest[dest_off..]`, continuing after short reads.
+fn read_piece(
+    file: &ParquetFile,
+    handle: &CufileHandle,
+    range: Range<u64>,
+    dest: &DeviceBuffer,
+    dest_off: u64,
+) -> Result<()> {
+    let len = range.end - range.start;
+    if dest_off + len > dest.len() as u64 {
+        return Err(Error::CuFile {
+            path: file.path().to_path_buf(),
+            range: Some(range),
+            reason: format!(
+                "destination {dest_off}..{} is outside the {}-byte device buffer",
+                dest_off + len,
+                dest.len()
+            ),
+        });
+    }
+    let mut done = 0u64;
+    while done < len {
+        let want = (len - done) as usize;
+        // SAFETY: the handle is registered and live; the destination `dest_off + done ..
+        // + want` lies inside the live device allocation (checked above); the calling thread
+        // has the device's context bound; cuFileRead is synchronous.
+        let n = unsafe {
+            sys::cuFileRead(
+                handle.raw,
+                dest.device_ptr() as *mut std::ffi::c_void,
+                want,
+                (range.start + done) as sys::off_t,
+                (dest_off + done) as sys::off_t,
+            )
+        };
+        let at = range.start + done..range.end;
+        if n > 0 {
+            done += n as u64;
+        } else if n == 0 {
+            return Err(Error::CuFile {
+                path: file.path().to_path_buf(),
+                range: Some(at),
+                reason: format!(
+                    "cuFileRead returned 0 bytes: the file ({} bytes) ended before the range did",
+                    file.len()
+                ),
+            });
+        } else if n == -1 {
+            return Err(Error::CuFile {
+                path: file.path().to_path_buf(),
+                range: Some(at),
+                reason: format!("cuFileRead failed: {}", std::io::Error::last_os_error()),
+            });
+        } else {
+            return Err(Error::CuFile {
+                path: file.path().to_path_buf(),
+                range: Some(at),
+                reason: format!("cuFileRead failed with cuFile error {}", -n),
+            });
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn attribution_follows_the_counters() {
+        let c = |nvfs, posix| CufileCounters {
+            reads: nvfs + posix,
+            nvfs,
+            posix,
+            ..CufileCounters::default()
+        };
+        assert_eq!(attribute(Some(&c(10, 0)), true).0, IoPath::Gds);
+        let (p, why) = attribute(Some(&c(0, 7)), false);
+        assert_eq!(p, IoPath::CufilePosix);
+        assert!(why.contains("7 posix reads"), "{why}");
+        // mixed: never claimed as GDS
+        assert_eq!(attribute(Some(&c(3, 1)), true).0, IoPath::CufilePosix);
+        assert_eq!(attribute(None, false).0, IoPath::CufilePosix);
+        let (p, why) = attribute(None, true);
+        assert_eq!(p, IoPath::Gds);
+        assert!(why.contains("not verified"), "{why}");
+        let d = counters_delta(&c(1, 2), &c(4, 2));
+        assert_eq!((d.nvfs, d.posix, d.reads), (3, 0, 3));
+    }
+
     #[test]
     fn probe_never_panics_and_explains() {
-        let p = super::probe();
+        let p = probe();
         assert!(!p.library.detail.is_empty());
         if !p.library.ok {
             assert!(!p.driver_open.ok);
@@ -141,7 +504,7 @@ mod tests {
                 p.library.detail
             );
         }
-        let f = super::machine_facts();
+        let f = machine_facts();
         assert_eq!(f.libcufile, p.library);
         assert!(f.registration.is_none());
     }

@@ -81,7 +81,15 @@ struct Piece<'a> {
 impl RangeReader for HostReader {
     fn read(&self, file: &ParquetFile, requests: &[IoRequest], dest: Dest<'_>) -> Result<IoReport> {
         let t0 = Instant::now();
-        let Dest::Host(buf) = dest;
+        let buf = match dest {
+            Dest::Host(b) => b,
+            Dest::Device(_) => {
+                return Err(Error::Device {
+                    device: "host reader".into(),
+                    reason: "the host reader writes host memory; use io::gpu::GpuReader for a device destination".into(),
+                })
+            }
+        };
         let order = check_destinations(file, requests, buf.len() as u64)?;
 
         // Carve the destination into one disjoint slice per piece.
@@ -161,6 +169,7 @@ impl RangeReader for HostReader {
             wall: t0.elapsed(),
             threads: self.settings.nthreads,
             direct_io: self.settings.direct_io,
+            ..IoReport::default()
         })
     }
 
@@ -169,7 +178,7 @@ impl RangeReader for HostReader {
     }
 }
 
-fn open_direct(file: &ParquetFile) -> Result<File> {
+pub(crate) fn open_direct(file: &ParquetFile) -> Result<File> {
     OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECT)
@@ -189,7 +198,7 @@ thread_local! {
 }
 
 /// Reads `dest.len()` bytes at `offset` through an aligned bounce buffer.
-fn read_direct(f: &File, dest: &mut [u8], offset: u64) -> std::io::Result<()> {
+pub(crate) fn read_direct(f: &File, dest: &mut [u8], offset: u64) -> std::io::Result<()> {
     let a = DIRECT_IO_ALIGNMENT;
     let start = offset / a * a;
     let end = (offset + dest.len() as u64).div_ceil(a) * a;

@@ -1,21 +1,30 @@
 //! Executing [`IoRequest`]s: moving planned byte ranges into a destination buffer.
 //!
-//! A [`RangeReader`] is the small core contract every backend implements; this issue ships the
-//! [`host`] backend (a `pread` thread pool, optionally `O_DIRECT`) and a
-//! [`RecordingReader`](recording::RecordingReader) that logs every request for tests. The GPU
-//! backends (pinned staging, cuFile) implement the same trait with device destinations.
+//! A [`RangeReader`] is the small core contract every backend implements:
+//! - [`host`]: a `pread` thread pool into host memory, optionally `O_DIRECT`;
+//! - [`staged`]: `pread` into a ring of pinned bounce buffers, copied to the device on several
+//!   streams while the next reads run; small ranges gathered into one copy;
+//! - [`cufile`]: `cuFileRead` straight into device memory, split into `task_size` pieces;
+//! - [`gpu`]: the device-target reader — decides the path of every range ([`policy`]), runs
+//!   the cuFile and staged parts, and reports the path each byte really took (cuFile's own
+//!   counters say whether nvidia-fs or cuFile's POSIX path served its reads);
+//! - [`RecordingReader`](recording::RecordingReader) logs every request for tests.
 
 #[allow(unsafe_code)] // the cuFile FFI (see the module docs)
 pub mod cufile;
+pub mod gpu;
 pub mod host;
 pub mod policy;
 pub mod recording;
+#[allow(unsafe_code)] // mmap + cuMemHostRegister of the page cache (see the module docs)
+pub mod staged;
 pub mod staging;
 
 use std::fmt;
 use std::ops::Range;
 use std::time::Duration;
 
+use crate::device::DeviceBuffer;
 use crate::error::{Error, Result};
 use crate::plan::IoRequest;
 use crate::source::ParquetFile;
@@ -26,6 +35,8 @@ use crate::source::ParquetFile;
 pub enum Dest<'a> {
     /// Ordinary host memory.
     Host(&'a mut [u8]),
+    /// Memory of a CUDA device.
+    Device(&'a mut DeviceBuffer),
 }
 
 impl Dest<'_> {
@@ -33,6 +44,7 @@ impl Dest<'_> {
     pub fn len(&self) -> u64 {
         match self {
             Dest::Host(b) => b.len() as u64,
+            Dest::Device(b) => b.len() as u64,
         }
     }
 
@@ -103,6 +115,62 @@ pub struct IoReport {
     pub threads: usize,
     /// Whether the file was read with `O_DIRECT`.
     pub direct_io: bool,
+    /// Why each path was taken: one entry per distinct (path, reason), with its requests and
+    /// bytes. Empty for readers that have one path.
+    pub decisions: Vec<DecisionSummary>,
+    /// cuFile's own counters over the cuFile reads of this call, when cuFile was used.
+    pub cufile: Option<CufileCounters>,
+}
+
+/// Requests that took one path for one reason.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DecisionSummary {
+    /// The path the bytes took.
+    pub path: IoPath,
+    /// Why.
+    pub reason: String,
+    /// Requests.
+    pub requests: usize,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// cuFile's Level-3 per-GPU counters, differenced over one read (the numbers `gds_stats`
+/// shows). Other cuFile users in the process during the read are counted too.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CufileCounters {
+    /// Reads cuFile counted (`n_total_reads`).
+    pub reads: u64,
+    /// Reads served by nvidia-fs: GPUDirect Storage (`n_nvfs_reads`).
+    pub nvfs: u64,
+    /// Reads served by cuFile's POSIX compat path (`n_posix_reads`).
+    pub posix: u64,
+    /// Bytes read (`read_bytes`).
+    pub bytes: u64,
+    /// Failed reads (`n_reads_err`).
+    pub errors: u64,
+}
+
+impl IoReport {
+    /// Adds `(path, reason)` for one request of `bytes` to [`IoReport::decisions`].
+    pub(crate) fn note_decision(&mut self, path: IoPath, reason: &str, bytes: u64) {
+        match self
+            .decisions
+            .iter_mut()
+            .find(|d| d.path == path && d.reason == reason)
+        {
+            Some(d) => {
+                d.requests += 1;
+                d.bytes += bytes;
+            }
+            None => self.decisions.push(DecisionSummary {
+                path,
+                reason: reason.to_string(),
+                requests: 1,
+                bytes,
+            }),
+        }
+    }
 }
 
 impl IoReport {

@@ -610,3 +610,21 @@ pub fn generate_corpus(dir: &Path) -> Vec<(String, PathBuf)> {
     );
     out
 }
+
+/// Whether GPU tests can run: true with a CUDA device; without one, prints why `what` is
+/// skipped — or panics when `CUPARQUET_REQUIRE_GPU=1` (on the GPU machine a skip is a failure).
+#[allow(dead_code)]
+pub fn gpu_available(what: &str) -> bool {
+    let p = cuparquet::device::probe_cuda();
+    if p.devices > 0 {
+        return true;
+    }
+    if std::env::var("CUPARQUET_REQUIRE_GPU").as_deref() == Ok("1") {
+        panic!(
+            "CUPARQUET_REQUIRE_GPU=1 but {what} cannot run: {}",
+            p.detail
+        );
+    }
+    eprintln!("skipping {what}: {}", p.detail);
+    false
+}

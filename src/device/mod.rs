@@ -1,9 +1,20 @@
 //! Devices: what the caller asks for, what the machine has, and what the reader chose.
 //!
-//! This module is the only one that calls the CUDA driver. Everything is loaded at run time
-//! (`cudarc` with `dynamic-loading`), so the crate builds and runs where CUDA is absent; the
-//! probe checks that the driver library exists before its first call, because a missing
-//! library would panic inside cudarc.
+//! This module is the only one that creates CUDA contexts and streams ([`gpu`]). Everything is
+//! loaded at run time (`cudarc` with `dynamic-loading`), so the crate builds and runs where
+//! CUDA is absent; the probe checks that the driver library exists before its first call,
+//! because a missing library would panic inside cudarc.
+//!
+//! Driver requirement: the bindings are generated for the CUDA version picked by a cargo
+//! feature (`cuda-13000`, the default: a driver of the CUDA 13.0 generation, r580 or newer,
+//! and libcufile 1.15; `cuda-12090` / `cuda-12080` for CUDA 12.9 / 12.8 installs).
+
+mod gpu;
+pub mod nvrtc;
+
+pub use gpu::{
+    gpu, DeviceBuffer, Event, Gpu, PinnedBuffer, Stream, COPY_STREAMS, PINNED_POOL_RETAIN,
+};
 
 use std::fmt;
 use std::str::FromStr;
@@ -12,9 +23,10 @@ use std::sync::OnceLock;
 use crate::array::Location;
 use crate::error::{Error, Result};
 
-/// Whether this build can load into GPU memory. The GPU range reader and decoder arrive in
-/// later versions; until then CUDA targets are refused with a clear error.
-pub const GPU_LOADING_AVAILABLE: bool = false;
+/// Whether this build decodes on the GPU. Until it does, `Device::Cuda(n)` moves the planned
+/// column chunks into device memory still encoded (decoding them on the host from a copy when
+/// batches are asked for), and `Device::Auto` chooses the host.
+pub const GPU_DECODE_AVAILABLE: bool = false;
 
 /// The target a caller asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -23,7 +35,7 @@ pub enum Device {
     Host,
     /// CUDA device `n`.
     Cuda(usize),
-    /// The first CUDA device when GPU loading is available and a device is present, else host.
+    /// The first CUDA device when GPU decoding is available and a device is present, else host.
     #[default]
     Auto,
 }
@@ -155,20 +167,20 @@ pub fn resolve_with(device: Device, probe: &CudaProbe) -> Result<DeviceChoice> {
             reason: "host memory was requested".into(),
         }),
         Device::Cuda(n) => {
-            if !GPU_LOADING_AVAILABLE {
+            if probe.devices == 0 {
                 return Err(Error::Device {
                     device: requested,
-                    reason: format!(
-                        "GPU loading is not built yet in this version of cuparquet \
-                         (this machine: {}); use --device host or auto",
-                        probe.detail
-                    ),
+                    reason: probe.detail.clone(),
                 });
             }
             if n >= probe.devices {
                 return Err(Error::Device {
                     device: requested,
-                    reason: format!("no such device: {}", probe.detail),
+                    reason: format!(
+                        "no such device: {} (valid: cuda:0 to cuda:{})",
+                        probe.detail,
+                        probe.devices - 1
+                    ),
                 });
             }
             Ok(DeviceChoice {
@@ -178,7 +190,7 @@ pub fn resolve_with(device: Device, probe: &CudaProbe) -> Result<DeviceChoice> {
             })
         }
         Device::Auto => {
-            if GPU_LOADING_AVAILABLE && probe.devices > 0 {
+            if GPU_DECODE_AVAILABLE && probe.devices > 0 {
                 Ok(DeviceChoice {
                     requested,
                     location: Location::Cuda(0),
@@ -189,7 +201,7 @@ pub fn resolve_with(device: Device, probe: &CudaProbe) -> Result<DeviceChoice> {
                     requested,
                     location: Location::Host,
                     reason: format!(
-                        "{}, but GPU loading is not built yet; using host memory",
+                        "{}, but GPU decoding is not built yet; using host memory",
                         probe.detail
                     ),
                 })
@@ -237,14 +249,20 @@ mod tests {
     }
 
     #[test]
-    fn cuda_is_a_clear_error() {
-        let e = resolve_with(Device::Cuda(0), &probe(1))
+    fn cuda_needs_a_device_in_range() {
+        let c = resolve_with(Device::Cuda(1), &probe(2)).unwrap();
+        assert_eq!(c.location, Location::Cuda(1));
+        let e = resolve_with(Device::Cuda(2), &probe(2))
             .unwrap_err()
             .to_string();
-        assert!(
-            e.starts_with("device cuda:0: GPU loading is not built yet"),
-            "{e}"
+        assert_eq!(
+            e,
+            "device cuda:2: no such device: 2 devices (valid: cuda:0 to cuda:1)"
         );
+        let e = resolve_with(Device::Cuda(0), &probe(0))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "device cuda:0: 0 devices");
     }
 
     #[test]

@@ -1,0 +1,518 @@
+//! One CUDA device: its context, copy streams, device allocations and pinned host buffers.
+//!
+//! [`gpu`] is the only place a CUDA context is created (the device's primary context, shared
+//! with every other library in the process) and streams are made. Everything here is a thin,
+//! owning wrapper over driver handles: freed on drop, usable from any thread (each call binds
+//! the context to the calling thread first, which the driver makes cheap).
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::result as cu;
+use cudarc::driver::sys;
+use cudarc::driver::{CudaContext, DriverError};
+
+use crate::device::probe_cuda;
+use crate::error::{Error, Result};
+
+/// Streams each device keeps for host→device copies: copies issued round-robin on them overlap
+/// each other and the reads that fill the next bounce buffers.
+pub const COPY_STREAMS: usize = 4;
+
+/// Pinned bytes a device's pool keeps for reuse after a load: the most recently returned
+/// buffers, up to this many bytes (allocating pinned memory costs milliseconds per buffer).
+pub const PINNED_POOL_RETAIN: usize = 1 << 30;
+
+pub(crate) fn driver_error(ordinal: usize, what: &str, e: DriverError) -> Error {
+    Error::Device {
+        device: format!("cuda:{ordinal}"),
+        reason: format!("{what} failed: {e}"),
+    }
+}
+
+/// A CUDA stream owned by a [`Gpu`].
+#[derive(Debug)]
+pub struct Stream {
+    raw: sys::CUstream,
+}
+
+// SAFETY: a CUstream is an opaque driver handle; the driver API may be called with it from any
+// thread (the context is bound per call).
+unsafe impl Send for Stream {}
+// SAFETY: as above; enqueueing work on one stream from several threads is allowed by the driver.
+unsafe impl Sync for Stream {}
+
+impl Stream {
+    /// The raw handle.
+    pub fn raw(&self) -> sys::CUstream {
+        self.raw
+    }
+}
+
+/// A CUDA event (timing disabled), used to know when a copy has finished with its source.
+#[derive(Debug)]
+pub struct Event {
+    raw: sys::CUevent,
+    ordinal: usize,
+}
+
+// SAFETY: an opaque driver handle usable from any thread.
+unsafe impl Send for Event {}
+// SAFETY: as above; record and synchronize are thread-safe driver calls.
+unsafe impl Sync for Event {}
+
+impl Event {
+    /// Records the event on `stream`: it completes when the work enqueued so far has.
+    pub fn record(&self, stream: &Stream) -> Result<()> {
+        // SAFETY: both handles are live (owned by self and a Gpu that outlives the call).
+        unsafe { cu::event::record(self.raw, stream.raw) }
+            .map_err(|e| driver_error(self.ordinal, "cuEventRecord", e))
+    }
+
+    /// Blocks until the recorded work has completed.
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: the event is live.
+        unsafe { cu::event::synchronize(self.raw) }
+            .map_err(|e| driver_error(self.ordinal, "cuEventSynchronize", e))
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: the event is live and dropped once; destroying an event whose work is still
+        // pending is allowed (the driver releases it on completion).
+        let _ = unsafe { cu::event::destroy(self.raw) };
+    }
+}
+
+/// One CUDA device, opened once per process by [`gpu`].
+pub struct Gpu {
+    ordinal: usize,
+    ctx: Arc<CudaContext>,
+    name: String,
+    compute_capability: (i32, i32),
+    total_memory: usize,
+    streams: Vec<Stream>,
+    pinned: Mutex<Vec<PinnedBuffer>>,
+}
+
+impl fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Gpu")
+            .field("ordinal", &self.ordinal)
+            .field("name", &self.name)
+            .field("compute_capability", &self.compute_capability)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The device `ordinal`, opened on first use (its primary context retained, copy streams
+/// created) and shared for the life of the process. A clear error when the driver library is
+/// missing, it does not initialise, there is no device, or the index is out of range.
+pub fn gpu(ordinal: usize) -> Result<Arc<Gpu>> {
+    static GPUS: Mutex<Vec<(usize, Arc<Gpu>)>> = Mutex::new(Vec::new());
+    let probe = probe_cuda();
+    let name = format!("cuda:{ordinal}");
+    if probe.devices == 0 {
+        return Err(Error::Device {
+            device: name,
+            reason: probe.detail.clone(),
+        });
+    }
+    if ordinal >= probe.devices {
+        return Err(Error::Device {
+            device: name,
+            reason: format!(
+                "no such device: {} (valid: cuda:0 to cuda:{})",
+                probe.detail,
+                probe.devices - 1
+            ),
+        });
+    }
+    let mut gpus = GPUS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, g)) = gpus.iter().find(|(n, _)| *n == ordinal) {
+        return Ok(Arc::clone(g));
+    }
+    let g = Arc::new(Gpu::open(ordinal)?);
+    gpus.push((ordinal, Arc::clone(&g)));
+    Ok(g)
+}
+
+impl Gpu {
+    fn open(ordinal: usize) -> Result<Self> {
+        let ctx = CudaContext::new(ordinal).map_err(|e| driver_error(ordinal, "cuCtx", e))?;
+        let name = ctx.name().unwrap_or_else(|_| format!("cuda:{ordinal}"));
+        let compute_capability = ctx
+            .compute_capability()
+            .map_err(|e| driver_error(ordinal, "cuDeviceGetAttribute", e))?;
+        let total_memory = ctx.total_mem().unwrap_or(0);
+        let mut streams = Vec::with_capacity(COPY_STREAMS);
+        for _ in 0..COPY_STREAMS {
+            let raw = cu::stream::create(cu::stream::StreamKind::NonBlocking)
+                .map_err(|e| driver_error(ordinal, "cuStreamCreate", e))?;
+            streams.push(Stream { raw });
+        }
+        Ok(Gpu {
+            ordinal,
+            ctx,
+            name,
+            compute_capability,
+            total_memory,
+            streams,
+            pinned: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The device index.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
+    /// The device name, e.g. "NVIDIA H200".
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// (major, minor) compute capability.
+    pub fn compute_capability(&self) -> (i32, i32) {
+        self.compute_capability
+    }
+
+    /// Device memory in bytes.
+    pub fn total_memory(&self) -> usize {
+        self.total_memory
+    }
+
+    /// Makes the device's context current on the calling thread. Every entry point that calls
+    /// the driver does this first.
+    pub fn bind(&self) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| driver_error(self.ordinal, "cuCtxSetCurrent", e))
+    }
+
+    /// The copy streams.
+    pub fn streams(&self) -> &[Stream] {
+        &self.streams
+    }
+
+    /// Waits for all work on the copy streams.
+    pub fn synchronize(&self) -> Result<()> {
+        self.bind()?;
+        for s in &self.streams {
+            // SAFETY: the stream is live (owned by self).
+            unsafe { cu::stream::synchronize(s.raw) }
+                .map_err(|e| driver_error(self.ordinal, "cuStreamSynchronize", e))?;
+        }
+        Ok(())
+    }
+
+    /// A new event.
+    pub fn event(&self) -> Result<Event> {
+        self.bind()?;
+        let raw = cu::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+            .map_err(|e| driver_error(self.ordinal, "cuEventCreate", e))?;
+        Ok(Event {
+            raw,
+            ordinal: self.ordinal,
+        })
+    }
+
+    /// Allocates `len` bytes of device memory (uninitialised). Out of memory is an error that
+    /// says how much was asked for and how much the device has free.
+    pub fn alloc(self: &Arc<Self>, len: usize) -> Result<DeviceBuffer> {
+        self.bind()?;
+        if len == 0 {
+            return Ok(DeviceBuffer {
+                gpu: Arc::clone(self),
+                ptr: 0,
+                len: 0,
+            });
+        }
+        // SAFETY: the context is bound; the returned allocation is owned by the DeviceBuffer and
+        // freed once in its Drop.
+        let ptr = unsafe { cu::malloc_sync(len) }.map_err(|e| {
+            let free = cu::mem_get_info().map(|(f, _)| f).unwrap_or(0);
+            Error::Device {
+                device: format!("cuda:{}", self.ordinal),
+                reason: format!(
+                    "allocating {} of device memory failed ({e}; {} free of {})",
+                    crate::plan::human_bytes(len as u64),
+                    crate::plan::human_bytes(free as u64),
+                    crate::plan::human_bytes(self.total_memory as u64)
+                ),
+            }
+        })?;
+        Ok(DeviceBuffer {
+            gpu: Arc::clone(self),
+            ptr,
+            len,
+        })
+    }
+
+    /// A pinned host buffer of at least `len` bytes (page-locked, not write-combined: the CPU
+    /// writes and may read it). Taken from the device's pool when one is free.
+    pub fn pinned(self: &Arc<Self>, len: usize) -> Result<PinnedBuffer> {
+        {
+            let mut pool = self.pinned.lock().unwrap_or_else(|p| p.into_inner());
+            // the most recently returned buffer that fits without wasting more than half
+            if let Some(i) = pool
+                .iter()
+                .rposition(|b| b.len >= len && b.len <= len.saturating_mul(2))
+            {
+                return Ok(pool.remove(i));
+            }
+        }
+        self.bind()?;
+        let n = len.max(1);
+        // SAFETY: the context is bound; flags 0 asks for ordinary (cached, not write-combined)
+        // page-locked memory. The allocation is owned by the PinnedBuffer and freed in its Drop.
+        let ptr = unsafe { cu::malloc_host(n, 0) }.map_err(|e| Error::Device {
+            device: format!("cuda:{}", self.ordinal),
+            reason: format!(
+                "allocating {} of pinned host memory failed ({e}); lower CUPARQUET_BOUNCE_BUFFER_SIZE or _COUNT",
+                crate::plan::human_bytes(n as u64)
+            ),
+        })?;
+        Ok(PinnedBuffer {
+            gpu: Arc::clone(self),
+            ptr: ptr.cast(),
+            len: n,
+        })
+    }
+
+    /// Returns a pinned buffer to the pool; the least recently returned buffers are freed
+    /// when the pool holds more than [`PINNED_POOL_RETAIN`] bytes.
+    pub fn recycle_pinned(&self, b: PinnedBuffer) {
+        let mut pool = self.pinned.lock().unwrap_or_else(|p| p.into_inner());
+        pool.push(b);
+        let mut held: usize = pool.iter().map(|b| b.len).sum();
+        while held > PINNED_POOL_RETAIN && pool.len() > 1 {
+            held -= pool.remove(0).len;
+        }
+    }
+
+    /// Frees the pinned buffers kept for reuse; returns the bytes freed.
+    pub fn release_pinned(&self) -> usize {
+        let mut pool = self.pinned.lock().unwrap_or_else(|p| p.into_inner());
+        let n = pool.iter().map(|b| b.len).sum();
+        pool.clear();
+        n
+    }
+}
+
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            for s in &self.streams {
+                // SAFETY: each stream is live and destroyed once, here.
+                let _ = unsafe { cu::stream::destroy(s.raw) };
+            }
+        }
+    }
+}
+
+/// Device memory owned by cuparquet: freed when dropped.
+pub struct DeviceBuffer {
+    gpu: Arc<Gpu>,
+    ptr: sys::CUdeviceptr,
+    len: usize,
+}
+
+impl fmt::Debug for DeviceBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DeviceBuffer(cuda:{}, {:#x}, {} bytes)",
+            self.gpu.ordinal, self.ptr, self.len
+        )
+    }
+}
+
+impl DeviceBuffer {
+    /// The device.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    /// The device address of byte 0 (0 for an empty buffer).
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for an empty buffer.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn check(&self, range: &Range<usize>) -> Result<()> {
+        if range.start > range.end || range.end > self.len {
+            return Err(Error::Device {
+                device: format!("cuda:{}", self.gpu.ordinal),
+                reason: format!(
+                    "bytes {}..{} are outside the {}-byte device buffer",
+                    range.start, range.end, self.len
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Copies device bytes `range` into a new host vector (synchronous).
+    pub fn copy_to_host(&self, range: Range<usize>) -> Result<Vec<u8>> {
+        self.check(&range)?;
+        let mut v = vec![0u8; range.end - range.start];
+        self.copy_into(range.start, &mut v)?;
+        Ok(v)
+    }
+
+    /// Copies device bytes starting at `offset` into `dest` (synchronous).
+    pub fn copy_into(&self, offset: usize, dest: &mut [u8]) -> Result<()> {
+        let range = offset..offset.saturating_add(dest.len());
+        self.check(&range)?;
+        if dest.is_empty() {
+            return Ok(());
+        }
+        self.gpu.bind()?;
+        // SAFETY: the range lies inside this live allocation (checked above) and `dest` is a
+        // valid host slice of exactly the copied length; the copy is synchronous.
+        unsafe { cu::memcpy_dtoh_sync(dest, self.ptr + offset as u64) }
+            .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyDtoH", e))
+    }
+
+    /// Copies `src` to device bytes starting at `offset` (synchronous).
+    pub fn copy_from_host(&mut self, offset: usize, src: &[u8]) -> Result<()> {
+        let range = offset..offset.saturating_add(src.len());
+        self.check(&range)?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        self.gpu.bind()?;
+        // SAFETY: the range lies inside this live allocation (checked above); the copy is
+        // synchronous, so `src` outlives it.
+        unsafe { cu::memcpy_htod_sync(self.ptr + offset as u64, src) }
+            .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyHtoD", e))
+    }
+
+    /// Sets every byte to `value` (synchronous).
+    pub fn fill(&mut self, value: u8) -> Result<()> {
+        if self.len == 0 {
+            return Ok(());
+        }
+        self.gpu.bind()?;
+        // SAFETY: the whole live allocation is written; synchronous.
+        unsafe { cu::memset_d8_sync(self.ptr, value, self.len) }
+            .map_err(|e| driver_error(self.gpu.ordinal, "cuMemsetD8", e))
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        if self.len == 0 {
+            return;
+        }
+        if self.gpu.bind().is_ok() {
+            // SAFETY: the allocation is live and freed once, here. cuMemFree waits for work
+            // that uses it to finish.
+            let _ = unsafe { cu::free_sync(self.ptr) };
+        }
+    }
+}
+
+/// Page-locked host memory (flags 0: cached, not write-combined). Freed when dropped.
+pub struct PinnedBuffer {
+    gpu: Arc<Gpu>,
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the buffer exclusively owns its allocation; moving it between threads moves that
+// ownership. Shared access goes through &self (read-only slices) only.
+unsafe impl Send for PinnedBuffer {}
+// SAFETY: &PinnedBuffer only hands out shared slices.
+unsafe impl Sync for PinnedBuffer {}
+
+impl fmt::Debug for PinnedBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PinnedBuffer({} bytes)", self.len)
+    }
+}
+
+impl PinnedBuffer {
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Never empty (at least one byte is allocated).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr is a live allocation of len bytes owned by self; cuMemHostAlloc memory is
+        // readable (its contents are initialised bytes from the CPU's point of view).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// The bytes, writable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+
+    /// Enqueues a copy of bytes `src` of this buffer to device address `dst` on `stream`.
+    ///
+    /// The caller must not write to those bytes, nor drop or recycle the buffer, until an event
+    /// recorded after this call has completed; `&mut self` on every writer makes the caller
+    /// hold the buffer, and the staged reader keeps it with its event.
+    pub fn copy_to_device_async(
+        &self,
+        src: Range<usize>,
+        dst: &DeviceBuffer,
+        dst_offset: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let len = src.end.saturating_sub(src.start);
+        if src.start > src.end || src.end > self.len {
+            return Err(Error::Device {
+                device: format!("cuda:{}", self.gpu.ordinal),
+                reason: format!(
+                    "bytes {}..{} are outside the {}-byte pinned buffer",
+                    src.start, src.end, self.len
+                ),
+            });
+        }
+        dst.check(&(dst_offset..dst_offset.saturating_add(len)))?;
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: source and destination ranges are inside live allocations (checked above);
+        // the caller keeps the pinned source unchanged until the copy completes (documented
+        // contract above), and `dst` is kept alive by the caller's borrow until it synchronizes.
+        unsafe {
+            cu::memcpy_htod_async(
+                dst.ptr + dst_offset as u64,
+                &self.as_slice()[src],
+                stream.raw,
+            )
+        }
+        .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyHtoDAsync", e))
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        if self.gpu.bind().is_ok() {
+            // SAFETY: the allocation is live and freed once, here.
+            let _ = unsafe { cu::free_host(self.ptr.cast()) };
+        }
+    }
+}

@@ -1,0 +1,616 @@
+//! Staged reads: file bytes through pinned host memory into device memory.
+//!
+//! [`plan_staging`] lays the selected requests into bounce-buffer fills ("slots"); reader
+//! threads take a pinned buffer from a ring, `pread` a slot into it (`O_DIRECT` when asked),
+//! and enqueue one host→device copy of the whole slot on one of the device's copy streams,
+//! straight to its offset in the destination. An event recorded after the copy tells the next
+//! user of that buffer when it may refill it, so reads of the next slots overlap the copies of
+//! the previous ones. Small ranges laid end to end share a slot and move with one copy.
+//!
+//! [`StagingMode::Mapped`] adds a zero-copy variant for large ranges of a page-cached file:
+//! map the range read-only, register the mapping with `cuMemHostRegister(READ_ONLY)` and copy
+//! straight from the page cache — one pass over host memory instead of `pread`'s copy plus the
+//! DMA read. Unsafe code here: the mapping and its registration.
+
+use std::ops::Range;
+use std::os::fd::AsRawFd;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+
+use crate::config::{IoSettings, StagingMode};
+use crate::device::{gpu, DeviceBuffer, Event, Gpu, PinnedBuffer};
+use crate::error::{Error, Result};
+use crate::io::host::{open_direct, read_direct, shared_pool};
+use crate::io::staging::plan_staging;
+use crate::io::{check_destinations, Dest, IoPath, IoReport, RangeReader, RequestRecord};
+use crate::plan::IoRequest;
+use crate::source::{read_fully_at, ParquetFile};
+
+/// In [`StagingMode::Mapped`], requests at least this large are copied from the mapped page
+/// cache; smaller ones go through bounce buffers (registration has a fixed cost per call).
+pub const MAPPED_MIN_BYTES: u64 = 1 << 20;
+
+/// Reads requests into device memory through pinned bounce buffers.
+#[derive(Debug, Clone)]
+pub struct StagedReader {
+    settings: IoSettings,
+    gpu: Arc<Gpu>,
+    pool: Arc<rayon::ThreadPool>,
+}
+
+struct Slot {
+    buf: PinnedBuffer,
+    event: Event,
+    pending: bool,
+}
+
+/// The ring of pinned bounce buffers of one read.
+struct Ring {
+    free: Mutex<Vec<Slot>>,
+    ready: Condvar,
+}
+
+impl Ring {
+    fn new(gpu: &Arc<Gpu>, count: usize, size: usize) -> Result<Self> {
+        let mut v = Vec::with_capacity(count);
+        for _ in 0..count.max(1) {
+            v.push(Slot {
+                buf: gpu.pinned(size)?,
+                event: gpu.event()?,
+                pending: false,
+            });
+        }
+        Ok(Ring {
+            free: Mutex::new(v),
+            ready: Condvar::new(),
+        })
+    }
+
+    /// A free buffer whose previous copy has completed.
+    fn acquire(&self) -> Result<Slot> {
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = loop {
+            if let Some(s) = free.pop() {
+                break s;
+            }
+            free = self.ready.wait(free).unwrap_or_else(|p| p.into_inner());
+        };
+        drop(free);
+        if slot.pending {
+            if let Err(e) = slot.event.synchronize() {
+                self.release(slot);
+                return Err(e);
+            }
+            slot.pending = false;
+        }
+        Ok(slot)
+    }
+
+    fn release(&self, slot: Slot) {
+        self.free
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(slot);
+        self.ready.notify_one();
+    }
+
+    /// Waits for every copy and returns the buffers to the device's pool.
+    fn finish(self, gpu: &Gpu) -> Result<()> {
+        let slots = self.free.into_inner().unwrap_or_else(|p| p.into_inner());
+        let mut first_err = None;
+        for s in slots {
+            if s.pending {
+                if let Err(e) = s.event.synchronize() {
+                    first_err.get_or_insert(e);
+                    continue; // a buffer whose copy state is unknown is dropped, not reused
+                }
+            }
+            gpu.recycle_pinned(s.buf);
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+/// Per-request timing collected from the workers: (request, start, end, pieces).
+type Span = (usize, Instant, Instant, usize);
+
+impl StagedReader {
+    /// A reader for device `ordinal` on the process-wide pool of `settings.nthreads` threads.
+    pub fn new(settings: IoSettings, ordinal: usize) -> Result<Self> {
+        settings.validate()?;
+        let pool = shared_pool(settings.nthreads)?;
+        Ok(StagedReader {
+            gpu: gpu(ordinal)?,
+            settings,
+            pool,
+        })
+    }
+
+    /// The device.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    /// Reads the `selected` requests (indices into `requests`) into `dest`, returning one
+    /// record per selected request. Destinations are assumed checked by the caller.
+    pub(crate) fn read_selected(
+        &self,
+        file: &ParquetFile,
+        requests: &[IoRequest],
+        selected: &[usize],
+        dest: &DeviceBuffer,
+    ) -> Result<Vec<RequestRecord>> {
+        if selected.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (mapped, bounced, mapped_threads) = split_mapped(&self.settings, requests, selected);
+        let (a, b) = self.pool.install(|| {
+            rayon::join(
+                || self.read_bounced(file, requests, &bounced, dest),
+                || self.read_mapped(file, requests, &mapped, dest, mapped_threads),
+            )
+        });
+        let mut spans = a?;
+        spans.extend(b?);
+        let mut by_request: Vec<Option<(Instant, Instant, usize)>> = vec![None; requests.len()];
+        for (i, s, e, n) in spans {
+            by_request[i] = Some(match by_request[i] {
+                None => (s, e, n),
+                Some((s0, e0, n0)) => (s0.min(s), e0.max(e), n0 + n),
+            });
+        }
+        Ok(selected
+            .iter()
+            .map(|&i| {
+                let (time, pieces) =
+                    by_request[i].map_or((Duration::ZERO, 0), |(s, e, n)| (e.duration_since(s), n));
+                RequestRecord {
+                    index: i,
+                    range: requests[i].range.clone(),
+                    path: IoPath::Staged,
+                    pieces,
+                    time,
+                }
+            })
+            .collect())
+    }
+
+    fn read_bounced(
+        &self,
+        file: &ParquetFile,
+        requests: &[IoRequest],
+        selected: &[usize],
+        dest: &DeviceBuffer,
+    ) -> Result<Vec<Span>> {
+        if selected.is_empty() {
+            return Ok(Vec::new());
+        }
+        let size = self.settings.bounce_buffer_size;
+        let slots = plan_staging(requests, selected, size);
+        let count = (self.settings.bounce_buffer_count * self.settings.nthreads)
+            .min(slots.len())
+            .max(1);
+        let largest = slots
+            .iter()
+            .map(|s| s.dest.end - s.dest.start)
+            .max()
+            .unwrap_or(0) as usize;
+        let ring = Ring::new(&self.gpu, count, largest)?;
+        let direct = if self.settings.direct_io {
+            Some(open_direct(file)?)
+        } else {
+            None
+        };
+        let streams = self.gpu.streams();
+        let chunk = self.settings.copy_chunk.max(1) as usize;
+        let results: Vec<Result<Vec<Span>>> = slots
+            .par_iter()
+            .enumerate()
+            .map(|(k, slot)| {
+                self.gpu.bind()?;
+                let mut s = ring.acquire()?;
+                let work = (|| {
+                    // Read in pieces of at most `chunk` bytes and copy every `chunk` bytes
+                    // filled, so the copy engine reads what the CPU has just written.
+                    let stream = &streams[k % streams.len()];
+                    let slot_len = (slot.dest.end - slot.dest.start) as usize;
+                    let mut copied = 0usize;
+                    let mut spans = Vec::with_capacity(slot.reads.len());
+                    for r in &slot.reads {
+                        let t = Instant::now();
+                        let off = r.bounce_offset as usize;
+                        let len = (r.file.end - r.file.start) as usize;
+                        let mut done = 0usize;
+                        while done < len {
+                            let n = chunk.min(len - done);
+                            let at = r.file.start + done as u64;
+                            let buf = &mut s.buf.as_mut_slice()[off + done..off + done + n];
+                            match &direct {
+                                Some(f) => read_direct(f, buf, at),
+                                None => read_fully_at(file.file(), buf, at),
+                            }
+                            .map_err(|e| file.read_error(r.file.clone(), "", e))?;
+                            done += n;
+                            let filled = off + done;
+                            if filled - copied >= chunk {
+                                let to = slot.dest.start as usize + copied;
+                                s.buf
+                                    .copy_to_device_async(copied..filled, dest, to, stream)?;
+                                copied = filled;
+                            }
+                        }
+                        spans.push((r.request, t, Instant::now(), 1));
+                    }
+                    if copied < slot_len {
+                        let to = slot.dest.start as usize + copied;
+                        s.buf
+                            .copy_to_device_async(copied..slot_len, dest, to, stream)?;
+                    }
+                    s.event.record(stream)?;
+                    s.pending = true;
+                    Ok(spans)
+                })();
+                ring.release(s);
+                work
+            })
+            .collect();
+        let finished = ring.finish(&self.gpu);
+        let mut spans = Vec::new();
+        for r in results {
+            spans.extend(r?);
+        }
+        finished?;
+        Ok(spans)
+    }
+
+    fn read_mapped(
+        &self,
+        file: &ParquetFile,
+        requests: &[IoRequest],
+        selected: &[usize],
+        dest: &DeviceBuffer,
+        threads: usize,
+    ) -> Result<Vec<Span>> {
+        if selected.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut order: Vec<usize> = selected.to_vec();
+        order.sort_by_key(|&i| requests[i].range.start);
+        let span_start = requests[order[0]].range.start / PAGE * PAGE;
+        let span_end = order
+            .iter()
+            .map(|&i| requests[i].range.end)
+            .max()
+            .unwrap_or(span_start);
+        let mapping = Mapping::new(file, span_start..span_end)?;
+        let blocks = mapped_blocks(requests, &order, span_start, MAPPED_BLOCK_BYTES);
+        // One contiguous run of blocks per thread, registered and copied as a pipeline.
+        let per = blocks.len().div_ceil(threads.max(1)).max(1);
+        let streams = self.gpu.streams();
+        let spans: Vec<Result<Vec<Span>>> = blocks
+            .chunks(per)
+            .enumerate()
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|(k, run)| {
+                self.gpu.bind()?;
+                let stream = &streams[k % streams.len()];
+                copy_blocks(&self.gpu, file, &mapping, run, dest, stream)
+            })
+            .collect();
+        let mut out = Vec::new();
+        let mut first_err = None;
+        for s in spans {
+            match s {
+                Ok(v) => out.extend(v),
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        drop(mapping);
+        first_err.map_or(Ok(out), Err)
+    }
+}
+
+const PAGE: u64 = 4096;
+
+/// Which selected requests are copied from the mapped page cache, which go through bounce
+/// buffers, and how many threads the mapped part uses.
+fn split_mapped(
+    s: &IoSettings,
+    requests: &[IoRequest],
+    selected: &[usize],
+) -> (Vec<usize>, Vec<usize>, usize) {
+    let large = |i: usize| !s.direct_io && requests[i].len() >= MAPPED_MIN_BYTES;
+    match s.staging {
+        StagingMode::Bounce => (Vec::new(), selected.to_vec(), 0),
+        StagingMode::Mapped => {
+            let (m, b) = selected.iter().partition(|&&i| large(i));
+            (m, b, s.nthreads)
+        }
+    }
+}
+
+/// Registration blocks of [`StagingMode::Mapped`]: 16 MiB of the mapping each.
+pub const MAPPED_BLOCK_BYTES: u64 = 16 << 20;
+
+/// A page-aligned block of the mapping registered once, and the copies out of it:
+/// (request, file range, destination offset).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Block {
+    /// Page-aligned file range registered (within one block of the mapping).
+    pages: Range<u64>,
+    copies: Vec<(usize, Range<u64>, u64)>,
+}
+
+/// Cuts the requests into blocks aligned to `block` bytes from `base` (at most the first
+/// request's start, page-aligned); each block's registered pages are the page-rounded span of
+/// the bytes it copies within its window, so blocks never overlap — requests that share pages,
+/// or overlap in the file, share the window's block — and every page is registered once.
+fn mapped_blocks(requests: &[IoRequest], order: &[usize], base: u64, block: u64) -> Vec<Block> {
+    let mut blocks: std::collections::BTreeMap<u64, Block> = Default::default();
+    for &i in order {
+        let q = &requests[i];
+        let mut off = q.range.start;
+        while off < q.range.end {
+            let b = (off - base) / block;
+            let end = q.range.end.min(base + (b + 1) * block);
+            let dest = q.dest_offset + (off - q.range.start);
+            let lo = (off / PAGE * PAGE).max(base + b * block);
+            let hi = end.div_ceil(PAGE) * PAGE;
+            let e = blocks.entry(b).or_insert_with(|| Block {
+                pages: lo..hi,
+                copies: Vec::new(),
+            });
+            e.pages = e.pages.start.min(lo)..e.pages.end.max(hi);
+            e.copies.push((i, off..end, dest));
+            off = end;
+        }
+    }
+    blocks.into_values().collect()
+}
+
+/// A read-only shared mapping of a file range (page-aligned start), unmapped on drop.
+struct Mapping {
+    addr: *mut libc::c_void,
+    len: usize,
+    file_start: u64,
+}
+
+// SAFETY: the mapping is read-only memory owned by this value; threads only read through it
+// (the driver's DMA reads it) and it is unmapped once, on drop, after every user is done.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    fn new(file: &ParquetFile, range: Range<u64>) -> Result<Self> {
+        let len = (range.end - range.start) as usize;
+        // SAFETY: maps `len` bytes of the open file read-only at a kernel-chosen address;
+        // `range.start` is page-aligned and the range lies inside the file (the caller checked
+        // requests against its length). The result is checked before use.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len.max(1),
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.file().as_raw_fd(),
+                range.start as libc::off_t,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(file.read_error(range, "", std::io::Error::last_os_error()));
+        }
+        Ok(Mapping {
+            addr,
+            len: len.max(1),
+            file_start: range.start,
+        })
+    }
+
+    /// The address of file byte `offset` (inside the mapping).
+    fn at(&self, offset: u64) -> *mut u8 {
+        // wrapping_add: no unsafe needed to compute the address; callers pass offsets inside
+        // the mapped range before dereferencing (through the driver) anything.
+        self.addr
+            .cast::<u8>()
+            .wrapping_add((offset - self.file_start) as usize)
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping created in `new`, once; no registration of it is
+        // left (every block is unregistered after its copies complete).
+        unsafe { libc::munmap(self.addr, self.len) };
+    }
+}
+
+/// Registers each block, enqueues its copies, and unregisters it once they are done, keeping
+/// two blocks in flight so registering the next overlaps copying the previous.
+fn copy_blocks(
+    gpu: &Gpu,
+    file: &ParquetFile,
+    mapping: &Mapping,
+    run: &[Block],
+    dest: &DeviceBuffer,
+    stream: &crate::device::Stream,
+) -> Result<Vec<Span>> {
+    use cudarc::driver::sys as cu;
+    let fail = |range: Range<u64>, what: &str, detail: String| {
+        file.read_error(
+            range,
+            "",
+            std::io::Error::other(format!("{what}: {detail}")),
+        )
+    };
+    let mut inflight: std::collections::VecDeque<(*mut u8, Event)> = Default::default();
+    let retire = |(ptr, ev): (*mut u8, Event)| -> Result<()> {
+        let r = ev.synchronize();
+        // SAFETY: `ptr` was registered below and its copies have completed (or failed), so it
+        // is unregistered once, here.
+        unsafe { cu::cuMemHostUnregister(ptr.cast()) };
+        r
+    };
+    let mut spans = Vec::new();
+    let mut result = Ok(());
+    for b in run {
+        let t = Instant::now();
+        let ptr = mapping.at(b.pages.start);
+        let len = (b.pages.end - b.pages.start) as usize;
+        // SAFETY: registers `len` bytes of the live mapping from a page-aligned address; blocks
+        // are disjoint, so no page is registered twice.
+        let r =
+            unsafe { cu::cuMemHostRegister_v2(ptr.cast(), len, cu::CU_MEMHOSTREGISTER_READ_ONLY) };
+        if r != cu::CUresult::CUDA_SUCCESS {
+            result = Err(fail(
+                b.pages.clone(),
+                "cuMemHostRegister(READ_ONLY)",
+                format!("{r:?}"),
+            ));
+            break;
+        }
+        let issued = (|| {
+            for (i, range, dest_off) in &b.copies {
+                let n = (range.end - range.start) as usize;
+                if *dest_off as usize + n > dest.len() {
+                    return Err(fail(
+                        range.clone(),
+                        "copy",
+                        "outside the device buffer".into(),
+                    ));
+                }
+                // SAFETY: the source bytes lie in the block registered above (inside the live
+                // mapping); the destination lies inside `dest` (checked above); the block stays
+                // registered and mapped until the event recorded after these copies completes.
+                unsafe {
+                    let src = std::slice::from_raw_parts(mapping.at(range.start) as *const u8, n);
+                    cudarc::driver::result::memcpy_htod_async(
+                        dest.device_ptr() + dest_off,
+                        src,
+                        stream.raw(),
+                    )
+                }
+                .map_err(|e| fail(range.clone(), "cuMemcpyHtoDAsync", e.to_string()))?;
+                spans.push((*i, t, Instant::now(), 1));
+            }
+            let ev = gpu.event()?;
+            ev.record(stream)?;
+            Ok(ev)
+        })();
+        match issued {
+            Ok(ev) => inflight.push_back((ptr, ev)),
+            Err(e) => {
+                // wait for anything enqueued from this block before unregistering it
+                let _ = gpu.synchronize();
+                // SAFETY: registered above; its copies (if any) are complete after the
+                // synchronize.
+                unsafe { cu::cuMemHostUnregister(ptr.cast()) };
+                result = Err(e);
+                break;
+            }
+        }
+        if inflight.len() > 2 {
+            if let Some(x) = inflight.pop_front() {
+                if let Err(e) = retire(x) {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+    }
+    while let Some(x) = inflight.pop_front() {
+        let r = retire(x);
+        if result.is_ok() {
+            result = r;
+        }
+    }
+    result.map(|()| spans)
+}
+
+impl RangeReader for StagedReader {
+    fn read(&self, file: &ParquetFile, requests: &[IoRequest], dest: Dest<'_>) -> Result<IoReport> {
+        let t0 = Instant::now();
+        let Dest::Device(buf) = dest else {
+            return Err(Error::Device {
+                device: format!("cuda:{}", self.gpu.ordinal()),
+                reason:
+                    "the staged reader writes device memory; use the host reader for host memory"
+                        .into(),
+            });
+        };
+        check_destinations(file, requests, buf.len() as u64)?;
+        let all: Vec<usize> = (0..requests.len()).collect();
+        let records = self.read_selected(file, requests, &all, buf)?;
+        let mut report = IoReport {
+            requests: records,
+            wall: t0.elapsed(),
+            threads: self.settings.nthreads,
+            direct_io: self.settings.direct_io,
+            ..IoReport::default()
+        };
+        let reason = format!("staged reader ({} staging)", self.settings.staging);
+        for q in requests {
+            report.note_decision(IoPath::Staged, &reason, q.len());
+        }
+        Ok(report)
+    }
+
+    fn name(&self) -> &'static str {
+        "staged"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mapped_blocks_are_disjoint_and_cover_every_byte() {
+        let mut x = 0x1234_5678u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n.max(1)
+        };
+        for _ in 0..200 {
+            // sorted, disjoint requests, sometimes touching or sharing a page
+            let mut reqs = Vec::new();
+            let mut off = next(10_000);
+            let mut dest = 0;
+            for _ in 0..1 + next(20) {
+                let len = 1 + next(5 << 20);
+                reqs.push(IoRequest {
+                    range: off..off + len,
+                    dest_offset: dest,
+                    chunks: vec![],
+                });
+                dest += len;
+                off += len + [0, 1, 100, 70_000][next(4) as usize];
+            }
+            let order: Vec<usize> = (0..reqs.len()).collect();
+            let base = reqs[0].range.start / PAGE * PAGE;
+            let block = [PAGE, 64 << 10, 1 << 20][next(3) as usize];
+            let blocks = mapped_blocks(&reqs, &order, base, block);
+            let mut covered = 0;
+            for (k, b) in blocks.iter().enumerate() {
+                assert_eq!(b.pages.start % PAGE, 0);
+                assert_eq!(b.pages.end % PAGE, 0);
+                assert!(b.pages.end - b.pages.start <= block, "{b:?}");
+                if k > 0 {
+                    assert!(blocks[k - 1].pages.end <= b.pages.start, "overlap");
+                }
+                for (i, r, d) in &b.copies {
+                    assert!(r.start >= b.pages.start && r.end <= b.pages.end);
+                    let q = &reqs[*i];
+                    assert_eq!(*d, q.dest_offset + (r.start - q.range.start));
+                    covered += r.end - r.start;
+                }
+            }
+            assert_eq!(covered, reqs.iter().map(|q| q.len()).sum::<u64>());
+        }
+    }
+}

@@ -1,0 +1,561 @@
+//! GPU range reader tests. Each test skips with a printed reason where there is no CUDA device
+//! and fails under `CUPARQUET_REQUIRE_GPU=1` (set on the GPU machine by its run script).
+//!
+//! Run on the H200 machine twice: with the udev record of the block device (cuFile can
+//! register files there) and without it (`UDEV=none`: registration fails). Tests that depend
+//! on registration ask cuFile which case they are in and assert that case's behaviour.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use common::*;
+use cuparquet::config::{CompatMode, IoSettings, StagingMode};
+use cuparquet::device::{gpu, DeviceBuffer};
+use cuparquet::io::cufile;
+use cuparquet::io::gpu::GpuReader;
+use cuparquet::io::policy::{Fact, MachineFacts};
+use cuparquet::io::staged::StagedReader;
+use cuparquet::io::{Dest, IoPath, RangeReader};
+use cuparquet::plan::IoRequest;
+use cuparquet::source::ParquetFile;
+use cuparquet::{Device, ParquetGpuReader};
+
+const MIB: u64 = 1 << 20;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    /// Log-uniform in 1..=max.
+    fn size(&mut self, max: u64) -> u64 {
+        let bits = 64 - max.leading_zeros() as u64;
+        let b = self.below(bits + 1);
+        (1 + self.below(1u64 << b)).min(max)
+    }
+}
+
+/// A file of `len` pseudo-random bytes (not on tmpfs, so O_DIRECT and cuFile can open it).
+fn data_file(len: u64, seed: u64) -> (tempfile::NamedTempFile, Arc<Vec<u8>>) {
+    let dir = std::env::var_os("CUPARQUET_TEST_DIR").map_or_else(
+        || std::env::current_dir().unwrap().join("target"),
+        std::path::PathBuf::from,
+    );
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut f = tempfile::NamedTempFile::new_in(dir).unwrap();
+    let mut r = Rng(seed | 1);
+    let mut data = vec![0u8; len as usize];
+    for c in data.chunks_mut(8) {
+        let v = r.next().to_le_bytes();
+        c.copy_from_slice(&v[..c.len()]);
+    }
+    f.write_all(&data).unwrap();
+    f.flush().unwrap();
+    (f, Arc::new(data))
+}
+
+/// Random requests (1 B to `max` bytes, unaligned) laid out with random gaps in the
+/// destination; returns them and the destination size.
+fn random_requests(r: &mut Rng, file_len: u64, n: usize, max: u64) -> (Vec<IoRequest>, u64) {
+    let mut out = Vec::new();
+    let mut dest = 0;
+    for _ in 0..n {
+        let len = r.size(max.min(file_len));
+        let start = r.below(file_len - len + 1);
+        dest += r.below(3) * r.below(5000); // sometimes a hole
+        out.push(IoRequest {
+            range: start..start + len,
+            dest_offset: dest,
+            chunks: vec![],
+        });
+        dest += len;
+    }
+    (out, dest)
+}
+
+/// Reads `requests` with `reader` into a device buffer pre-filled with 0xAB and checks every
+/// request's bytes, and that no byte outside them changed.
+fn check_read(
+    reader: &dyn RangeReader,
+    file: &Path,
+    data: &[u8],
+    requests: &[IoRequest],
+    dest_len: u64,
+) -> cuparquet::io::IoReport {
+    let g = gpu(0).unwrap();
+    let pf = ParquetFile::open(file).unwrap();
+    let mut buf = g.alloc(dest_len as usize).unwrap();
+    buf.fill(0xAB).unwrap();
+    let report = reader
+        .read(&pf, requests, Dest::Device(&mut buf))
+        .unwrap_or_else(|e| panic!("{}: {e}", reader.name()));
+    let host = buf.copy_to_host(0..dest_len as usize).unwrap();
+    let mut covered = vec![false; dest_len as usize];
+    for (i, q) in requests.iter().enumerate() {
+        let d = q.dest_offset as usize;
+        let n = q.len() as usize;
+        let got = &host[d..d + n];
+        let want = &data[q.range.start as usize..q.range.end as usize];
+        if got != want {
+            let at = got.iter().zip(want).position(|(a, b)| a != b).unwrap();
+            panic!(
+                "{}: request {i} ({:?} → {d}) differs at byte {at}",
+                reader.name(),
+                q.range
+            );
+        }
+        covered[d..d + n].iter_mut().for_each(|c| *c = true);
+    }
+    for (i, (&c, &b)) in covered.iter().zip(&host).enumerate() {
+        assert!(
+            c || b == 0xAB,
+            "{}: byte {i} outside the requests was written",
+            reader.name()
+        );
+    }
+    assert_eq!(report.requests.len(), requests.len());
+    report
+}
+
+fn settings(threads: usize) -> IoSettings {
+    IoSettings {
+        nthreads: threads,
+        ..IoSettings::default()
+    }
+}
+
+fn registration_works(file: &Path) -> Result<(), String> {
+    cufile::register(&ParquetFile::open(file).unwrap())
+        .map(|_| ())
+        .map_err(|f| f.detail)
+}
+
+#[test]
+fn gpu_staged_paths_are_byte_exact() {
+    if !gpu_available("staged range tests") {
+        return;
+    }
+    let len = 300 * MIB;
+    let (f, data) = data_file(len, 7);
+    let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+    // a 256 MiB range, then random ranges of 1 B .. 64 MiB
+    let mut cases = vec![(
+        vec![IoRequest {
+            range: 12_345..12_345 + 256 * MIB,
+            dest_offset: 3,
+            chunks: vec![],
+        }],
+        256 * MIB + 10,
+    )];
+    for _ in 0..4 {
+        cases.push(random_requests(&mut r, len, 40, 64 * MIB));
+    }
+    for (staging, direct) in [
+        (StagingMode::Bounce, false),
+        (StagingMode::Mapped, false),
+        (StagingMode::Bounce, true),
+    ] {
+        for threads in [1, 16] {
+            let s = IoSettings {
+                staging,
+                direct_io: direct,
+                ..settings(threads)
+            };
+            let reader = StagedReader::new(s, 0).unwrap();
+            for (reqs, dest_len) in &cases {
+                let rep = check_read(&reader, f.path(), &data, reqs, *dest_len);
+                assert!(rep.requests.iter().all(|q| q.path == IoPath::Staged));
+            }
+        }
+        eprintln!("staging {staging}, O_DIRECT {direct}: byte-exact");
+    }
+    // small bounce buffers: ranges span many buffers and the ring wraps many times
+    let s = IoSettings {
+        bounce_buffer_size: 64 << 10,
+        bounce_buffer_count: 1,
+        ..settings(4)
+    };
+    let reader = StagedReader::new(s, 0).unwrap();
+    for (reqs, dest_len) in cases.iter().skip(1) {
+        check_read(&reader, f.path(), &data, reqs, *dest_len);
+    }
+}
+
+#[test]
+fn gpu_small_ranges_are_gathered() {
+    if !gpu_available("small-range test") {
+        return;
+    }
+    let len = 64 * MIB;
+    let (f, data) = data_file(len, 11);
+    let mut r = Rng(42);
+    // 3000 ranges of 4..64 KiB laid end to end: few copies, every byte right
+    let mut reqs = Vec::new();
+    let mut dest = 0;
+    for _ in 0..3000 {
+        let n = (4 + r.below(61)) << 10;
+        let start = r.below(len - n) / 4096 * 4096;
+        reqs.push(IoRequest {
+            range: start..start + n,
+            dest_offset: dest,
+            chunks: vec![],
+        });
+        dest += n;
+    }
+    let reader = GpuReader::new(settings(16), 0).unwrap();
+    let rep = check_read(&reader, f.path(), &data, &reqs, dest);
+    assert!(rep.requests.iter().all(|q| q.path == IoPath::Staged));
+}
+
+#[test]
+fn gpu_auto_registration_failure_stages_with_the_reason() {
+    if !gpu_available("registration fallback test") {
+        return;
+    }
+    let (f, data) = data_file(40 * MIB, 3);
+    // say nvidia-fs is loaded, so that auto tries cuFile on this machine
+    let mut facts = cufile::machine_facts();
+    facts.nvidia_fs = Fact::yes("nvidia-fs loaded (injected by the test)");
+    let reader = GpuReader::new(settings(8), 0).unwrap().with_facts(facts);
+    let reqs = vec![
+        IoRequest {
+            range: 100..100 + 8 * MIB,
+            dest_offset: 0,
+            chunks: vec![],
+        },
+        IoRequest {
+            range: 20 * MIB..20 * MIB + 1000,
+            dest_offset: 8 * MIB,
+            chunks: vec![],
+        },
+    ];
+    let rep = check_read(&reader, f.path(), &data, &reqs, 8 * MIB + 1000);
+    // the small range is staged whatever happens
+    assert_eq!(rep.requests[1].path, IoPath::Staged);
+    match registration_works(f.path()) {
+        Err(why) => {
+            eprintln!("registration fails here ({why}): expecting staging with the reason");
+            assert_eq!(rep.requests[0].path, IoPath::Staged);
+            let d = rep
+                .decisions
+                .iter()
+                .find(|d| d.reason.contains("cuFileHandleRegister failed"))
+                .unwrap_or_else(|| panic!("no registration reason in {:?}", rep.decisions));
+            assert!(d.reason.contains("staging instead"), "{}", d.reason);
+            assert!(rep.cufile.is_none());
+        }
+        Ok(()) => {
+            eprintln!("registration works here: expecting cuFile");
+            assert!(
+                matches!(rep.requests[0].path, IoPath::CufilePosix | IoPath::Gds),
+                "{:?}",
+                rep.requests[0]
+            );
+        }
+    }
+}
+
+#[test]
+fn gpu_forced_cufile_reports_its_real_path() {
+    if !gpu_available("forced cuFile test") {
+        return;
+    }
+    let len = 100 * MIB;
+    let (f, data) = data_file(len, 5);
+    let s = IoSettings {
+        compat_mode: CompatMode::Off,
+        ..settings(16)
+    };
+    let reader = GpuReader::new(s, 0).unwrap();
+    let mut r = Rng(77);
+    let (mut reqs, mut dest_len) = random_requests(&mut r, len, 30, 16 * MIB);
+    reqs.push(IoRequest {
+        range: 5..5 + 64 * MIB,
+        dest_offset: dest_len + 1,
+        chunks: vec![],
+    });
+    dest_len += 64 * MIB + 1;
+    match registration_works(f.path()) {
+        Ok(()) => {
+            let rep = check_read(&reader, f.path(), &data, &reqs, dest_len);
+            let c = rep.cufile.clone().expect("cuFile counters");
+            eprintln!("cuFile counters over the read: {c:?}");
+            let cufile_reqs: Vec<_> = rep
+                .requests
+                .iter()
+                .filter(|q| q.path != IoPath::Staged)
+                .collect();
+            assert!(!cufile_reqs.is_empty());
+            // below the threshold: staged even when cuFile is forced
+            for q in &rep.requests {
+                if q.range.end - q.range.start < 16 << 10 {
+                    assert_eq!(q.path, IoPath::Staged, "{q:?}");
+                }
+            }
+            assert!(c.reads > 0, "{c:?}");
+            if !cuparquet::io::policy::nvidia_fs_fact().ok {
+                assert!(c.posix > 0 && c.nvfs == 0, "{c:?}");
+                assert!(cufile_reqs.iter().all(|q| q.path == IoPath::CufilePosix));
+            }
+        }
+        Err(why) => {
+            eprintln!("registration fails here ({why}): compat_mode=off must be an error");
+            let pf = ParquetFile::open(f.path()).unwrap();
+            let g = gpu(0).unwrap();
+            let mut buf = g.alloc(dest_len as usize).unwrap();
+            let e = reader
+                .read(&pf, &reqs, Dest::Device(&mut buf))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("compat_mode=off requires cuFile") && e.contains("cuFileHandleRegister"),
+                "{e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn gpu_compat_off_without_cufile_is_an_error() {
+    if !gpu_available("compat off test") {
+        return;
+    }
+    let (f, _) = data_file(4 * MIB, 9);
+    let facts = MachineFacts::without_cufile("libcufile.so not found (injected by the test)");
+    let s = IoSettings {
+        compat_mode: CompatMode::Off,
+        ..settings(2)
+    };
+    let reader = GpuReader::new(s, 0).unwrap().with_facts(facts);
+    let pf = ParquetFile::open(f.path()).unwrap();
+    let mut buf = gpu(0).unwrap().alloc(MIB as usize).unwrap();
+    let reqs = vec![IoRequest {
+        range: 0..MIB,
+        dest_offset: 0,
+        chunks: vec![],
+    }];
+    let e = reader
+        .read(&pf, &reqs, Dest::Device(&mut buf))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(&f.path().display().to_string()), "{e}");
+    assert!(e.contains("bytes 0..1048576"), "{e}");
+    assert!(
+        e.contains("compat_mode=off requires cuFile, but libcufile.so not found"),
+        "{e}"
+    );
+    // compat on: never cuFile, even with cuFile available
+    let s = IoSettings {
+        compat_mode: CompatMode::On,
+        ..settings(2)
+    };
+    let reader = GpuReader::new(s, 0).unwrap();
+    let rep = reader.read(&pf, &reqs, Dest::Device(&mut buf)).unwrap();
+    assert_eq!(rep.requests[0].path, IoPath::Staged);
+    assert!(rep.decisions[0].reason.contains("compat_mode=on"));
+}
+
+#[test]
+fn gpu_sixteen_threads_load_concurrently() {
+    if !gpu_available("concurrency test") {
+        return;
+    }
+    let target = std::env::current_dir().unwrap().join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    let dir = tempfile::tempdir_in(target).unwrap();
+    let files: Vec<_> = generate_corpus(dir.path())
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect();
+    let want: Vec<_> = files
+        .iter()
+        .map(|p| oracle(p, &Projection::All, None).unwrap())
+        .collect();
+    let (raw, data) = data_file(50 * MIB, 21);
+    std::thread::scope(|s| {
+        for t in 0..16 {
+            let (files, want, raw, data) = (&files, &want, raw.path(), &data);
+            s.spawn(move || {
+                for k in 0..files.len() {
+                    let i = (k + t) % files.len();
+                    let reader = ParquetGpuReader::builder(&files[i])
+                        .with_device(Device::Cuda(0))
+                        .with_nthreads(4)
+                        .build()
+                        .unwrap();
+                    let loaded = reader.load().unwrap();
+                    let chunks = loaded.device_chunks.as_ref().unwrap();
+                    let batches = reader.decode_on_host(chunks).unwrap();
+                    let host: Vec<_> = batches.iter().map(|b| b.to_host().unwrap()).collect();
+                    let got = concat(&loaded.schema, &host);
+                    assert_same(
+                        &format!("thread {t}: {}", files[i].display()),
+                        &got,
+                        &want[i],
+                    );
+                }
+                let mut r = Rng(1000 + t as u64);
+                let (reqs, dest_len) = random_requests(&mut r, 50 * MIB, 20, 8 * MIB);
+                let reader = GpuReader::new(settings(4), 0).unwrap();
+                check_read(&reader, raw, data, &reqs, dest_len);
+            });
+        }
+    });
+}
+
+#[test]
+fn gpu_device_chunks_match_the_file() {
+    if !gpu_available("device chunk test") {
+        return;
+    }
+    let path = corpus_dir().join("data/alltypes_plain.parquet");
+    let bytes = std::fs::read(&path).unwrap();
+    let reader = ParquetGpuReader::builder(&path)
+        .with_device(Device::Cuda(0))
+        .build()
+        .unwrap();
+    let loaded = reader.load().unwrap();
+    assert!(loaded.batches.is_empty());
+    let chunks = loaded.device_chunks.as_ref().unwrap();
+    assert_eq!(chunks.chunks().len(), reader.plan().chunks.len());
+    for (i, c) in chunks.chunks().iter().enumerate() {
+        let got = chunks.chunk_to_host(i).unwrap();
+        assert_eq!(
+            got,
+            &bytes[c.range.start as usize..c.range.end as usize],
+            "{}",
+            c.path
+        );
+        let (ptr, len) = chunks.chunk_ptr(i).unwrap();
+        assert_eq!(ptr, chunks.buffer().device_ptr() + c.dest_offset);
+        assert_eq!(len, c.len());
+    }
+    let r = &loaded.report;
+    assert_eq!(r.device.location, cuparquet::array::Location::Cuda(0));
+    assert!(r.io.requests.iter().all(|q| q.path == IoPath::Staged));
+    assert!(!r.io.decisions.is_empty());
+    assert!(chunks.chunk_to_host(10_000).is_err());
+}
+
+#[test]
+fn gpu_errors_are_clear() {
+    if !gpu_available("device error test") {
+        return;
+    }
+    let g = gpu(0).unwrap();
+    let e = gpu(999).unwrap_err().to_string();
+    assert!(e.starts_with("device cuda:999: no such device"), "{e}");
+    let e = g.alloc(1 << 52).unwrap_err().to_string();
+    assert!(
+        e.contains("allocating 4096.0 TiB of device memory failed"),
+        "{e}"
+    );
+    let buf: DeviceBuffer = g.alloc(100).unwrap();
+    let e = buf.copy_to_host(50..101).unwrap_err().to_string();
+    assert!(
+        e.contains("bytes 50..101 are outside the 100-byte device buffer"),
+        "{e}"
+    );
+    // a request past the end of the file
+    let (f, _) = data_file(10_000, 1);
+    let pf = ParquetFile::open(f.path()).unwrap();
+    let reader = GpuReader::new(settings(2), 0).unwrap();
+    let mut buf = g.alloc(1000).unwrap();
+    let e = reader
+        .read(
+            &pf,
+            &[IoRequest {
+                range: 9500..10_500,
+                dest_offset: 0,
+                chunks: vec![],
+            }],
+            Dest::Device(&mut buf),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("9500..10500"), "{e}");
+    // a host destination is refused by the device reader
+    let mut host = vec![0u8; 10];
+    let e = reader
+        .read(&pf, &[], Dest::Host(&mut host))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("writes device memory"), "{e}");
+}
+
+#[test]
+fn gpu_nvrtc_module_cache() {
+    if !gpu_available("NVRTC test") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // SAFETY of the env change: this test binary's other tests do not read the variable.
+    std::env::set_var(cuparquet::device::nvrtc::ENV_KERNEL_CACHE, dir.path());
+    let g = gpu(0).unwrap();
+    let src = r#"
+extern "C" __global__ void iota(unsigned int* out, unsigned int n, unsigned int add) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = i * 3u + add;
+}
+"#;
+    let m = g.load_module("test_iota", src, &[]).unwrap();
+    assert_eq!(m.origin(), cuparquet::device::nvrtc::ModuleOrigin::Compiled);
+    assert!(
+        m.cubin_path().starts_with(dir.path()),
+        "{:?}",
+        m.cubin_path()
+    );
+    assert!(m.cubin_path().exists());
+    let again = g.load_module("test_iota", src, &[]).unwrap();
+    assert!(Arc::ptr_eq(&m, &again));
+    let f = m.function("iota").unwrap();
+    assert!(m.function("nope").is_err());
+    let n: u32 = 10_000;
+    let buf = g.alloc(n as usize * 4).unwrap();
+    let mut ptr = buf.device_ptr();
+    let (mut nn, mut add) = (n, 7u32);
+    let mut params: Vec<*mut std::ffi::c_void> = vec![
+        (&mut ptr as *mut u64).cast(),
+        (&mut nn as *mut u32).cast(),
+        (&mut add as *mut u32).cast(),
+    ];
+    let stream = &g.streams()[0];
+    // SAFETY: the parameters match `iota(unsigned int*, unsigned int, unsigned int)` and the
+    // buffer holds n u32 values; the stream is synchronized before the buffer is read.
+    unsafe {
+        m.launch(
+            f,
+            (n.div_ceil(256), 1, 1),
+            (256, 1, 1),
+            0,
+            stream,
+            &mut params,
+        )
+        .unwrap();
+    }
+    g.synchronize().unwrap();
+    let host = buf.copy_to_host(0..n as usize * 4).unwrap();
+    for (i, c) in host.chunks_exact(4).enumerate() {
+        assert_eq!(u32::from_le_bytes(c.try_into().unwrap()), i as u32 * 3 + 7);
+    }
+    // a compile error carries NVRTC's log
+    let e = g
+        .load_module(
+            "test_bad",
+            "extern \"C\" __global__ void k() { nope; }",
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("test_bad") && e.contains("nope"), "{e}");
+}
