@@ -240,7 +240,7 @@ fn main() {
         IoSettings::default(),
         rounds,
     );
-    for threads in [1, 4, 16] {
+    for threads in [1, 4, 16, 32] {
         let s = IoSettings {
             nthreads: threads,
             ..IoSettings::default()
@@ -252,20 +252,7 @@ fn main() {
         ..IoSettings::default()
     };
     run(&mut out, "warm", "mapped staging", s, rounds);
-    for chunk in [256 << 10, 4 * MIB, 64 * MIB] {
-        let s = IoSettings {
-            copy_chunk: chunk,
-            ..IoSettings::default()
-        };
-        run(
-            &mut out,
-            "warm",
-            &format!("copy chunk {} KiB", chunk >> 10),
-            s,
-            rounds,
-        );
-    }
-    for (size, count) in [(MIB, 4), (8 * MIB, 2), (16 * MIB, 1), (16 * MIB, 2)] {
+    for (size, count) in [(MIB, 4), (4 * MIB, 2), (8 * MIB, 2), (16 * MIB, 1)] {
         let s = IoSettings {
             bounce_buffer_size: size,
             bounce_buffer_count: count,

@@ -29,7 +29,9 @@
 //! |---|---|
 //! | load columns into memory | [`ParquetGpuReader::builder`] … [`build`](ReaderBuilder::build) → [`load`](ParquetGpuReader::load) |
 //! | see which bytes a query needs, without reading them | [`metadata::read_metadata`] + [`plan::plan`] |
-//! | read byte ranges into a buffer of your own | [`io::host::HostReader`] through [`io::RangeReader`] |
+//! | read byte ranges into a buffer of your own | [`io::host::HostReader`] (host) or [`io::gpu::GpuReader`] (device, per-range path choice) through [`io::RangeReader`] |
+//! | column chunks in GPU memory, still encoded | [`Device::Cuda`] → [`Loaded::device_chunks`] ([`reader::DeviceChunks`]) |
+//! | device memory, pinned memory, kernels of your own | [`device::gpu`] → [`device::Gpu`] (`alloc`, `pinned`, `load_module`) |
 //! | know where batches went and why | [`LoadReport`] (`device`, per-request `io` records) |
 //!
 //! ## Example
@@ -72,11 +74,15 @@
 //!
 //! ## Devices
 //!
-//! [`Device::Host`] loads into host memory; [`Device::Cuda`] into a GPU (the GPU range reader
-//! and decoder arrive in the next versions; until then it is a clear error);
-//! [`Device::Auto`] (the default) picks the first GPU when GPU loading is available and a
+//! [`Device::Host`] loads into host memory. [`Device::Cuda`] moves the planned column chunks
+//! into one device allocation through the GPU range reader ([`io::gpu::GpuReader`]: pinned
+//! staging or cuFile per range, the path of every byte in [`LoadReport::io`]); decoding on the
+//! GPU arrives next — until then [`ParquetGpuReader::decode_on_host`] decodes a device→host copy.
+//! [`Device::Auto`] (the default) picks the first GPU once GPU decoding is available and a
 //! device is present, else the host, and [`LoadReport::device`] says what it chose and why.
-//! Nothing CUDA is needed to build: the driver is loaded at run time when present.
+//! Nothing CUDA is needed to build: libcuda, libcufile and libnvrtc are loaded at run time;
+//! the `cuda-13000` feature (default) picks the CUDA 13.0 bindings (driver r580+, libcufile
+//! 1.15), `cuda-12090`/`cuda-12080` the 12.x ones.
 //!
 //! ## Settings
 //!
@@ -87,7 +93,9 @@
 //! | `CUPARQUET_DIRECT_IO` | [`with_direct_io`](ReaderBuilder::with_direct_io) | false |
 //! | `CUPARQUET_COMPAT_MODE` | [`with_compat_mode`](ReaderBuilder::with_compat_mode) | `auto` (device targets) |
 //! | `CUPARQUET_GDS_THRESHOLD` | [`with_gds_threshold`](ReaderBuilder::with_gds_threshold) | 16 KiB |
-//! | `CUPARQUET_BOUNCE_BUFFER_SIZE`, `_COUNT` | [`with_bounce_buffers`](ReaderBuilder::with_bounce_buffers) | 16 MiB × 4 |
+//! | `CUPARQUET_BOUNCE_BUFFER_SIZE`, `_COUNT` | [`with_bounce_buffers`](ReaderBuilder::with_bounce_buffers) | 8 MiB × 2 per thread |
+//! | `CUPARQUET_STAGING` | [`with_staging`](ReaderBuilder::with_staging) | `bounce` (`mapped`: mmap + register, measured slower) |
+//! | `CUPARQUET_KERNEL_CACHE` | — | `$XDG_CACHE_HOME/cuparquet/kernels` |
 //!
 //! Sizes take a suffix (`64KiB`, `4MiB`, `1GiB`); an invalid value is an error naming the
 //! variable.
@@ -104,6 +112,8 @@
 //! | feature | default | what |
 //! |---|---|---|
 //! | `cli` | yes | the `cuparquet` binary (clap, indicatif) |
+//! | `cuda-13000` | yes | CUDA 13.0 bindings (exactly one `cuda-*` feature) |
+//! | `cuda-12090`, `cuda-12080` | no | CUDA 12.9 / 12.8 bindings |
 //!
 //! ## Errors
 //!
@@ -116,7 +126,7 @@
 pub mod array;
 pub mod config;
 pub mod decode;
-#[allow(unsafe_code)] // probing the CUDA driver (see the module docs)
+#[allow(unsafe_code)] // the CUDA driver and NVRTC (see the module docs)
 pub mod device;
 pub mod doctor;
 pub mod error;

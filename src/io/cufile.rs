@@ -79,6 +79,18 @@ fn missing_library_detail() -> String {
     "libcufile.so not found on the loader path (install the GPUDirect Storage libraries; staged reads need none)".into()
 }
 
+/// "loaded from PATH" for the libcufile mapped into this process, from /proc/self/maps.
+fn loaded_library() -> String {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.contains("libcufile.so"))
+        .map_or_else(
+            || "libcufile.so loaded".to_string(),
+            |p| format!("libcufile loaded from {p}"),
+        )
+}
+
 /// Probes cuFile once per process; never panics.
 pub fn probe() -> &'static CufileProbe {
     static PROBE: OnceLock<CufileProbe> = OnceLock::new();
@@ -106,7 +118,7 @@ pub fn probe() -> &'static CufileProbe {
         let cuda = crate::device::probe_cuda();
         if cuda.devices == 0 {
             return CufileProbe {
-                library: Fact::yes("libcufile.so loaded"),
+                library: Fact::yes(loaded_library()),
                 driver_open: Fact::no(format!("not tried: {}", cuda.detail)),
                 version,
                 driver_nvfs: None,
@@ -114,6 +126,10 @@ pub fn probe() -> &'static CufileProbe {
         }
         let (driver_open, driver_nvfs) = match cudarc::cufile::result::driver_open() {
             Ok(()) => {
+                // SAFETY: registers a plain `extern "C"` function; atexit handlers run in
+                // reverse order of registration, so this one runs before the destructors
+                // libcufile registered when it was loaded (earlier, above).
+                unsafe { libc::atexit(close_at_exit) };
                 let nvfs = cudarc::cufile::result::driver_get_properties()
                     .ok()
                     .map(|p| {
@@ -127,7 +143,7 @@ pub fn probe() -> &'static CufileProbe {
             Err(e) => (Fact::no(format!("cuFileDriverOpen failed: {e:?}")), None),
         };
         CufileProbe {
-            library: Fact::yes("libcufile.so loaded"),
+            library: Fact::yes(loaded_library()),
             driver_open,
             version,
             driver_nvfs,
@@ -181,10 +197,25 @@ const MAX_HANDLES: usize = 64;
 
 type HandleKey = (u64, u64, u64, i64, i64);
 
+static HANDLES: Mutex<Vec<(HandleKey, Arc<CufileHandle>)>> = Mutex::new(Vec::new());
+
+/// Runs at process exit, before libcufile's and the CUDA driver's own teardown: deregisters the
+/// cached file handles and closes the driver, so that cuFile never tears down state that
+/// refers to a CUDA context already destroyed.
+extern "C" fn close_at_exit() {
+    let handles = match HANDLES.lock() {
+        Ok(mut h) => std::mem::take(&mut *h),
+        Err(_) => return,
+    };
+    drop(handles);
+    // SAFETY: the driver was opened by `probe` (this handler is registered only then); no
+    // cuFile call runs after exit began.
+    unsafe { sys::cuFileDriverClose_v2() };
+}
+
 /// Registers `file` with cuFile (once per unchanged file per process). The error is the fact
 /// the policy records: the cuFile code and what usually causes it.
 pub fn register(file: &ParquetFile) -> std::result::Result<Arc<CufileHandle>, Fact> {
-    static HANDLES: Mutex<Vec<(HandleKey, Arc<CufileHandle>)>> = Mutex::new(Vec::new());
     let p = probe();
     if !p.library.ok || !p.driver_open.ok {
         return Err(Fact::no(format!(

@@ -126,20 +126,22 @@ impl RangeReader for GpuReader {
         } else {
             cufile::counters()
         };
-        let (staged, cufiled) = rayon::join(
-            || self.staged.read_selected(file, requests, &to_stage, buf),
-            || match &handle {
-                Some(h) if !to_cufile.is_empty() => self.cufile.read_selected(
-                    file,
-                    h,
-                    requests,
-                    &to_cufile,
-                    buf,
-                    IoPath::CufilePosix,
-                ),
-                _ => Ok(Vec::new()),
-            },
-        );
+        let (staged, cufiled) = self.staged.pool().install(|| {
+            rayon::join(
+                || self.staged.read_selected(file, requests, &to_stage, buf),
+                || match &handle {
+                    Some(h) if !to_cufile.is_empty() => self.cufile.read_selected(
+                        file,
+                        h,
+                        requests,
+                        &to_cufile,
+                        buf,
+                        IoPath::CufilePosix,
+                    ),
+                    _ => Ok(Vec::new()),
+                },
+            )
+        });
         let mut records = staged?;
         let mut cufiled = cufiled?;
         let mut report = IoReport {

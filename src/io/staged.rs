@@ -7,10 +7,13 @@
 //! user of that buffer when it may refill it, so reads of the next slots overlap the copies of
 //! the previous ones. Small ranges laid end to end share a slot and move with one copy.
 //!
-//! [`StagingMode::Mapped`] adds a zero-copy variant for large ranges of a page-cached file:
-//! map the range read-only, register the mapping with `cuMemHostRegister(READ_ONLY)` and copy
-//! straight from the page cache — one pass over host memory instead of `pread`'s copy plus the
-//! DMA read. Unsafe code here: the mapping and its registration.
+//! [`StagingMode::Mapped`] is a zero-copy variant for large ranges of a page-cached file: map
+//! the file read-only, register it block by block (16 MiB) with
+//! `cuMemHostRegister(READ_ONLY)` and copy straight from the page cache — one pass over host
+//! memory instead of `pread`'s copy plus the DMA read. On the H200 machine it measured 17–21
+//! GB/s against 45–48 GB/s for bounce buffers (registration does not scale over threads), so it
+//! is opt-in (`CUPARQUET_STAGING=mapped`), not the default. Unsafe code here: the mapping and
+//! its registration.
 
 use std::ops::Range;
 use std::os::fd::AsRawFd;
@@ -133,6 +136,11 @@ impl StagedReader {
         &self.gpu
     }
 
+    /// The thread pool reads run on.
+    pub fn pool(&self) -> &Arc<rayon::ThreadPool> {
+        &self.pool
+    }
+
     /// Reads the `selected` requests (indices into `requests`) into `dest`, returning one
     /// record per selected request. Destinations are assumed checked by the caller.
     pub(crate) fn read_selected(
@@ -204,7 +212,6 @@ impl StagedReader {
             None
         };
         let streams = self.gpu.streams();
-        let chunk = self.settings.copy_chunk.max(1) as usize;
         let results: Vec<Result<Vec<Span>>> = slots
             .par_iter()
             .enumerate()
@@ -212,42 +219,25 @@ impl StagedReader {
                 self.gpu.bind()?;
                 let mut s = ring.acquire()?;
                 let work = (|| {
-                    // Read in pieces of at most `chunk` bytes and copy every `chunk` bytes
-                    // filled, so the copy engine reads what the CPU has just written.
-                    let stream = &streams[k % streams.len()];
-                    let slot_len = (slot.dest.end - slot.dest.start) as usize;
-                    let mut copied = 0usize;
                     let mut spans = Vec::with_capacity(slot.reads.len());
                     for r in &slot.reads {
                         let t = Instant::now();
                         let off = r.bounce_offset as usize;
                         let len = (r.file.end - r.file.start) as usize;
-                        let mut done = 0usize;
-                        while done < len {
-                            let n = chunk.min(len - done);
-                            let at = r.file.start + done as u64;
-                            let buf = &mut s.buf.as_mut_slice()[off + done..off + done + n];
-                            match &direct {
-                                Some(f) => read_direct(f, buf, at),
-                                None => read_fully_at(file.file(), buf, at),
-                            }
-                            .map_err(|e| file.read_error(r.file.clone(), "", e))?;
-                            done += n;
-                            let filled = off + done;
-                            if filled - copied >= chunk {
-                                let to = slot.dest.start as usize + copied;
-                                s.buf
-                                    .copy_to_device_async(copied..filled, dest, to, stream)?;
-                                copied = filled;
-                            }
+                        let buf = &mut s.buf.as_mut_slice()[off..off + len];
+                        match &direct {
+                            Some(f) => read_direct(f, buf, r.file.start),
+                            None => read_fully_at(file.file(), buf, r.file.start),
                         }
+                        .map_err(|e| file.read_error(r.file.clone(), "", e))?;
                         spans.push((r.request, t, Instant::now(), 1));
                     }
-                    if copied < slot_len {
-                        let to = slot.dest.start as usize + copied;
-                        s.buf
-                            .copy_to_device_async(copied..slot_len, dest, to, stream)?;
-                    }
+                    // one copy per filled buffer (copies every 256 KiB to 4 MiB of a buffer
+                    // measured slower on the H200 machine: benches/RESULTS.md)
+                    let len = (slot.dest.end - slot.dest.start) as usize;
+                    let stream = &streams[k % streams.len()];
+                    s.buf
+                        .copy_to_device_async(0..len, dest, slot.dest.start as usize, stream)?;
                     s.event.record(stream)?;
                     s.pending = true;
                     Ok(spans)
