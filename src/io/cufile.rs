@@ -19,7 +19,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cudarc::cufile::sys;
 use rayon::prelude::*;
@@ -29,7 +29,7 @@ use crate::device::{gpu, DeviceBuffer, Gpu};
 use crate::error::{Error, Result};
 use crate::io::host::shared_pool;
 use crate::io::policy::{nvidia_fs_fact, Fact, MachineFacts};
-use crate::io::{CufileCounters, IoPath, RequestRecord};
+use crate::io::{records_from_spans, task_pieces, CufileCounters, IoPath, RequestRecord, Span};
 use crate::plan::IoRequest;
 use crate::source::ParquetFile;
 
@@ -386,50 +386,25 @@ impl CufileReader {
         dest: &DeviceBuffer,
         path: IoPath,
     ) -> Result<Vec<RequestRecord>> {
-        let task = self.settings.task_size.max(1);
-        let mut pieces: Vec<(usize, Range<u64>, u64)> = Vec::new();
-        for &i in selected {
-            let q = &requests[i];
-            let mut off = q.range.start;
-            while off < q.range.end {
-                let end = (off + task).min(q.range.end);
-                pieces.push((i, off..end, q.dest_offset + (off - q.range.start)));
-                off = end;
-            }
-        }
-        let spans: Vec<Result<(usize, Instant, Instant)>> = self.pool.install(|| {
+        let pieces = task_pieces(requests, selected, self.settings.task_size);
+        let spans: Vec<Result<Span>> = self.pool.install(|| {
             pieces
                 .par_iter()
                 .map(|(i, range, dest_off)| {
                     let t = Instant::now();
                     self.gpu.bind()?;
                     read_piece(file, handle, range.clone(), dest, *dest_off)?;
-                    Ok((*i, t, Instant::now()))
+                    Ok((*i, t, Instant::now(), 1))
                 })
                 .collect()
         });
-        let mut by_request: Vec<Option<(Instant, Instant, usize)>> = vec![None; requests.len()];
-        for s in spans {
-            let (i, s, e) = s?;
-            by_request[i] = Some(match by_request[i] {
-                None => (s, e, 1),
-                Some((s0, e0, n)) => (s0.min(s), e0.max(e), n + 1),
-            });
-        }
-        Ok(selected
-            .iter()
-            .map(|&i| {
-                let (time, pieces) =
-                    by_request[i].map_or((Duration::ZERO, 0), |(s, e, n)| (e.duration_since(s), n));
-                RequestRecord {
-                    index: i,
-                    range: requests[i].range.clone(),
-                    path,
-                    pieces,
-                    time,
-                }
-            })
-            .collect())
+        let spans = spans.into_iter().collect::<Result<Vec<Span>>>()?;
+        Ok(records_from_spans(
+            requests,
+            selected.iter().copied(),
+            spans,
+            path,
+        ))
     }
 }
 

@@ -9,13 +9,13 @@ use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rayon::prelude::*;
 
 use crate::config::IoSettings;
 use crate::error::{Error, Result};
-use crate::io::{check_destinations, Dest, IoPath, IoReport, RangeReader, RequestRecord};
+use crate::io::{check_destinations, records_from_spans, Dest, IoPath, IoReport, RangeReader};
 use crate::plan::IoRequest;
 use crate::source::{read_fully_at, ParquetFile};
 
@@ -139,31 +139,12 @@ impl RangeReader for HostReader {
                 .collect()
         });
 
-        let mut spans: Vec<Option<(Instant, Instant, usize)>> = vec![None; requests.len()];
+        let mut spans = Vec::with_capacity(timings.len());
         for t in timings {
             let (i, s, e) = t?;
-            spans[i] = Some(match spans[i] {
-                None => (s, e, 1),
-                Some((s0, e0, n)) => (s0.min(s), e0.max(e), n + 1),
-            });
+            spans.push((i, s, e, 1));
         }
-        let records = requests
-            .iter()
-            .enumerate()
-            .map(|(i, q)| {
-                let (time, pieces) = match spans[i] {
-                    Some((s, e, n)) => (e.duration_since(s), n),
-                    None => (Duration::ZERO, 0),
-                };
-                RequestRecord {
-                    index: i,
-                    range: q.range.clone(),
-                    path: IoPath::Host,
-                    pieces,
-                    time,
-                }
-            })
-            .collect();
+        let records = records_from_spans(requests, 0..requests.len(), spans, IoPath::Host);
         Ok(IoReport {
             requests: records,
             wall: t0.elapsed(),

@@ -22,7 +22,7 @@ pub mod staging;
 
 use std::fmt;
 use std::ops::Range;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::device::DeviceBuffer;
 use crate::error::{Error, Result};
@@ -216,6 +216,61 @@ pub trait RangeReader: fmt::Debug + Send + Sync {
 
     /// Short name for reports (`host`, `staged`, ...).
     fn name(&self) -> &'static str;
+}
+
+/// One piece of work done by a reader thread: (request index, start, end, pieces it counts as).
+pub(crate) type Span = (usize, Instant, Instant, usize);
+
+/// One [`RequestRecord`] per `selected` request (in that order), its time from its first
+/// piece's start to its last piece's end and its pieces counted from `spans`.
+pub(crate) fn records_from_spans(
+    requests: &[IoRequest],
+    selected: impl IntoIterator<Item = usize>,
+    spans: impl IntoIterator<Item = Span>,
+    path: IoPath,
+) -> Vec<RequestRecord> {
+    let mut by_request: Vec<Option<(Instant, Instant, usize)>> = vec![None; requests.len()];
+    for (i, s, e, n) in spans {
+        by_request[i] = Some(match by_request[i] {
+            None => (s, e, n),
+            Some((s0, e0, n0)) => (s0.min(s), e0.max(e), n0 + n),
+        });
+    }
+    selected
+        .into_iter()
+        .map(|i| {
+            let (time, pieces) =
+                by_request[i].map_or((Duration::ZERO, 0), |(s, e, n)| (e.duration_since(s), n));
+            RequestRecord {
+                index: i,
+                range: requests[i].range.clone(),
+                path,
+                pieces,
+                time,
+            }
+        })
+        .collect()
+}
+
+/// The `selected` requests cut into pieces of at most `task` bytes: (request, file range,
+/// destination offset).
+pub(crate) fn task_pieces(
+    requests: &[IoRequest],
+    selected: &[usize],
+    task: u64,
+) -> Vec<(usize, Range<u64>, u64)> {
+    let task = task.max(1);
+    let mut pieces = Vec::new();
+    for &i in selected {
+        let q = &requests[i];
+        let mut off = q.range.start;
+        while off < q.range.end {
+            let end = (off + task).min(q.range.end);
+            pieces.push((i, off..end, q.dest_offset + (off - q.range.start)));
+            off = end;
+        }
+    }
+    pieces
 }
 
 /// Checks requests against the destination: in bounds, non-overlapping. Returns the request

@@ -18,7 +18,7 @@
 use std::ops::Range;
 use std::os::fd::AsRawFd;
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rayon::prelude::*;
 
@@ -27,7 +27,10 @@ use crate::device::{gpu, DeviceBuffer, Event, Gpu, PinnedBuffer};
 use crate::error::{Error, Result};
 use crate::io::host::{open_direct, read_direct, shared_pool};
 use crate::io::staging::plan_staging;
-use crate::io::{check_destinations, Dest, IoPath, IoReport, RangeReader, RequestRecord};
+use crate::io::{
+    check_destinations, records_from_spans, Dest, IoPath, IoReport, RangeReader, RequestRecord,
+    Span,
+};
 use crate::plan::IoRequest;
 use crate::source::{read_fully_at, ParquetFile};
 
@@ -116,9 +119,6 @@ impl Ring {
     }
 }
 
-/// Per-request timing collected from the workers: (request, start, end, pieces).
-type Span = (usize, Instant, Instant, usize);
-
 impl StagedReader {
     /// A reader for device `ordinal` on the process-wide pool of `settings.nthreads` threads.
     pub fn new(settings: IoSettings, ordinal: usize) -> Result<Self> {
@@ -162,27 +162,12 @@ impl StagedReader {
         });
         let mut spans = a?;
         spans.extend(b?);
-        let mut by_request: Vec<Option<(Instant, Instant, usize)>> = vec![None; requests.len()];
-        for (i, s, e, n) in spans {
-            by_request[i] = Some(match by_request[i] {
-                None => (s, e, n),
-                Some((s0, e0, n0)) => (s0.min(s), e0.max(e), n0 + n),
-            });
-        }
-        Ok(selected
-            .iter()
-            .map(|&i| {
-                let (time, pieces) =
-                    by_request[i].map_or((Duration::ZERO, 0), |(s, e, n)| (e.duration_since(s), n));
-                RequestRecord {
-                    index: i,
-                    range: requests[i].range.clone(),
-                    path: IoPath::Staged,
-                    pieces,
-                    time,
-                }
-            })
-            .collect())
+        Ok(records_from_spans(
+            requests,
+            selected.iter().copied(),
+            spans,
+            IoPath::Staged,
+        ))
     }
 
     fn read_bounced(
