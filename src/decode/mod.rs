@@ -6,4 +6,5 @@
 
 pub mod chunks;
 pub mod host;
+pub mod page_header;
 pub(crate) mod panic_guard;
