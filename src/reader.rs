@@ -677,7 +677,10 @@ impl ParquetGpuReader {
 
     /// Reads and decodes everything the plan selects.
     pub fn load(&self) -> Result<Loaded> {
-        self.load_with(&self.host_reader)
+        match &self.gpu_reader {
+            Some(g) => self.load_with(g),
+            None => self.load_with(&self.host_reader),
+        }
     }
 
     /// Like [`load`](Self::load), reading through `reader` (e.g. a recording reader).
@@ -687,8 +690,8 @@ impl ParquetGpuReader {
     /// bytes just read are decoded while still warm in cache and memory stays bounded.
     pub fn load_with(&self, reader: &dyn RangeReader) -> Result<Loaded> {
         let t0 = Instant::now();
-        if let Some(g) = &self.gpu_reader {
-            return self.load_to_device(g, t0);
+        if let Location::Cuda(n) = self.device.location {
+            return self.load_to_device(reader, n, t0);
         }
         let plan = &self.plan;
         let total = plan.request_bytes();
@@ -803,8 +806,13 @@ impl ParquetGpuReader {
         })
     }
 
-    /// Reads every planned request into one device allocation.
-    fn load_to_device(&self, g: &GpuReader, t0: Instant) -> Result<Loaded> {
+    /// Reads every planned request into one allocation on device `ordinal`, through `reader`.
+    fn load_to_device(
+        &self,
+        reader: &dyn RangeReader,
+        ordinal: usize,
+        t0: Instant,
+    ) -> Result<Loaded> {
         let plan = &self.plan;
         let total = plan
             .requests
@@ -823,8 +831,8 @@ impl ParquetGpuReader {
             }
         };
         notify(0, 0);
-        let mut buffer = g.gpu().alloc(total as usize)?;
-        let io = g.read(&self.file, &plan.requests, Dest::Device(&mut buffer))?;
+        let mut buffer = device::gpu(ordinal)?.alloc(total as usize)?;
+        let io = reader.read(&self.file, &plan.requests, Dest::Device(&mut buffer))?;
         notify(plan.request_bytes(), plan.row_groups.len());
         let schema = self.decoder.schema().clone();
         let report = LoadReport {
@@ -863,6 +871,28 @@ impl ParquetGpuReader {
     /// plan.
     pub fn decode_on_host(&self, chunks: &DeviceChunks) -> Result<Vec<LoadedBatch>> {
         let plan = &self.plan;
+        let total = plan
+            .requests
+            .iter()
+            .map(|q| q.dest_offset + q.len())
+            .max()
+            .unwrap_or(0);
+        let same = chunks.buffer.len() as u64 == total
+            && chunks.chunks.len() == plan.chunks.len()
+            && chunks
+                .chunks
+                .iter()
+                .zip(&plan.chunks)
+                .all(|(a, b)| a.range == b.range && a.dest_offset == b.dest_offset);
+        if !same {
+            return Err(Error::Device {
+                device: format!("cuda:{}", chunks.buffer.gpu().ordinal()),
+                reason: format!(
+                    "these device chunks were not loaded by this reader's plan of {}",
+                    self.file.path().display()
+                ),
+            });
+        }
         let mut host = take_buffer(chunks.buffer.len());
         chunks.buffer.copy_into(0, &mut host)?;
         let data = Bytes::from(host);

@@ -5,6 +5,7 @@
 //! bytes the I/O stage fetched, exactly the planned chunk ranges.
 
 pub mod chunks;
+pub mod decompress;
 pub mod host;
 pub mod page_header;
 pub(crate) mod panic_guard;

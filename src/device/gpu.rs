@@ -184,8 +184,8 @@ impl Gpu {
         self.total_memory
     }
 
-    /// Makes the device's context current on the calling thread. Every entry point that calls
-    /// the driver does this first.
+    /// Makes the device's (primary) context current on the calling thread. Every entry point
+    /// that calls the driver does this first; the previous current context is not restored.
     pub fn bind(&self) -> Result<()> {
         self.ctx
             .bind_to_thread()
@@ -283,8 +283,9 @@ impl Gpu {
     }
 
     /// Returns a pinned buffer to the pool; the least recently returned buffers are freed
-    /// when the pool holds more than [`PINNED_POOL_RETAIN`] bytes.
-    pub fn recycle_pinned(&self, b: PinnedBuffer) {
+    /// when the pool holds more than [`PINNED_POOL_RETAIN`] bytes. The caller must have waited
+    /// for every copy from the buffer (crate-private for that reason).
+    pub(crate) fn recycle_pinned(&self, b: PinnedBuffer) {
         let mut pool = self.pinned.lock().unwrap_or_else(|p| p.into_inner());
         pool.push(b);
         let mut held: usize = pool.iter().map(|b| b.len).sum();
@@ -418,8 +419,10 @@ impl Drop for DeviceBuffer {
             return;
         }
         if self.gpu.bind().is_ok() {
-            // SAFETY: the allocation is live and freed once, here. cuMemFree waits for work
-            // that uses it to finish.
+            // SAFETY: the allocation is live and freed once, here. No work uses it any more:
+            // copies into it are enqueued only through `unsafe` calls whose contract keeps the
+            // buffer alive until they complete, and every reader waits for its copies before
+            // returning.
             let _ = unsafe { cu::free_sync(self.ptr) };
         }
     }
@@ -468,12 +471,38 @@ impl PinnedBuffer {
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 
-    /// Enqueues a copy of bytes `src` of this buffer to device address `dst` on `stream`.
+    /// Copies bytes `src` of this buffer to `dst[dst_offset..]` and waits for the copy.
+    pub fn copy_to_device(
+        &self,
+        src: Range<usize>,
+        dst: &DeviceBuffer,
+        dst_offset: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let done = self.gpu.event()?;
+        // SAFETY: the copy is waited for below before this function returns, while `self` and
+        // `dst` are still borrowed; if enqueueing the wait fails, the stream is synchronized.
+        unsafe { self.copy_to_device_async(src, dst, dst_offset, stream)? };
+        if done
+            .record(stream)
+            .and_then(|()| done.synchronize())
+            .is_err()
+        {
+            self.gpu.bind()?;
+            // SAFETY: the stream is live; waiting for all its work covers the copy above.
+            unsafe { cu::stream::synchronize(stream.raw()) }
+                .map_err(|e| driver_error(self.gpu.ordinal, "cuStreamSynchronize", e))?;
+        }
+        Ok(())
+    }
+
+    /// Enqueues a copy of bytes `src` of this buffer to `dst[dst_offset..]` on `stream`.
     ///
-    /// The caller must not write to those bytes, nor drop or recycle the buffer, until an event
-    /// recorded after this call has completed; `&mut self` on every writer makes the caller
-    /// hold the buffer, and the staged reader keeps it with its event.
-    pub fn copy_to_device_async(
+    /// # Safety
+    /// Until work recorded on `stream` after this call has completed (an event recorded after
+    /// it, or the stream synchronized), the caller must not write to those bytes of this
+    /// buffer, drop it or give it back to the pool, and must not drop `dst`.
+    pub unsafe fn copy_to_device_async(
         &self,
         src: Range<usize>,
         dst: &DeviceBuffer,
@@ -495,8 +524,8 @@ impl PinnedBuffer {
             return Ok(());
         }
         // SAFETY: source and destination ranges are inside live allocations (checked above);
-        // the caller keeps the pinned source unchanged until the copy completes (documented
-        // contract above), and `dst` is kept alive by the caller's borrow until it synchronizes.
+        // the caller keeps both alive and the source unchanged until the copy completes (the
+        // contract of this function).
         unsafe {
             cu::memcpy_htod_async(
                 dst.ptr + dst_offset as u64,

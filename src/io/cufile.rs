@@ -18,6 +18,8 @@ use std::ops::Range;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -199,23 +201,58 @@ type HandleKey = (u64, u64, u64, i64, i64);
 
 static HANDLES: Mutex<Vec<(HandleKey, Arc<CufileHandle>)>> = Mutex::new(Vec::new());
 
+/// cuFile calls (registrations and reads) in progress, and whether the process is exiting.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+static CLOSING: AtomicBool = AtomicBool::new(false);
+
+/// Counts a cuFile call in progress; refused once the process is exiting.
+struct InFlight;
+
+impl InFlight {
+    fn enter() -> Option<Self> {
+        IN_FLIGHT.fetch_add(1, SeqCst);
+        if CLOSING.load(SeqCst) {
+            IN_FLIGHT.fetch_sub(1, SeqCst);
+            return None;
+        }
+        Some(InFlight)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, SeqCst);
+    }
+}
+
 /// Runs at process exit, before libcufile's and the CUDA driver's own teardown: deregisters the
 /// cached file handles and closes the driver, so that cuFile never tears down state that
-/// refers to a CUDA context already destroyed.
+/// refers to a CUDA context already destroyed. When another thread is still inside a cuFile
+/// call (a program that exits without joining its readers), nothing is closed: leaking is
+/// safer than closing under a running read.
 extern "C" fn close_at_exit() {
-    let handles = match HANDLES.lock() {
-        Ok(mut h) => std::mem::take(&mut *h),
-        Err(_) => return,
+    CLOSING.store(true, SeqCst);
+    if IN_FLIGHT.load(SeqCst) != 0 {
+        return;
+    }
+    let Ok(mut h) = HANDLES.try_lock() else {
+        return;
     };
+    let handles = std::mem::take(&mut *h);
+    drop(h);
     drop(handles);
     // SAFETY: the driver was opened by `probe` (this handler is registered only then); no
-    // cuFile call runs after exit began.
+    // cuFile call is in progress and none can start (CLOSING is set before IN_FLIGHT is read,
+    // and callers check CLOSING after counting themselves in).
     unsafe { sys::cuFileDriverClose_v2() };
 }
 
 /// Registers `file` with cuFile (once per unchanged file per process). The error is the fact
 /// the policy records: the cuFile code and what usually causes it.
 pub fn register(file: &ParquetFile) -> std::result::Result<Arc<CufileHandle>, Fact> {
+    let Some(_guard) = InFlight::enter() else {
+        return Err(Fact::no("the process is exiting: cuFile is closed"));
+    };
     let p = probe();
     if !p.library.ok || !p.driver_open.ok {
         return Err(Fact::no(format!(
@@ -247,6 +284,16 @@ pub fn register(file: &ParquetFile) -> std::result::Result<Arc<CufileHandle>, Fa
             Err(e) => return Err(Fact::no(format!("open {}: {e}", file.path().display()))),
         },
     };
+    // The handle reads through its own descriptor: it must be the file that was planned.
+    match f.metadata() {
+        Ok(m) if (m.dev(), m.ino()) == (md.dev(), md.ino()) => {}
+        _ => {
+            return Err(Fact::no(format!(
+                "{} was replaced since it was opened; not registering the new file",
+                file.path().display()
+            )))
+        }
+    }
     let descr = sys::CUfileDescr_t {
         type_: sys::CUfileFileHandleType::CU_FILE_HANDLE_TYPE_OPAQUE_FD,
         handle: sys::CUfileDescr_t__bindgen_ty_1 { fd: f.as_raw_fd() },
@@ -428,6 +475,13 @@ fn read_piece(
             ),
         });
     }
+    let Some(_guard) = InFlight::enter() else {
+        return Err(Error::CuFile {
+            path: file.path().to_path_buf(),
+            range: Some(range),
+            reason: "the process is exiting: cuFile is closed".into(),
+        });
+    };
     let mut done = 0u64;
     while done < len {
         let want = (len - done) as usize;

@@ -15,6 +15,7 @@
 //! is opt-in (`CUPARQUET_STAGING=mapped`), not the default. Unsafe code here: the mapping and
 //! its registration.
 
+use std::collections::VecDeque;
 use std::ops::Range;
 use std::os::fd::AsRawFd;
 use std::sync::{Arc, Condvar, Mutex};
@@ -52,17 +53,44 @@ struct Slot {
     pending: bool,
 }
 
-/// The ring of pinned bounce buffers of one read.
+/// The ring of pinned bounce buffers of one read. First in, first out: the buffer handed out
+/// is the one whose copy was enqueued longest ago, so a worker rarely waits for a copy.
 struct Ring {
-    free: Mutex<Vec<Slot>>,
+    free: Mutex<VecDeque<Slot>>,
     ready: Condvar,
+}
+
+/// A buffer taken from the ring; given back when dropped (also on error or panic), so no
+/// other worker waits forever.
+struct Held<'r> {
+    ring: &'r Ring,
+    slot: Option<Slot>,
+}
+
+impl Held<'_> {
+    fn slot(&mut self) -> &mut Slot {
+        self.slot.as_mut().expect("a held slot until dropped")
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if let Some(s) = self.slot.take() {
+            self.ring
+                .free
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push_back(s);
+            self.ring.ready.notify_one();
+        }
+    }
 }
 
 impl Ring {
     fn new(gpu: &Arc<Gpu>, count: usize, size: usize) -> Result<Self> {
-        let mut v = Vec::with_capacity(count);
+        let mut v = VecDeque::with_capacity(count);
         for _ in 0..count.max(1) {
-            v.push(Slot {
+            v.push_back(Slot {
                 buf: gpu.pinned(size)?,
                 event: gpu.event()?,
                 pending: false,
@@ -75,34 +103,30 @@ impl Ring {
     }
 
     /// A free buffer whose previous copy has completed.
-    fn acquire(&self) -> Result<Slot> {
+    fn acquire(&self) -> Result<Held<'_>> {
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        let mut slot = loop {
-            if let Some(s) = free.pop() {
+        let slot = loop {
+            if let Some(s) = free.pop_front() {
                 break s;
             }
             free = self.ready.wait(free).unwrap_or_else(|p| p.into_inner());
         };
         drop(free);
-        if slot.pending {
-            if let Err(e) = slot.event.synchronize() {
-                self.release(slot);
-                return Err(e);
-            }
-            slot.pending = false;
+        let mut held = Held {
+            ring: self,
+            slot: Some(slot),
+        };
+        let s = held.slot();
+        if s.pending {
+            // on failure the slot goes back still pending: whoever takes it waits again
+            s.event.synchronize()?;
+            s.pending = false;
         }
-        Ok(slot)
+        Ok(held)
     }
 
-    fn release(&self, slot: Slot) {
-        self.free
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(slot);
-        self.ready.notify_one();
-    }
-
-    /// Waits for every copy and returns the buffers to the device's pool.
+    /// Waits for every copy and returns the buffers to the device's pool. A buffer whose copy
+    /// state is unknown (its wait failed) is leaked rather than freed or reused.
     fn finish(self, gpu: &Gpu) -> Result<()> {
         let slots = self.free.into_inner().unwrap_or_else(|p| p.into_inner());
         let mut first_err = None;
@@ -110,7 +134,8 @@ impl Ring {
             if s.pending {
                 if let Err(e) = s.event.synchronize() {
                     first_err.get_or_insert(e);
-                    continue; // a buffer whose copy state is unknown is dropped, not reused
+                    std::mem::forget(s.buf);
+                    continue;
                 }
             }
             gpu.recycle_pinned(s.buf);
@@ -202,33 +227,45 @@ impl StagedReader {
             .enumerate()
             .map(|(k, slot)| {
                 self.gpu.bind()?;
-                let mut s = ring.acquire()?;
-                let work = (|| {
-                    let mut spans = Vec::with_capacity(slot.reads.len());
-                    for r in &slot.reads {
-                        let t = Instant::now();
-                        let off = r.bounce_offset as usize;
-                        let len = (r.file.end - r.file.start) as usize;
-                        let buf = &mut s.buf.as_mut_slice()[off..off + len];
-                        match &direct {
-                            Some(f) => read_direct(f, buf, r.file.start),
-                            None => read_fully_at(file.file(), buf, r.file.start),
-                        }
-                        .map_err(|e| file.read_error(r.file.clone(), "", e))?;
-                        spans.push((r.request, t, Instant::now(), 1));
+                let mut held = ring.acquire()?;
+                let s = held.slot();
+                let mut spans = Vec::with_capacity(slot.reads.len());
+                for r in &slot.reads {
+                    let t = Instant::now();
+                    let off = r.bounce_offset as usize;
+                    let len = (r.file.end - r.file.start) as usize;
+                    let buf = &mut s.buf.as_mut_slice()[off..off + len];
+                    match &direct {
+                        Some(f) => read_direct(f, buf, r.file.start),
+                        None => read_fully_at(file.file(), buf, r.file.start),
                     }
-                    // one copy per filled buffer (copies every 256 KiB to 4 MiB of a buffer
-                    // measured slower on the H200 machine: benches/RESULTS.md)
-                    let len = (slot.dest.end - slot.dest.start) as usize;
-                    let stream = &streams[k % streams.len()];
+                    .map_err(|e| file.read_error(r.file.clone(), "", e))?;
+                    spans.push((r.request, t, Instant::now(), 1));
+                }
+                // one copy per filled buffer (copies every 256 KiB to 4 MiB of a buffer
+                // measured slower on the H200 machine: benches/RESULTS.md)
+                let len = (slot.dest.end - slot.dest.start) as usize;
+                let stream = &streams[k % streams.len()];
+                // SAFETY: the buffer is not written, dropped or recycled until its event has
+                // completed: `pending` is set as soon as the copy is enqueued, `acquire` and
+                // `finish` wait for the event first, and if recording the event fails the
+                // stream is synchronized here. `dest` outlives the read, which waits for every
+                // copy (`finish`) before returning.
+                unsafe {
                     s.buf
                         .copy_to_device_async(0..len, dest, slot.dest.start as usize, stream)?;
-                    s.event.record(stream)?;
-                    s.pending = true;
-                    Ok(spans)
-                })();
-                ring.release(s);
-                work
+                }
+                s.pending = true;
+                if let Err(e) = s.event.record(stream) {
+                    if self.gpu.synchronize().is_ok() {
+                        held.slot().pending = false;
+                    } else if let Some(lost) = held.slot.take() {
+                        // the copy's state is unknown: never free or reuse its buffer
+                        std::mem::forget(lost.buf);
+                    }
+                    return Err(e);
+                }
+                Ok(spans)
             })
             .collect();
         let finished = ring.finish(&self.gpu);
