@@ -15,7 +15,7 @@ use crate::config::IoSettings;
 use crate::device::{gpu, Gpu};
 use crate::error::{Error, Result};
 use crate::io::cufile::{self, CufileReader};
-use crate::io::policy::{decide, MachineFacts, PlannedPath, Target};
+use crate::io::policy::{decide, Fact, MachineFacts, PathDecision, PlannedPath, Target};
 use crate::io::staged::StagedReader;
 use crate::io::{check_destinations, Dest, IoPath, IoReport, RangeReader};
 use crate::plan::IoRequest;
@@ -68,6 +68,72 @@ impl GpuReader {
     }
 }
 
+/// Where every request goes, and why.
+#[derive(Debug)]
+pub(crate) struct PathPlan<H> {
+    /// One decision per request.
+    pub decisions: Vec<PathDecision>,
+    /// Requests read with cuFile (then `handle` is set).
+    pub to_cufile: Vec<usize>,
+    /// Requests staged.
+    pub to_stage: Vec<usize>,
+    /// The registered file, when any request goes to cuFile.
+    pub handle: Option<H>,
+    /// The facts the decisions were made from, registration included when tried.
+    pub facts: MachineFacts,
+}
+
+/// Decides the path of every request (pure but for `register`, called at most once and only
+/// when some request would use cuFile): decides, registers the file when a range wants cuFile,
+/// then decides again with the registration's outcome — in auto mode a failed registration
+/// stages those ranges with cuFile's reason, in off mode it is an error.
+pub(crate) fn plan_paths<H>(
+    settings: &IoSettings,
+    facts: &MachineFacts,
+    file: &std::path::Path,
+    requests: &[IoRequest],
+    register: impl FnOnce() -> std::result::Result<(H, String), Fact>,
+) -> Result<PathPlan<H>> {
+    let mut facts = facts.clone();
+    let decide_all = |facts: &MachineFacts| -> Result<Vec<PathDecision>> {
+        requests
+            .iter()
+            .map(|q| decide(settings, facts, Target::Device, file, q.range.clone()))
+            .collect()
+    };
+    let mut decisions = decide_all(&facts)?;
+    let mut handle = None;
+    if decisions.iter().any(|d| d.path == PlannedPath::CuFile) {
+        match register() {
+            Ok((h, how)) => {
+                facts.registration = Some(Fact::yes(how));
+                handle = Some(h);
+            }
+            Err(f) => facts.registration = Some(f),
+        }
+        decisions = decide_all(&facts)?;
+    }
+    let (to_cufile, to_stage): (Vec<usize>, Vec<usize>) =
+        (0..requests.len()).partition(|&i| decisions[i].path == PlannedPath::CuFile);
+    if !to_cufile.is_empty() && handle.is_none() {
+        return Err(Error::CuFile {
+            path: file.to_path_buf(),
+            range: None,
+            reason: "cuFile was chosen without a registered file handle".into(),
+        });
+    }
+    if to_cufile.is_empty() {
+        handle = None;
+    }
+    Ok(PathPlan {
+        decisions,
+        to_cufile,
+        to_stage,
+        handle,
+        facts,
+    })
+}
+
 impl RangeReader for GpuReader {
     fn read(&self, file: &ParquetFile, requests: &[IoRequest], dest: Dest<'_>) -> Result<IoReport> {
         let t0 = Instant::now();
@@ -86,41 +152,18 @@ impl RangeReader for GpuReader {
         }
         check_destinations(file, requests, buf.len() as u64)?;
 
-        // Decide every range; register the file when any range wants cuFile, then decide again
-        // with the registration's outcome.
-        let mut facts = self.facts.clone();
-        let decide_all = |facts: &MachineFacts| -> Result<Vec<_>> {
-            requests
-                .iter()
-                .map(|q| {
-                    decide(
-                        &self.settings,
-                        facts,
-                        Target::Device,
-                        file.path(),
-                        q.range.clone(),
-                    )
-                })
-                .collect()
-        };
-        let mut decisions = decide_all(&facts)?;
-        let mut handle = None;
-        if decisions.iter().any(|d| d.path == PlannedPath::CuFile) {
-            match cufile::register(file) {
-                Ok(h) => {
-                    facts.registration = Some(crate::io::policy::Fact::yes(format!(
-                        "registered with cuFile ({})",
-                        if h.direct() { "O_DIRECT" } else { "buffered" }
-                    )));
-                    handle = Some(h);
-                }
-                Err(f) => facts.registration = Some(f),
-            }
-            decisions = decide_all(&facts)?;
-        }
-        let (to_cufile, to_stage): (Vec<usize>, Vec<usize>) =
-            (0..requests.len()).partition(|&i| decisions[i].path == PlannedPath::CuFile);
-
+        let PathPlan {
+            decisions,
+            to_cufile,
+            to_stage,
+            handle,
+            facts,
+        } = plan_paths(&self.settings, &self.facts, file.path(), requests, || {
+            cufile::register(file).map(|h| {
+                let how = if h.direct() { "O_DIRECT" } else { "buffered" };
+                (h, format!("registered with cuFile ({how})"))
+            })
+        })?;
         let before = if to_cufile.is_empty() {
             None
         } else {
@@ -130,7 +173,7 @@ impl RangeReader for GpuReader {
             rayon::join(
                 || self.staged.read_selected(file, requests, &to_stage, buf),
                 || match &handle {
-                    Some(h) if !to_cufile.is_empty() => self.cufile.read_selected(
+                    Some(h) => self.cufile.read_selected(
                         file,
                         h,
                         requests,
@@ -138,7 +181,7 @@ impl RangeReader for GpuReader {
                         buf,
                         IoPath::CufilePosix,
                     ),
-                    _ => Ok(Vec::new()),
+                    None => Ok(Vec::new()), // plan_paths: no handle means no cuFile request
                 },
             )
         });
@@ -181,5 +224,105 @@ impl RangeReader for GpuReader {
 
     fn name(&self) -> &'static str {
         "gpu"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CompatMode;
+    use std::path::Path;
+
+    fn facts(nvfs: bool) -> MachineFacts {
+        MachineFacts {
+            libcufile: Fact::yes("libcufile ok"),
+            driver_open: Fact::yes("driver open"),
+            nvidia_fs: if nvfs {
+                Fact::yes("nvidia-fs loaded")
+            } else {
+                Fact::no("nvidia-fs not loaded")
+            },
+            registration: None,
+        }
+    }
+
+    fn reqs(lens: &[u64]) -> Vec<IoRequest> {
+        let mut off = 0;
+        lens.iter()
+            .map(|&n| {
+                let q = IoRequest {
+                    range: off..off + n,
+                    dest_offset: off,
+                    chunks: vec![],
+                };
+                off += n;
+                q
+            })
+            .collect()
+    }
+
+    fn settings(mode: CompatMode) -> IoSettings {
+        IoSettings {
+            compat_mode: mode,
+            ..IoSettings::default()
+        }
+    }
+
+    const BIG: u64 = 1 << 20;
+
+    #[test]
+    fn registration_only_when_a_range_wants_cufile() {
+        let r = reqs(&[BIG, 100, BIG]);
+        let f = Path::new("f.parquet");
+        // no nvidia-fs in auto: everything staged, registration never tried
+        let p = plan_paths(&settings(CompatMode::Auto), &facts(false), f, &r, || {
+            panic!("must not register")
+        })
+        .map(|p: PathPlan<u8>| p)
+        .unwrap();
+        assert_eq!(p.to_stage, vec![0, 1, 2]);
+        assert!(p.handle.is_none() && p.facts.registration.is_none());
+        // nvidia-fs and registration works: large ranges to cuFile, the small one staged
+        let p = plan_paths(&settings(CompatMode::Auto), &facts(true), f, &r, || {
+            Ok((7u8, "registered".into()))
+        })
+        .unwrap();
+        assert_eq!(
+            (p.to_cufile.clone(), p.to_stage.clone()),
+            (vec![0, 2], vec![1])
+        );
+        assert_eq!(p.handle, Some(7));
+        assert!(p.decisions[1].reason.contains("below gds_threshold"));
+        // registration fails: staged, with cuFile's reason on the large ranges
+        let p: PathPlan<u8> = plan_paths(&settings(CompatMode::Auto), &facts(true), f, &r, || {
+            Err(Fact::no("cuFileHandleRegister failed: udev"))
+        })
+        .unwrap();
+        assert_eq!(p.to_stage, vec![0, 1, 2]);
+        assert!(p.handle.is_none());
+        assert!(p.decisions[0]
+            .reason
+            .contains("cuFileHandleRegister failed: udev"));
+        // off: the failure is an error naming the file and range
+        let e = plan_paths::<u8>(&settings(CompatMode::Off), &facts(false), f, &r, || {
+            Err(Fact::no("cuFileHandleRegister failed: udev"))
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("f.parquet: cuFile (bytes 0..1048576)"), "{e}");
+        // off without nvidia-fs but registered: cuFile, small range still staged
+        let p = plan_paths(&settings(CompatMode::Off), &facts(false), f, &r, || {
+            Ok((1u8, "registered".into()))
+        })
+        .unwrap();
+        assert_eq!(p.to_cufile, vec![0, 2]);
+        assert!(p.decisions[0].reason.contains("POSIX compat path"));
+        // on: never cuFile
+        let p = plan_paths(&settings(CompatMode::On), &facts(true), f, &r, || {
+            panic!("must not register")
+        })
+        .map(|p: PathPlan<u8>| p)
+        .unwrap();
+        assert_eq!(p.to_stage, vec![0, 1, 2]);
     }
 }
