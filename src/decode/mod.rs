@@ -6,6 +6,7 @@
 
 pub mod chunks;
 pub mod decompress;
+pub mod gpu_plan;
 pub mod host;
 pub mod page_header;
 pub(crate) mod panic_guard;

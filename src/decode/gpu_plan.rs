@@ -1,0 +1,347 @@
+//! Which projected columns the GPU decoder takes, how, and why the others decode on the host.
+//!
+//! Pure: from the footer (physical types, levels, the encodings each chunk lists) and the Arrow
+//! schema arrow-rs derives for the projection, decide per top-level field. The conversions are
+//! exactly arrow-rs's (`parquet::arrow::array_reader::primitive_array`): truncating casts to
+//! 8/16-bit integers, reinterpretation for unsigned, dates, times, durations and timestamps,
+//! sign extension to 64/128/256-bit decimals, days × 86,400,000 for Date64 from INT32 —
+//! so the device result can equal arrow-rs's read bit for bit.
+
+use arrow::datatypes::{DataType, Field, TimeUnit};
+use parquet::basic::{Encoding, Type as PhysicalType};
+use parquet::file::metadata::ParquetMetaData;
+
+/// How stored values become Arrow values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Conversion {
+    /// Bytes copied as stored (same width): INT32→32-bit types, INT64→64-bit types, FLOAT,
+    /// DOUBLE.
+    Copy,
+    /// INT32 truncated to 8 bits (`as i8` / `as u8`).
+    Truncate8,
+    /// INT32 truncated to 16 bits.
+    Truncate16,
+    /// INT32 sign-extended to 64 bits (timestamps and Decimal64 from INT32).
+    Widen64,
+    /// INT32 days × 86,400,000 as 64-bit milliseconds (Date64 from INT32).
+    DaysToMillis,
+    /// INT32/INT64 sign-extended to 128 bits (Decimal128).
+    Widen128,
+    /// INT32/INT64 sign-extended to 256 bits (Decimal256).
+    Widen256,
+    /// Bit-packed (PLAIN) or RLE booleans to an Arrow bitmap.
+    Boolean,
+    /// INT96 (nanoseconds of day + Julian day) to Timestamp(ns).
+    Int96ToNanos,
+    /// FIXED_LEN_BYTE_ARRAY copied (FixedSizeBinary, Float16).
+    FixedBytes,
+    /// Big-endian two's-complement bytes (FLBA or BYTE_ARRAY) to a little-endian decimal of
+    /// the output width.
+    BigEndianDecimal,
+    /// BYTE_ARRAY to offsets (32- or 64-bit) and characters; Utf8 is validated.
+    Bytes,
+}
+
+/// A column the GPU decodes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GpuColumn {
+    /// Index of the top-level field in the projected schema.
+    pub field: usize,
+    /// Leaf column index in the file schema.
+    pub leaf: usize,
+    /// Stored type.
+    pub physical: String,
+    /// Bytes per stored value (FLBA: its length; BYTE_ARRAY: 0).
+    pub physical_width: usize,
+    /// Arrow output type.
+    pub arrow: String,
+    /// Bytes per output value (0 for variable-length and boolean outputs).
+    pub output_width: usize,
+    /// The conversion.
+    pub conversion: Conversion,
+    /// 64-bit offsets (LargeUtf8 / LargeBinary).
+    pub large_offsets: bool,
+    /// Utf8 output: the bytes are validated as UTF-8, as arrow-rs does.
+    pub utf8: bool,
+    /// Maximum definition level (0: required, no validity bitmap).
+    pub max_def_level: i16,
+}
+
+/// Where a projected field is decoded.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub enum Placement {
+    /// On the GPU.
+    Gpu(GpuColumn),
+    /// On the host (arrow-rs), then uploaded; the reason is reported.
+    Host {
+        /// Index of the top-level field.
+        field: usize,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Encodings the GPU decodes (values and levels). BIT_PACKED is listed by many writers for
+/// level streams that do not exist (maximum level 0); a page that really stores BIT_PACKED
+/// levels is caught by the page-header check at decode time.
+fn gpu_encoding(e: Encoding) -> bool {
+    #[allow(deprecated)]
+    let bit_packed = e == Encoding::BIT_PACKED;
+    bit_packed
+        || matches!(
+            e,
+            Encoding::PLAIN | Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY | Encoding::RLE
+        )
+}
+
+fn host(field: usize, reason: impl Into<String>) -> Placement {
+    Placement::Host {
+        field,
+        reason: reason.into(),
+    }
+}
+
+/// Decides, for every field of the projected Arrow schema `fields` (whose leaves, in order,
+/// are `leaves`), where it is decoded, looking at the chunks of `row_groups`.
+pub fn place_columns(
+    metadata: &ParquetMetaData,
+    fields: &[std::sync::Arc<Field>],
+    leaves: &[usize],
+    row_groups: &[usize],
+) -> Vec<Placement> {
+    let schema = metadata.file_metadata().schema_descr();
+    let mut out = Vec::with_capacity(fields.len());
+    let mut next_leaf = 0usize;
+    for (fi, field) in fields.iter().enumerate() {
+        // the leaves of this field: those whose path starts with the field's root name
+        let mine: Vec<usize> = leaves[next_leaf..]
+            .iter()
+            .copied()
+            .take_while(|&l| {
+                schema
+                    .column(l)
+                    .path()
+                    .parts()
+                    .first()
+                    .is_some_and(|r| r == field.name())
+            })
+            .collect();
+        next_leaf += mine.len();
+        if mine.len() != 1 || schema.column(mine[0]).path().parts().len() != 1 {
+            out.push(host(
+                fi,
+                format!(
+                    "'{}' is nested ({}): nested columns decode on the host",
+                    field.name(),
+                    field.data_type()
+                ),
+            ));
+            continue;
+        }
+        let leaf = mine[0];
+        let col = schema.column(leaf);
+        if col.max_rep_level() > 0 {
+            out.push(host(
+                fi,
+                format!(
+                    "'{}' is repeated: nested columns decode on the host",
+                    field.name()
+                ),
+            ));
+            continue;
+        }
+        let mut bad: Vec<String> = Vec::new();
+        for &rg in row_groups {
+            if let Some(c) = metadata.row_groups().get(rg).map(|r| r.column(leaf)) {
+                for e in c.encodings() {
+                    if !gpu_encoding(e) && !bad.contains(&format!("{e}")) {
+                        bad.push(format!("{e}"));
+                    }
+                }
+            }
+        }
+        if !bad.is_empty() {
+            out.push(host(
+                fi,
+                format!(
+                    "'{}' uses {}: decoded on the host until the GPU decodes it",
+                    field.name(),
+                    bad.join(", ")
+                ),
+            ));
+            continue;
+        }
+        let physical = col.physical_type();
+        let width = match physical {
+            PhysicalType::FIXED_LEN_BYTE_ARRAY => col.type_length().max(0) as usize,
+            _ => 0,
+        };
+        match conversion(physical, width, field.data_type()) {
+            Some((conversion, output_width)) => out.push(Placement::Gpu(GpuColumn {
+                field: fi,
+                leaf,
+                physical: physical.to_string(),
+                physical_width: match physical {
+                    PhysicalType::INT32 | PhysicalType::FLOAT => 4,
+                    PhysicalType::INT64 | PhysicalType::DOUBLE => 8,
+                    PhysicalType::INT96 => 12,
+                    _ => width,
+                },
+                arrow: field.data_type().to_string(),
+                output_width,
+                conversion,
+                large_offsets: matches!(
+                    field.data_type(),
+                    DataType::LargeUtf8 | DataType::LargeBinary
+                ),
+                utf8: matches!(field.data_type(), DataType::Utf8 | DataType::LargeUtf8),
+                max_def_level: col.max_def_level(),
+            })),
+            None => out.push(host(
+                fi,
+                format!(
+                    "'{}': Arrow {} from {physical} decodes on the host",
+                    field.name(),
+                    field.data_type()
+                ),
+            )),
+        }
+    }
+    out
+}
+
+/// The conversion from a stored type to an Arrow type, and the output's bytes per value;
+/// `None` where the GPU does not produce that pair (yet).
+pub fn conversion(
+    physical: PhysicalType,
+    flba_width: usize,
+    arrow: &DataType,
+) -> Option<(Conversion, usize)> {
+    use Conversion as C;
+    use DataType as D;
+    Some(match (physical, arrow) {
+        (PhysicalType::BOOLEAN, D::Boolean) => (C::Boolean, 0),
+        (PhysicalType::INT32, D::Int8 | D::UInt8) => (C::Truncate8, 1),
+        (PhysicalType::INT32, D::Int16 | D::UInt16) => (C::Truncate16, 2),
+        (
+            PhysicalType::INT32,
+            D::Int32
+            | D::UInt32
+            | D::Date32
+            | D::Time32(TimeUnit::Second | TimeUnit::Millisecond)
+            | D::Decimal32(..),
+        ) => (C::Copy, 4),
+        (PhysicalType::INT32, D::Timestamp(..) | D::Decimal64(..)) => (C::Widen64, 8),
+        (PhysicalType::INT32, D::Date64) => (C::DaysToMillis, 8),
+        (PhysicalType::INT32 | PhysicalType::INT64, D::Decimal128(..)) => (C::Widen128, 16),
+        (PhysicalType::INT32 | PhysicalType::INT64, D::Decimal256(..)) => (C::Widen256, 32),
+        (
+            PhysicalType::INT64,
+            D::Int64
+            | D::UInt64
+            | D::Date64
+            | D::Time64(TimeUnit::Microsecond | TimeUnit::Nanosecond)
+            | D::Duration(_)
+            | D::Timestamp(..)
+            | D::Decimal64(..),
+        ) => (C::Copy, 8),
+        (PhysicalType::FLOAT, D::Float32) => (C::Copy, 4),
+        (PhysicalType::DOUBLE, D::Float64) => (C::Copy, 8),
+        (PhysicalType::INT96, D::Timestamp(TimeUnit::Nanosecond, _)) => (C::Int96ToNanos, 8),
+        (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::FixedSizeBinary(n))
+            if *n >= 0 && *n as usize == flba_width =>
+        {
+            (C::FixedBytes, flba_width)
+        }
+        (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::Float16) if flba_width == 2 => (C::FixedBytes, 2),
+        (PhysicalType::FIXED_LEN_BYTE_ARRAY | PhysicalType::BYTE_ARRAY, d) => match d {
+            D::Decimal32(..) => (C::BigEndianDecimal, 4),
+            D::Decimal64(..) => (C::BigEndianDecimal, 8),
+            D::Decimal128(..) => (C::BigEndianDecimal, 16),
+            D::Decimal256(..) => (C::BigEndianDecimal, 32),
+            D::Utf8 | D::Binary | D::LargeUtf8 | D::LargeBinary
+                if physical == PhysicalType::BYTE_ARRAY =>
+            {
+                (C::Bytes, 0)
+            }
+            _ => return None,
+        },
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversions_follow_arrow_rs() {
+        use DataType as D;
+        let c = |p, w, d: D| conversion(p, w, &d);
+        assert_eq!(
+            c(PhysicalType::INT32, 0, D::Int8),
+            Some((Conversion::Truncate8, 1))
+        );
+        assert_eq!(
+            c(PhysicalType::INT32, 0, D::UInt32),
+            Some((Conversion::Copy, 4))
+        );
+        assert_eq!(
+            c(PhysicalType::INT32, 0, D::Date64),
+            Some((Conversion::DaysToMillis, 8))
+        );
+        assert_eq!(
+            c(PhysicalType::INT32, 0, D::Decimal128(9, 2)),
+            Some((Conversion::Widen128, 16))
+        );
+        assert_eq!(
+            c(
+                PhysicalType::INT64,
+                0,
+                D::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
+            ),
+            Some((Conversion::Copy, 8))
+        );
+        assert_eq!(
+            c(
+                PhysicalType::INT96,
+                0,
+                D::Timestamp(TimeUnit::Nanosecond, None)
+            ),
+            Some((Conversion::Int96ToNanos, 8))
+        );
+        assert_eq!(
+            c(
+                PhysicalType::INT96,
+                0,
+                D::Timestamp(TimeUnit::Millisecond, None)
+            ),
+            None
+        );
+        assert_eq!(
+            c(PhysicalType::FIXED_LEN_BYTE_ARRAY, 16, D::Decimal128(38, 0)),
+            Some((Conversion::BigEndianDecimal, 16))
+        );
+        assert_eq!(
+            c(PhysicalType::FIXED_LEN_BYTE_ARRAY, 2, D::Float16),
+            Some((Conversion::FixedBytes, 2))
+        );
+        assert_eq!(
+            c(PhysicalType::FIXED_LEN_BYTE_ARRAY, 3, D::FixedSizeBinary(4)),
+            None
+        );
+        assert_eq!(
+            c(PhysicalType::BYTE_ARRAY, 0, D::LargeUtf8),
+            Some((Conversion::Bytes, 0))
+        );
+        assert_eq!(c(PhysicalType::BYTE_ARRAY, 0, D::Utf8View), None);
+        assert_eq!(
+            c(
+                PhysicalType::BYTE_ARRAY,
+                0,
+                D::Dictionary(Box::new(D::Int32), Box::new(D::Utf8))
+            ),
+            None
+        );
+    }
+}

@@ -1,0 +1,106 @@
+//! Which columns the GPU decoder takes (`decode::gpu_plan`), over the corpus and the generated
+//! files: every field placed once; nested fields, DELTA_* and BYTE_STREAM_SPLIT on the host
+//! with the reason; the flat types of the generated files on the GPU.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::*;
+use cuparquet::decode::gpu_plan::{place_columns, Placement};
+use cuparquet::{Device, ParquetGpuReader};
+
+fn placements(path: &Path) -> Option<Vec<Placement>> {
+    let r = ParquetGpuReader::builder(path)
+        .with_device(Device::Host)
+        .build()
+        .ok()?;
+    let fields = r.schema().fields().to_vec();
+    let p = place_columns(
+        &r.metadata().metadata,
+        &fields,
+        &r.plan().leaves,
+        &r.plan().row_groups,
+    );
+    assert_eq!(p.len(), fields.len(), "{}", path.display());
+    for (i, x) in p.iter().enumerate() {
+        let f = match x {
+            Placement::Gpu(c) => c.field,
+            Placement::Host { field, .. } => *field,
+        };
+        assert_eq!(f, i, "{}: placements in field order", path.display());
+    }
+    Some(p)
+}
+
+fn host_reason(p: &[Placement], field: usize) -> String {
+    match &p[field] {
+        Placement::Host { reason, .. } => reason.clone(),
+        Placement::Gpu(c) => panic!("field {field} placed on the GPU: {c:?}"),
+    }
+}
+
+#[test]
+fn corpus_placements() {
+    let data = corpus_dir().join("data");
+    let p = placements(&data.join("alltypes_plain.parquet")).unwrap();
+    assert!(
+        p.iter().all(|x| matches!(x, Placement::Gpu(_))),
+        "alltypes_plain: {p:#?}"
+    );
+    let p = placements(&data.join("nested_lists.snappy.parquet")).unwrap();
+    assert!(host_reason(&p, 0).contains("nested columns decode on the host"));
+    let p = placements(&data.join("delta_binary_packed.parquet")).unwrap();
+    assert!(host_reason(&p, 0).contains("DELTA_BINARY_PACKED"), "{p:?}");
+    let p = placements(&data.join("byte_stream_split.zstd.parquet")).unwrap();
+    assert!(host_reason(&p, 0).contains("BYTE_STREAM_SPLIT"), "{p:?}");
+
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut gpu, mut hostn) = (0, 0);
+    for f in corpus_files("data", &[".parquet"]) {
+        let Some(p) = placements(&f) else { continue };
+        for x in p {
+            match x {
+                Placement::Gpu(_) => gpu += 1,
+                Placement::Host { reason, .. } => {
+                    hostn += 1;
+                    // the reason without the field's name and its type in parentheses
+                    let key = reason
+                        .strip_prefix('\'')
+                        .and_then(|r| r.split_once('\''))
+                        .map_or(reason.as_str(), |x| x.1);
+                    let key = match (key.find(" ("), key.find("): ")) {
+                        (Some(a), Some(b)) if a < b => format!("{}{}", &key[..a], &key[b + 1..]),
+                        _ => key.to_string(),
+                    };
+                    *reasons.entry(key).or_default() += 1;
+                }
+            }
+        }
+    }
+    eprintln!("corpus fields: {gpu} on the GPU, {hostn} on the host: {reasons:#?}");
+    assert!(gpu >= 120 && hostn >= 150, "{gpu} / {hostn}");
+}
+
+#[test]
+fn generated_flat_files_go_to_the_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, path) in generate_corpus(dir.path()) {
+        let p = placements(&path).unwrap();
+        if !name.starts_with("flat_") {
+            continue;
+        }
+        for x in &p {
+            if let Placement::Host { reason, .. } = x {
+                // the flat batch has no nested fields; only encodings may send it to the host
+                assert!(
+                    reason.contains("DELTA")
+                        || reason.contains("BYTE_STREAM_SPLIT")
+                        || reason.contains("Arrow Dictionary("),
+                    "{name}: {reason}"
+                );
+            }
+        }
+    }
+}
