@@ -90,13 +90,15 @@ pub fn decompress_page(
             ),
         ));
     }
-    if codec == Compression::UNCOMPRESSED || !values_compressed {
+    // an empty values section (a v2 page of nulls only) has nothing to decompress
+    let empty_values = data.len() == levels;
+    if codec == Compression::UNCOMPRESSED || !values_compressed || empty_values {
         if data.len() != want {
             return Err(page_error(
                 index,
                 p.offset,
                 format!(
-                    "an uncompressed page of {} bytes whose header says {want}",
+                    "an uncompressed page (or values section) of {} bytes whose header says {want}",
                     data.len()
                 ),
             ));

@@ -10,3 +10,4 @@ pub mod gpu_plan;
 pub mod host;
 pub mod page_header;
 pub(crate) mod panic_guard;
+pub mod reference;
