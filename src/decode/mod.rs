@@ -8,6 +8,7 @@ pub mod chunks;
 pub mod decompress;
 pub mod gpu_plan;
 pub mod host;
+pub mod kernels;
 pub mod page_header;
 pub(crate) mod panic_guard;
 pub mod reference;

@@ -231,6 +231,13 @@ impl Gpu {
     }
 }
 
+/// Compiles `source` to a CUBIN for `arch` (e.g. `sm_90`) without loading it: needs NVRTC,
+/// not a GPU (used to check kernel sources on machines without one).
+pub fn compile_cubin(name: &str, source: &str, arch: &str, options: &[&str]) -> Result<Vec<u8>> {
+    nvrtc_version()?;
+    compile(name, source, arch, options)
+}
+
 fn load_image(image: &[u8]) -> std::result::Result<sys::CUmodule, cudarc::driver::DriverError> {
     // cuModuleLoadData reads an ELF image; a copy with a trailing NUL keeps any PTX fallback
     // terminated too.
