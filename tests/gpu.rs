@@ -559,3 +559,76 @@ extern "C" __global__ void iota(unsigned int* out, unsigned int n, unsigned int 
         .to_string();
     assert!(e.contains("test_bad") && e.contains("nope"), "{e}");
 }
+
+#[test]
+fn gpu_page_headers_match_the_host_twin() {
+    if !gpu_available("device page-header test") {
+        return;
+    }
+    use cuparquet::decode::page_header::page_table;
+    let mut files = corpus_files("data", &[".parquet"]);
+    files.extend(corpus_files("bad_data", &[".parquet"]));
+    let target = std::env::current_dir().unwrap().join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    let dir = tempfile::tempdir_in(target).unwrap();
+    files.extend(generate_corpus(dir.path()).into_iter().map(|(_, p)| p));
+    let (mut files_ok, mut pages_ok, mut both_fail) = (0, 0, 0);
+    for f in &files {
+        let Ok(r) = ParquetGpuReader::builder(f)
+            .with_device(Device::Cuda(0))
+            .build()
+        else {
+            continue;
+        };
+        let Ok(loaded) = r.load() else { continue };
+        let chunks = loaded.device_chunks.as_ref().unwrap();
+        let bytes = std::fs::read(f).unwrap();
+        let host: Vec<_> = chunks
+            .chunks()
+            .iter()
+            .map(|c| page_table(&bytes[c.range.start as usize..c.range.end as usize]))
+            .collect();
+        match cuparquet::decode::gpu::page_tables(chunks, f) {
+            Ok(dev) => {
+                for (k, (d, h)) in dev.iter().zip(&host).enumerate() {
+                    let h = h.as_ref().unwrap_or_else(|e| {
+                        panic!(
+                            "{}: chunk {k}: the host twin fails ({e}), the GPU does not",
+                            f.display()
+                        )
+                    });
+                    assert_eq!(d.len(), h.len(), "{} chunk {k}: page count", f.display());
+                    for (p, q) in d.iter().zip(h) {
+                        let hh = &q.header;
+                        assert_eq!(p.header_offset as usize, q.offset, "{}", f.display());
+                        assert_eq!(p.data_offset as usize, q.offset + hh.header_len);
+                        assert_eq!(p.compressed_size, hh.compressed_size);
+                        assert_eq!(p.uncompressed_size, hh.uncompressed_size);
+                        assert_eq!(p.num_values, hh.num_values(), "{}", f.display());
+                        if let Some(v2) = hh.data_v2 {
+                            assert_eq!(p.encoding, v2.encoding);
+                            assert_eq!(p.def_levels_len, v2.def_levels_byte_length);
+                            assert_eq!(p.is_compressed == 1, v2.is_compressed);
+                        }
+                        if let Some(v1) = hh.data_v1 {
+                            assert_eq!(p.encoding, v1.encoding);
+                            assert_eq!(p.def_level_encoding, v1.def_level_encoding);
+                        }
+                        pages_ok += 1;
+                    }
+                }
+                files_ok += 1;
+            }
+            Err(e) => {
+                assert!(
+                    host.iter().any(|h| h.is_err()),
+                    "{}: the GPU fails ({e}), the host twin does not",
+                    f.display()
+                );
+                both_fail += 1;
+            }
+        }
+    }
+    eprintln!("page headers on the GPU: {files_ok} files, {pages_ok} pages equal; {both_fail} files fail on both");
+    assert!(files_ok > 80 && pages_ok > 1000);
+}
