@@ -632,3 +632,85 @@ fn gpu_page_headers_match_the_host_twin() {
     eprintln!("page headers on the GPU: {files_ok} files, {pages_ok} pages equal; {both_fail} files fail on both");
     assert!(files_ok > 80 && pages_ok > 1000);
 }
+
+#[test]
+fn gpu_fixed_width_columns_equal_the_reference_decoder() {
+    if !gpu_available("GPU fixed-width decode test") {
+        return;
+    }
+    use cuparquet::decode::gpu_plan::{place_columns, Placement};
+    use cuparquet::decode::kernels::conversion_code;
+    let mut files = corpus_files("data", &[".parquet"]);
+    let target = std::env::current_dir().unwrap().join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    let dir = tempfile::tempdir_in(target).unwrap();
+    files.extend(generate_corpus(dir.path()).into_iter().map(|(_, p)| p));
+    let (mut cols_ok, mut failures) = (0, Vec::new());
+    for f in &files {
+        let Ok(r) = ParquetGpuReader::builder(f)
+            .with_device(Device::Cuda(0))
+            .build()
+        else {
+            continue;
+        };
+        let md = r.metadata().metadata.clone();
+        let fields = r.schema().fields().to_vec();
+        let gpu_cols: Vec<_> = place_columns(&md, &fields, &r.plan().leaves, &r.plan().row_groups)
+            .into_iter()
+            .filter_map(|p| match p {
+                Placement::Gpu(c) if conversion_code(c.conversion).is_some() => Some(c),
+                _ => None,
+            })
+            .collect();
+        if gpu_cols.is_empty() {
+            continue;
+        }
+        let Ok(loaded) = r.load() else { continue };
+        let chunks = loaded.device_chunks.as_ref().unwrap();
+        let got = match cuparquet::decode::gpu::decode_fixed_columns(
+            chunks,
+            f,
+            &gpu_cols,
+            &fields,
+            |rg, leaf| md.row_group(rg).column(leaf).compression(),
+            |rg| md.row_group(rg).num_rows() as usize,
+        ) {
+            Ok(g) => g,
+            Err(e) => {
+                failures.push(format!("{}: {e}", f.display()));
+                continue;
+            }
+        };
+        let bytes = std::fs::read(f).unwrap();
+        for d in &got {
+            let col = gpu_cols.iter().find(|c| c.field == d.field).unwrap();
+            let c = r
+                .plan()
+                .chunks
+                .iter()
+                .find(|c| c.column == col.leaf && c.row_group == d.row_group)
+                .unwrap();
+            let chunk =
+                bytes::Bytes::copy_from_slice(&bytes[c.range.start as usize..c.range.end as usize]);
+            let codec = md.row_group(c.row_group).column(c.column).compression();
+            let want =
+                cuparquet::decode::reference::decode_chunk(col, &fields[col.field], chunk, codec)
+                    .unwrap_or_else(|e| panic!("{}: reference: {e}", f.display()));
+            let host = d.to_host().unwrap();
+            if host.as_ref() != want.as_ref() {
+                failures.push(format!(
+                    "{} rg {} '{}' ({:?}): device values differ from the reference",
+                    f.display(),
+                    d.row_group,
+                    c.path,
+                    col.conversion
+                ));
+            } else {
+                cols_ok += 1;
+            }
+        }
+    }
+    eprintln!("fixed-width columns decoded on the GPU and equal to the reference: {cols_ok}");
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert!(cols_ok > 200, "{cols_ok}");
+}

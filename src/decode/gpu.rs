@@ -148,3 +148,294 @@ fn check_errors(chunks: &DeviceChunks, path: &std::path::Path, errs: &[i32]) -> 
     }
     Ok(())
 }
+
+/// A decoded column of one row group in device memory: Arrow layout (values, LSB-first
+/// validity bitmap in 32-bit words).
+pub struct DeviceColumn {
+    /// Index of the field in the projected schema.
+    pub field: usize,
+    /// Row group.
+    pub row_group: usize,
+    /// The Arrow type.
+    pub data_type: arrow::datatypes::DataType,
+    /// Rows.
+    pub len: usize,
+    /// Nulls.
+    pub null_count: usize,
+    /// Values, `len × width` bytes.
+    pub values: DeviceBuffer,
+    /// Validity bitmap, for optional columns.
+    pub validity: Option<DeviceBuffer>,
+    /// Pages decompressed on the host before upload.
+    pub host_decompressed_pages: usize,
+}
+
+impl std::fmt::Debug for DeviceColumn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceColumn")
+            .field("field", &self.field)
+            .field("row_group", &self.row_group)
+            .field("data_type", &self.data_type)
+            .field("len", &self.len)
+            .field("null_count", &self.null_count)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DeviceColumn {
+    /// The column as an arrow-rs array in host memory (a device→host copy).
+    pub fn to_host(&self) -> Result<arrow::array::ArrayRef> {
+        use arrow::array::{make_array, ArrayData};
+        use arrow::buffer::{Buffer, NullBuffer};
+        let values = self.values.copy_to_host(0..self.values.len())?;
+        let width = if self.len == 0 {
+            0
+        } else {
+            values.len() / self.len.max(1)
+        };
+        let values = &values[..self.len * width];
+        let nulls = match &self.validity {
+            Some(v) if self.null_count > 0 => {
+                let bytes = v.copy_to_host(0..v.len())?;
+                let bits =
+                    arrow::buffer::BooleanBuffer::new(Buffer::from_slice_ref(&bytes), 0, self.len);
+                Some(NullBuffer::new(bits))
+            }
+            _ => None,
+        };
+        ArrayData::builder(self.data_type.clone())
+            .len(self.len)
+            .nulls(nulls)
+            .add_buffer(Buffer::from_slice_ref(values))
+            .build()
+            .map(make_array)
+            .map_err(|e| Error::Device {
+                device: format!("cuda:{}", self.values.gpu().ordinal()),
+                reason: format!("the decoded column is not valid Arrow: {e}"),
+            })
+    }
+}
+
+/// Decodes, in one launch over all their data pages, the fixed-width columns of `columns`
+/// (GPU placements) from the chunks of a device load. `fields` is the projected schema,
+/// `codec_of(row_group, leaf)` the chunk's codec, `rows_of(row_group)` its row count. Pages of
+/// compressed chunks are decompressed on the host and uploaded (until the GPU decompresses).
+pub fn decode_fixed_columns(
+    chunks: &DeviceChunks,
+    path: &std::path::Path,
+    columns: &[crate::decode::gpu_plan::GpuColumn],
+    fields: &[std::sync::Arc<arrow::datatypes::Field>],
+    codec_of: impl Fn(usize, usize) -> parquet::basic::Compression,
+    rows_of: impl Fn(usize) -> usize,
+) -> Result<Vec<DeviceColumn>> {
+    use crate::decode::kernels::{
+        conversion_code, ColumnJob, PageJob, DECODE_FIXED, DECODE_FIXED_ERRORS,
+    };
+    let buf = chunks.buffer();
+    let gpu = Arc::clone(buf.gpu());
+    let tables = page_tables(chunks, path)?;
+    let mut page_jobs: Vec<PageJob> = Vec::new();
+    let mut page_names: Vec<(usize, String, usize)> = Vec::new(); // (row group, column, page)
+    let mut col_jobs: Vec<ColumnJob> = Vec::new();
+    let mut outputs: Vec<DeviceColumn> = Vec::new();
+    let mut counters: Vec<DeviceBuffer> = Vec::new();
+    let mut uploads: Vec<DeviceBuffer> = Vec::new(); // host-decompressed pages kept alive
+    for (ci, c) in chunks.chunks().iter().enumerate() {
+        let Some(col) = columns.iter().find(|g| g.leaf == c.column) else {
+            continue;
+        };
+        let Some(conv) = conversion_code(col.conversion) else {
+            continue;
+        };
+        let bad = |reason: String| Error::BadColumnChunk {
+            path: path.to_path_buf(),
+            row_group: c.row_group,
+            column: c.path.clone(),
+            range: Some(c.range.clone()),
+            reason,
+        };
+        let codec = codec_of(c.row_group, c.column);
+        let table = &tables[ci];
+        // where each page's (decompressed) data lives on the device
+        let mut page_data: Vec<(u64, u64)> = Vec::with_capacity(table.len());
+        let mut host_pages = 0;
+        if codec == parquet::basic::Compression::UNCOMPRESSED {
+            for p in table {
+                page_data.push((
+                    buf.device_ptr() + c.dest_offset + p.data_offset as u64,
+                    p.compressed_size as u64,
+                ));
+            }
+        } else {
+            let host = bytes::Bytes::from(chunks.chunk_to_host(ci)?);
+            let entries =
+                crate::decode::page_header::page_table(&host).map_err(|e| bad(e.to_string()))?;
+            let data = crate::decode::decompress::decompress_pages(&host, &entries, codec)
+                .map_err(|e| bad(e.to_string()))?;
+            let mut all = Vec::new();
+            let mut spans = vec![(0u64, 0u64); entries.len()];
+            for d in &data {
+                spans[d.page] = (all.len() as u64, d.bytes.len() as u64);
+                all.extend_from_slice(&d.bytes);
+                host_pages += usize::from(d.host_decompressed);
+            }
+            let up = upload(&gpu, &all)?;
+            for s in &spans {
+                page_data.push((up.device_ptr() + s.0, s.1));
+            }
+            uploads.push(up);
+        }
+        let rows = rows_of(c.row_group);
+        let width = col.output_width;
+        let mut values = gpu.alloc((rows * width).max(1))?;
+        values.fill(0)?;
+        let validity = if col.max_def_level > 0 {
+            let mut v = gpu.alloc((rows.div_ceil(32) * 4).max(4))?;
+            v.fill(0)?;
+            Some(v)
+        } else {
+            None
+        };
+        let mut counter = gpu.alloc(8)?;
+        counter.fill(0)?;
+        let mut job = ColumnJob {
+            out_values: values.device_ptr(),
+            out_valid: validity.as_ref().map_or(0, |v| v.device_ptr()),
+            null_count: counter.device_ptr(),
+            phys_width: col.physical_width as i32,
+            out_width: width as i32,
+            conversion: conv,
+            ..ColumnJob::default()
+        };
+        let mut row = 0u64;
+        for (k, p) in table.iter().enumerate() {
+            let (ptr, len) = page_data[k];
+            match p.kind {
+                2 => {
+                    if (p.num_values as u64) * col.physical_width as u64 > len {
+                        return Err(bad(format!(
+                            "dictionary page {k}: {} entries in {len} bytes",
+                            p.num_values
+                        )));
+                    }
+                    job.dict = ptr;
+                    job.dict_len = p.num_values;
+                }
+                0 | 3 => {
+                    page_jobs.push(PageJob {
+                        data: ptr,
+                        data_len: len,
+                        row_start: row,
+                        num_values: p.num_values,
+                        encoding: p.encoding,
+                        max_def: i32::from(col.max_def_level),
+                        v2: i32::from(p.kind == 3),
+                        def_len: p.def_levels_len,
+                        rep_len: p.rep_levels_len,
+                        column: col_jobs.len() as i32,
+                    });
+                    page_names.push((c.row_group, c.path.clone(), k));
+                    row += p.num_values as u64;
+                }
+                _ => {}
+            }
+        }
+        if row != rows as u64 {
+            return Err(bad(format!(
+                "the pages hold {row} values, the row group {rows} rows"
+            )));
+        }
+        col_jobs.push(job);
+        counters.push(counter);
+        outputs.push(DeviceColumn {
+            field: col.field,
+            row_group: c.row_group,
+            data_type: fields[col.field].data_type().clone(),
+            len: rows,
+            null_count: 0,
+            values,
+            validity,
+            host_decompressed_pages: host_pages,
+        });
+    }
+    if page_jobs.is_empty() {
+        return Ok(outputs);
+    }
+    let module = gpu.load_module("decode_fixed", DECODE_FIXED, &[])?;
+    let kernel = module.function("decode_fixed_pages")?;
+    let pages_buf = upload(
+        &gpu,
+        &page_jobs
+            .iter()
+            .flat_map(|p| p.to_bytes())
+            .collect::<Vec<u8>>(),
+    )?;
+    let cols_buf = upload(
+        &gpu,
+        &col_jobs
+            .iter()
+            .flat_map(|c| c.to_bytes())
+            .collect::<Vec<u8>>(),
+    )?;
+    let mut base = Vec::with_capacity(page_jobs.len());
+    let mut total = 0u64;
+    for p in &page_jobs {
+        base.push(total);
+        total += p.num_values.max(0) as u64;
+    }
+    let base_buf = upload(&gpu, &u64s(base))?;
+    let defs = gpu.alloc((total as usize).max(1))?;
+    let idxs = gpu.alloc((total as usize * 4).max(4))?;
+    let mut errors = gpu.alloc(page_jobs.len() * 4)?;
+    errors.fill(0)?;
+    let stream = &gpu.streams()[0];
+    let (mut a, mut b, mut d, mut i, mut s, mut e) = (
+        pages_buf.device_ptr(),
+        cols_buf.device_ptr(),
+        defs.device_ptr(),
+        idxs.device_ptr(),
+        base_buf.device_ptr(),
+        errors.device_ptr(),
+    );
+    let mut params: Vec<*mut c_void> = [&mut a, &mut b, &mut d, &mut i, &mut s, &mut e]
+        .into_iter()
+        .map(|p| (p as *mut u64).cast())
+        .collect();
+    // SAFETY: the parameters match `decode_fixed_pages(const PageJob*, const ColumnJob*, u8*,
+    // u32*, const u64*, u32*)`; one block per page job; the scratch arrays hold one entry per
+    // row of every page (`base` is their prefix sum); every output buffer is sized from the
+    // row group's rows, which the page value counts were checked to sum to; every allocation
+    // (uploads included) stays alive until the synchronize below.
+    unsafe {
+        module.launch(
+            kernel,
+            (page_jobs.len() as u32, 1, 1),
+            (256, 1, 1),
+            0,
+            stream,
+            &mut params,
+        )?
+    };
+    gpu.synchronize()?;
+    let errs = i32s_from(&errors.copy_to_host(0..page_jobs.len() * 4)?);
+    for (k, &bits) in errs.iter().enumerate() {
+        if bits != 0 {
+            let (rg, col, page) = &page_names[k];
+            return Err(Error::Decode {
+                path: path.to_path_buf(),
+                row_group: Some(*rg),
+                column: Some(col.clone()),
+                reason: format!(
+                    "page {page} (decoded on the GPU): {}",
+                    describe_errors(bits as u32, DECODE_FIXED_ERRORS)
+                ),
+            });
+        }
+    }
+    for (o, c) in outputs.iter_mut().zip(&counters) {
+        let b = c.copy_to_host(0..8)?;
+        o.null_count = u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as usize;
+    }
+    drop(uploads);
+    Ok(outputs)
+}

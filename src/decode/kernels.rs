@@ -5,8 +5,139 @@
 /// Page headers parsed on the device (the twin of [`page_header`](super::page_header)).
 pub const PAGE_HEADERS: &str = include_str!("kernels/page_headers.cu");
 
+/// Fixed-width flat columns: levels, PLAIN and dictionary values, conversions.
+pub const DECODE_FIXED: &str = include_str!("kernels/decode_fixed.cu");
+
 /// Every kernel module: (name, source).
-pub const MODULES: &[(&str, &str)] = &[("page_headers", PAGE_HEADERS)];
+pub const MODULES: &[(&str, &str)] = &[
+    ("page_headers", PAGE_HEADERS),
+    ("decode_fixed", DECODE_FIXED),
+];
+
+/// Mirror of `struct PageJob` in `kernels/decode_fixed.cu` (64 bytes): one data page.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PageJob {
+    /// Device address of the page data (levels + values).
+    pub data: u64,
+    /// Bytes of page data.
+    pub data_len: u64,
+    /// First row of the page in its column's output.
+    pub row_start: u64,
+    /// Rows of the page.
+    pub num_values: i32,
+    /// Value encoding (0 PLAIN, 2 / 8 dictionary).
+    pub encoding: i32,
+    /// Maximum definition level (0 or 1).
+    pub max_def: i32,
+    /// 1 for a v2 page.
+    pub v2: i32,
+    /// v2: definition level bytes.
+    pub def_len: i32,
+    /// v2: repetition level bytes.
+    pub rep_len: i32,
+    /// Index of the column job.
+    pub column: i32,
+}
+
+impl PageJob {
+    /// The 64 bytes the kernel reads.
+    pub fn to_bytes(&self) -> [u8; 64] {
+        let mut b = [0u8; 64];
+        b[0..8].copy_from_slice(&self.data.to_le_bytes());
+        b[8..16].copy_from_slice(&self.data_len.to_le_bytes());
+        b[16..24].copy_from_slice(&self.row_start.to_le_bytes());
+        for (k, v) in [
+            self.num_values,
+            self.encoding,
+            self.max_def,
+            self.v2,
+            self.def_len,
+            self.rep_len,
+            self.column,
+            0,
+        ]
+        .iter()
+        .enumerate()
+        {
+            b[24 + 4 * k..28 + 4 * k].copy_from_slice(&v.to_le_bytes());
+        }
+        b
+    }
+}
+
+/// Mirror of `struct ColumnJob` in `kernels/decode_fixed.cu` (48 bytes): one output column.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ColumnJob {
+    /// Output values (rows × out_width bytes, zeroed).
+    pub out_values: u64,
+    /// Validity bitmap (zeroed u32 words), 0 for required columns.
+    pub out_valid: u64,
+    /// Dictionary values, 0 when none.
+    pub dict: u64,
+    /// Device address of the column's u64 null counter.
+    pub null_count: u64,
+    /// Dictionary entries.
+    pub dict_len: i32,
+    /// Bytes per stored value.
+    pub phys_width: i32,
+    /// Bytes per output value.
+    pub out_width: i32,
+    /// Conversion number (see [`conversion_code`]).
+    pub conversion: i32,
+}
+
+impl ColumnJob {
+    /// The 48 bytes the kernel reads.
+    pub fn to_bytes(&self) -> [u8; 48] {
+        let mut b = [0u8; 48];
+        for (k, v) in [self.out_values, self.out_valid, self.dict, self.null_count]
+            .iter()
+            .enumerate()
+        {
+            b[8 * k..8 * k + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        for (k, v) in [
+            self.dict_len,
+            self.phys_width,
+            self.out_width,
+            self.conversion,
+        ]
+        .iter()
+        .enumerate()
+        {
+            b[32 + 4 * k..36 + 4 * k].copy_from_slice(&v.to_le_bytes());
+        }
+        b
+    }
+}
+
+/// The kernel's number for a conversion, or `None` for those `decode_fixed` does not do.
+pub fn conversion_code(c: super::gpu_plan::Conversion) -> Option<i32> {
+    use super::gpu_plan::Conversion as C;
+    Some(match c {
+        C::Copy => 0,
+        C::Truncate8 => 1,
+        C::Truncate16 => 2,
+        C::Widen64 => 3,
+        C::DaysToMillis => 4,
+        C::Widen128 => 5,
+        C::Widen256 => 6,
+        C::Int96ToNanos => 7,
+        C::FixedBytes => 8,
+        C::Boolean | C::Bytes | C::BigEndianDecimal => return None,
+    })
+}
+
+/// Error bits of `decode_fixed_pages`, per page.
+pub const DECODE_FIXED_ERRORS: &[(u32, &str)] = &[
+    (0x1, "definition levels run past the page"),
+    (0x2, "an RLE/bit-packed run is cut short or malformed"),
+    (0x4, "a dictionary index is out of range"),
+    (0x8, "values run past the page"),
+    (0x10, "an encoding the GPU does not decode"),
+    (0x20, "a bit width over 32"),
+    (0x40, "dictionary-encoded values without a dictionary page"),
+];
 
 /// Mirror of `struct PageInfo` in `kernels/page_headers.cu` (64 bytes).
 #[repr(C)]
@@ -73,6 +204,30 @@ pub fn describe_errors(bits: u32, table: &[(u32, &str)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jobs_serialise_to_the_c_layout() {
+        let p = PageJob {
+            data: 1,
+            data_len: 2,
+            row_start: 3,
+            num_values: 4,
+            column: 9,
+            ..PageJob::default()
+        };
+        let b = p.to_bytes();
+        assert_eq!(b[16], 3);
+        assert_eq!(b[24], 4);
+        assert_eq!(b[48], 9);
+        let c = ColumnJob {
+            null_count: 7,
+            conversion: 5,
+            ..ColumnJob::default()
+        };
+        let b = c.to_bytes();
+        assert_eq!(b[24], 7);
+        assert_eq!(b[44], 5);
+    }
 
     #[test]
     fn page_info_is_64_bytes() {
