@@ -634,7 +634,7 @@ fn gpu_page_headers_match_the_host_twin() {
 }
 
 #[test]
-fn gpu_fixed_width_columns_equal_the_reference_decoder() {
+fn gpu_flat_columns_equal_the_reference_decoder() {
     if !gpu_available("GPU fixed-width decode test") {
         return;
     }
@@ -658,7 +658,12 @@ fn gpu_fixed_width_columns_equal_the_reference_decoder() {
         let gpu_cols: Vec<_> = place_columns(&md, &fields, &r.plan().leaves, &r.plan().row_groups)
             .into_iter()
             .filter_map(|p| match p {
-                Placement::Gpu(c) if conversion_code(c.conversion).is_some() => Some(c),
+                Placement::Gpu(c)
+                    if conversion_code(c.conversion).is_some()
+                        || c.conversion == cuparquet::decode::gpu_plan::Conversion::Bytes =>
+                {
+                    Some(c)
+                }
                 _ => None,
             })
             .collect();
@@ -667,16 +672,20 @@ fn gpu_fixed_width_columns_equal_the_reference_decoder() {
         }
         let Ok(loaded) = r.load() else { continue };
         let chunks = loaded.device_chunks.as_ref().unwrap();
-        let got = match cuparquet::decode::gpu::decode_fixed_columns(
-            chunks,
-            f,
-            &gpu_cols,
-            &fields,
-            |rg, leaf| md.row_group(rg).column(leaf).compression(),
-            |rg| md.row_group(rg).num_rows() as usize,
-        ) {
-            Ok(g) => g,
-            Err(e) => {
+        let codec_of = |rg: usize, leaf: usize| md.row_group(rg).column(leaf).compression();
+        let rows_of = |rg: usize| md.row_group(rg).num_rows() as usize;
+        let fixed = cuparquet::decode::gpu::decode_fixed_columns(
+            chunks, f, &gpu_cols, &fields, codec_of, rows_of,
+        );
+        let strings = cuparquet::decode::gpu::decode_bytes_columns(
+            chunks, f, &gpu_cols, &fields, codec_of, rows_of,
+        );
+        let got = match (fixed, strings) {
+            (Ok(mut a), Ok(b)) => {
+                a.extend(b);
+                a
+            }
+            (Err(e), _) | (_, Err(e)) => {
                 failures.push(format!("{}: {e}", f.display()));
                 continue;
             }
@@ -710,7 +719,9 @@ fn gpu_fixed_width_columns_equal_the_reference_decoder() {
             }
         }
     }
-    eprintln!("fixed-width columns decoded on the GPU and equal to the reference: {cols_ok}");
+    eprintln!(
+        "fixed-width and string columns decoded on the GPU, equal to the reference: {cols_ok}"
+    );
     assert!(failures.is_empty(), "{failures:#?}");
     assert!(cols_ok > 200, "{cols_ok}");
 }

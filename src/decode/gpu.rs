@@ -149,6 +149,57 @@ fn check_errors(chunks: &DeviceChunks, path: &std::path::Path, errs: &[i32]) -> 
     Ok(())
 }
 
+/// Where each page's (decompressed) data of chunk `ci` lives on the device: in the load's
+/// buffer for uncompressed chunks; otherwise decompressed on the host and uploaded (the upload
+/// is pushed to `uploads`, which must outlive the kernels reading it). Also the pages
+/// decompressed on the host.
+fn page_locations(
+    chunks: &DeviceChunks,
+    ci: usize,
+    table: &[PageInfo],
+    codec: parquet::basic::Compression,
+    uploads: &mut Vec<DeviceBuffer>,
+) -> Result<(Vec<(u64, u64)>, usize)> {
+    let buf = chunks.buffer();
+    let c = &chunks.chunks()[ci];
+    if codec == parquet::basic::Compression::UNCOMPRESSED {
+        return Ok((
+            table
+                .iter()
+                .map(|p| {
+                    (
+                        buf.device_ptr() + c.dest_offset + p.data_offset as u64,
+                        p.compressed_size as u64,
+                    )
+                })
+                .collect(),
+            0,
+        ));
+    }
+    let fail = |reason: String| Error::Decode {
+        path: std::path::PathBuf::new(),
+        row_group: Some(c.row_group),
+        column: Some(c.path.clone()),
+        reason,
+    };
+    let host = bytes::Bytes::from(chunks.chunk_to_host(ci)?);
+    let entries = crate::decode::page_header::page_table(&host).map_err(|e| fail(e.to_string()))?;
+    let data = crate::decode::decompress::decompress_pages(&host, &entries, codec)
+        .map_err(|e| fail(e.to_string()))?;
+    let mut all = Vec::new();
+    let mut spans = vec![(0u64, 0u64); entries.len()];
+    let mut host_pages = 0;
+    for d in &data {
+        spans[d.page] = (all.len() as u64, d.bytes.len() as u64);
+        all.extend_from_slice(&d.bytes);
+        host_pages += usize::from(d.host_decompressed);
+    }
+    let up = upload(buf.gpu(), &all)?;
+    let locs = spans.iter().map(|s| (up.device_ptr() + s.0, s.1)).collect();
+    uploads.push(up);
+    Ok((locs, host_pages))
+}
+
 /// A decoded column of one row group in device memory: Arrow layout (values, LSB-first
 /// validity bitmap in 32-bit words).
 pub struct DeviceColumn {
@@ -162,8 +213,9 @@ pub struct DeviceColumn {
     pub len: usize,
     /// Nulls.
     pub null_count: usize,
-    /// Values, `len × width` bytes.
-    pub values: DeviceBuffer,
+    /// The Arrow buffers in order (values; or offsets then characters) and their lengths in
+    /// bytes.
+    pub buffers: Vec<(DeviceBuffer, usize)>,
     /// Validity bitmap, for optional columns.
     pub validity: Option<DeviceBuffer>,
     /// Pages decompressed on the host before upload.
@@ -187,13 +239,6 @@ impl DeviceColumn {
     pub fn to_host(&self) -> Result<arrow::array::ArrayRef> {
         use arrow::array::{make_array, ArrayData};
         use arrow::buffer::{Buffer, NullBuffer};
-        let values = self.values.copy_to_host(0..self.values.len())?;
-        let width = if self.len == 0 {
-            0
-        } else {
-            values.len() / self.len.max(1)
-        };
-        let values = &values[..self.len * width];
         let nulls = match &self.validity {
             Some(v) if self.null_count > 0 => {
                 let bytes = v.copy_to_host(0..v.len())?;
@@ -203,16 +248,18 @@ impl DeviceColumn {
             }
             _ => None,
         };
-        ArrayData::builder(self.data_type.clone())
+        let mut b = ArrayData::builder(self.data_type.clone())
             .len(self.len)
-            .nulls(nulls)
-            .add_buffer(Buffer::from_slice_ref(values))
-            .build()
-            .map(make_array)
-            .map_err(|e| Error::Device {
-                device: format!("cuda:{}", self.values.gpu().ordinal()),
-                reason: format!("the decoded column is not valid Arrow: {e}"),
-            })
+            .nulls(nulls);
+        let mut ordinal = 0;
+        for (buf, len) in &self.buffers {
+            ordinal = buf.gpu().ordinal();
+            b = b.add_buffer(Buffer::from_slice_ref(buf.copy_to_host(0..*len)?));
+        }
+        b.build().map(make_array).map_err(|e| Error::Device {
+            device: format!("cuda:{ordinal}"),
+            reason: format!("the decoded column is not valid Arrow: {e}"),
+        })
     }
 }
 
@@ -256,35 +303,8 @@ pub fn decode_fixed_columns(
         };
         let codec = codec_of(c.row_group, c.column);
         let table = &tables[ci];
-        // where each page's (decompressed) data lives on the device
-        let mut page_data: Vec<(u64, u64)> = Vec::with_capacity(table.len());
-        let mut host_pages = 0;
-        if codec == parquet::basic::Compression::UNCOMPRESSED {
-            for p in table {
-                page_data.push((
-                    buf.device_ptr() + c.dest_offset + p.data_offset as u64,
-                    p.compressed_size as u64,
-                ));
-            }
-        } else {
-            let host = bytes::Bytes::from(chunks.chunk_to_host(ci)?);
-            let entries =
-                crate::decode::page_header::page_table(&host).map_err(|e| bad(e.to_string()))?;
-            let data = crate::decode::decompress::decompress_pages(&host, &entries, codec)
-                .map_err(|e| bad(e.to_string()))?;
-            let mut all = Vec::new();
-            let mut spans = vec![(0u64, 0u64); entries.len()];
-            for d in &data {
-                spans[d.page] = (all.len() as u64, d.bytes.len() as u64);
-                all.extend_from_slice(&d.bytes);
-                host_pages += usize::from(d.host_decompressed);
-            }
-            let up = upload(&gpu, &all)?;
-            for s in &spans {
-                page_data.push((up.device_ptr() + s.0, s.1));
-            }
-            uploads.push(up);
-        }
+        let (page_data, host_pages) = page_locations(chunks, ci, table, codec, &mut uploads)
+            .map_err(|e| bad(e.to_string()))?;
         let rows = rows_of(c.row_group);
         let width = col.output_width;
         let mut values = gpu.alloc((rows * width).max(1))?;
@@ -353,7 +373,7 @@ pub fn decode_fixed_columns(
             data_type: fields[col.field].data_type().clone(),
             len: rows,
             null_count: 0,
-            values,
+            buffers: vec![(values, rows * width)],
             validity,
             host_decompressed_pages: host_pages,
         });
@@ -438,4 +458,350 @@ pub fn decode_fixed_columns(
     }
     drop(uploads);
     Ok(outputs)
+}
+
+/// Launches `name` from `module` over `grid` blocks of `block` threads with `args` (device
+/// addresses or 64-bit values, in order) and waits.
+///
+/// # Safety
+/// `args` must match the kernel's parameters (every one a 64-bit value or pointer) and every
+/// address must stay valid, with the sizes the kernel indexes, until this returns.
+unsafe fn launch64(
+    gpu: &Gpu,
+    module: &crate::device::nvrtc::Module,
+    name: &str,
+    grid: u32,
+    block: u32,
+    args: &[u64],
+) -> Result<()> {
+    let f = module.function(name)?;
+    let mut vals: Vec<u64> = args.to_vec();
+    let mut params: Vec<*mut c_void> = vals.iter_mut().map(|v| (v as *mut u64).cast()).collect();
+    // SAFETY: forwarded to the caller's contract.
+    unsafe {
+        module.launch(
+            f,
+            (grid.max(1), 1, 1),
+            (block, 1, 1),
+            0,
+            &gpu.streams()[0],
+            &mut params,
+        )?
+    };
+    gpu.synchronize()
+}
+
+/// Decodes the BYTE_ARRAY columns of `columns` (Utf8, Binary and their Large forms) from the
+/// chunks of a device load: sizes first, offsets from their sum, then the characters written in
+/// place. Arguments as for [`decode_fixed_columns`].
+pub fn decode_bytes_columns(
+    chunks: &DeviceChunks,
+    path: &std::path::Path,
+    columns: &[crate::decode::gpu_plan::GpuColumn],
+    fields: &[std::sync::Arc<arrow::datatypes::Field>],
+    codec_of: impl Fn(usize, usize) -> parquet::basic::Compression,
+    rows_of: impl Fn(usize) -> usize,
+) -> Result<Vec<DeviceColumn>> {
+    use crate::decode::gpu_plan::Conversion;
+    use crate::decode::kernels::{BytesColumn, PageJob, DECODE_BYTES, DECODE_FIXED_ERRORS};
+    let gpu = Arc::clone(chunks.buffer().gpu());
+    let tables = page_tables(chunks, path)?;
+    let mut uploads: Vec<DeviceBuffer> = Vec::new();
+    let mut page_jobs: Vec<PageJob> = Vec::new();
+    let mut page_names: Vec<(usize, String, usize)> = Vec::new();
+    let mut cols: Vec<BytesColumn> = Vec::new();
+    // per column: (column plan, rows, lengths, validity, counter, host pages, large, utf8 field)
+    struct Out {
+        field: usize,
+        row_group: usize,
+        rows: usize,
+        large: bool,
+        lengths: DeviceBuffer,
+        validity: Option<DeviceBuffer>,
+        counter: DeviceBuffer,
+        host_pages: usize,
+    }
+    let mut outs: Vec<Out> = Vec::new();
+    // dictionaries: (data address, bytes, entries) and their entry tables
+    let mut dicts: Vec<(u64, u64, i32)> = Vec::new();
+    let mut dict_tables: Vec<DeviceBuffer> = Vec::new();
+    let mut dict_names: Vec<(usize, String)> = Vec::new();
+    for (ci, c) in chunks.chunks().iter().enumerate() {
+        let Some(col) = columns
+            .iter()
+            .find(|g| g.leaf == c.column && g.conversion == Conversion::Bytes)
+        else {
+            continue;
+        };
+        let bad = |reason: String| Error::BadColumnChunk {
+            path: path.to_path_buf(),
+            row_group: c.row_group,
+            column: c.path.clone(),
+            range: Some(c.range.clone()),
+            reason,
+        };
+        let table = &tables[ci];
+        let (page_data, host_pages) = page_locations(
+            chunks,
+            ci,
+            table,
+            codec_of(c.row_group, c.column),
+            &mut uploads,
+        )
+        .map_err(|e| bad(e.to_string()))?;
+        let rows = rows_of(c.row_group);
+        let mut lengths = gpu.alloc((rows * 8).max(8))?;
+        lengths.fill(0)?;
+        let validity = if col.max_def_level > 0 {
+            let mut v = gpu.alloc((rows.div_ceil(32) * 4).max(4))?;
+            v.fill(0)?;
+            Some(v)
+        } else {
+            None
+        };
+        let mut counter = gpu.alloc(8)?;
+        counter.fill(0)?;
+        let mut job = BytesColumn {
+            lengths: lengths.device_ptr(),
+            out_valid: validity.as_ref().map_or(0, |v| v.device_ptr()),
+            null_count: counter.device_ptr(),
+            ..BytesColumn::default()
+        };
+        let mut row = 0u64;
+        for (k, p) in table.iter().enumerate() {
+            let (ptr, len) = page_data[k];
+            match p.kind {
+                2 => {
+                    let entries = gpu.alloc((p.num_values.max(0) as usize * 16).max(16))?;
+                    job.dict_entries = entries.device_ptr();
+                    job.dict_len = p.num_values;
+                    dicts.push((ptr, len, p.num_values));
+                    dict_tables.push(entries);
+                    dict_names.push((c.row_group, c.path.clone()));
+                }
+                0 | 3 => {
+                    page_jobs.push(PageJob {
+                        data: ptr,
+                        data_len: len,
+                        row_start: row,
+                        num_values: p.num_values,
+                        encoding: p.encoding,
+                        max_def: i32::from(col.max_def_level),
+                        v2: i32::from(p.kind == 3),
+                        def_len: p.def_levels_len,
+                        rep_len: p.rep_levels_len,
+                        column: cols.len() as i32,
+                    });
+                    page_names.push((c.row_group, c.path.clone(), k));
+                    row += p.num_values as u64;
+                }
+                _ => {}
+            }
+        }
+        if row != rows as u64 {
+            return Err(bad(format!(
+                "the pages hold {row} values, the row group {rows} rows"
+            )));
+        }
+        cols.push(job);
+        outs.push(Out {
+            field: col.field,
+            row_group: c.row_group,
+            rows,
+            large: col.large_offsets,
+            lengths,
+            validity,
+            counter,
+            host_pages,
+        });
+    }
+    if outs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let module = gpu.load_module("decode_bytes", DECODE_BYTES, &[])?;
+    let page_error = |errs: &[i32], names: &[(usize, String, usize)]| -> Result<()> {
+        for (k, &bits) in errs.iter().enumerate() {
+            if bits != 0 {
+                let (rg, col, page) = &names[k];
+                return Err(Error::Decode {
+                    path: path.to_path_buf(),
+                    row_group: Some(*rg),
+                    column: Some(col.clone()),
+                    reason: format!(
+                        "page {page} (decoded on the GPU): {}",
+                        describe_errors(bits as u32, DECODE_FIXED_ERRORS)
+                    ),
+                });
+            }
+        }
+        Ok(())
+    };
+    // 1. dictionary entries
+    if !dicts.is_empty() {
+        let d_data = upload(&gpu, &u64s(dicts.iter().map(|d| d.0)))?;
+        let d_len = upload(&gpu, &u64s(dicts.iter().map(|d| d.1)))?;
+        let d_cnt = upload(
+            &gpu,
+            &dicts
+                .iter()
+                .flat_map(|d| d.2.to_le_bytes())
+                .collect::<Vec<u8>>(),
+        )?;
+        let d_out = upload(&gpu, &u64s(dict_tables.iter().map(|t| t.device_ptr())))?;
+        let mut d_err = gpu.alloc(dicts.len() * 4)?;
+        d_err.fill(0)?;
+        // SAFETY: `dict_entries(const u64*, const u64*, const int*, u64* const*, int, u32*)`:
+        // the int count is passed in a 64-bit slot (little-endian, upper half ignored by the
+        // ABI's 4-byte int read); one thread per dictionary; each entry table holds 2 u64 per
+        // entry; all buffers live until `launch64` returns.
+        unsafe {
+            launch64(
+                &gpu,
+                &module,
+                "dict_entries",
+                (dicts.len() as u32).div_ceil(128),
+                128,
+                &[
+                    d_data.device_ptr(),
+                    d_len.device_ptr(),
+                    d_cnt.device_ptr(),
+                    d_out.device_ptr(),
+                    dicts.len() as u64,
+                    d_err.device_ptr(),
+                ],
+            )?
+        };
+        let errs = i32s_from(&d_err.copy_to_host(0..dicts.len() * 4)?);
+        let names: Vec<_> = dict_names.iter().map(|(r, c)| (*r, c.clone(), 0)).collect();
+        page_error(&errs, &names)?;
+    }
+    // 2. sizes
+    let mut base = Vec::with_capacity(page_jobs.len());
+    let mut total = 0u64;
+    for p in &page_jobs {
+        base.push(total);
+        total += p.num_values.max(0) as u64;
+    }
+    let pages_buf = upload(
+        &gpu,
+        &page_jobs
+            .iter()
+            .flat_map(|p| p.to_bytes())
+            .collect::<Vec<u8>>(),
+    )?;
+    let cols_buf = upload(
+        &gpu,
+        &cols.iter().flat_map(|c| c.to_bytes()).collect::<Vec<u8>>(),
+    )?;
+    let base_buf = upload(&gpu, &u64s(base))?;
+    let idx = gpu.alloc((total as usize * 4).max(4))?;
+    let src = gpu.alloc((total as usize * 16).max(16))?;
+    let mut errors = gpu.alloc(page_jobs.len() * 4)?;
+    errors.fill(0)?;
+    // SAFETY: `bytes_sizes(const PageJob*, const BytesColumn*, u32*, u64*, const u64*, u32*)`;
+    // one block per page; the scratch arrays hold 1 u32 and 2 u64 per row of every page (base
+    // is their prefix sum); each column's lengths and validity are sized from its rows, which
+    // its pages were checked to sum to; all buffers live until `launch64` returns.
+    unsafe {
+        launch64(
+            &gpu,
+            &module,
+            "bytes_sizes",
+            page_jobs.len() as u32,
+            32,
+            &[
+                pages_buf.device_ptr(),
+                cols_buf.device_ptr(),
+                idx.device_ptr(),
+                src.device_ptr(),
+                base_buf.device_ptr(),
+                errors.device_ptr(),
+            ],
+        )?
+    };
+    page_error(
+        &i32s_from(&errors.copy_to_host(0..page_jobs.len() * 4)?),
+        &page_names,
+    )?;
+    // 3. offsets (on the host for now), character buffers
+    let mut offsets64: Vec<DeviceBuffer> = Vec::new();
+    let mut chars: Vec<(DeviceBuffer, usize)> = Vec::new();
+    let mut final_offsets: Vec<(DeviceBuffer, usize)> = Vec::new();
+    for o in &outs {
+        let lens = o.lengths.copy_to_host(0..o.rows * 8)?;
+        let mut offs: Vec<i64> = Vec::with_capacity(o.rows + 1);
+        let mut at: i64 = 0;
+        offs.push(0);
+        for l in lens.chunks_exact(8) {
+            at = at
+                .checked_add(i64::from_le_bytes(l.try_into().unwrap_or([0; 8])))
+                .ok_or_else(|| Error::Device {
+                    device: format!("cuda:{}", gpu.ordinal()),
+                    reason: "string lengths overflow".into(),
+                })?;
+            offs.push(at);
+        }
+        if !o.large && at > i64::from(i32::MAX) {
+            return Err(Error::Decode {
+                path: path.to_path_buf(),
+                row_group: Some(o.row_group),
+                column: None,
+                reason: format!(
+                    "{at} bytes of strings in one row group do not fit 32-bit offsets (field {})",
+                    fields[o.field].name()
+                ),
+            });
+        }
+        let bytes64: Vec<u8> = offs.iter().flat_map(|v| v.to_le_bytes()).collect();
+        offsets64.push(upload(&gpu, &bytes64)?);
+        let final_bytes: Vec<u8> = if o.large {
+            bytes64
+        } else {
+            offs.iter()
+                .flat_map(|&v| (v as i32).to_le_bytes())
+                .collect()
+        };
+        let n = final_bytes.len();
+        final_offsets.push((upload(&gpu, &final_bytes)?, n));
+        chars.push((gpu.alloc((at as usize).max(1))?, at as usize));
+    }
+    // 4. characters
+    let col_offsets = upload(&gpu, &u64s(offsets64.iter().map(|b| b.device_ptr())))?;
+    let col_chars = upload(&gpu, &u64s(chars.iter().map(|c| c.0.device_ptr())))?;
+    // SAFETY: `bytes_chars(const PageJob*, const u64*, const u64*, const u64*, const u64*)`; the
+    // offsets of every column are the prefix sums of the lengths written by `bytes_sizes`, and
+    // each character buffer holds their total, so every row's copy lands inside it; the sources
+    // point into page data and dictionaries that are alive (uploads, the load's buffer).
+    unsafe {
+        launch64(
+            &gpu,
+            &module,
+            "bytes_chars",
+            page_jobs.len() as u32,
+            128,
+            &[
+                pages_buf.device_ptr(),
+                src.device_ptr(),
+                base_buf.device_ptr(),
+                col_offsets.device_ptr(),
+                col_chars.device_ptr(),
+            ],
+        )?
+    };
+    drop(uploads);
+    let mut result = Vec::with_capacity(outs.len());
+    for ((o, offs), ch) in outs.into_iter().zip(final_offsets).zip(chars) {
+        let b = o.counter.copy_to_host(0..8)?;
+        result.push(DeviceColumn {
+            field: o.field,
+            row_group: o.row_group,
+            data_type: fields[o.field].data_type().clone(),
+            len: o.rows,
+            null_count: u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as usize,
+            buffers: vec![offs, ch],
+            validity: o.validity,
+            host_decompressed_pages: o.host_pages,
+        });
+    }
+    Ok(result)
 }

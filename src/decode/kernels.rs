@@ -8,11 +8,50 @@ pub const PAGE_HEADERS: &str = include_str!("kernels/page_headers.cu");
 /// Fixed-width flat columns: levels, PLAIN and dictionary values, conversions.
 pub const DECODE_FIXED: &str = include_str!("kernels/decode_fixed.cu");
 
+/// BYTE_ARRAY flat columns: sizes first, then characters in place.
+pub const DECODE_BYTES: &str = include_str!("kernels/decode_bytes.cu");
+
 /// Every kernel module: (name, source).
 pub const MODULES: &[(&str, &str)] = &[
     ("page_headers", PAGE_HEADERS),
     ("decode_fixed", DECODE_FIXED),
+    ("decode_bytes", DECODE_BYTES),
 ];
+
+/// Mirror of `struct BytesColumn` in `kernels/decode_bytes.cu` (48 bytes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BytesColumn {
+    /// (address, length) pairs of the dictionary entries, 0 when none.
+    pub dict_entries: u64,
+    /// i64 length per row.
+    pub lengths: u64,
+    /// Validity words, 0 when required.
+    pub out_valid: u64,
+    /// u64 null counter.
+    pub null_count: u64,
+    /// Dictionary entries.
+    pub dict_len: i32,
+}
+
+impl BytesColumn {
+    /// The 48 bytes the kernel reads.
+    pub fn to_bytes(&self) -> [u8; 48] {
+        let mut b = [0u8; 48];
+        for (k, v) in [
+            self.dict_entries,
+            self.lengths,
+            self.out_valid,
+            self.null_count,
+        ]
+        .iter()
+        .enumerate()
+        {
+            b[8 * k..8 * k + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        b[32..36].copy_from_slice(&self.dict_len.to_le_bytes());
+        b
+    }
+}
 
 /// Mirror of `struct PageJob` in `kernels/decode_fixed.cu` (64 bytes): one data page.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
