@@ -182,6 +182,9 @@ fn page_locations(
         column: Some(c.path.clone()),
         reason,
     };
+    if codec == parquet::basic::Compression::SNAPPY {
+        return snappy_on_device(chunks, ci, table, uploads).map(|l| (l, 0));
+    }
     let host = bytes::Bytes::from(chunks.chunk_to_host(ci)?);
     let entries = crate::decode::page_header::page_table(&host).map_err(|e| fail(e.to_string()))?;
     let data = crate::decode::decompress::decompress_pages(&host, &entries, codec)
@@ -198,6 +201,121 @@ fn page_locations(
     let locs = spans.iter().map(|s| (up.device_ptr() + s.0, s.1)).collect();
     uploads.push(up);
     Ok((locs, host_pages))
+}
+
+/// Decompresses the SNAPPY pages of chunk `ci` on the device (one warp per page); returns each
+/// page's (address, length) of decompressed data. v2 levels are copied as stored; pages whose
+/// values are stored uncompressed are used in place.
+fn snappy_on_device(
+    chunks: &DeviceChunks,
+    ci: usize,
+    table: &[PageInfo],
+    uploads: &mut Vec<DeviceBuffer>,
+) -> Result<Vec<(u64, u64)>> {
+    use crate::decode::kernels::{SnappyJob, SNAPPY, SNAPPY_ERRORS};
+    let buf = chunks.buffer();
+    let gpu = Arc::clone(buf.gpu());
+    let c = &chunks.chunks()[ci];
+    let fail = |page: usize, reason: String| Error::Decode {
+        path: std::path::PathBuf::new(),
+        row_group: Some(c.row_group),
+        column: Some(c.path.clone()),
+        reason: format!("page {page}: {reason}"),
+    };
+    // output layout: each page that needs decompression gets uncompressed_size bytes
+    let mut out_at: Vec<Option<u64>> = Vec::with_capacity(table.len());
+    let mut total = 0u64;
+    for p in table {
+        let in_place = p.kind == 3 && p.is_compressed == 0;
+        if in_place || p.kind == 1 {
+            out_at.push(None);
+        } else {
+            out_at.push(Some(total));
+            total += p.uncompressed_size.max(0) as u64;
+        }
+    }
+    let mut out = gpu.alloc((total as usize).max(1))?;
+    let mut jobs: Vec<SnappyJob> = Vec::new();
+    let mut job_pages: Vec<usize> = Vec::new();
+    let mut locs = Vec::with_capacity(table.len());
+    for (k, p) in table.iter().enumerate() {
+        let src = c.dest_offset + p.data_offset as u64;
+        let Some(at) = out_at[k] else {
+            locs.push((buf.device_ptr() + src, p.compressed_size as u64));
+            continue;
+        };
+        let levels = if p.kind == 3 {
+            (p.def_levels_len.max(0) + p.rep_levels_len.max(0)) as u64
+        } else {
+            0
+        };
+        if levels > p.compressed_size as u64 || levels > p.uncompressed_size as u64 {
+            return Err(fail(k, "levels longer than the page".into()));
+        }
+        if levels > 0 {
+            out.copy_from_device(at as usize, buf, src as usize..(src + levels) as usize)?;
+        }
+        let (src_len, dst_len) = (
+            p.compressed_size as u64 - levels,
+            p.uncompressed_size as u64 - levels,
+        );
+        if src_len == 0 {
+            if dst_len != 0 {
+                return Err(fail(k, format!("no compressed values for {dst_len} bytes")));
+            }
+        } else {
+            jobs.push(SnappyJob {
+                src: buf.device_ptr() + src + levels,
+                src_len,
+                dst: out.device_ptr() + at + levels,
+                dst_len,
+            });
+            job_pages.push(k);
+        }
+        locs.push((out.device_ptr() + at, p.uncompressed_size as u64));
+    }
+    if !jobs.is_empty() {
+        let module = gpu.load_module("snappy", SNAPPY, &[])?;
+        let jobs_buf = upload(
+            &gpu,
+            &jobs.iter().flat_map(|j| j.to_bytes()).collect::<Vec<u8>>(),
+        )?;
+        let mut errors = gpu.alloc(jobs.len() * 4)?;
+        errors.fill(0)?;
+        let warps_per_block = 4u32;
+        // SAFETY: `snappy_pages(const SnappyJob*, int, u32*)` (the int in a 64-bit slot, read
+        // as its low 4 bytes); one warp per job; every job's source lies in the load's buffer
+        // (page data inside its chunk, checked by the page-header pass) and its destination in
+        // `out`, sized from the pages' uncompressed sizes; all live until `launch64` returns.
+        unsafe {
+            launch64(
+                &gpu,
+                &module,
+                "snappy_pages",
+                (jobs.len() as u32).div_ceil(warps_per_block),
+                32 * warps_per_block,
+                &[
+                    jobs_buf.device_ptr(),
+                    jobs.len() as u64,
+                    errors.device_ptr(),
+                ],
+            )?
+        };
+        let errs = i32s_from(&errors.copy_to_host(0..jobs.len() * 4)?);
+        for (j, &bits) in errs.iter().enumerate() {
+            if bits != 0 {
+                return Err(fail(
+                    job_pages[j],
+                    format!(
+                        "(decompressed on the GPU) {}",
+                        describe_errors(bits as u32, SNAPPY_ERRORS)
+                    ),
+                ));
+            }
+        }
+    }
+    uploads.push(out);
+    Ok(locs)
 }
 
 /// A decoded column of one row group in device memory: Arrow layout (values, LSB-first

@@ -11,11 +11,56 @@ pub const DECODE_FIXED: &str = include_str!("kernels/decode_fixed.cu");
 /// BYTE_ARRAY flat columns: sizes first, then characters in place.
 pub const DECODE_BYTES: &str = include_str!("kernels/decode_bytes.cu");
 
+/// SNAPPY page decompression, one warp per page.
+pub const SNAPPY: &str = include_str!("kernels/snappy.cu");
+
 /// Every kernel module: (name, source).
 pub const MODULES: &[(&str, &str)] = &[
     ("page_headers", PAGE_HEADERS),
     ("decode_fixed", DECODE_FIXED),
     ("decode_bytes", DECODE_BYTES),
+    ("snappy", SNAPPY),
+];
+
+/// Mirror of `struct SnappyJob` in `kernels/snappy.cu` (32 bytes): one compressed stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SnappyJob {
+    /// Device address of the compressed bytes.
+    pub src: u64,
+    /// Compressed bytes.
+    pub src_len: u64,
+    /// Device address of the output.
+    pub dst: u64,
+    /// Expected decompressed bytes.
+    pub dst_len: u64,
+}
+
+impl SnappyJob {
+    /// The 32 bytes the kernel reads.
+    pub fn to_bytes(&self) -> [u8; 32] {
+        let mut b = [0u8; 32];
+        for (k, v) in [self.src, self.src_len, self.dst, self.dst_len]
+            .iter()
+            .enumerate()
+        {
+            b[8 * k..8 * k + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        b
+    }
+}
+
+/// Error bits of `snappy_pages`, per page.
+pub const SNAPPY_ERRORS: &[(u32, &str)] = &[
+    (0x1, "the SNAPPY stream ends inside an element"),
+    (
+        0x2,
+        "a SNAPPY element writes past the page's uncompressed size",
+    ),
+    (0x4, "a SNAPPY copy reaches before the start of the output"),
+    (
+        0x8,
+        "the SNAPPY length differs from the page's uncompressed size",
+    ),
 ];
 
 /// Mirror of `struct BytesColumn` in `kernels/decode_bytes.cu` (48 bytes).

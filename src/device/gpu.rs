@@ -401,6 +401,33 @@ impl DeviceBuffer {
             .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyHtoD", e))
     }
 
+    /// Copies `src[src_range]` (another device buffer of the same device) to
+    /// `self[dst_offset..]` (synchronous).
+    pub fn copy_from_device(
+        &mut self,
+        dst_offset: usize,
+        src: &DeviceBuffer,
+        src_range: Range<usize>,
+    ) -> Result<()> {
+        src.check(&src_range)?;
+        let len = src_range.end - src_range.start;
+        self.check(&(dst_offset..dst_offset.saturating_add(len)))?;
+        if len == 0 {
+            return Ok(());
+        }
+        self.gpu.bind()?;
+        // SAFETY: both ranges lie inside live allocations (checked above) and do not overlap
+        // (`&mut self` and `&src` are distinct buffers); the copy is synchronous.
+        unsafe {
+            cu::memcpy_dtod_sync(
+                self.ptr + dst_offset as u64,
+                src.ptr + src_range.start as u64,
+                len,
+            )
+        }
+        .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyDtoD", e))
+    }
+
     /// Sets every byte to `value` (synchronous).
     pub fn fill(&mut self, value: u8) -> Result<()> {
         if self.len == 0 {
