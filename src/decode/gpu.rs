@@ -412,6 +412,12 @@ pub fn decode_fixed_columns(
         let Some(conv) = conversion_code(col.conversion) else {
             continue;
         };
+        if col.conversion == crate::decode::gpu_plan::Conversion::BigEndianDecimal
+            && col.physical == "BYTE_ARRAY"
+        {
+            continue; // variable-width decimals: not this kernel
+        }
+        let boolean = col.conversion == crate::decode::gpu_plan::Conversion::Boolean;
         let bad = |reason: String| Error::BadColumnChunk {
             path: path.to_path_buf(),
             row_group: c.row_group,
@@ -425,7 +431,13 @@ pub fn decode_fixed_columns(
             .map_err(|e| bad(e.to_string()))?;
         let rows = rows_of(c.row_group);
         let width = col.output_width;
-        let mut values = gpu.alloc((rows * width).max(1))?;
+        // booleans: a bitmap in 32-bit words; others: width bytes per row
+        let (alloc_len, arrow_len) = if boolean {
+            (rows.div_ceil(32) * 4, rows.div_ceil(8))
+        } else {
+            (rows * width, rows * width)
+        };
+        let mut values = gpu.alloc(alloc_len.max(4))?;
         values.fill(0)?;
         let validity = if col.max_def_level > 0 {
             let mut v = gpu.alloc((rows.div_ceil(32) * 4).max(4))?;
@@ -491,7 +503,7 @@ pub fn decode_fixed_columns(
             data_type: fields[col.field].data_type().clone(),
             len: rows,
             null_count: 0,
-            buffers: vec![(values, rows * width)],
+            buffers: vec![(values, arrow_len)],
             validity,
             host_decompressed_pages: host_pages,
         });

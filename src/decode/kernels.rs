@@ -208,7 +208,9 @@ pub fn conversion_code(c: super::gpu_plan::Conversion) -> Option<i32> {
         C::Widen256 => 6,
         C::Int96ToNanos => 7,
         C::FixedBytes => 8,
-        C::Boolean | C::Bytes | C::BigEndianDecimal => return None,
+        C::BigEndianDecimal => 9, // FIXED_LEN_BYTE_ARRAY only: BYTE_ARRAY decimals are variable
+        C::Boolean => 10,
+        C::Bytes => return None,
     })
 }
 

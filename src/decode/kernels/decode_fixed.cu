@@ -33,6 +33,8 @@ typedef unsigned long long u64;
 #define C_WIDEN256 6
 #define C_INT96 7
 #define C_FIXED_BYTES 8
+#define C_BE_DECIMAL 9     // FLBA big-endian two's complement → little-endian, sign-extended
+#define C_BOOLEAN 10       // bit-packed (PLAIN) or RLE (encoding 3) booleans → bitmap words
 
 struct PageJob {            // 64 bytes; mirrored by PageJob in src/decode/kernels.rs
     u64 data;               // device address of the page data (levels + values)
@@ -124,6 +126,11 @@ __device__ static void convert(int conv, const u8* src, int phys, u8* dst, int o
             for (int i = 0; i < 8; i++) dst[i] = (u8)((u64)v >> (8 * i));
             return;
         }
+        case C_BE_DECIMAL: {
+            u8 fill = (src[0] & 0x80) ? 0xff : 0;
+            for (int i = 0; i < outw; i++) dst[i] = i < phys ? src[phys - 1 - i] : fill;
+            return;
+        }
         case C_INT96: {
             u64 nanos = 0;
             for (int i = 0; i < 8; i++) nanos |= (u64)src[i] << (8 * i);
@@ -205,7 +212,18 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
                     }
                 }
             } else if (pj.encoding == 0) {
-                if ((u64)cnt * (u64)cj.phys_width > values_len) err |= E_VALUES;
+                u64 need = cj.conversion == C_BOOLEAN ? ((u64)cnt + 7) / 8
+                                                       : (u64)cnt * (u64)cj.phys_width;
+                if (need > values_len) err |= E_VALUES;
+            } else if (pj.encoding == 3 && cj.conversion == C_BOOLEAN) {
+                // RLE booleans: 4-byte length, then a hybrid stream of 1-bit values
+                if (values_len < 4) err |= E_VALUES;
+                else {
+                    const u8* v = data + val_at;
+                    u64 l = (u64)v[0] | ((u64)v[1] << 8) | ((u64)v[2] << 16) | ((u64)v[3] << 24);
+                    if (l > values_len - 4) err |= E_VALUES;
+                    else if (cnt > 0) err |= rle_hybrid(v + 4, l, 1, idxs, cnt);
+                }
             } else {
                 err |= E_ENCODING;
             }
@@ -237,10 +255,18 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
         if (i < n) {
             u64 row = pj.row_start + (u64)i;
             if (v) {
-                const u8* src;
-                if (pj.encoding == 0) src = vals + (u64)k * cj.phys_width;
-                else src = (const u8*)cj.dict + (u64)idxs[k] * cj.phys_width;
-                convert(cj.conversion, src, cj.phys_width, out + row * cj.out_width, cj.out_width);
+                if (cj.conversion == C_BOOLEAN) {
+                    u32 bit;
+                    if (pj.encoding == 0) bit = (vals[k >> 3] >> (k & 7)) & 1;
+                    else if (pj.encoding == 3) bit = idxs[k] & 1;
+                    else bit = (((const u8*)cj.dict)[idxs[k] >> 3] >> (idxs[k] & 7)) & 1;  // PLAIN dictionary
+                    if (bit) atomicOr(&((u32*)out)[row >> 5], 1u << (row & 31));
+                } else {
+                    const u8* src;
+                    if (pj.encoding == 0) src = vals + (u64)k * cj.phys_width;
+                    else src = (const u8*)cj.dict + (u64)idxs[k] * cj.phys_width;
+                    convert(cj.conversion, src, cj.phys_width, out + row * cj.out_width, cj.out_width);
+                }
                 if (valid_words) atomicOr(&valid_words[row >> 5], 1u << (row & 31));
             } else {
                 nulls++;
