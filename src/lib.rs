@@ -32,6 +32,7 @@
 //! | read byte ranges into a buffer of your own | [`io::host::HostReader`] (host) or [`io::gpu::GpuReader`] (device, per-range path choice) through [`io::RangeReader`] |
 //! | column chunks in GPU memory, still encoded | [`Device::Cuda`] → [`Loaded::device_chunks`] ([`reader::DeviceChunks`]) |
 //! | device memory, pinned memory, kernels of your own | [`device::gpu`] → [`device::Gpu`] (`alloc`, `pinned`, `load_module`) |
+//! | Arrow arrays / batches in device memory | [`device_array::DeviceArray`], [`device_array::DeviceRecordBatch`] (`upload`, `to_host`) |
 //! | know where batches went and why | [`LoadReport`] (`device`, per-request `io` records) |
 //!
 //! ## Example
@@ -128,6 +129,7 @@ pub mod config;
 pub mod decode;
 #[allow(unsafe_code)] // the CUDA driver and NVRTC (see the module docs)
 pub mod device;
+pub mod device_array;
 pub mod doctor;
 pub mod error;
 pub mod io;

@@ -725,3 +725,41 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
     assert!(failures.is_empty(), "{failures:#?}");
     assert!(cols_ok > 200, "{cols_ok}");
 }
+
+#[test]
+fn gpu_device_batches_round_trip_every_type() {
+    if !gpu_available("device batch round trip") {
+        return;
+    }
+    use cuparquet::device_array::DeviceRecordBatch;
+    let g = gpu(0).unwrap();
+    let mut files = corpus_files("data", &[".parquet"]);
+    let target = std::env::current_dir().unwrap().join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    let dir = tempfile::tempdir_in(target).unwrap();
+    files.extend(generate_corpus(dir.path()).into_iter().map(|(_, p)| p));
+    let mut n = 0;
+    for f in &files {
+        let Ok(b) = oracle(f, &Projection::All, None) else {
+            continue;
+        };
+        let d =
+            DeviceRecordBatch::upload(&g, &b).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let back = d
+            .to_host()
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert_same(&f.display().to_string(), &back, &b);
+        // a slice (non-zero offsets everywhere)
+        if b.num_rows() > 3 {
+            let s = b.slice(1, b.num_rows() - 2);
+            let back = DeviceRecordBatch::upload(&g, &s)
+                .unwrap()
+                .to_host()
+                .unwrap();
+            assert_same(&format!("{} sliced", f.display()), &back, &s);
+        }
+        n += 1;
+    }
+    eprintln!("device batches round-tripped: {n} files");
+    assert!(n > 80);
+}
