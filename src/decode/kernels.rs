@@ -6,10 +6,16 @@
 pub const PAGE_HEADERS: &str = include_str!("kernels/page_headers.cu");
 
 /// Fixed-width flat columns: levels, PLAIN and dictionary values, conversions.
-pub const DECODE_FIXED: &str = include_str!("kernels/decode_fixed.cu");
+pub const DECODE_FIXED: &str = concat!(
+    include_str!("kernels/common.cuh"),
+    include_str!("kernels/decode_fixed.cu")
+);
 
 /// BYTE_ARRAY flat columns: sizes first, then characters in place.
-pub const DECODE_BYTES: &str = include_str!("kernels/decode_bytes.cu");
+pub const DECODE_BYTES: &str = concat!(
+    include_str!("kernels/common.cuh"),
+    include_str!("kernels/decode_bytes.cu")
+);
 
 /// SNAPPY page decompression, one warp per page.
 pub const SNAPPY: &str = include_str!("kernels/snappy.cu");

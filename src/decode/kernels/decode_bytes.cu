@@ -10,33 +10,6 @@
 //   bytes_chars:   one block per data page: every row's bytes copied to chars + offsets[row].
 // Every length is checked against the page; errors are bits in errors[page].
 
-typedef unsigned char u8;
-typedef unsigned int u32;
-typedef long long i64;
-typedef unsigned long long u64;
-
-#define E_LEVELS      0x1u
-#define E_RLE         0x2u
-#define E_DICT_INDEX  0x4u
-#define E_VALUES      0x8u
-#define E_ENCODING    0x10u
-#define E_BIT_WIDTH   0x20u
-#define E_NO_DICT     0x40u
-
-struct PageJob {            // same layout as in decode_fixed.cu
-    u64 data;
-    u64 data_len;
-    u64 row_start;
-    int num_values;
-    int encoding;
-    int max_def;
-    int v2;
-    int def_len;
-    int rep_len;
-    int column;
-    int pad;
-};
-
 struct BytesColumn {        // 48 bytes; mirrored by BytesColumn in src/decode/kernels.rs
     u64 dict_entries;       // device address of (u64 start address, u64 len) pairs, 0 if none
     u64 lengths;            // i64 per row of the column
@@ -46,54 +19,6 @@ struct BytesColumn {        // 48 bytes; mirrored by BytesColumn in src/decode/k
     int pad0;
     u64 pad1;
 };
-
-__device__ static bool varint(const u8* p, u64 len, u64& pos, u64& v) {
-    v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (pos >= len) return false;
-        u32 b = p[pos++];
-        v |= (u64)(b & 0x7f) << shift;
-        if (!(b & 0x80)) return true;
-    }
-    return false;
-}
-
-__device__ static u32 rle_hybrid(const u8* p, u64 len, int bw, u32* out, int n) {
-    if (bw < 0 || bw > 32) return E_BIT_WIDTH;
-    u64 pos = 0;
-    int got = 0;
-    int bytew = (bw + 7) / 8;
-    while (got < n) {
-        u64 h;
-        if (!varint(p, len, pos, h)) return E_RLE;
-        if (h & 1) {
-            u64 groups = h >> 1;
-            u64 bytes = groups * (u64)bw;
-            if (groups > (1ull << 40) || bytes > len - pos) return E_RLE;
-            const u8* run = p + pos;
-            u64 count = groups * 8;
-            for (u64 k = 0; k < count && got < n; k++) {
-                u64 bit = k * (u64)bw;
-                u64 v = 0;
-                for (int b = 0; b < bw; b++) {
-                    u64 at = bit + b;
-                    v |= (u64)((run[at >> 3] >> (at & 7)) & 1) << b;
-                }
-                out[got++] = (u32)v;
-            }
-            pos += bytes;
-        } else {
-            u64 count = h >> 1;
-            if (count == 0 || (u64)bytew > len - pos) return E_RLE;
-            u32 v = 0;
-            for (int i = 0; i < bytew; i++) v |= (u32)p[pos + i] << (8 * i);
-            if (bw < 32 && (v >> bw) != 0) return E_RLE;
-            pos += bytew;
-            for (u64 k = 0; k < count && got < n; k++) out[got++] = v;
-        }
-    }
-    return 0;
-}
 
 // One thread per dictionary page: entries[k] = (device address, length) of entry k.
 extern "C" __global__ void dict_entries(

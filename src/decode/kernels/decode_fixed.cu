@@ -9,20 +9,6 @@
 // and every index against the dictionary; a problem sets a bit in errors[page] and the page
 // writes nothing more. Output buffers are zeroed by the host, so null slots stay 0.
 
-typedef unsigned char u8;
-typedef unsigned int u32;
-typedef long long i64;
-typedef unsigned long long u64;
-
-// Error bits (mirrored in src/decode/kernels.rs).
-#define E_LEVELS      0x1u   // definition levels run past the page
-#define E_RLE         0x2u   // an RLE/bit-packed run is cut short or malformed
-#define E_DICT_INDEX  0x4u   // a dictionary index out of range
-#define E_VALUES      0x8u   // values run past the page
-#define E_ENCODING    0x10u  // an encoding this kernel does not decode
-#define E_BIT_WIDTH   0x20u  // a bit width over 32
-#define E_NO_DICT     0x40u  // dictionary-encoded values without a dictionary
-
 // Conversions (mirrored: Conversion in src/decode/gpu_plan.rs, numbered in kernels.rs).
 #define C_COPY 0
 #define C_TRUNC8 1
@@ -36,20 +22,6 @@ typedef unsigned long long u64;
 #define C_BE_DECIMAL 9     // FLBA big-endian two's complement → little-endian, sign-extended
 #define C_BOOLEAN 10       // bit-packed (PLAIN) or RLE (encoding 3) booleans → bitmap words
 
-struct PageJob {            // 64 bytes; mirrored by PageJob in src/decode/kernels.rs
-    u64 data;               // device address of the page data (levels + values)
-    u64 data_len;
-    u64 row_start;          // first row of the page in its column's output
-    int num_values;         // rows of the page (flat columns)
-    int encoding;           // 0 PLAIN, 2 PLAIN_DICTIONARY, 8 RLE_DICTIONARY
-    int max_def;            // 0 (required) or 1 (optional)
-    int v2;                 // 1: levels at [rep_len, rep_len + def_len) without a length prefix
-    int def_len;            // v2
-    int rep_len;            // v2
-    int column;             // index into the column jobs
-    int pad;
-};
-
 struct ColumnJob {          // 48 bytes; mirrored by ColumnJob in src/decode/kernels.rs
     u64 out_values;         // rows * out_width bytes, zeroed
     u64 out_valid;          // validity bitmap (u32 words, zeroed), 0 when required
@@ -60,55 +32,6 @@ struct ColumnJob {          // 48 bytes; mirrored by ColumnJob in src/decode/ker
     int out_width;
     int conversion;
 };
-
-__device__ static bool varint(const u8* p, u64 len, u64& pos, u64& v) {
-    v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (pos >= len) return false;
-        u32 b = p[pos++];
-        v |= (u64)(b & 0x7f) << shift;
-        if (!(b & 0x80)) return true;
-    }
-    return false;
-}
-
-// Decodes n values of `bw` bits from the hybrid stream p[0..len) into out[0..n).
-__device__ static u32 rle_hybrid(const u8* p, u64 len, int bw, u32* out, int n) {
-    if (bw < 0 || bw > 32) return E_BIT_WIDTH;
-    u64 pos = 0;
-    int got = 0;
-    int bytew = (bw + 7) / 8;
-    while (got < n) {
-        u64 h;
-        if (!varint(p, len, pos, h)) return E_RLE;
-        if (h & 1) {
-            u64 groups = h >> 1;
-            u64 bytes = groups * (u64)bw;
-            if (groups > (1ull << 40) || bytes > len - pos) return E_RLE;
-            const u8* run = p + pos;
-            u64 count = groups * 8;
-            for (u64 k = 0; k < count && got < n; k++) {
-                u64 bit = k * (u64)bw;
-                u64 v = 0;
-                for (int b = 0; b < bw; b++) {
-                    u64 at = bit + b;
-                    v |= (u64)((run[at >> 3] >> (at & 7)) & 1) << b;
-                }
-                out[got++] = (u32)v;
-            }
-            pos += bytes;
-        } else {
-            u64 count = h >> 1;
-            if (count == 0 || (u64)bytew > len - pos) return E_RLE;
-            u32 v = 0;
-            for (int i = 0; i < bytew; i++) v |= (u32)p[pos + i] << (8 * i);
-            if (bw < 32 && (v >> bw) != 0) return E_RLE;
-            pos += bytew;
-            for (u64 k = 0; k < count && got < n; k++) out[got++] = v;
-        }
-    }
-    return 0;
-}
 
 __device__ static void convert(int conv, const u8* src, int phys, u8* dst, int outw) {
     switch (conv) {
