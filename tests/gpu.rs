@@ -674,11 +674,18 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
         let chunks = loaded.device_chunks.as_ref().unwrap();
         let codec_of = |rg: usize, leaf: usize| md.row_group(rg).column(leaf).compression();
         let rows_of = |rg: usize| md.row_group(rg).num_rows() as usize;
+        let tables = match cuparquet::decode::gpu::page_tables(chunks, f) {
+            Ok(t) => t,
+            Err(e) => {
+                failures.push(format!("{}: {e}", f.display()));
+                continue;
+            }
+        };
         let fixed = cuparquet::decode::gpu::decode_fixed_columns(
-            chunks, f, &gpu_cols, &fields, codec_of, rows_of,
+            chunks, &tables, f, &gpu_cols, &fields, codec_of, rows_of,
         );
         let strings = cuparquet::decode::gpu::decode_bytes_columns(
-            chunks, f, &gpu_cols, &fields, codec_of, rows_of,
+            chunks, &tables, f, &gpu_cols, &fields, codec_of, rows_of,
         );
         let got = match (fixed, strings) {
             (Ok(mut a), Ok(b)) => {

@@ -8,7 +8,9 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use crate::decode::kernels::{describe_errors, PageInfo, PAGE_HEADERS, PAGE_HEADER_ERRORS};
+use crate::decode::kernels::{
+    describe_errors, PageInfo, PageJob, PAGE_HEADERS, PAGE_HEADER_ERRORS,
+};
 use crate::device::{DeviceBuffer, Gpu};
 use crate::error::{Error, Result};
 use crate::reader::DeviceChunks;
@@ -30,6 +32,104 @@ fn i32s_from(bytes: &[u8]) -> Vec<i32> {
         .chunks_exact(4)
         .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect()
+}
+
+/// A zero-filled device allocation of at least `len` bytes.
+fn zeroed(gpu: &Arc<Gpu>, len: usize) -> Result<DeviceBuffer> {
+    let mut b = gpu.alloc(len.max(4))?;
+    b.fill(0)?;
+    Ok(b)
+}
+
+/// A zeroed validity bitmap (32-bit words) for `rows` rows of an optional column.
+fn validity_words(gpu: &Arc<Gpu>, rows: usize, optional: bool) -> Result<Option<DeviceBuffer>> {
+    optional
+        .then(|| zeroed(gpu, rows.div_ceil(32) * 4))
+        .transpose()
+}
+
+/// The value of a device u64 counter.
+fn counter_value(c: &DeviceBuffer) -> Result<usize> {
+    let b = c.copy_to_host(0..8)?;
+    Ok(u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as usize)
+}
+
+/// Per page job, the first index of its rows in the pass's scratch arrays, and the rows in all.
+fn row_bases(pages: &[PageJob]) -> (Vec<u64>, u64) {
+    let mut base = Vec::with_capacity(pages.len());
+    let mut total = 0u64;
+    for p in pages {
+        base.push(total);
+        total += p.num_values.max(0) as u64;
+    }
+    (base, total)
+}
+
+/// (row group, column path, page index) of each page job, for errors.
+type PageName = (usize, String, usize);
+
+/// The first page whose error bits are set, as an error naming it.
+fn page_errors(
+    path: &std::path::Path,
+    errs: &[i32],
+    names: &[PageName],
+    table: &[(u32, &str)],
+) -> Result<()> {
+    match errs.iter().position(|&b| b != 0) {
+        None => Ok(()),
+        Some(k) => {
+            let (rg, col, page) = &names[k];
+            Err(Error::Decode {
+                path: path.to_path_buf(),
+                row_group: Some(*rg),
+                column: Some(col.clone()),
+                reason: format!(
+                    "page {page} (decoded on the GPU): {}",
+                    describe_errors(errs[k] as u32, table)
+                ),
+            })
+        }
+    }
+}
+
+/// Appends a job per data page of one chunk (`column`: the index of its column job) to `jobs`
+/// and `names`; returns the rows the pages hold and the dictionary page, if any, as (page,
+/// address, bytes, entries).
+fn data_page_jobs(
+    c: &crate::plan::ColumnChunkPlan,
+    table: &[PageInfo],
+    page_data: &[(u64, u64)],
+    max_def: i16,
+    column: usize,
+    jobs: &mut Vec<PageJob>,
+    names: &mut Vec<PageName>,
+) -> (u64, Option<(usize, u64, u64, i32)>) {
+    let mut row = 0u64;
+    let mut dict = None;
+    for (k, p) in table.iter().enumerate() {
+        let (ptr, len) = page_data[k];
+        match p.kind {
+            2 => dict = Some((k, ptr, len, p.num_values)),
+            0 | 3 => {
+                jobs.push(PageJob {
+                    data: ptr,
+                    data_len: len,
+                    row_start: row,
+                    num_values: p.num_values,
+                    encoding: p.encoding,
+                    max_def: i32::from(max_def),
+                    v2: i32::from(p.kind == 3),
+                    def_len: p.def_levels_len,
+                    rep_len: p.rep_levels_len,
+                    column: column as i32,
+                });
+                names.push((c.row_group, c.path.clone(), k));
+                row += p.num_values as u64;
+            }
+            _ => {}
+        }
+    }
+    (row, dict)
 }
 
 fn page_info_from(b: &[u8]) -> PageInfo {
@@ -63,46 +163,36 @@ pub fn page_tables(chunks: &DeviceChunks, path: &std::path::Path) -> Result<Vec<
         return Ok(Vec::new());
     }
     let module = gpu.load_module("page_headers", PAGE_HEADERS, &[])?;
-    let kernel = module.function("page_headers")?;
     let offsets = upload(&gpu, &u64s(chunks.chunks().iter().map(|c| c.dest_offset)))?;
     let lens = upload(&gpu, &u64s(chunks.chunks().iter().map(|c| c.len())))?;
-    let mut counts = gpu.alloc(n * 4)?;
-    counts.fill(0)?;
-    let mut errors = gpu.alloc(n * 4)?;
-    errors.fill(0)?;
-    let stream = &gpu.streams()[0];
+    let counts = zeroed(&gpu, n * 4)?;
+    let errors = zeroed(&gpu, n * 4)?;
     let grid = (n as u32).div_ceil(THREADS);
     let launch = |starts: u64, pages: u64| -> Result<()> {
-        let (mut base, mut off, mut len) =
-            (buf.device_ptr(), offsets.device_ptr(), lens.device_ptr());
-        let mut num = n as i32;
-        let (mut cnt, mut st, mut pg, mut er) =
-            (counts.device_ptr(), starts, pages, errors.device_ptr());
-        let mut params: Vec<*mut c_void> = vec![
-            (&mut base as *mut u64).cast(),
-            (&mut off as *mut u64).cast(),
-            (&mut len as *mut u64).cast(),
-            (&mut num as *mut i32).cast(),
-            (&mut cnt as *mut u64).cast(),
-            (&mut st as *mut u64).cast(),
-            (&mut pg as *mut u64).cast(),
-            (&mut er as *mut u64).cast(),
-        ];
-        // SAFETY: the parameters match `page_headers(const u8*, const u64*, const u64*, int,
-        // int*, const long long*, PageInfo*, u32*)`; every pointer is a live device allocation
-        // of the size the kernel indexes (n chunk entries; `starts`/`pages` sized from the
-        // counts of the first pass, or null in it); all stay alive until the synchronize below.
+        // SAFETY: the arguments match `page_headers(const u8*, const u64*, const u64*, int,
+        // int*, const long long*, PageInfo*, u32*)` (the int in a 64-bit slot, read as its low
+        // 4 bytes); every pointer is a live device allocation of the size the kernel indexes
+        // (n chunk entries; `starts`/`pages` sized from the counts of the first pass, or null in
+        // it); all stay alive until `launch64` returns.
         unsafe {
-            module.launch(
-                kernel,
-                (grid, 1, 1),
-                (THREADS, 1, 1),
-                0,
-                stream,
-                &mut params,
-            )?
-        };
-        gpu.synchronize()
+            launch64(
+                &gpu,
+                &module,
+                "page_headers",
+                grid,
+                THREADS,
+                &[
+                    buf.device_ptr(),
+                    offsets.device_ptr(),
+                    lens.device_ptr(),
+                    n as u64,
+                    counts.device_ptr(),
+                    starts,
+                    pages,
+                    errors.device_ptr(),
+                ],
+            )
+        }
     };
     // pass 1: count
     launch(0, 0)?;
@@ -115,6 +205,7 @@ pub fn page_tables(chunks: &DeviceChunks, path: &std::path::Path) -> Result<Vec<
         starts.push(total);
         total += c.max(0) as u64;
     }
+
     let starts_buf = upload(&gpu, &u64s(starts.iter().copied()))?;
     let size = std::mem::size_of::<PageInfo>();
     let pages = gpu.alloc((total as usize * size).max(size))?;
@@ -280,8 +371,7 @@ fn snappy_on_device(
             &gpu,
             &jobs.iter().flat_map(|j| j.to_bytes()).collect::<Vec<u8>>(),
         )?;
-        let mut errors = gpu.alloc(jobs.len() * 4)?;
-        errors.fill(0)?;
+        let errors = zeroed(&gpu, jobs.len() * 4)?;
         let warps_per_block = 4u32;
         // SAFETY: `snappy_pages(const SnappyJob*, int, u32*)` (the int in a 64-bit slot, read
         // as its low 4 bytes); one warp per job; every job's source lies in the load's buffer
@@ -382,29 +472,28 @@ impl DeviceColumn {
 }
 
 /// Decodes, in one launch over all their data pages, the fixed-width columns of `columns`
-/// (GPU placements) from the chunks of a device load. `fields` is the projected schema,
-/// `codec_of(row_group, leaf)` the chunk's codec, `rows_of(row_group)` its row count. Pages of
-/// compressed chunks are decompressed on the host and uploaded (until the GPU decompresses).
+/// (GPU placements) from the chunks of a device load whose page tables are `tables`
+/// ([`page_tables`]). `fields` is the projected schema, `codec_of(row_group, leaf)` the chunk's
+/// codec, `rows_of(row_group)` its row count. SNAPPY pages are decompressed on the device,
+/// other codecs on the host and uploaded.
 pub fn decode_fixed_columns(
     chunks: &DeviceChunks,
+    tables: &[Vec<PageInfo>],
     path: &std::path::Path,
     columns: &[crate::decode::gpu_plan::GpuColumn],
     fields: &[std::sync::Arc<arrow::datatypes::Field>],
     codec_of: impl Fn(usize, usize) -> parquet::basic::Compression,
     rows_of: impl Fn(usize) -> usize,
 ) -> Result<Vec<DeviceColumn>> {
-    use crate::decode::kernels::{
-        conversion_code, ColumnJob, PageJob, DECODE_FIXED, DECODE_FIXED_ERRORS,
-    };
-    let buf = chunks.buffer();
-    let gpu = Arc::clone(buf.gpu());
-    let tables = page_tables(chunks, path)?;
+    use crate::decode::gpu_plan::Conversion;
+    use crate::decode::kernels::{conversion_code, ColumnJob, DECODE_FIXED, DECODE_FIXED_ERRORS};
+    let gpu = Arc::clone(chunks.buffer().gpu());
     let mut page_jobs: Vec<PageJob> = Vec::new();
-    let mut page_names: Vec<(usize, String, usize)> = Vec::new(); // (row group, column, page)
+    let mut page_names: Vec<PageName> = Vec::new();
     let mut col_jobs: Vec<ColumnJob> = Vec::new();
     let mut outputs: Vec<DeviceColumn> = Vec::new();
     let mut counters: Vec<DeviceBuffer> = Vec::new();
-    let mut uploads: Vec<DeviceBuffer> = Vec::new(); // host-decompressed pages kept alive
+    let mut uploads: Vec<DeviceBuffer> = Vec::new(); // decompressed pages kept alive
     for (ci, c) in chunks.chunks().iter().enumerate() {
         let Some(col) = columns.iter().find(|g| g.leaf == c.column) else {
             continue;
@@ -412,12 +501,9 @@ pub fn decode_fixed_columns(
         let Some(conv) = conversion_code(col.conversion) else {
             continue;
         };
-        if col.conversion == crate::decode::gpu_plan::Conversion::BigEndianDecimal
-            && col.physical == "BYTE_ARRAY"
-        {
+        if col.conversion == Conversion::BigEndianDecimal && col.physical == "BYTE_ARRAY" {
             continue; // variable-width decimals: not this kernel
         }
-        let boolean = col.conversion == crate::decode::gpu_plan::Conversion::Boolean;
         let bad = |reason: String| Error::BadColumnChunk {
             path: path.to_path_buf(),
             row_group: c.row_group,
@@ -425,70 +511,51 @@ pub fn decode_fixed_columns(
             range: Some(c.range.clone()),
             reason,
         };
-        let codec = codec_of(c.row_group, c.column);
         let table = &tables[ci];
-        let (page_data, host_pages) = page_locations(chunks, ci, table, codec, &mut uploads)
-            .map_err(|e| bad(e.to_string()))?;
+        let (page_data, host_pages) = page_locations(
+            chunks,
+            ci,
+            table,
+            codec_of(c.row_group, c.column),
+            &mut uploads,
+        )
+        .map_err(|e| bad(e.to_string()))?;
         let rows = rows_of(c.row_group);
-        let width = col.output_width;
-        // booleans: a bitmap in 32-bit words; others: width bytes per row
-        let (alloc_len, arrow_len) = if boolean {
+        // booleans: a bitmap in 32-bit words; others: output_width bytes per row
+        let (alloc_len, arrow_len) = if col.conversion == Conversion::Boolean {
             (rows.div_ceil(32) * 4, rows.div_ceil(8))
         } else {
-            (rows * width, rows * width)
+            (rows * col.output_width, rows * col.output_width)
         };
-        let mut values = gpu.alloc(alloc_len.max(4))?;
-        values.fill(0)?;
-        let validity = if col.max_def_level > 0 {
-            let mut v = gpu.alloc((rows.div_ceil(32) * 4).max(4))?;
-            v.fill(0)?;
-            Some(v)
-        } else {
-            None
-        };
-        let mut counter = gpu.alloc(8)?;
-        counter.fill(0)?;
+        let values = zeroed(&gpu, alloc_len)?;
+        let validity = validity_words(&gpu, rows, col.max_def_level > 0)?;
+        let counter = zeroed(&gpu, 8)?;
         let mut job = ColumnJob {
             out_values: values.device_ptr(),
             out_valid: validity.as_ref().map_or(0, |v| v.device_ptr()),
             null_count: counter.device_ptr(),
             phys_width: col.physical_width as i32,
-            out_width: width as i32,
+            out_width: col.output_width as i32,
             conversion: conv,
             ..ColumnJob::default()
         };
-        let mut row = 0u64;
-        for (k, p) in table.iter().enumerate() {
-            let (ptr, len) = page_data[k];
-            match p.kind {
-                2 => {
-                    if (p.num_values as u64) * col.physical_width as u64 > len {
-                        return Err(bad(format!(
-                            "dictionary page {k}: {} entries in {len} bytes",
-                            p.num_values
-                        )));
-                    }
-                    job.dict = ptr;
-                    job.dict_len = p.num_values;
-                }
-                0 | 3 => {
-                    page_jobs.push(PageJob {
-                        data: ptr,
-                        data_len: len,
-                        row_start: row,
-                        num_values: p.num_values,
-                        encoding: p.encoding,
-                        max_def: i32::from(col.max_def_level),
-                        v2: i32::from(p.kind == 3),
-                        def_len: p.def_levels_len,
-                        rep_len: p.rep_levels_len,
-                        column: col_jobs.len() as i32,
-                    });
-                    page_names.push((c.row_group, c.path.clone(), k));
-                    row += p.num_values as u64;
-                }
-                _ => {}
+        let (row, dict) = data_page_jobs(
+            c,
+            table,
+            &page_data,
+            col.max_def_level,
+            col_jobs.len(),
+            &mut page_jobs,
+            &mut page_names,
+        );
+        if let Some((k, ptr, len, entries)) = dict {
+            if (entries.max(0) as u64) * col.physical_width as u64 > len {
+                return Err(bad(format!(
+                    "dictionary page {k}: {entries} entries in {len} bytes"
+                )));
             }
+            job.dict = ptr;
+            job.dict_len = entries;
         }
         if row != rows as u64 {
             return Err(bad(format!(
@@ -512,7 +579,6 @@ pub fn decode_fixed_columns(
         return Ok(outputs);
     }
     let module = gpu.load_module("decode_fixed", DECODE_FIXED, &[])?;
-    let kernel = module.function("decode_fixed_pages")?;
     let pages_buf = upload(
         &gpu,
         &page_jobs
@@ -527,64 +593,37 @@ pub fn decode_fixed_columns(
             .flat_map(|c| c.to_bytes())
             .collect::<Vec<u8>>(),
     )?;
-    let mut base = Vec::with_capacity(page_jobs.len());
-    let mut total = 0u64;
-    for p in &page_jobs {
-        base.push(total);
-        total += p.num_values.max(0) as u64;
-    }
+    let (base, total) = row_bases(&page_jobs);
     let base_buf = upload(&gpu, &u64s(base))?;
     let defs = gpu.alloc((total as usize).max(1))?;
     let idxs = gpu.alloc((total as usize * 4).max(4))?;
-    let mut errors = gpu.alloc(page_jobs.len() * 4)?;
-    errors.fill(0)?;
-    let stream = &gpu.streams()[0];
-    let (mut a, mut b, mut d, mut i, mut s, mut e) = (
-        pages_buf.device_ptr(),
-        cols_buf.device_ptr(),
-        defs.device_ptr(),
-        idxs.device_ptr(),
-        base_buf.device_ptr(),
-        errors.device_ptr(),
-    );
-    let mut params: Vec<*mut c_void> = [&mut a, &mut b, &mut d, &mut i, &mut s, &mut e]
-        .into_iter()
-        .map(|p| (p as *mut u64).cast())
-        .collect();
-    // SAFETY: the parameters match `decode_fixed_pages(const PageJob*, const ColumnJob*, u8*,
+    let errors = zeroed(&gpu, page_jobs.len() * 4)?;
+    // SAFETY: the arguments match `decode_fixed_pages(const PageJob*, const ColumnJob*, u8*,
     // u32*, const u64*, u32*)`; one block per page job; the scratch arrays hold one entry per
     // row of every page (`base` is their prefix sum); every output buffer is sized from the
     // row group's rows, which the page value counts were checked to sum to; every allocation
-    // (uploads included) stays alive until the synchronize below.
+    // (uploads included) stays alive until `launch64` returns.
     unsafe {
-        module.launch(
-            kernel,
-            (page_jobs.len() as u32, 1, 1),
-            (256, 1, 1),
-            0,
-            stream,
-            &mut params,
+        launch64(
+            &gpu,
+            &module,
+            "decode_fixed_pages",
+            page_jobs.len() as u32,
+            256,
+            &[
+                pages_buf.device_ptr(),
+                cols_buf.device_ptr(),
+                defs.device_ptr(),
+                idxs.device_ptr(),
+                base_buf.device_ptr(),
+                errors.device_ptr(),
+            ],
         )?
     };
-    gpu.synchronize()?;
     let errs = i32s_from(&errors.copy_to_host(0..page_jobs.len() * 4)?);
-    for (k, &bits) in errs.iter().enumerate() {
-        if bits != 0 {
-            let (rg, col, page) = &page_names[k];
-            return Err(Error::Decode {
-                path: path.to_path_buf(),
-                row_group: Some(*rg),
-                column: Some(col.clone()),
-                reason: format!(
-                    "page {page} (decoded on the GPU): {}",
-                    describe_errors(bits as u32, DECODE_FIXED_ERRORS)
-                ),
-            });
-        }
-    }
+    page_errors(path, &errs, &page_names, DECODE_FIXED_ERRORS)?;
     for (o, c) in outputs.iter_mut().zip(&counters) {
-        let b = c.copy_to_host(0..8)?;
-        o.null_count = u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as usize;
+        o.null_count = counter_value(c)?;
     }
     drop(uploads);
     Ok(outputs)
@@ -626,6 +665,7 @@ unsafe fn launch64(
 /// place. Arguments as for [`decode_fixed_columns`].
 pub fn decode_bytes_columns(
     chunks: &DeviceChunks,
+    tables: &[Vec<PageInfo>],
     path: &std::path::Path,
     columns: &[crate::decode::gpu_plan::GpuColumn],
     fields: &[std::sync::Arc<arrow::datatypes::Field>],
@@ -633,14 +673,12 @@ pub fn decode_bytes_columns(
     rows_of: impl Fn(usize) -> usize,
 ) -> Result<Vec<DeviceColumn>> {
     use crate::decode::gpu_plan::Conversion;
-    use crate::decode::kernels::{BytesColumn, PageJob, DECODE_BYTES, DECODE_FIXED_ERRORS};
+    use crate::decode::kernels::{BytesColumn, DECODE_BYTES, DECODE_FIXED_ERRORS};
     let gpu = Arc::clone(chunks.buffer().gpu());
-    let tables = page_tables(chunks, path)?;
     let mut uploads: Vec<DeviceBuffer> = Vec::new();
     let mut page_jobs: Vec<PageJob> = Vec::new();
-    let mut page_names: Vec<(usize, String, usize)> = Vec::new();
+    let mut page_names: Vec<PageName> = Vec::new();
     let mut cols: Vec<BytesColumn> = Vec::new();
-    // per column: (column plan, rows, lengths, validity, counter, host pages, large, utf8 field)
     struct Out {
         field: usize,
         row_group: usize,
@@ -652,10 +690,10 @@ pub fn decode_bytes_columns(
         host_pages: usize,
     }
     let mut outs: Vec<Out> = Vec::new();
-    // dictionaries: (data address, bytes, entries) and their entry tables
+    // dictionaries: (data address, bytes, entries), their entry tables, their names
     let mut dicts: Vec<(u64, u64, i32)> = Vec::new();
     let mut dict_tables: Vec<DeviceBuffer> = Vec::new();
-    let mut dict_names: Vec<(usize, String)> = Vec::new();
+    let mut dict_names: Vec<PageName> = Vec::new();
     for (ci, c) in chunks.chunks().iter().enumerate() {
         let Some(col) = columns
             .iter()
@@ -680,53 +718,31 @@ pub fn decode_bytes_columns(
         )
         .map_err(|e| bad(e.to_string()))?;
         let rows = rows_of(c.row_group);
-        let mut lengths = gpu.alloc((rows * 8).max(8))?;
-        lengths.fill(0)?;
-        let validity = if col.max_def_level > 0 {
-            let mut v = gpu.alloc((rows.div_ceil(32) * 4).max(4))?;
-            v.fill(0)?;
-            Some(v)
-        } else {
-            None
-        };
-        let mut counter = gpu.alloc(8)?;
-        counter.fill(0)?;
+        let lengths = zeroed(&gpu, rows * 8)?;
+        let validity = validity_words(&gpu, rows, col.max_def_level > 0)?;
+        let counter = zeroed(&gpu, 8)?;
         let mut job = BytesColumn {
             lengths: lengths.device_ptr(),
             out_valid: validity.as_ref().map_or(0, |v| v.device_ptr()),
             null_count: counter.device_ptr(),
             ..BytesColumn::default()
         };
-        let mut row = 0u64;
-        for (k, p) in table.iter().enumerate() {
-            let (ptr, len) = page_data[k];
-            match p.kind {
-                2 => {
-                    let entries = gpu.alloc((p.num_values.max(0) as usize * 16).max(16))?;
-                    job.dict_entries = entries.device_ptr();
-                    job.dict_len = p.num_values;
-                    dicts.push((ptr, len, p.num_values));
-                    dict_tables.push(entries);
-                    dict_names.push((c.row_group, c.path.clone()));
-                }
-                0 | 3 => {
-                    page_jobs.push(PageJob {
-                        data: ptr,
-                        data_len: len,
-                        row_start: row,
-                        num_values: p.num_values,
-                        encoding: p.encoding,
-                        max_def: i32::from(col.max_def_level),
-                        v2: i32::from(p.kind == 3),
-                        def_len: p.def_levels_len,
-                        rep_len: p.rep_levels_len,
-                        column: cols.len() as i32,
-                    });
-                    page_names.push((c.row_group, c.path.clone(), k));
-                    row += p.num_values as u64;
-                }
-                _ => {}
-            }
+        let (row, dict) = data_page_jobs(
+            c,
+            table,
+            &page_data,
+            col.max_def_level,
+            cols.len(),
+            &mut page_jobs,
+            &mut page_names,
+        );
+        if let Some((k, ptr, len, entries)) = dict {
+            let entry_table = gpu.alloc((entries.max(0) as usize * 16).max(16))?;
+            job.dict_entries = entry_table.device_ptr();
+            job.dict_len = entries;
+            dicts.push((ptr, len, entries));
+            dict_tables.push(entry_table);
+            dict_names.push((c.row_group, c.path.clone(), k));
         }
         if row != rows as u64 {
             return Err(bad(format!(
@@ -749,23 +765,6 @@ pub fn decode_bytes_columns(
         return Ok(Vec::new());
     }
     let module = gpu.load_module("decode_bytes", DECODE_BYTES, &[])?;
-    let page_error = |errs: &[i32], names: &[(usize, String, usize)]| -> Result<()> {
-        for (k, &bits) in errs.iter().enumerate() {
-            if bits != 0 {
-                let (rg, col, page) = &names[k];
-                return Err(Error::Decode {
-                    path: path.to_path_buf(),
-                    row_group: Some(*rg),
-                    column: Some(col.clone()),
-                    reason: format!(
-                        "page {page} (decoded on the GPU): {}",
-                        describe_errors(bits as u32, DECODE_FIXED_ERRORS)
-                    ),
-                });
-            }
-        }
-        Ok(())
-    };
     // 1. dictionary entries
     if !dicts.is_empty() {
         let d_data = upload(&gpu, &u64s(dicts.iter().map(|d| d.0)))?;
@@ -778,8 +777,7 @@ pub fn decode_bytes_columns(
                 .collect::<Vec<u8>>(),
         )?;
         let d_out = upload(&gpu, &u64s(dict_tables.iter().map(|t| t.device_ptr())))?;
-        let mut d_err = gpu.alloc(dicts.len() * 4)?;
-        d_err.fill(0)?;
+        let d_err = zeroed(&gpu, dicts.len() * 4)?;
         // SAFETY: `dict_entries(const u64*, const u64*, const int*, u64* const*, int, u32*)`:
         // the int count is passed in a 64-bit slot (little-endian, upper half ignored by the
         // ABI's 4-byte int read); one thread per dictionary; each entry table holds 2 u64 per
@@ -802,16 +800,10 @@ pub fn decode_bytes_columns(
             )?
         };
         let errs = i32s_from(&d_err.copy_to_host(0..dicts.len() * 4)?);
-        let names: Vec<_> = dict_names.iter().map(|(r, c)| (*r, c.clone(), 0)).collect();
-        page_error(&errs, &names)?;
+        page_errors(path, &errs, &dict_names, DECODE_FIXED_ERRORS)?;
     }
     // 2. sizes
-    let mut base = Vec::with_capacity(page_jobs.len());
-    let mut total = 0u64;
-    for p in &page_jobs {
-        base.push(total);
-        total += p.num_values.max(0) as u64;
-    }
+    let (base, total) = row_bases(&page_jobs);
     let pages_buf = upload(
         &gpu,
         &page_jobs
@@ -826,8 +818,7 @@ pub fn decode_bytes_columns(
     let base_buf = upload(&gpu, &u64s(base))?;
     let idx = gpu.alloc((total as usize * 4).max(4))?;
     let src = gpu.alloc((total as usize * 16).max(16))?;
-    let mut errors = gpu.alloc(page_jobs.len() * 4)?;
-    errors.fill(0)?;
+    let errors = zeroed(&gpu, page_jobs.len() * 4)?;
     // SAFETY: `bytes_sizes(const PageJob*, const BytesColumn*, u32*, u64*, const u64*, u32*)`;
     // one block per page; the scratch arrays hold 1 u32 and 2 u64 per row of every page (base
     // is their prefix sum); each column's lengths and validity are sized from its rows, which
@@ -849,10 +840,8 @@ pub fn decode_bytes_columns(
             ],
         )?
     };
-    page_error(
-        &i32s_from(&errors.copy_to_host(0..page_jobs.len() * 4)?),
-        &page_names,
-    )?;
+    let errs = i32s_from(&errors.copy_to_host(0..page_jobs.len() * 4)?);
+    page_errors(path, &errs, &page_names, DECODE_FIXED_ERRORS)?;
     // 3. offsets (on the host for now), character buffers
     let mut offsets64: Vec<DeviceBuffer> = Vec::new();
     let mut chars: Vec<(DeviceBuffer, usize)> = Vec::new();
@@ -921,13 +910,12 @@ pub fn decode_bytes_columns(
     drop(uploads);
     let mut result = Vec::with_capacity(outs.len());
     for ((o, offs), ch) in outs.into_iter().zip(final_offsets).zip(chars) {
-        let b = o.counter.copy_to_host(0..8)?;
         result.push(DeviceColumn {
             field: o.field,
             row_group: o.row_group,
             data_type: fields[o.field].data_type().clone(),
             len: o.rows,
-            null_count: u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as usize,
+            null_count: counter_value(&o.counter)?,
             buffers: vec![offs, ch],
             validity: o.validity,
             host_decompressed_pages: o.host_pages,
