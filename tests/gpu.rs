@@ -47,12 +47,7 @@ impl Rng {
 
 /// A file of `len` pseudo-random bytes (not on tmpfs, so O_DIRECT and cuFile can open it).
 fn data_file(len: u64, seed: u64) -> (tempfile::NamedTempFile, Arc<Vec<u8>>) {
-    let dir = std::env::var_os("CUPARQUET_TEST_DIR").map_or_else(
-        || std::env::current_dir().unwrap().join("target"),
-        std::path::PathBuf::from,
-    );
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut f = tempfile::NamedTempFile::new_in(dir).unwrap();
+    let mut f = tempfile::NamedTempFile::new_in(scratch_parent()).unwrap();
     let mut r = Rng(seed | 1);
     let mut data = vec![0u8; len as usize];
     for c in data.chunks_mut(8) {
@@ -125,6 +120,34 @@ fn check_read(
     }
     assert_eq!(report.requests.len(), requests.len());
     report
+}
+
+/// Where test files go: `CUPARQUET_TEST_DIR`, else `target/` (not tmpfs: O_DIRECT and cuFile
+/// need a real disk).
+fn scratch_parent() -> std::path::PathBuf {
+    let dir = std::env::var_os("CUPARQUET_TEST_DIR").map_or_else(
+        || std::env::current_dir().unwrap().join("target"),
+        std::path::PathBuf::from,
+    );
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A scratch directory under [`scratch_parent`].
+fn scratch_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(scratch_parent()).unwrap()
+}
+
+/// The corpus's data files (and, with `bad`, its bad_data files) plus the generated files,
+/// which live as long as the returned directory.
+fn all_files(bad: bool) -> (Vec<std::path::PathBuf>, tempfile::TempDir) {
+    let mut files = corpus_files("data", &[".parquet"]);
+    if bad {
+        files.extend(corpus_files("bad_data", &[".parquet"]));
+    }
+    let dir = scratch_dir();
+    files.extend(generate_corpus(dir.path()).into_iter().map(|(_, p)| p));
+    (files, dir)
 }
 
 fn settings(threads: usize) -> IoSettings {
@@ -370,9 +393,7 @@ fn gpu_sixteen_threads_load_concurrently() {
     if !gpu_available("concurrency test") {
         return;
     }
-    let target = std::env::current_dir().unwrap().join("target");
-    std::fs::create_dir_all(&target).unwrap();
-    let dir = tempfile::tempdir_in(target).unwrap();
+    let dir = scratch_dir();
     let files: Vec<_> = generate_corpus(dir.path())
         .into_iter()
         .map(|(_, p)| p)
@@ -566,12 +587,7 @@ fn gpu_page_headers_match_the_host_twin() {
         return;
     }
     use cuparquet::decode::page_header::page_table;
-    let mut files = corpus_files("data", &[".parquet"]);
-    files.extend(corpus_files("bad_data", &[".parquet"]));
-    let target = std::env::current_dir().unwrap().join("target");
-    std::fs::create_dir_all(&target).unwrap();
-    let dir = tempfile::tempdir_in(target).unwrap();
-    files.extend(generate_corpus(dir.path()).into_iter().map(|(_, p)| p));
+    let (files, _dir) = all_files(true);
     let (mut files_ok, mut pages_ok, mut both_fail) = (0, 0, 0);
     for f in &files {
         let Ok(r) = ParquetGpuReader::builder(f)
@@ -640,11 +656,7 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
     }
     use cuparquet::decode::gpu_plan::{place_columns, Placement};
     use cuparquet::decode::kernels::conversion_code;
-    let mut files = corpus_files("data", &[".parquet"]);
-    let target = std::env::current_dir().unwrap().join("target");
-    std::fs::create_dir_all(&target).unwrap();
-    let dir = tempfile::tempdir_in(target).unwrap();
-    files.extend(generate_corpus(dir.path()).into_iter().map(|(_, p)| p));
+    let (files, _dir) = all_files(false);
     let (mut cols_ok, mut failures) = (0, Vec::new());
     for f in &files {
         let Ok(r) = ParquetGpuReader::builder(f)
@@ -740,11 +752,7 @@ fn gpu_device_batches_round_trip_every_type() {
     }
     use cuparquet::device_array::DeviceRecordBatch;
     let g = gpu(0).unwrap();
-    let mut files = corpus_files("data", &[".parquet"]);
-    let target = std::env::current_dir().unwrap().join("target");
-    std::fs::create_dir_all(&target).unwrap();
-    let dir = tempfile::tempdir_in(target).unwrap();
-    files.extend(generate_corpus(dir.path()).into_iter().map(|(_, p)| p));
+    let (files, _dir) = all_files(false);
     let mut n = 0;
     for f in &files {
         let Ok(b) = oracle(f, &Projection::All, None) else {
