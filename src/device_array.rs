@@ -76,12 +76,8 @@ impl DeviceArray {
             return Self::upload(gpu, make_array(data.clone()).as_ref());
         }
         let validity = match data.nulls() {
-            Some(n) if n.null_count() > 0 => {
-                // the bitmap from bit 0 (offset 0 data; a sliced null buffer is repacked)
-                let bits: Vec<bool> = (0..data.len()).map(|i| n.is_valid(i)).collect();
-                let packed = arrow::buffer::BooleanBuffer::from(bits);
-                Some(to_device(gpu, packed.values())?.0)
-            }
+            // the bitmap from bit 0 (`sliced` repacks a null buffer with a bit offset)
+            Some(n) if n.null_count() > 0 => Some(to_device(gpu, n.inner().sliced().as_slice())?.0),
             _ => None,
         };
         let buffers = data

@@ -696,17 +696,7 @@ impl ParquetGpuReader {
         let plan = &self.plan;
         let total = plan.request_bytes();
         let n_rg = plan.row_groups.len();
-        let notify = |bytes_read: u64, row_groups_done: usize| {
-            if let Some(f) = &self.progress {
-                f(Progress {
-                    bytes_read,
-                    bytes_total: total,
-                    row_groups_done,
-                    row_groups_total: n_rg,
-                })
-            }
-        };
-        notify(0, 0);
+        self.notify(0, 0);
         let units = &plan.units;
         let read_so_far = AtomicU64::new(0);
         let done_so_far = AtomicUsize::new(0);
@@ -736,7 +726,7 @@ impl ParquetGpuReader {
                         .filter(|&i| units_left[i].fetch_sub(1, Relaxed) == 1)
                         .count();
                     let d = done_so_far.fetch_add(finished, Relaxed) + finished;
-                    notify(b, d);
+                    self.notify(b, d);
                     Ok(r)
                 })
                 .collect()
@@ -765,7 +755,7 @@ impl ParquetGpuReader {
         };
         decode_time += t_join.elapsed();
         if units.is_empty() {
-            notify(total, n_rg);
+            self.notify(total, n_rg);
         }
         records.sort_by_key(|q| q.index);
         let io = IoReport {
@@ -806,6 +796,18 @@ impl ParquetGpuReader {
         })
     }
 
+    /// Reports progress to the callback, if one was set.
+    fn notify(&self, bytes_read: u64, row_groups_done: usize) {
+        if let Some(f) = &self.progress {
+            f(Progress {
+                bytes_read,
+                bytes_total: self.plan.request_bytes(),
+                row_groups_done,
+                row_groups_total: self.plan.row_groups.len(),
+            })
+        }
+    }
+
     /// Reads every planned request into one allocation on device `ordinal`, through `reader`.
     fn load_to_device(
         &self,
@@ -814,26 +816,11 @@ impl ParquetGpuReader {
         t0: Instant,
     ) -> Result<Loaded> {
         let plan = &self.plan;
-        let total = plan
-            .requests
-            .iter()
-            .map(|q| q.dest_offset + q.len())
-            .max()
-            .unwrap_or(0);
-        let notify = |bytes_read: u64, row_groups_done: usize| {
-            if let Some(f) = &self.progress {
-                f(Progress {
-                    bytes_read,
-                    bytes_total: plan.request_bytes(),
-                    row_groups_done,
-                    row_groups_total: plan.row_groups.len(),
-                })
-            }
-        };
-        notify(0, 0);
+        let total = plan.request_bytes();
+        self.notify(0, 0);
         let mut buffer = device::gpu(ordinal)?.alloc(total as usize)?;
         let io = reader.read(&self.file, &plan.requests, Dest::Device(&mut buffer))?;
-        notify(plan.request_bytes(), plan.row_groups.len());
+        self.notify(total, plan.row_groups.len());
         let schema = self.decoder.schema().clone();
         let report = LoadReport {
             path: self.file.path().to_path_buf(),
@@ -871,12 +858,7 @@ impl ParquetGpuReader {
     /// plan.
     pub fn decode_on_host(&self, chunks: &DeviceChunks) -> Result<Vec<LoadedBatch>> {
         let plan = &self.plan;
-        let total = plan
-            .requests
-            .iter()
-            .map(|q| q.dest_offset + q.len())
-            .max()
-            .unwrap_or(0);
+        let total = plan.request_bytes();
         let same = chunks.buffer.len() as u64 == total
             && chunks.chunks.len() == plan.chunks.len()
             && chunks

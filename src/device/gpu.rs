@@ -24,6 +24,20 @@ pub const COPY_STREAMS: usize = 4;
 /// buffers, up to this many bytes (allocating pinned memory costs milliseconds per buffer).
 pub const PINNED_POOL_RETAIN: usize = 1 << 30;
 
+/// `range` must lie inside a buffer of `len` bytes (`what`: "device", "pinned").
+fn check_range(ordinal: usize, range: &Range<usize>, len: usize, what: &str) -> Result<()> {
+    if range.start > range.end || range.end > len {
+        return Err(Error::Device {
+            device: format!("cuda:{ordinal}"),
+            reason: format!(
+                "bytes {}..{} are outside the {len}-byte {what} buffer",
+                range.start, range.end
+            ),
+        });
+    }
+    Ok(())
+}
+
 pub(crate) fn driver_error(ordinal: usize, what: &str, e: DriverError) -> Error {
     Error::Device {
         device: format!("cuda:{ordinal}"),
@@ -353,16 +367,7 @@ impl DeviceBuffer {
     }
 
     fn check(&self, range: &Range<usize>) -> Result<()> {
-        if range.start > range.end || range.end > self.len {
-            return Err(Error::Device {
-                device: format!("cuda:{}", self.gpu.ordinal),
-                reason: format!(
-                    "bytes {}..{} are outside the {}-byte device buffer",
-                    range.start, range.end, self.len
-                ),
-            });
-        }
-        Ok(())
+        check_range(self.gpu.ordinal, range, self.len, "device")
     }
 
     /// Copies device bytes `range` into a new host vector (synchronous).
@@ -537,15 +542,7 @@ impl PinnedBuffer {
         stream: &Stream,
     ) -> Result<()> {
         let len = src.end.saturating_sub(src.start);
-        if src.start > src.end || src.end > self.len {
-            return Err(Error::Device {
-                device: format!("cuda:{}", self.gpu.ordinal),
-                reason: format!(
-                    "bytes {}..{} are outside the {}-byte pinned buffer",
-                    src.start, src.end, self.len
-                ),
-            });
-        }
+        check_range(self.gpu.ordinal, &src, self.len, "pinned")?;
         dst.check(&(dst_offset..dst_offset.saturating_add(len)))?;
         if len == 0 {
             return Ok(());
