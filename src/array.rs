@@ -1,16 +1,20 @@
 //! The batch type the reader yields, wherever its buffers live.
 //!
-//! A [`LoadedBatch`] holds Arrow data in host memory today; the GPU issues add device-resident
-//! batches behind the same type, so callers written against it keep working. [`to_host`]
-//! (free on the host) gives an arrow-rs [`RecordBatch`].
+//! A [`LoadedBatch`] holds Arrow data in host memory (a host load) or in device memory (a
+//! [`DeviceRecordBatch`], from a load onto a CUDA device), behind one type, so callers written
+//! against it work with both. [`to_host`] (free on the host, a device→host copy otherwise)
+//! gives an arrow-rs [`RecordBatch`].
 //!
 //! [`to_host`]: LoadedBatch::to_host
 
 use std::fmt;
 
+use std::sync::Arc;
+
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 
+use crate::device_array::DeviceRecordBatch;
 use crate::error::Result;
 
 /// Where a batch's buffers live.
@@ -35,6 +39,7 @@ impl fmt::Display for Location {
 #[derive(Debug, Clone)]
 enum BatchData {
     Host(RecordBatch),
+    Device(Arc<DeviceRecordBatch>, usize),
 }
 
 /// One batch of loaded rows: Arrow columns in host or device memory.
@@ -52,10 +57,34 @@ impl LoadedBatch {
         }
     }
 
+    pub(crate) fn device(batch: DeviceRecordBatch, ordinal: usize, row_group: usize) -> Self {
+        LoadedBatch {
+            data: BatchData::Device(Arc::new(batch), ordinal),
+            row_group,
+        }
+    }
+
     /// Where the buffers live.
     pub fn location(&self) -> Location {
         match &self.data {
             BatchData::Host(_) => Location::Host,
+            BatchData::Device(_, n) => Location::Cuda(*n),
+        }
+    }
+
+    /// The device-resident batch, for a batch in device memory.
+    pub fn as_device(&self) -> Option<&Arc<DeviceRecordBatch>> {
+        match &self.data {
+            BatchData::Host(_) => None,
+            BatchData::Device(b, _) => Some(b),
+        }
+    }
+
+    /// The host batch, for a batch in host memory.
+    pub fn as_host(&self) -> Option<&RecordBatch> {
+        match &self.data {
+            BatchData::Host(b) => Some(b),
+            BatchData::Device(..) => None,
         }
     }
 
@@ -68,6 +97,7 @@ impl LoadedBatch {
     pub fn num_rows(&self) -> usize {
         match &self.data {
             BatchData::Host(b) => b.num_rows(),
+            BatchData::Device(b, _) => b.num_rows,
         }
     }
 
@@ -75,6 +105,7 @@ impl LoadedBatch {
     pub fn num_columns(&self) -> usize {
         match &self.data {
             BatchData::Host(b) => b.num_columns(),
+            BatchData::Device(b, _) => b.columns.len(),
         }
     }
 
@@ -82,13 +113,15 @@ impl LoadedBatch {
     pub fn schema(&self) -> SchemaRef {
         match &self.data {
             BatchData::Host(b) => b.schema(),
+            BatchData::Device(b, _) => b.schema.clone(),
         }
     }
 
-    /// Bytes of memory the batch's buffers hold.
+    /// Bytes of memory (host or device) the batch's buffers hold.
     pub fn memory_size(&self) -> usize {
         match &self.data {
             BatchData::Host(b) => b.get_array_memory_size(),
+            BatchData::Device(b, _) => b.device_bytes(),
         }
     }
 
@@ -97,6 +130,7 @@ impl LoadedBatch {
     pub fn to_host(&self) -> Result<RecordBatch> {
         match &self.data {
             BatchData::Host(b) => Ok(b.clone()),
+            BatchData::Device(b, _) => b.to_host(),
         }
     }
 
@@ -104,6 +138,7 @@ impl LoadedBatch {
     pub fn into_host(self) -> Result<RecordBatch> {
         match self.data {
             BatchData::Host(b) => Ok(b),
+            BatchData::Device(b, _) => b.to_host(),
         }
     }
 }

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{make_array, Array, ArrayData, ArrayRef};
+use arrow::array::{make_array, Array, ArrayData, ArrayRef, MutableArrayData};
 use arrow::buffer::{Buffer, NullBuffer};
 use arrow::datatypes::{DataType, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
@@ -46,6 +46,17 @@ impl std::fmt::Debug for DeviceArray {
     }
 }
 
+/// `data` copied to offset 0 (`arrow::compute::concat` of one array returns a slice of it, so it
+/// cannot do this).
+fn unsliced(data: &ArrayData) -> Result<ArrayData> {
+    let mut m = MutableArrayData::new(vec![data], false, data.len());
+    m.try_extend(0, 0, data.len()).map_err(|e| Error::Device {
+        device: "device array".into(),
+        reason: format!("copying a sliced array for upload: {e}"),
+    })?;
+    Ok(m.freeze())
+}
+
 fn to_device(gpu: &Arc<Gpu>, bytes: &[u8]) -> Result<(DeviceBuffer, usize)> {
     let mut b = gpu.alloc(bytes.len().max(1))?;
     b.copy_from_host(0, bytes)?;
@@ -55,25 +66,14 @@ fn to_device(gpu: &Arc<Gpu>, bytes: &[u8]) -> Result<(DeviceBuffer, usize)> {
 impl DeviceArray {
     /// Copies `array` to the device.
     pub fn upload(gpu: &Arc<Gpu>, array: &dyn Array) -> Result<Self> {
-        // an offset-0 copy, so every buffer starts at element 0
-        let data = if array.offset() != 0 {
-            arrow::compute::concat(&[array])
-                .map_err(|e| Error::Device {
-                    device: format!("cuda:{}", gpu.ordinal()),
-                    reason: format!("normalising an array for upload: {e}"),
-                })?
-                .to_data()
-        } else {
-            array.to_data()
-        };
-        Self::upload_data(gpu, &data)
+        Self::upload_data(gpu, &array.to_data())
     }
 
     fn upload_data(gpu: &Arc<Gpu>, data: &ArrayData) -> Result<Self> {
         if data.offset() != 0 {
-            // a sliced child: copy it to offset 0 (its logical contents are what the parent's
-            // offsets index)
-            return Self::upload(gpu, make_array(data.clone()).as_ref());
+            // a slice: copy its logical contents to a fresh offset-0 array first, so every
+            // buffer starts at element 0
+            return Self::upload_data(gpu, &unsliced(data)?);
         }
         let validity = match data.nulls() {
             // the bitmap from bit 0 (`sliced` repacks a null buffer with a bit offset)
@@ -110,6 +110,20 @@ impl DeviceArray {
             children,
             dictionary,
         })
+    }
+
+    /// A column decoded on the device (its buffers become the array's; the validity bitmap is
+    /// dropped when there are no nulls).
+    pub fn from_decoded(c: crate::decode::gpu::DeviceColumn) -> Self {
+        DeviceArray {
+            data_type: c.data_type,
+            len: c.len,
+            null_count: c.null_count,
+            validity: if c.null_count > 0 { c.validity } else { None },
+            buffers: c.buffers,
+            children: Vec::new(),
+            dictionary: None,
+        }
     }
 
     /// Device bytes held, children included.
@@ -197,5 +211,45 @@ impl DeviceRecordBatch {
                 reason: format!("the device batch does not match its schema: {e}"),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int32Array, ListArray, StringArray, StructArray};
+    use arrow::datatypes::{Field, Int32Type};
+
+    fn offsets_are_zero(d: &ArrayData) -> bool {
+        d.offset() == 0 && d.child_data().iter().all(offsets_are_zero)
+    }
+
+    #[test]
+    fn unsliced_keeps_values_and_starts_at_zero() {
+        let list = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+            Some(vec![Some(1), None]),
+            None,
+            Some(vec![Some(3)]),
+            Some(vec![]),
+            Some(vec![Some(5), Some(6)]),
+        ]);
+        let strs = StringArray::from(vec![Some("a"), None, Some("ccc"), Some(""), Some("e")]);
+        let ints = Int32Array::from(vec![Some(1), None, Some(3), Some(4), None]);
+        let st = StructArray::from(vec![
+            (
+                Arc::new(Field::new("s", DataType::Utf8, true)),
+                Arc::new(strs) as ArrayRef,
+            ),
+            (
+                Arc::new(Field::new("i", DataType::Int32, true)),
+                Arc::new(ints) as ArrayRef,
+            ),
+        ]);
+        for a in [Arc::new(list) as ArrayRef, Arc::new(st) as ArrayRef] {
+            let s = a.slice(1, 3);
+            let u = unsliced(&s.to_data()).unwrap();
+            assert!(offsets_are_zero(&u), "{:?}", a.data_type());
+            assert_eq!(make_array(u).as_ref(), s.as_ref());
+        }
     }
 }

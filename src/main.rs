@@ -284,13 +284,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             if let Some(bar) = &bar {
                 bar.finish();
             }
-            let mut loaded = loaded?;
+            let loaded = loaded?;
             if let Some(out) = &output {
-                if let Some(chunks) = &loaded.device_chunks {
-                    // Not decoded on the GPU yet: decode a device→host copy, so the file
-                    // written is what reached the device.
-                    loaded.batches = reader.decode_on_host(chunks)?;
-                }
+                // device batches are copied back (`to_host`): the file is what is on the device
                 write_ipc(out, &loaded)?;
             }
             if json {
@@ -389,16 +385,39 @@ fn summary(r: &LoadReport, requests: bool, output: Option<&Path>) -> String {
         r.footer_reads,
         if r.footer_reads == 1 { "" } else { "s" },
     );
-    if r.device.location != cuparquet::array::Location::Host {
+    if let Some(g) = &r.gpu_decode {
+        let on_gpu = g.fields.iter().filter(|f| f.on_gpu).count();
         let _ = writeln!(
             s,
-            "  column chunks are in device memory, still encoded (GPU decoding is not built yet{})",
+            "  decoded on {}: {on_gpu} of {} fields by the GPU kernels{}{}",
+            r.device.location,
+            g.fields.len(),
+            if g.host_decompressed_pages > 0 {
+                format!(
+                    ", {} pages decompressed on the host first",
+                    g.host_decompressed_pages
+                )
+            } else {
+                String::new()
+            },
             if output.is_some() {
-                "; --output decoded a device→host copy on the host"
+                "; --output wrote a device→host copy"
             } else {
                 ""
             }
         );
+        for f in g.fields.iter().filter(|f| !f.on_gpu) {
+            let _ = writeln!(
+                s,
+                "  field '{}' decoded on the host, uploaded: {}",
+                f.name, f.reason
+            );
+        }
+        if requests {
+            for f in g.fields.iter().filter(|f| f.on_gpu) {
+                let _ = writeln!(s, "  field '{}' decoded on the GPU: {}", f.name, f.reason);
+            }
+        }
     }
     let paths: Vec<String> =
         r.io.bytes_by_path()

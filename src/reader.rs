@@ -378,8 +378,9 @@ impl std::fmt::Debug for ParquetGpuReader {
 }
 
 /// Column chunks in device memory, still encoded: one allocation holding every planned
-/// request at its plan destination offset. Decoding on the GPU comes next; until then
-/// [`ParquetGpuReader::decode_on_host`] decodes a device→host copy.
+/// request at its plan destination offset ([`ParquetGpuReader::load_chunks`]).
+/// [`ParquetGpuReader::decode_on_gpu`] decodes them into device batches;
+/// [`ParquetGpuReader::decode_on_host`] decodes a device→host copy (a cross-check).
 pub struct DeviceChunks {
     buffer: DeviceBuffer,
     chunks: Vec<ColumnChunkPlan>,
@@ -426,11 +427,9 @@ impl DeviceChunks {
 /// What a load produced.
 #[derive(Debug, Clone)]
 pub struct Loaded {
-    /// The batches, in row-group order. Empty for a device load until GPU decoding exists
-    /// (see [`Loaded::device_chunks`]).
+    /// The batches, in row-group order: in host memory for a host load; for a device load
+    /// one [`DeviceRecordBatch`](crate::device_array::DeviceRecordBatch) per row group.
     pub batches: Vec<LoadedBatch>,
-    /// For a device target: the column chunks in device memory, still encoded.
-    pub device_chunks: Option<Arc<DeviceChunks>>,
     /// Their Arrow schema (also when there are no batches).
     pub schema: SchemaRef,
     /// What happened.
@@ -489,6 +488,8 @@ pub struct LoadReport {
     /// Wall time of `load` (I/O + decode).
     #[serde(serialize_with = "crate::io::ser_secs")]
     pub load_time: Duration,
+    /// For a device load: where each field was decoded and why, pages decompressed on the host.
+    pub gpu_decode: Option<GpuDecodeReport>,
 }
 
 impl LoadReport {
@@ -496,6 +497,27 @@ impl LoadReport {
     pub fn read_throughput(&self) -> f64 {
         self.bytes_read as f64 / self.load_time.as_secs_f64().max(1e-9)
     }
+}
+
+/// Where each field of a device load was decoded.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct GpuDecodeReport {
+    /// One entry per projected field, in schema order.
+    pub fields: Vec<FieldDecode>,
+    /// Pages decompressed on the host (codecs other than SNAPPY) and uploaded for the GPU
+    /// decoder.
+    pub host_decompressed_pages: usize,
+}
+
+/// Where one field was decoded.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FieldDecode {
+    /// The field.
+    pub name: String,
+    /// Decoded by the GPU kernels (else on the host by arrow-rs, then uploaded).
+    pub on_gpu: bool,
+    /// For the GPU: the conversion; for the host: why.
+    pub reason: String,
 }
 
 /// Decoded batches of one row group, for some of its fields.
@@ -787,10 +809,10 @@ impl ParquetGpuReader {
             io_time,
             decode_time,
             load_time: t0.elapsed(),
+            gpu_decode: None,
         };
         Ok(Loaded {
             batches,
-            device_chunks: None,
             schema,
             report,
         })
@@ -808,7 +830,39 @@ impl ParquetGpuReader {
         }
     }
 
-    /// Reads every planned request into one allocation on device `ordinal`, through `reader`.
+    /// Reads every planned request into one allocation on the device the reader was built
+    /// for: the column chunks, still encoded, and the I/O record. An error for a host reader.
+    pub fn load_chunks(&self) -> Result<(DeviceChunks, IoReport)> {
+        match (&self.gpu_reader, self.device.location) {
+            (Some(g), Location::Cuda(n)) => self.read_chunks(g, n),
+            _ => Err(Error::Device {
+                device: self.device.location.to_string(),
+                reason: format!(
+                    "load_chunks needs a reader built for a CUDA device ({})",
+                    self.device.reason
+                ),
+            }),
+        }
+    }
+
+    fn read_chunks(
+        &self,
+        reader: &dyn RangeReader,
+        ordinal: usize,
+    ) -> Result<(DeviceChunks, IoReport)> {
+        let plan = &self.plan;
+        let mut buffer = device::gpu(ordinal)?.alloc(plan.request_bytes() as usize)?;
+        let io = reader.read(&self.file, &plan.requests, Dest::Device(&mut buffer))?;
+        Ok((
+            DeviceChunks {
+                buffer,
+                chunks: plan.chunks.clone(),
+            },
+            io,
+        ))
+    }
+
+    /// Reads every planned request onto device `ordinal` through `reader`, then decodes there.
     fn load_to_device(
         &self,
         reader: &dyn RangeReader,
@@ -818,14 +872,17 @@ impl ParquetGpuReader {
         let plan = &self.plan;
         let total = plan.request_bytes();
         self.notify(0, 0);
-        let mut buffer = device::gpu(ordinal)?.alloc(total as usize)?;
-        let io = reader.read(&self.file, &plan.requests, Dest::Device(&mut buffer))?;
+        let (chunks, io) = self.read_chunks(reader, ordinal)?;
+        let t_dec = Instant::now();
+        let (batches, gpu_decode) = self.decode_on_gpu(&chunks)?;
+        drop(chunks);
+        let decode_time = t_dec.elapsed();
         self.notify(total, plan.row_groups.len());
         let schema = self.decoder.schema().clone();
         let report = LoadReport {
             path: self.file.path().to_path_buf(),
             device: self.device.clone(),
-            rows: plan.num_rows,
+            rows: batches.iter().map(|b| b.num_rows() as u64).sum(),
             columns: schema.fields().len(),
             leaf_columns: plan.leaves.len(),
             row_groups: plan.row_groups.len(),
@@ -833,48 +890,209 @@ impl ParquetGpuReader {
             bytes_read: io.bytes(),
             footer_bytes: self.meta.reads.iter().map(|r| r.end - r.start).sum(),
             footer_reads: self.meta.reads.len(),
-            output_bytes: 0,
+            output_bytes: batches.iter().map(|b| b.memory_size() as u64).sum(),
             settings: self.settings.clone(),
             io_time: io.wall,
             io,
             setup_time: self.t_setup,
             footer_time: self.t_footer,
-            decode_time: Duration::ZERO,
+            decode_time,
             load_time: t0.elapsed(),
+            gpu_decode: Some(gpu_decode),
         };
         Ok(Loaded {
-            batches: Vec::new(),
-            device_chunks: Some(Arc::new(DeviceChunks {
-                buffer,
-                chunks: plan.chunks.clone(),
-            })),
+            batches,
             schema,
             report,
         })
     }
 
-    /// Decodes column chunks loaded into device memory on the host, from one device→host copy
-    /// (the round trip GPU decoding will replace). The result equals a host load of the same
-    /// plan.
-    pub fn decode_on_host(&self, chunks: &DeviceChunks) -> Result<Vec<LoadedBatch>> {
+    /// An error unless `chunks` hold exactly this reader's plan.
+    fn check_chunks(&self, chunks: &DeviceChunks) -> Result<()> {
         let plan = &self.plan;
-        let total = plan.request_bytes();
-        let same = chunks.buffer.len() as u64 == total
+        let same = chunks.buffer.len() as u64 == plan.request_bytes()
             && chunks.chunks.len() == plan.chunks.len()
             && chunks
                 .chunks
                 .iter()
                 .zip(&plan.chunks)
                 .all(|(a, b)| a.range == b.range && a.dest_offset == b.dest_offset);
-        if !same {
-            return Err(Error::Device {
-                device: format!("cuda:{}", chunks.buffer.gpu().ordinal()),
-                reason: format!(
-                    "these device chunks were not loaded by this reader's plan of {}",
-                    self.file.path().display()
-                ),
-            });
+        if same {
+            return Ok(());
         }
+        Err(Error::Device {
+            device: format!("cuda:{}", chunks.buffer.gpu().ordinal()),
+            reason: format!(
+                "these device chunks were not loaded by this reader's plan of {}",
+                self.file.path().display()
+            ),
+        })
+    }
+
+    /// Decodes column chunks in device memory ([`load_chunks`](Self::load_chunks)) into one
+    /// device batch per row group. Flat columns the GPU decodes are decoded by the kernels of
+    /// [`crate::decode::gpu`]; the others (nested, DELTA_*, BYTE_STREAM_SPLIT, ...) are decoded
+    /// by arrow-rs on the host from a copy of their chunks and uploaded — the report names each
+    /// and why. Both run at once.
+    pub fn decode_on_gpu(
+        &self,
+        chunks: &DeviceChunks,
+    ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
+        use crate::decode::gpu_plan::{field_leaves, place_columns, Placement};
+        use crate::device_array::{DeviceArray, DeviceRecordBatch};
+        self.check_chunks(chunks)?;
+        let plan = &self.plan;
+        let path = self.file.path();
+        let md = &self.meta.metadata;
+        let schema = self.decoder.schema().clone();
+        let fields = schema.fields().to_vec();
+        let gpu = Arc::clone(chunks.buffer.gpu());
+        let placements = place_columns(md, &fields, &plan.leaves, &plan.row_groups);
+        let leaves_of = field_leaves(md, &fields, &plan.leaves);
+        let mut report = GpuDecodeReport::default();
+        let mut gpu_cols = Vec::new();
+        let mut host_fields = Vec::new();
+        for p in placements {
+            match p {
+                Placement::Gpu(c) => {
+                    report.fields.push(FieldDecode {
+                        name: fields[c.field].name().clone(),
+                        on_gpu: true,
+                        reason: format!("{} → {} ({:?})", c.physical, c.arrow, c.conversion),
+                    });
+                    gpu_cols.push(c);
+                }
+                Placement::Host { field, reason } => {
+                    report.fields.push(FieldDecode {
+                        name: fields[field].name().clone(),
+                        on_gpu: false,
+                        reason,
+                    });
+                    host_fields.push(field);
+                }
+            }
+        }
+        let host_leaves: Vec<usize> = host_fields
+            .iter()
+            .flat_map(|&f| leaves_of[f].iter().copied())
+            .collect();
+        let rows_of = |rg: usize| md.row_group(rg).num_rows().max(0) as usize;
+        let codec_of = |rg: usize, leaf: usize| md.row_group(rg).column(leaf).compression();
+        // host part: one batch per row group holding the host fields
+        let host_part = || -> Result<Vec<Vec<arrow::array::ArrayRef>>> {
+            if host_leaves.is_empty() {
+                return Ok(Vec::new());
+            }
+            let per_rg: Vec<Result<Vec<arrow::array::ArrayRef>>> =
+                self.host_reader.pool().install(|| {
+                    plan.row_groups
+                        .par_iter()
+                        .map(|&rg| {
+                            let mut bytes = Vec::new();
+                            for (i, c) in plan.chunks.iter().enumerate() {
+                                if c.row_group == rg
+                                    && !c.is_empty()
+                                    && host_leaves.contains(&c.column)
+                                {
+                                    bytes.push((
+                                        c.range.clone(),
+                                        Bytes::from(chunks.chunk_to_host(i)?),
+                                    ));
+                                }
+                            }
+                            let batches = self.decoder.decode_leaves(rg, &host_leaves, &bytes)?;
+                            let fields_schema = Arc::new(arrow::datatypes::Schema::new(
+                                host_fields
+                                    .iter()
+                                    .map(|&f| fields[f].clone())
+                                    .collect::<Vec<_>>(),
+                            ));
+                            let one = arrow::compute::concat_batches(&fields_schema, &batches)
+                                .map_err(|e| Error::Decode {
+                                    path: path.to_path_buf(),
+                                    row_group: Some(rg),
+                                    column: None,
+                                    reason: format!("joining host-decoded batches: {e}"),
+                                })?;
+                            Ok(one.columns().to_vec())
+                        })
+                        .collect()
+                });
+            per_rg.into_iter().collect()
+        };
+        let gpu_part = || -> Result<Vec<crate::decode::gpu::DeviceColumn>> {
+            if gpu_cols.is_empty() {
+                return Ok(Vec::new());
+            }
+            let tables = crate::decode::gpu::page_tables(chunks, path)?;
+            let mut cols = crate::decode::gpu::decode_fixed_columns(
+                chunks, &tables, path, &gpu_cols, &fields, codec_of, rows_of,
+            )?;
+            cols.extend(crate::decode::gpu::decode_bytes_columns(
+                chunks, &tables, path, &gpu_cols, &fields, codec_of, rows_of,
+            )?);
+            Ok(cols)
+        };
+        let (host_cols, dev_cols) = std::thread::scope(|s| {
+            let h = s.spawn(host_part);
+            let d = gpu_part();
+            let h = h.join().unwrap_or_else(|_| {
+                Err(Error::Decode {
+                    path: path.to_path_buf(),
+                    row_group: None,
+                    column: None,
+                    reason: "the host decoder thread panicked".into(),
+                })
+            });
+            (h, d)
+        });
+        let (host_cols, dev_cols) = (host_cols?, dev_cols?);
+        report.host_decompressed_pages = dev_cols.iter().map(|c| c.host_decompressed_pages).sum();
+        // assemble: per row group, fields in schema order
+        let mut by_key: std::collections::HashMap<(usize, usize), DeviceArray> = dev_cols
+            .into_iter()
+            .map(|c| ((c.field, c.row_group), DeviceArray::from_decoded(c)))
+            .collect();
+        let mut host_cols = host_cols.into_iter();
+        let mut out = Vec::with_capacity(plan.row_groups.len());
+        for &rg in &plan.row_groups {
+            let mut host_arrays = host_cols.next().unwrap_or_default().into_iter();
+            let mut columns = Vec::with_capacity(fields.len());
+            for (fi, f) in fields.iter().enumerate() {
+                let col = if host_fields.contains(&fi) {
+                    let a = host_arrays.next().ok_or_else(|| Error::Decode {
+                        path: path.to_path_buf(),
+                        row_group: Some(rg),
+                        column: Some(f.name().clone()),
+                        reason: "the host decoder returned fewer columns than planned".into(),
+                    })?;
+                    DeviceArray::upload(&gpu, a.as_ref())?
+                } else {
+                    by_key.remove(&(fi, rg)).ok_or_else(|| Error::Decode {
+                        path: path.to_path_buf(),
+                        row_group: Some(rg),
+                        column: Some(f.name().clone()),
+                        reason: "the GPU decoder produced no column for this field".into(),
+                    })?
+                };
+                columns.push(col);
+            }
+            let batch = DeviceRecordBatch {
+                schema: schema.clone(),
+                columns,
+                num_rows: rows_of(rg),
+            };
+            out.push(LoadedBatch::device(batch, gpu.ordinal(), rg));
+        }
+        Ok((out, report))
+    }
+
+    /// Decodes column chunks loaded into device memory on the host, from one device→host copy
+    /// (the round trip GPU decoding will replace). The result equals a host load of the same
+    /// plan.
+    pub fn decode_on_host(&self, chunks: &DeviceChunks) -> Result<Vec<LoadedBatch>> {
+        self.check_chunks(chunks)?;
+        let plan = &self.plan;
         let mut host = take_buffer(chunks.buffer.len());
         chunks.buffer.copy_into(0, &mut host)?;
         let data = Bytes::from(host);

@@ -84,10 +84,7 @@ fn load(
         b = b.with_row_groups(r.iter().copied());
     }
     let reader = b.build()?;
-    let mut loaded = reader.load()?;
-    if let Some(chunks) = &loaded.device_chunks {
-        loaded.batches = reader.decode_on_host(chunks)?;
-    }
+    let loaded = reader.load()?;
     let host = loaded.to_host()?;
     Ok(concat(&loaded.schema, &host))
 }

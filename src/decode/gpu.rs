@@ -682,8 +682,10 @@ pub fn decode_bytes_columns(
     struct Out {
         field: usize,
         row_group: usize,
+        path: String,
         rows: usize,
         large: bool,
+        utf8: bool,
         lengths: DeviceBuffer,
         validity: Option<DeviceBuffer>,
         counter: DeviceBuffer,
@@ -753,8 +755,10 @@ pub fn decode_bytes_columns(
         outs.push(Out {
             field: col.field,
             row_group: c.row_group,
+            path: c.path.clone(),
             rows,
             large: col.large_offsets,
+            utf8: col.utf8,
             lengths,
             validity,
             counter,
@@ -908,6 +912,42 @@ pub fn decode_bytes_columns(
         )?
     };
     drop(uploads);
+    // 5. UTF-8 validation of Utf8 columns, as arrow-rs validates them
+    for ((o, offs), ch) in outs.iter().zip(&offsets64).zip(&chars) {
+        if !o.utf8 || o.rows == 0 {
+            continue;
+        }
+        let first_bad = upload(&gpu, &u64::MAX.to_le_bytes())?;
+        // SAFETY: `utf8_check(const i64*, const u8*, u64, unsigned long long*)`; `offs` holds
+        // rows + 1 offsets into `ch`, whose length is the last offset; one thread per row.
+        unsafe {
+            launch64(
+                &gpu,
+                &module,
+                "utf8_check",
+                (o.rows as u64).div_ceil(256) as u32,
+                256,
+                &[
+                    offs.device_ptr(),
+                    ch.0.device_ptr(),
+                    o.rows as u64,
+                    first_bad.device_ptr(),
+                ],
+            )?
+        };
+        let bad = counter_value(&first_bad)?;
+        if bad != usize::MAX {
+            return Err(Error::Decode {
+                path: path.to_path_buf(),
+                row_group: Some(o.row_group),
+                column: Some(o.path.clone()),
+                reason: format!(
+                    "row {bad} of the row group is not valid UTF-8 (the column is Utf8; \
+                     read it as Binary to keep the bytes)"
+                ),
+            });
+        }
+    }
     let mut result = Vec::with_capacity(outs.len());
     for ((o, offs), ch) in outs.into_iter().zip(final_offsets).zip(chars) {
         result.push(DeviceColumn {

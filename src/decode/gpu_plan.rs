@@ -101,6 +101,35 @@ fn host(field: usize, reason: impl Into<String>) -> Placement {
     }
 }
 
+/// The leaves (of `leaves`, the projection's leaf columns in order) of each field of `fields`.
+pub fn field_leaves(
+    metadata: &ParquetMetaData,
+    fields: &[std::sync::Arc<Field>],
+    leaves: &[usize],
+) -> Vec<Vec<usize>> {
+    let schema = metadata.file_metadata().schema_descr();
+    let mut next = 0usize;
+    fields
+        .iter()
+        .map(|field| {
+            let mine: Vec<usize> = leaves[next..]
+                .iter()
+                .copied()
+                .take_while(|&l| {
+                    schema
+                        .column(l)
+                        .path()
+                        .parts()
+                        .first()
+                        .is_some_and(|r| r == field.name())
+                })
+                .collect();
+            next += mine.len();
+            mine
+        })
+        .collect()
+}
+
 /// Decides, for every field of the projected Arrow schema `fields` (whose leaves, in order,
 /// are `leaves`), where it is decoded, looking at the chunks of `row_groups`.
 pub fn place_columns(
@@ -111,22 +140,11 @@ pub fn place_columns(
 ) -> Vec<Placement> {
     let schema = metadata.file_metadata().schema_descr();
     let mut out = Vec::with_capacity(fields.len());
-    let mut next_leaf = 0usize;
-    for (fi, field) in fields.iter().enumerate() {
-        // the leaves of this field: those whose path starts with the field's root name
-        let mine: Vec<usize> = leaves[next_leaf..]
-            .iter()
-            .copied()
-            .take_while(|&l| {
-                schema
-                    .column(l)
-                    .path()
-                    .parts()
-                    .first()
-                    .is_some_and(|r| r == field.name())
-            })
-            .collect();
-        next_leaf += mine.len();
+    for ((fi, field), mine) in fields
+        .iter()
+        .enumerate()
+        .zip(field_leaves(metadata, fields, leaves))
+    {
         if mine.len() != 1 || schema.column(mine[0]).path().parts().len() != 1 {
             out.push(host(
                 fi,
@@ -177,6 +195,16 @@ pub fn place_columns(
             _ => 0,
         };
         match conversion(physical, width, field.data_type()) {
+            Some((Conversion::BigEndianDecimal, _)) if physical == PhysicalType::BYTE_ARRAY => {
+                out.push(host(
+                    fi,
+                    format!(
+                        "'{}': Arrow {} from variable-width BYTE_ARRAY decimals decodes on the host",
+                        field.name(),
+                        field.data_type()
+                    ),
+                ))
+            }
             Some((conversion, output_width)) => out.push(Placement::Gpu(GpuColumn {
                 field: fi,
                 leaf,

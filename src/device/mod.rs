@@ -23,11 +23,6 @@ use std::sync::OnceLock;
 use crate::array::Location;
 use crate::error::{Error, Result};
 
-/// Whether this build decodes on the GPU. Until it does, `Device::Cuda(n)` moves the planned
-/// column chunks into device memory still encoded (decoding them on the host from a copy when
-/// batches are asked for), and `Device::Auto` chooses the host.
-pub const GPU_DECODE_AVAILABLE: bool = false;
-
 /// The target a caller asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Device {
@@ -84,6 +79,8 @@ pub struct CudaProbe {
     pub devices: usize,
     /// A sentence saying what was found.
     pub detail: String,
+    /// Why the GPU kernels cannot be compiled (NVRTC missing), where that is so.
+    pub nvrtc_missing: Option<String>,
 }
 
 impl CudaProbe {
@@ -92,6 +89,7 @@ impl CudaProbe {
             driver_library: false,
             devices: 0,
             detail: "CUDA was not probed".into(),
+            nvrtc_missing: None,
         }
     }
 }
@@ -108,6 +106,7 @@ pub fn probe_cuda() -> &'static CudaProbe {
                 driver_library: false,
                 devices: 0,
                 detail: "no CUDA driver library (libcuda.so) found".into(),
+                nvrtc_missing: None,
             };
         }
         if let Err(e) = cudarc::driver::result::init() {
@@ -115,6 +114,7 @@ pub fn probe_cuda() -> &'static CudaProbe {
                 driver_library: true,
                 devices: 0,
                 detail: format!("the CUDA driver did not initialise (cuInit: {e})"),
+                nvrtc_missing: None,
             };
         }
         match cudarc::driver::result::device::get_count() {
@@ -122,16 +122,19 @@ pub fn probe_cuda() -> &'static CudaProbe {
                 driver_library: true,
                 devices: n as usize,
                 detail: format!("{n} CUDA device{} found", if n == 1 { "" } else { "s" }),
+                nvrtc_missing: nvrtc::nvrtc_version().err().map(|e| e.to_string()),
             },
             Ok(_) => CudaProbe {
                 driver_library: true,
                 devices: 0,
                 detail: "the CUDA driver reports no devices".into(),
+                nvrtc_missing: None,
             },
             Err(e) => CudaProbe {
                 driver_library: true,
                 devices: 0,
                 detail: format!("counting CUDA devices failed (cuDeviceGetCount: {e})"),
+                nvrtc_missing: None,
             },
         }
     })
@@ -189,30 +192,26 @@ pub fn resolve_with(device: Device, probe: &CudaProbe) -> Result<DeviceChoice> {
                 reason: format!("cuda:{n} was requested"),
             })
         }
-        Device::Auto => {
-            if GPU_DECODE_AVAILABLE && probe.devices > 0 {
-                Ok(DeviceChoice {
-                    requested,
-                    location: Location::Cuda(0),
-                    reason: format!("{}; using cuda:0", probe.detail),
-                })
-            } else if probe.devices > 0 {
-                Ok(DeviceChoice {
-                    requested,
-                    location: Location::Host,
-                    reason: format!(
-                        "{}, but GPU decoding is not built yet; using host memory",
-                        probe.detail
-                    ),
-                })
-            } else {
-                Ok(DeviceChoice {
-                    requested,
-                    location: Location::Host,
-                    reason: format!("{}; using host memory", probe.detail),
-                })
-            }
-        }
+        Device::Auto => match (&probe.nvrtc_missing, probe.devices) {
+            (_, 0) => Ok(DeviceChoice {
+                requested,
+                location: Location::Host,
+                reason: format!("{}; using host memory", probe.detail),
+            }),
+            (Some(why), _) => Ok(DeviceChoice {
+                requested,
+                location: Location::Host,
+                reason: format!(
+                    "{}, but the GPU kernels cannot be compiled ({why}); using host memory",
+                    probe.detail
+                ),
+            }),
+            (None, _) => Ok(DeviceChoice {
+                requested,
+                location: Location::Cuda(0),
+                reason: format!("{}; using cuda:0", probe.detail),
+            }),
+        },
     }
 }
 
@@ -225,6 +224,7 @@ mod tests {
             driver_library: devices > 0,
             devices,
             detail: format!("{devices} devices"),
+            nvrtc_missing: None,
         }
     }
 
@@ -244,8 +244,15 @@ mod tests {
         assert_eq!(c.location, Location::Host);
         assert!(c.reason.contains("0 devices"), "{}", c.reason);
         let c = resolve_with(Device::Auto, &probe(2)).unwrap();
+        assert_eq!(c.location, Location::Cuda(0));
+        assert!(c.reason.contains("2 devices; using cuda:0"), "{}", c.reason);
+        let no_nvrtc = CudaProbe {
+            nvrtc_missing: Some("libnvrtc not found".into()),
+            ..probe(2)
+        };
+        let c = resolve_with(Device::Auto, &no_nvrtc).unwrap();
         assert_eq!(c.location, Location::Host);
-        assert!(c.reason.contains("not built yet"), "{}", c.reason);
+        assert!(c.reason.contains("libnvrtc not found"), "{}", c.reason);
     }
 
     #[test]

@@ -26,8 +26,9 @@ struct PageJob {            // 64 bytes; mirrored by PageJob in src/decode/kerne
     int def_len;            // v2
     int rep_len;            // v2
     int column;             // index into the column jobs
-    int pad;
+    int pad[3];
 };
+static_assert(sizeof(PageJob) == 64, "PageJob must match its Rust mirror");
 
 __device__ static bool varint(const u8* p, u64 len, u64& pos, u64& v) {
     v = 0;

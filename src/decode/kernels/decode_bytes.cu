@@ -19,6 +19,7 @@ struct BytesColumn {        // 48 bytes; mirrored by BytesColumn in src/decode/k
     int pad0;
     u64 pad1;
 };
+static_assert(sizeof(BytesColumn) == 48, "BytesColumn must match its Rust mirror");
 
 // One thread per dictionary page: entries[k] = (device address, length) of entry k.
 extern "C" __global__ void dict_entries(
@@ -153,5 +154,39 @@ extern "C" __global__ void bytes_chars(
         const u8* from = (const u8*)src[2 * i];
         u8* to = chars + offsets[row];
         for (u64 b = threadIdx.x; b < len; b += blockDim.x) to[b] = from[b];
+    }
+}
+
+// One thread per row: is the row's string valid UTF-8 (as Rust's str::from_utf8 defines it: no
+// overlong forms, no surrogates, nothing above U+10FFFF)? The first bad row is kept in
+// *first_bad (initialised to all ones by the host).
+extern "C" __global__ void utf8_check(
+    const i64* offsets, const u8* chars, u64 rows, unsigned long long* first_bad)
+{
+    u64 r = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    const u8* s = chars + offsets[r];
+    i64 n = offsets[r + 1] - offsets[r];
+    i64 i = 0;
+    while (i < n) {
+        u32 c = s[i];
+        if (c < 0x80) { i++; continue; }
+        int need;
+        u32 cp, min;
+        if ((c & 0xE0) == 0xC0) { need = 1; cp = c & 0x1F; min = 0x80; }
+        else if ((c & 0xF0) == 0xE0) { need = 2; cp = c & 0x0F; min = 0x800; }
+        else if ((c & 0xF8) == 0xF0) { need = 3; cp = c & 0x07; min = 0x10000; }
+        else { atomicMin(first_bad, (unsigned long long)r); return; }
+        if (n - i - 1 < need) { atomicMin(first_bad, (unsigned long long)r); return; }
+        for (int k = 1; k <= need; k++) {
+            u32 b = s[i + k];
+            if ((b & 0xC0) != 0x80) { atomicMin(first_bad, (unsigned long long)r); return; }
+            cp = (cp << 6) | (b & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+            atomicMin(first_bad, (unsigned long long)r);
+            return;
+        }
+        i += need + 1;
     }
 }

@@ -32,6 +32,7 @@ struct ColumnJob {          // 48 bytes; mirrored by ColumnJob in src/decode/ker
     int out_width;
     int conversion;
 };
+static_assert(sizeof(ColumnJob) == 48, "ColumnJob must match its Rust mirror");
 
 __device__ static void convert(int conv, const u8* src, int phys, u8* dst, int outw) {
     switch (conv) {

@@ -61,6 +61,7 @@ struct PageInfo {
     int rep_levels_len;      // v2
     int is_compressed;       // v2 (1 by default)
 };
+static_assert(sizeof(PageInfo) == 64, "PageInfo must match its Rust mirror");
 
 struct Reader {
     const u8* p;

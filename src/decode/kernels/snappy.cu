@@ -21,6 +21,7 @@ struct SnappyJob {          // 32 bytes; mirrored by SnappyJob in src/decode/ker
     u64 dst;
     u64 dst_len;
 };
+static_assert(sizeof(SnappyJob) == 32, "SnappyJob must match its Rust mirror");
 
 extern "C" __global__ void snappy_pages(const SnappyJob* jobs, int num_jobs, u32* errors) {
     int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
