@@ -22,7 +22,7 @@ echo "=== GPU tests with the record again, verbose"
 PARQUET_TESTING_DIR="$PWD/.dev/corpus/parquet-testing" CUPARQUET_REQUIRE_GPU=1 \
   .dev/bin/test-test-gpu --nocapture > "$out/tests-gpu-verbose.txt" 2>&1
 echo "test-gpu exit $? (a signal at exit would show here)"
-grep -E "test result|FAILED|panicked|registration|cuFile counters|byte-exact|page headers on the GPU|decoded on the GPU" "$out/tests-gpu-verbose.txt"
+grep -E "test result|FAILED|panicked|registration|cuFile counters|byte-exact|page headers on the GPU|decoded on the GPU|equal to the reference|round-tripped" "$out/tests-gpu-verbose.txt"
 cp -f cufile.log "$out/" 2>/dev/null
 echo "=== cuparquet load --device cuda:0 --report on the bundled sample"
 .dev/bin/cuparquet load testdata/lineitem-sample.parquet --device cuda:0 --output /tmp/s.arrow 2>&1 | tee "$out/load-sample.txt"

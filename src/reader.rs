@@ -947,7 +947,25 @@ impl ParquetGpuReader {
         let schema = self.decoder.schema().clone();
         let fields = schema.fields().to_vec();
         let gpu = Arc::clone(chunks.buffer.gpu());
-        let placements = place_columns(md, &fields, &plan.leaves, &plan.row_groups);
+        let mut placements = place_columns(md, &fields, &plan.leaves, &plan.row_groups);
+        // arrow-rs caps what it returns by the file's row count; where the footer's counts
+        // disagree, decode everything as arrow-rs does, on the host
+        let file_rows = md.file_metadata().num_rows();
+        let rg_rows: i64 = md.row_groups().iter().map(|g| g.num_rows()).sum();
+        let consistent = file_rows == rg_rows;
+        if !consistent {
+            for p in placements.iter_mut() {
+                if let Placement::Gpu(c) = p {
+                    *p = Placement::Host {
+                        field: c.field,
+                        reason: format!(
+                            "the footer says {file_rows} rows but its row groups hold {rg_rows}: \
+                             decoded on the host, as arrow-rs reads it"
+                        ),
+                    };
+                }
+            }
+        }
         let leaves_of = field_leaves(md, &fields, &plan.leaves);
         let mut report = GpuDecodeReport::default();
         let mut gpu_cols = Vec::new();
@@ -979,11 +997,12 @@ impl ParquetGpuReader {
         let rows_of = |rg: usize| md.row_group(rg).num_rows().max(0) as usize;
         let codec_of = |rg: usize, leaf: usize| md.row_group(rg).column(leaf).compression();
         // host part: one batch per row group holding the host fields
-        let host_part = || -> Result<Vec<Vec<arrow::array::ArrayRef>>> {
-            if host_leaves.is_empty() {
+        type HostColumns = (Vec<arrow::array::ArrayRef>, usize);
+        let host_part = || -> Result<Vec<HostColumns>> {
+            if host_leaves.is_empty() && consistent {
                 return Ok(Vec::new());
             }
-            let per_rg: Vec<Result<Vec<arrow::array::ArrayRef>>> =
+            let per_rg: Vec<Result<HostColumns>> =
                 self.host_reader.pool().install(|| {
                     plan.row_groups
                         .par_iter()
@@ -1014,7 +1033,7 @@ impl ParquetGpuReader {
                                     column: None,
                                     reason: format!("joining host-decoded batches: {e}"),
                                 })?;
-                            Ok(one.columns().to_vec())
+                            Ok((one.columns().to_vec(), one.num_rows()))
                         })
                         .collect()
                 });
@@ -1056,7 +1075,9 @@ impl ParquetGpuReader {
         let mut host_cols = host_cols.into_iter();
         let mut out = Vec::with_capacity(plan.row_groups.len());
         for &rg in &plan.row_groups {
-            let mut host_arrays = host_cols.next().unwrap_or_default().into_iter();
+            let (host_arrays, host_rows) = host_cols.next().unwrap_or_default();
+            let num_rows = if consistent { rows_of(rg) } else { host_rows };
+            let mut host_arrays = host_arrays.into_iter();
             let mut columns = Vec::with_capacity(fields.len());
             for (fi, f) in fields.iter().enumerate() {
                 let col = if host_fields.contains(&fi) {
@@ -1075,12 +1096,23 @@ impl ParquetGpuReader {
                         reason: "the GPU decoder produced no column for this field".into(),
                     })?
                 };
+                if col.len != num_rows {
+                    return Err(Error::Decode {
+                        path: path.to_path_buf(),
+                        row_group: Some(rg),
+                        column: Some(f.name().clone()),
+                        reason: format!(
+                            "decoded {} values for a row group of {num_rows} rows",
+                            col.len
+                        ),
+                    });
+                }
                 columns.push(col);
             }
             let batch = DeviceRecordBatch {
                 schema: schema.clone(),
                 columns,
-                num_rows: rows_of(rg),
+                num_rows,
             };
             out.push(LoadedBatch::device(batch, gpu.ordinal(), rg));
         }

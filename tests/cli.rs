@@ -160,8 +160,15 @@ fn auto_says_what_it_chose() {
     let o = run(&["load", &data("alltypes_plain.parquet")]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
-    assert!(out.contains("→ host ("), "{out}");
-    assert!(out.contains("using host memory"), "{out}");
+    let auto = cuparquet::device::resolve(cuparquet::Device::Auto).unwrap();
+    if auto.location != cuparquet::array::Location::Host {
+        assert!(out.contains("→ cuda:0 ("), "{out}");
+        assert!(out.contains("using cuda:0"), "{out}");
+        assert!(out.contains("decoded on cuda:0"), "{out}");
+    } else {
+        assert!(out.contains("→ host ("), "{out}");
+        assert!(out.contains("using host memory"), "{out}");
+    }
 }
 
 #[test]
@@ -286,8 +293,9 @@ fn gpu_load_reports_paths_and_round_trips() {
     assert!(o.status.success(), "{err}");
     for want in [
         "→ cuda:0 (cuda:0 was requested)",
-        "still encoded",
-        "decoded a device→host copy",
+        "decoded on cuda:0: 13 of 13 fields by the GPU kernels",
+        "--output wrote a device→host copy",
+        "field 'timestamp_col' decoded on the GPU: INT96 → Timestamp(ns) (Int96ToNanos)",
         "bytes per path: staged",
         "cuFile: n=",
         "staged bytes=",
@@ -306,6 +314,8 @@ fn gpu_load_reports_paths_and_round_trips() {
     assert_eq!(v["device"]["location"]["cuda"], 0);
     assert_eq!(v["io"]["requests"][0]["path"], "staged");
     assert!(v["io"]["decisions"][0]["reason"].is_string());
+    assert_eq!(v["gpu_decode"]["fields"][0]["name"], "id");
+    assert_eq!(v["gpu_decode"]["fields"][0]["on_gpu"], true);
 }
 
 #[test]
