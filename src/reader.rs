@@ -1002,41 +1002,36 @@ impl ParquetGpuReader {
             if host_leaves.is_empty() && consistent {
                 return Ok(Vec::new());
             }
-            let per_rg: Vec<Result<HostColumns>> =
-                self.host_reader.pool().install(|| {
-                    plan.row_groups
-                        .par_iter()
-                        .map(|&rg| {
-                            let mut bytes = Vec::new();
-                            for (i, c) in plan.chunks.iter().enumerate() {
-                                if c.row_group == rg
-                                    && !c.is_empty()
-                                    && host_leaves.contains(&c.column)
-                                {
-                                    bytes.push((
-                                        c.range.clone(),
-                                        Bytes::from(chunks.chunk_to_host(i)?),
-                                    ));
-                                }
+            let per_rg: Vec<Result<HostColumns>> = self.host_reader.pool().install(|| {
+                plan.row_groups
+                    .par_iter()
+                    .map(|&rg| {
+                        let mut bytes = Vec::new();
+                        for (i, c) in plan.chunks.iter().enumerate() {
+                            if c.row_group == rg && !c.is_empty() && host_leaves.contains(&c.column)
+                            {
+                                bytes
+                                    .push((c.range.clone(), Bytes::from(chunks.chunk_to_host(i)?)));
                             }
-                            let batches = self.decoder.decode_leaves(rg, &host_leaves, &bytes)?;
-                            let fields_schema = Arc::new(arrow::datatypes::Schema::new(
-                                host_fields
-                                    .iter()
-                                    .map(|&f| fields[f].clone())
-                                    .collect::<Vec<_>>(),
-                            ));
-                            let one = arrow::compute::concat_batches(&fields_schema, &batches)
-                                .map_err(|e| Error::Decode {
-                                    path: path.to_path_buf(),
-                                    row_group: Some(rg),
-                                    column: None,
-                                    reason: format!("joining host-decoded batches: {e}"),
-                                })?;
-                            Ok((one.columns().to_vec(), one.num_rows()))
-                        })
-                        .collect()
-                });
+                        }
+                        let batches = self.decoder.decode_leaves(rg, &host_leaves, &bytes)?;
+                        let fields_schema = Arc::new(arrow::datatypes::Schema::new(
+                            host_fields
+                                .iter()
+                                .map(|&f| fields[f].clone())
+                                .collect::<Vec<_>>(),
+                        ));
+                        let one = arrow::compute::concat_batches(&fields_schema, &batches)
+                            .map_err(|e| Error::Decode {
+                                path: path.to_path_buf(),
+                                row_group: Some(rg),
+                                column: None,
+                                reason: format!("joining host-decoded batches: {e}"),
+                            })?;
+                        Ok((one.columns().to_vec(), one.num_rows()))
+                    })
+                    .collect()
+            });
             per_rg.into_iter().collect()
         };
         let gpu_part = || -> Result<Vec<crate::decode::gpu::DeviceColumn>> {

@@ -11,8 +11,12 @@ use cuparquet::{Device, ParquetGpuReader};
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataWriter};
 
 fn load(path: &Path) -> cuparquet::Result<arrow::record_batch::RecordBatch> {
+    load_on(path, Device::Host)
+}
+
+fn load_on(path: &Path, device: Device) -> cuparquet::Result<arrow::record_batch::RecordBatch> {
     let reader = ParquetGpuReader::builder(path)
-        .with_device(Device::Host)
+        .with_device(device)
         .build()?;
     let loaded = reader.load()?;
     Ok(concat(&loaded.schema, &loaded.to_host()?))
@@ -32,14 +36,25 @@ fn assert_clear(path: &Path, e: &cuparquet::Error) {
 fn bad_data_files_fail_clearly_or_match_arrow_rs() {
     let files = corpus_files("bad_data", &[".parquet"]);
     assert!(files.len() >= 8);
-    for f in &files {
-        match (load(f), oracle(f, &Projection::All, None)) {
-            (Err(e), _) => {
-                assert_clear(f, &e);
-                eprintln!("{}: {e}", f.display());
+    let mut devices = vec![Device::Host];
+    if gpu_available("bad data decoded on the GPU") {
+        devices.push(Device::Cuda(0));
+    }
+    for device in devices {
+        for f in &files {
+            match (load_on(f, device), oracle(f, &Projection::All, None)) {
+                (Err(e), _) => {
+                    assert_clear(f, &e);
+                    eprintln!("{device}: {}: {e}", f.display());
+                }
+                (Ok(got), Ok(want)) => assert_same(&f.display().to_string(), &got, &want),
+                (Ok(_), Err(o)) => {
+                    panic!(
+                        "{device}: {}: loaded what arrow-rs refuses ({o})",
+                        f.display()
+                    )
+                }
             }
-            (Ok(got), Ok(want)) => assert_same(&f.display().to_string(), &got, &want),
-            (Ok(_), Err(o)) => panic!("{}: loaded what arrow-rs refuses ({o})", f.display()),
         }
     }
     // ARROW-GH-43605 is readable by arrow-rs; cuparquet loads the same data.

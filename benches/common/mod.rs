@@ -25,6 +25,17 @@ pub const BATCH: usize = 65_536;
 /// A lineitem-like table: sorted key, random key, small int, two doubles, a date, a 3-value
 /// string and a comment from 5000 distinct values; uncompressed, no dictionaries (~275 MB).
 pub fn generate(path: &Path) {
+    let props = WriterProperties::builder()
+        .set_compression(Compression::UNCOMPRESSED)
+        .set_dictionary_enabled(false)
+        .set_max_row_group_row_count(Some(ROW_GROUP))
+        .build();
+    generate_lineitem(path, ROWS, ROW_GROUP, props);
+}
+
+/// The lineitem-like table of [`generate`] with `rows` rows in row groups of `row_group` rows,
+/// written with `props`.
+pub fn generate_lineitem(path: &Path, rows: usize, row_group: usize, props: WriterProperties) {
     let mut state = 7u64;
     let mut rand = move || {
         state = state
@@ -35,11 +46,6 @@ pub fn generate(path: &Path) {
     let comments: Vec<String> = (0..5000)
         .map(|i| format!("furiously regular pinto {i:05}"))
         .collect();
-    let props = WriterProperties::builder()
-        .set_compression(Compression::UNCOMPRESSED)
-        .set_dictionary_enabled(false)
-        .set_max_row_group_row_count(Some(ROW_GROUP))
-        .build();
     let schema_batch = |start: usize, n: usize, rand: &mut dyn FnMut() -> u64| {
         let cols: Vec<(&str, ArrayRef)> = vec![
             (
@@ -96,8 +102,8 @@ pub fn generate(path: &Path) {
     let mut w =
         ArrowWriter::try_new(File::create(&tmp).unwrap(), first.schema(), Some(props)).unwrap();
     let mut start = 0;
-    while start < ROWS {
-        let n = (ROWS - start).min(ROW_GROUP);
+    while start < rows {
+        let n = (rows - start).min(row_group);
         w.write(&schema_batch(start, n, &mut rand)).unwrap();
         start += n;
     }

@@ -240,130 +240,182 @@ fn check_errors(chunks: &DeviceChunks, path: &std::path::Path, errs: &[i32]) -> 
     Ok(())
 }
 
-/// Where each page's (decompressed) data of chunk `ci` lives on the device: in the load's
-/// buffer for uncompressed chunks; otherwise decompressed on the host and uploaded (the upload
-/// is pushed to `uploads`, which must outlive the kernels reading it). Also the pages
+/// Per chunk: each page's (device address, length) of decompressed data, and the pages
 /// decompressed on the host.
-fn page_locations(
+type PageLocations = (Vec<(u64, u64)>, usize);
+
+/// Where the (decompressed) data of every page of the chunks `cis` lives on the device:
+/// uncompressed chunks in place in the load's buffer; SNAPPY pages decompressed on the device,
+/// all of them in one launch; pages of other codecs decompressed on the host (chunks in
+/// parallel) and uploaded in one copy. Buffers the kernels will read are pushed to `uploads`,
+/// which must outlive them. Indexed like `cis`.
+fn locate_pages(
     chunks: &DeviceChunks,
-    ci: usize,
-    table: &[PageInfo],
-    codec: parquet::basic::Compression,
+    cis: &[usize],
+    tables: &[Vec<PageInfo>],
+    path: &std::path::Path,
+    codec_of: &dyn Fn(usize, usize) -> parquet::basic::Compression,
     uploads: &mut Vec<DeviceBuffer>,
-) -> Result<(Vec<(u64, u64)>, usize)> {
+) -> Result<Vec<PageLocations>> {
+    use parquet::basic::Compression;
+    use rayon::prelude::*;
     let buf = chunks.buffer();
-    let c = &chunks.chunks()[ci];
-    if codec == parquet::basic::Compression::UNCOMPRESSED {
-        return Ok((
-            table
-                .iter()
-                .map(|p| {
-                    (
-                        buf.device_ptr() + c.dest_offset + p.data_offset as u64,
-                        p.compressed_size as u64,
-                    )
-                })
-                .collect(),
-            0,
-        ));
-    }
-    let fail = |reason: String| Error::Decode {
-        path: std::path::PathBuf::new(),
-        row_group: Some(c.row_group),
-        column: Some(c.path.clone()),
-        reason,
+    let all = chunks.chunks();
+    let fail = |ci: usize, reason: String| {
+        let c = &all[ci];
+        Error::BadColumnChunk {
+            path: path.to_path_buf(),
+            row_group: c.row_group,
+            column: c.path.clone(),
+            range: Some(c.range.clone()),
+            reason,
+        }
     };
-    if codec == parquet::basic::Compression::SNAPPY {
-        return snappy_on_device(chunks, ci, table, uploads).map(|l| (l, 0));
+    let mut out: Vec<Option<PageLocations>> = vec![None; cis.len()];
+    let mut snappy = Vec::new();
+    let mut host = Vec::new();
+    for (k, &ci) in cis.iter().enumerate() {
+        let c = &all[ci];
+        match codec_of(c.row_group, c.column) {
+            Compression::UNCOMPRESSED => {
+                let base = buf.device_ptr() + c.dest_offset;
+                out[k] = Some((
+                    tables[ci]
+                        .iter()
+                        .map(|p| (base + p.data_offset as u64, p.compressed_size as u64))
+                        .collect(),
+                    0,
+                ));
+            }
+            Compression::SNAPPY => snappy.push(k),
+            codec => host.push((k, codec)),
+        }
     }
-    let host = bytes::Bytes::from(chunks.chunk_to_host(ci)?);
-    let entries = crate::decode::page_header::page_table(&host).map_err(|e| fail(e.to_string()))?;
-    let data = crate::decode::decompress::decompress_pages(&host, &entries, codec)
-        .map_err(|e| fail(e.to_string()))?;
-    let mut all = Vec::new();
-    let mut spans = vec![(0u64, 0u64); entries.len()];
-    let mut host_pages = 0;
-    for d in &data {
-        spans[d.page] = (all.len() as u64, d.bytes.len() as u64);
-        all.extend_from_slice(&d.bytes);
-        host_pages += usize::from(d.host_decompressed);
+    if !snappy.is_empty() {
+        let sn: Vec<usize> = snappy.iter().map(|&k| cis[k]).collect();
+        let locs = snappy_on_device(chunks, &sn, tables, &fail, uploads)?;
+        for (k, l) in snappy.into_iter().zip(locs) {
+            out[k] = Some((l, 0));
+        }
     }
-    let up = upload(buf.gpu(), &all)?;
-    let locs = spans.iter().map(|s| (up.device_ptr() + s.0, s.1)).collect();
-    uploads.push(up);
-    Ok((locs, host_pages))
+    if !host.is_empty() {
+        // decompress every chunk's pages on the host, chunks in parallel
+        type Decompressed = (usize, Vec<crate::decode::decompress::PageData>, usize);
+        let parts: Vec<Result<Decompressed>> = host
+            .par_iter()
+            .map(|&(k, codec)| {
+                let ci = cis[k];
+                let bytes = bytes::Bytes::from(chunks.chunk_to_host(ci)?);
+                let entries = crate::decode::page_header::page_table(&bytes)
+                    .map_err(|e| fail(ci, e.to_string()))?;
+                let data = crate::decode::decompress::decompress_pages(&bytes, &entries, codec)
+                    .map_err(|e| fail(ci, e.to_string()))?;
+                Ok((k, data, entries.len()))
+            })
+            .collect();
+        let mut staged = Vec::new();
+        let mut spans: Vec<(usize, PageLocations)> = Vec::new(); // offsets into `staged`
+        for part in parts {
+            let (k, data, pages) = part?;
+            let mut s = vec![(0u64, 0u64); pages];
+            let mut host_pages = 0;
+            for d in &data {
+                s[d.page] = (staged.len() as u64, d.bytes.len() as u64);
+                staged.extend_from_slice(&d.bytes);
+                host_pages += usize::from(d.host_decompressed);
+            }
+            spans.push((k, (s, host_pages)));
+        }
+        let up = upload(buf.gpu(), &staged)?;
+        for (k, (s, host_pages)) in spans {
+            out[k] = Some((
+                s.iter()
+                    .map(|&(at, len)| (up.device_ptr() + at, len))
+                    .collect(),
+                host_pages,
+            ));
+        }
+        uploads.push(up);
+    }
+    Ok(out.into_iter().map(|o| o.unwrap_or_default()).collect())
 }
 
-/// Decompresses the SNAPPY pages of chunk `ci` on the device (one warp per page); returns each
-/// page's (address, length) of decompressed data. v2 levels are copied as stored; pages whose
-/// values are stored uncompressed are used in place.
+/// Decompresses the SNAPPY pages of the chunks `cis` on the device, all in one launch (one
+/// warp per page); returns per chunk each page's (address, length) of decompressed data. v2
+/// levels are copied as stored; pages whose values are stored uncompressed are used in place.
 fn snappy_on_device(
     chunks: &DeviceChunks,
-    ci: usize,
-    table: &[PageInfo],
+    cis: &[usize],
+    tables: &[Vec<PageInfo>],
+    fail: &dyn Fn(usize, String) -> Error,
     uploads: &mut Vec<DeviceBuffer>,
-) -> Result<Vec<(u64, u64)>> {
+) -> Result<Vec<Vec<(u64, u64)>>> {
     use crate::decode::kernels::{SnappyJob, SNAPPY, SNAPPY_ERRORS};
     let buf = chunks.buffer();
     let gpu = Arc::clone(buf.gpu());
-    let c = &chunks.chunks()[ci];
-    let fail = |page: usize, reason: String| Error::Decode {
-        path: std::path::PathBuf::new(),
-        row_group: Some(c.row_group),
-        column: Some(c.path.clone()),
-        reason: format!("page {page}: {reason}"),
-    };
     // output layout: each page that needs decompression gets uncompressed_size bytes
-    let mut out_at: Vec<Option<u64>> = Vec::with_capacity(table.len());
     let mut total = 0u64;
-    for p in table {
-        let in_place = p.kind == 3 && p.is_compressed == 0;
-        if in_place || p.kind == 1 {
-            out_at.push(None);
-        } else {
-            out_at.push(Some(total));
-            total += p.uncompressed_size.max(0) as u64;
+    let mut out_at: Vec<Vec<Option<u64>>> = Vec::with_capacity(cis.len());
+    for &ci in cis {
+        let mut v = Vec::with_capacity(tables[ci].len());
+        for p in &tables[ci] {
+            let in_place = p.kind == 3 && p.is_compressed == 0;
+            if in_place || p.kind == 1 {
+                v.push(None);
+            } else {
+                v.push(Some(total));
+                total += p.uncompressed_size.max(0) as u64;
+            }
         }
+        out_at.push(v);
     }
     let mut out = gpu.alloc((total as usize).max(1))?;
     let mut jobs: Vec<SnappyJob> = Vec::new();
-    let mut job_pages: Vec<usize> = Vec::new();
-    let mut locs = Vec::with_capacity(table.len());
-    for (k, p) in table.iter().enumerate() {
-        let src = c.dest_offset + p.data_offset as u64;
-        let Some(at) = out_at[k] else {
-            locs.push((buf.device_ptr() + src, p.compressed_size as u64));
-            continue;
-        };
-        let levels = if p.kind == 3 {
-            (p.def_levels_len.max(0) + p.rep_levels_len.max(0)) as u64
-        } else {
-            0
-        };
-        if levels > p.compressed_size as u64 || levels > p.uncompressed_size as u64 {
-            return Err(fail(k, "levels longer than the page".into()));
-        }
-        if levels > 0 {
-            out.copy_from_device(at as usize, buf, src as usize..(src + levels) as usize)?;
-        }
-        let (src_len, dst_len) = (
-            p.compressed_size as u64 - levels,
-            p.uncompressed_size as u64 - levels,
-        );
-        if src_len == 0 {
-            if dst_len != 0 {
-                return Err(fail(k, format!("no compressed values for {dst_len} bytes")));
+    let mut job_pages: Vec<(usize, usize)> = Vec::new();
+    let mut all_locs = Vec::with_capacity(cis.len());
+    for (k, &ci) in cis.iter().enumerate() {
+        let c = &chunks.chunks()[ci];
+        let mut locs = Vec::with_capacity(tables[ci].len());
+        for (pi, p) in tables[ci].iter().enumerate() {
+            let src = c.dest_offset + p.data_offset as u64;
+            let Some(at) = out_at[k][pi] else {
+                locs.push((buf.device_ptr() + src, p.compressed_size as u64));
+                continue;
+            };
+            let levels = if p.kind == 3 {
+                (p.def_levels_len.max(0) + p.rep_levels_len.max(0)) as u64
+            } else {
+                0
+            };
+            if levels > p.compressed_size as u64 || levels > p.uncompressed_size as u64 {
+                return Err(fail(ci, format!("page {pi}: levels longer than the page")));
             }
-        } else {
-            jobs.push(SnappyJob {
-                src: buf.device_ptr() + src + levels,
-                src_len,
-                dst: out.device_ptr() + at + levels,
-                dst_len,
-            });
-            job_pages.push(k);
+            if levels > 0 {
+                out.copy_from_device(at as usize, buf, src as usize..(src + levels) as usize)?;
+            }
+            let (src_len, dst_len) = (
+                p.compressed_size as u64 - levels,
+                p.uncompressed_size as u64 - levels,
+            );
+            if src_len == 0 {
+                if dst_len != 0 {
+                    return Err(fail(
+                        ci,
+                        format!("page {pi}: no compressed values for {dst_len} bytes"),
+                    ));
+                }
+            } else {
+                jobs.push(SnappyJob {
+                    src: buf.device_ptr() + src + levels,
+                    src_len,
+                    dst: out.device_ptr() + at + levels,
+                    dst_len,
+                });
+                job_pages.push((ci, pi));
+            }
+            locs.push((out.device_ptr() + at, p.uncompressed_size as u64));
         }
-        locs.push((out.device_ptr() + at, p.uncompressed_size as u64));
+        all_locs.push(locs);
     }
     if !jobs.is_empty() {
         let module = gpu.load_module("snappy", SNAPPY, &[])?;
@@ -392,20 +444,19 @@ fn snappy_on_device(
             )?
         };
         let errs = i32s_from(&errors.copy_to_host(0..jobs.len() * 4)?);
-        for (j, &bits) in errs.iter().enumerate() {
-            if bits != 0 {
-                return Err(fail(
-                    job_pages[j],
-                    format!(
-                        "(decompressed on the GPU) {}",
-                        describe_errors(bits as u32, SNAPPY_ERRORS)
-                    ),
-                ));
-            }
+        if let Some(j) = errs.iter().position(|&b| b != 0) {
+            let (ci, pi) = job_pages[j];
+            return Err(fail(
+                ci,
+                format!(
+                    "page {pi} (decompressed on the GPU): {}",
+                    describe_errors(errs[j] as u32, SNAPPY_ERRORS)
+                ),
+            ));
         }
     }
     uploads.push(out);
-    Ok(locs)
+    Ok(all_locs)
 }
 
 /// A decoded column of one row group in device memory: Arrow layout (values, LSB-first
@@ -494,16 +545,24 @@ pub fn decode_fixed_columns(
     let mut outputs: Vec<DeviceColumn> = Vec::new();
     let mut counters: Vec<DeviceBuffer> = Vec::new();
     let mut uploads: Vec<DeviceBuffer> = Vec::new(); // decompressed pages kept alive
-    for (ci, c) in chunks.chunks().iter().enumerate() {
-        let Some(col) = columns.iter().find(|g| g.leaf == c.column) else {
-            continue;
-        };
+    let mine = |c: &crate::plan::ColumnChunkPlan| {
+        columns.iter().find(|g| {
+            g.leaf == c.column
+                && conversion_code(g.conversion).is_some()
+                && !(g.conversion == Conversion::BigEndianDecimal && g.physical == "BYTE_ARRAY")
+        })
+    };
+    let cis: Vec<usize> = (0..chunks.chunks().len())
+        .filter(|&ci| mine(&chunks.chunks()[ci]).is_some())
+        .collect();
+    let mut located =
+        locate_pages(chunks, &cis, tables, path, &codec_of, &mut uploads)?.into_iter();
+    for &ci in &cis {
+        let c = &chunks.chunks()[ci];
+        let Some(col) = mine(c) else { continue };
         let Some(conv) = conversion_code(col.conversion) else {
             continue;
         };
-        if col.conversion == Conversion::BigEndianDecimal && col.physical == "BYTE_ARRAY" {
-            continue; // variable-width decimals: not this kernel
-        }
         let bad = |reason: String| Error::BadColumnChunk {
             path: path.to_path_buf(),
             row_group: c.row_group,
@@ -512,14 +571,7 @@ pub fn decode_fixed_columns(
             reason,
         };
         let table = &tables[ci];
-        let (page_data, host_pages) = page_locations(
-            chunks,
-            ci,
-            table,
-            codec_of(c.row_group, c.column),
-            &mut uploads,
-        )
-        .map_err(|e| bad(e.to_string()))?;
+        let (page_data, host_pages) = located.next().unwrap_or_default();
         let rows = rows_of(c.row_group);
         // booleans: a bitmap in 32-bit words; others: output_width bytes per row
         let (alloc_len, arrow_len) = if col.conversion == Conversion::Boolean {
@@ -644,6 +696,9 @@ unsafe fn launch64(
     args: &[u64],
 ) -> Result<()> {
     let f = module.function(name)?;
+    // the kernel runs on a non-blocking stream: let the uploads and memsets it reads (legacy
+    // stream, not yet finished) complete first
+    gpu.synchronize_default_stream()?;
     let mut vals: Vec<u64> = args.to_vec();
     let mut params: Vec<*mut c_void> = vals.iter_mut().map(|v| (v as *mut u64).cast()).collect();
     // SAFETY: forwarded to the caller's contract.
@@ -696,13 +751,19 @@ pub fn decode_bytes_columns(
     let mut dicts: Vec<(u64, u64, i32)> = Vec::new();
     let mut dict_tables: Vec<DeviceBuffer> = Vec::new();
     let mut dict_names: Vec<PageName> = Vec::new();
-    for (ci, c) in chunks.chunks().iter().enumerate() {
-        let Some(col) = columns
+    let mine = |c: &crate::plan::ColumnChunkPlan| {
+        columns
             .iter()
             .find(|g| g.leaf == c.column && g.conversion == Conversion::Bytes)
-        else {
-            continue;
-        };
+    };
+    let cis: Vec<usize> = (0..chunks.chunks().len())
+        .filter(|&ci| mine(&chunks.chunks()[ci]).is_some())
+        .collect();
+    let mut located =
+        locate_pages(chunks, &cis, tables, path, &codec_of, &mut uploads)?.into_iter();
+    for &ci in &cis {
+        let c = &chunks.chunks()[ci];
+        let Some(col) = mine(c) else { continue };
         let bad = |reason: String| Error::BadColumnChunk {
             path: path.to_path_buf(),
             row_group: c.row_group,
@@ -711,14 +772,7 @@ pub fn decode_bytes_columns(
             reason,
         };
         let table = &tables[ci];
-        let (page_data, host_pages) = page_locations(
-            chunks,
-            ci,
-            table,
-            codec_of(c.row_group, c.column),
-            &mut uploads,
-        )
-        .map_err(|e| bad(e.to_string()))?;
+        let (page_data, host_pages) = located.next().unwrap_or_default();
         let rows = rows_of(c.row_group);
         let lengths = zeroed(&gpu, rows * 8)?;
         let validity = validity_words(&gpu, rows, col.max_def_level > 0)?;
@@ -833,7 +887,7 @@ pub fn decode_bytes_columns(
             &module,
             "bytes_sizes",
             page_jobs.len() as u32,
-            32,
+            128,
             &[
                 pages_buf.device_ptr(),
                 cols_buf.device_ptr(),
@@ -846,50 +900,95 @@ pub fn decode_bytes_columns(
     };
     let errs = i32s_from(&errors.copy_to_host(0..page_jobs.len() * 4)?);
     page_errors(path, &errs, &page_names, DECODE_FIXED_ERRORS)?;
-    // 3. offsets (on the host for now), character buffers
-    let mut offsets64: Vec<DeviceBuffer> = Vec::new();
+    // 3. offsets on the device (span sums, a host scan of those, offsets), character buffers
+    const SPAN: usize = 256 * 16; // SCAN_THREADS * SCAN_PER_THREAD in decode_bytes.cu
+    let mut offsets64: Vec<u64> = Vec::new(); // i64 offsets of each column (device addresses)
+    let mut scratch: Vec<DeviceBuffer> = Vec::new();
     let mut chars: Vec<(DeviceBuffer, usize)> = Vec::new();
     let mut final_offsets: Vec<(DeviceBuffer, usize)> = Vec::new();
     for o in &outs {
-        let lens = o.lengths.copy_to_host(0..o.rows * 8)?;
-        let mut offs: Vec<i64> = Vec::with_capacity(o.rows + 1);
+        let spans = (o.rows + 1).div_ceil(SPAN);
+        let sums = gpu.alloc(spans * 8)?;
+        // SAFETY: `span_sums(const i64*, u64, i64*)`: `lengths` holds `rows` i64, `sums` one
+        // i64 per span of SPAN rows; one block per span.
+        unsafe {
+            launch64(
+                &gpu,
+                &module,
+                "span_sums",
+                spans as u32,
+                256,
+                &[o.lengths.device_ptr(), o.rows as u64, sums.device_ptr()],
+            )?
+        };
+        let sums_host = sums.copy_to_host(0..spans * 8)?;
+        let mut bases = Vec::with_capacity(spans);
         let mut at: i64 = 0;
-        offs.push(0);
-        for l in lens.chunks_exact(8) {
+        for v in sums_host.chunks_exact(8) {
+            bases.push(at);
             at = at
-                .checked_add(i64::from_le_bytes(l.try_into().unwrap_or([0; 8])))
+                .checked_add(i64::from_le_bytes(v.try_into().unwrap_or([0; 8])))
                 .ok_or_else(|| Error::Device {
                     device: format!("cuda:{}", gpu.ordinal()),
                     reason: "string lengths overflow".into(),
                 })?;
-            offs.push(at);
         }
         if !o.large && at > i64::from(i32::MAX) {
             return Err(Error::Decode {
                 path: path.to_path_buf(),
                 row_group: Some(o.row_group),
-                column: None,
+                column: Some(o.path.clone()),
                 reason: format!(
-                    "{at} bytes of strings in one row group do not fit 32-bit offsets (field {})",
+                    "{at} bytes of strings in one row group do not fit 32-bit offsets (field {}; \
+                     read it as LargeUtf8 / LargeBinary)",
                     fields[o.field].name()
                 ),
             });
         }
-        let bytes64: Vec<u8> = offs.iter().flat_map(|v| v.to_le_bytes()).collect();
-        offsets64.push(upload(&gpu, &bytes64)?);
-        let final_bytes: Vec<u8> = if o.large {
-            bytes64
+        let bases_buf = upload(
+            &gpu,
+            &bases
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<u8>>(),
+        )?;
+        let off64 = gpu.alloc((o.rows + 1) * 8)?;
+        let off32 = if o.large {
+            None
         } else {
-            offs.iter()
-                .flat_map(|&v| (v as i32).to_le_bytes())
-                .collect()
+            Some(gpu.alloc((o.rows + 1) * 4)?)
         };
-        let n = final_bytes.len();
-        final_offsets.push((upload(&gpu, &final_bytes)?, n));
+        // SAFETY: `write_offsets(const i64*, u64, const i64*, i64*, int*)`: `lengths` holds
+        // `rows` i64, `bases` one per span, `off64` rows + 1 i64 and `off32` (or null) rows + 1
+        // i32; one block per span, spans cover rows + 1 entries.
+        unsafe {
+            launch64(
+                &gpu,
+                &module,
+                "write_offsets",
+                spans as u32,
+                256,
+                &[
+                    o.lengths.device_ptr(),
+                    o.rows as u64,
+                    bases_buf.device_ptr(),
+                    off64.device_ptr(),
+                    off32.as_ref().map_or(0, |b| b.device_ptr()),
+                ],
+            )?
+        };
+        offsets64.push(off64.device_ptr());
+        match off32 {
+            Some(b) => {
+                final_offsets.push((b, (o.rows + 1) * 4));
+                scratch.push(off64);
+            }
+            None => final_offsets.push((off64, (o.rows + 1) * 8)),
+        }
         chars.push((gpu.alloc((at as usize).max(1))?, at as usize));
     }
     // 4. characters
-    let col_offsets = upload(&gpu, &u64s(offsets64.iter().map(|b| b.device_ptr())))?;
+    let col_offsets = upload(&gpu, &u64s(offsets64.iter().copied()))?;
     let col_chars = upload(&gpu, &u64s(chars.iter().map(|c| c.0.device_ptr())))?;
     // SAFETY: `bytes_chars(const PageJob*, const u64*, const u64*, const u64*, const u64*)`; the
     // offsets of every column are the prefix sums of the lengths written by `bytes_sizes`, and
@@ -901,7 +1000,7 @@ pub fn decode_bytes_columns(
             &module,
             "bytes_chars",
             page_jobs.len() as u32,
-            128,
+            256,
             &[
                 pages_buf.device_ptr(),
                 src.device_ptr(),
@@ -913,7 +1012,7 @@ pub fn decode_bytes_columns(
     };
     drop(uploads);
     // 5. UTF-8 validation of Utf8 columns, as arrow-rs validates them
-    for ((o, offs), ch) in outs.iter().zip(&offsets64).zip(&chars) {
+    for ((o, &offs), ch) in outs.iter().zip(&offsets64).zip(&chars) {
         if !o.utf8 || o.rows == 0 {
             continue;
         }
@@ -928,7 +1027,7 @@ pub fn decode_bytes_columns(
                 (o.rows as u64).div_ceil(256) as u32,
                 256,
                 &[
-                    offs.device_ptr(),
+                    offs,
                     ch.0.device_ptr(),
                     o.rows as u64,
                     first_bad.device_ptr(),

@@ -222,6 +222,17 @@ impl Gpu {
         Ok(())
     }
 
+    /// Waits for the work of the legacy default stream: the copies and memsets of
+    /// [`DeviceBuffer`] are issued there, and the device's non-blocking streams do not wait
+    /// for it (a host-to-device copy from pageable memory may return before its bytes land).
+    /// Kernels call this before they launch.
+    pub fn synchronize_default_stream(&self) -> Result<()> {
+        self.bind()?;
+        // SAFETY: the null stream is the context's legacy default stream, always valid.
+        unsafe { cu::stream::synchronize(std::ptr::null_mut()) }
+            .map_err(|e| driver_error(self.ordinal, "cuStreamSynchronize(default)", e))
+    }
+
     /// A new event.
     pub fn event(&self) -> Result<Event> {
         self.bind()?;
@@ -403,7 +414,9 @@ impl DeviceBuffer {
         // SAFETY: the range lies inside this live allocation (checked above); the copy is
         // synchronous, so `src` outlives it.
         unsafe { cu::memcpy_htod_sync(self.ptr + offset as u64, src) }
-            .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyHtoD", e))
+            .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyHtoD", e))?;
+        // from pageable memory the copy may return before its bytes land: wait, as documented
+        self.gpu.synchronize_default_stream()
     }
 
     /// Copies `src[src_range]` (another device buffer of the same device) to
@@ -430,7 +443,9 @@ impl DeviceBuffer {
                 len,
             )
         }
-        .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyDtoD", e))
+        .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyDtoD", e))?;
+        // device-to-device copies return before they finish: wait, as documented
+        self.gpu.synchronize_default_stream()
     }
 
     /// Sets every byte to `value` (synchronous).
@@ -441,7 +456,9 @@ impl DeviceBuffer {
         self.gpu.bind()?;
         // SAFETY: the whole live allocation is written; synchronous.
         unsafe { cu::memset_d8_sync(self.ptr, value, self.len) }
-            .map_err(|e| driver_error(self.gpu.ordinal, "cuMemsetD8", e))
+            .map_err(|e| driver_error(self.gpu.ordinal, "cuMemsetD8", e))?;
+        // cuMemsetD8 returns before it finishes: wait, as documented
+        self.gpu.synchronize_default_stream()
     }
 }
 

@@ -79,3 +79,103 @@ __device__ static u32 rle_hybrid(const u8* p, u64 len, int bw, u32* out, int n) 
     return 0;
 }
 
+
+// Block-parallel twin of rle_hybrid: thread 0 walks the run headers into a shared table (up
+// to RUNS runs at a time), then every thread of the block decodes values of those runs. All
+// threads of the block must call it (it synchronises); the result is the same for every
+// thread. `table` is shared scratch of RUNS entries.
+#define RUNS 128
+struct Run {
+    u32 out_start;   // first value index
+    u32 count;       // values (already clipped to n)
+    u64 at;          // byte offset of the run's data (bit-packed) in p
+    u32 value;       // RLE value
+    int packed;      // 1: bit-packed
+};
+
+__device__ static u32 rle_hybrid_block(const u8* p, u64 len, int bw, u32* out, int n,
+                                       Run* table, u32* shared_state) {
+    // shared_state: [0] error, [1] runs in the table, [2] values decoded so far, [3] byte pos lo,
+    // [4] byte pos hi
+    if (threadIdx.x == 0) {
+        shared_state[0] = (bw < 0 || bw > 32) ? E_BIT_WIDTH : 0;
+        shared_state[2] = 0;
+        shared_state[3] = 0;
+        shared_state[4] = 0;
+    }
+    __syncthreads();
+    int bytew = (bw + 7) / 8;
+    while (true) {
+        if (threadIdx.x == 0) {
+            u32 err = shared_state[0];
+            int got = (int)shared_state[2];
+            u64 pos = (u64)shared_state[3] | ((u64)shared_state[4] << 32);
+            int runs = 0;
+            while (!err && got < n && runs < RUNS) {
+                u64 h;
+                if (!varint(p, len, pos, h)) { err |= E_RLE; break; }
+                Run r;
+                r.out_start = (u32)got;
+                if (h & 1) {
+                    u64 groups = h >> 1;
+                    u64 bytes = groups * (u64)bw;
+                    if (groups > (1ull << 40) || bytes > len - pos) { err |= E_RLE; break; }
+                    u64 count = groups * 8;
+                    if (count > (u64)(n - got)) count = (u64)(n - got);
+                    r.count = (u32)count;
+                    r.at = pos;
+                    r.value = 0;
+                    r.packed = 1;
+                    pos += bytes;
+                } else {
+                    u64 count = h >> 1;
+                    if (count == 0 || (u64)bytew > len - pos) { err |= E_RLE; break; }
+                    u32 v = 0;
+                    for (int i = 0; i < bytew; i++) v |= (u32)p[pos + i] << (8 * i);
+                    if (bw < 32 && (v >> bw) != 0) { err |= E_RLE; break; }
+                    pos += bytew;
+                    if (count > (u64)(n - got)) count = (u64)(n - got);
+                    r.count = (u32)count;
+                    r.at = 0;
+                    r.value = v;
+                    r.packed = 0;
+                }
+                table[runs++] = r;
+                got += (int)r.count;
+            }
+            shared_state[0] = err;
+            shared_state[1] = (u32)runs;
+            shared_state[2] = (u32)got;
+            shared_state[3] = (u32)pos;
+            shared_state[4] = (u32)(pos >> 32);
+        }
+        __syncthreads();
+        u32 err = shared_state[0];
+        int runs = (int)shared_state[1];
+        int got = (int)shared_state[2];
+        if (!err) {
+            for (int r = 0; r < runs; r++) {
+                Run run = table[r];
+                if (run.packed) {
+                    const u8* data = p + run.at;
+                    for (u32 k = threadIdx.x; k < run.count; k += blockDim.x) {
+                        u64 bit = (u64)k * (u64)bw;
+                        u64 v = 0;
+                        // up to 5 bytes hold a value of at most 32 bits starting at any bit
+                        u64 byte = bit >> 3;
+                        int shift = (int)(bit & 7);
+                        int need = (shift + bw + 7) / 8;
+                        for (int b = 0; b < need; b++) v |= (u64)data[byte + b] << (8 * b);
+                        v >>= shift;
+                        out[run.out_start + k] = bw == 32 ? (u32)v : (u32)(v & ((1ull << bw) - 1));
+                    }
+                } else {
+                    for (u32 k = threadIdx.x; k < run.count; k += blockDim.x)
+                        out[run.out_start + k] = run.value;
+                }
+            }
+        }
+        __syncthreads();
+        if (err || got >= n || runs == 0) return err;
+    }
+}

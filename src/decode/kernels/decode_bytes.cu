@@ -43,103 +43,174 @@ extern "C" __global__ void dict_entries(
     }
 }
 
-// Per data page: validity, and for every row its source (address, length) in src_scratch
-// (2 u64 per row, indexed from scratch_base[page]) and its length in lengths[row].
-extern "C" __global__ void bytes_sizes(
+// Per data page (one block of SIZES_THREADS): validity, and for every row its source
+// (address, length) in src_scratch (2 u64 per row, indexed from scratch_base[page]) and its
+// length in lengths[row]. Levels and dictionary indices are decoded block-parallel; PLAIN
+// values are found by thread 0 walking the length prefixes (each value's position depends on
+// all before it).
+#define SIZES_THREADS 128
+extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     const PageJob* pages, const BytesColumn* cols, u32* idx_scratch, u64* src_scratch,
     const u64* scratch_base, u32* errors)
 {
     const PageJob pj = pages[blockIdx.x];
     const BytesColumn cj = cols[pj.column];
-    if (threadIdx.x != 0) return;  // serial per page; pages run in parallel
     const u8* data = (const u8*)pj.data;
     u32* idxs = idx_scratch + scratch_base[blockIdx.x];
     u64* src = src_scratch + 2 * scratch_base[blockIdx.x];
     i64* lengths = (i64*)cj.lengths;
     u32* valid_words = (u32*)cj.out_valid;
-    int n = pj.num_values;
-    u32 err = 0;
-    u64 lv_at = 0, lv_len = 0, val_at = 0;
-    if (pj.v2) {
-        lv_at = (u64)pj.rep_len;
-        lv_len = (u64)pj.def_len;
-        val_at = lv_at + lv_len;
-        if (val_at > pj.data_len) err |= E_LEVELS;
-    } else if (pj.max_def > 0) {
-        if (pj.data_len < 4) err |= E_LEVELS;
-        else {
-            lv_len = (u64)data[0] | ((u64)data[1] << 8) | ((u64)data[2] << 16) | ((u64)data[3] << 24);
-            lv_at = 4;
-            if (lv_len > pj.data_len - 4) err |= E_LEVELS;
-            val_at = 4 + lv_len;
+    const int n = pj.num_values;
+    __shared__ u32 err;
+    __shared__ u64 lv_at_s, lv_len_s, val_at_s;
+    __shared__ int present;
+    __shared__ unsigned long long nulls_s;
+    __shared__ int warp_counts[SIZES_THREADS / 32];
+    __shared__ Run runs[RUNS];
+    __shared__ u32 rle_state[5];
+    if (threadIdx.x == 0) {
+        u32 e = 0;
+        u64 lv_at = 0, lv_len = 0, val_at = 0;
+        if (pj.v2) {
+            lv_at = (u64)pj.rep_len;
+            lv_len = (u64)pj.def_len;
+            val_at = lv_at + lv_len;
+            if (val_at > pj.data_len) e |= E_LEVELS;
+        } else if (pj.max_def > 0) {
+            if (pj.data_len < 4) e |= E_LEVELS;
+            else {
+                lv_len = (u64)data[0] | ((u64)data[1] << 8) | ((u64)data[2] << 16) | ((u64)data[3] << 24);
+                lv_at = 4;
+                if (lv_len > pj.data_len - 4) e |= E_LEVELS;
+                val_at = 4 + lv_len;
+            }
+        }
+        err = e;
+        lv_at_s = lv_at;
+        lv_len_s = lv_len;
+        val_at_s = val_at;
+        present = pj.max_def > 0 ? 0 : n;
+        nulls_s = 0;
+    }
+    __syncthreads();
+    if (err) {
+        if (threadIdx.x == 0) errors[blockIdx.x] |= err;
+        return;
+    }
+    // validity marks: src[2i] = 1 for valid rows (replaced by the source address below)
+    if (pj.max_def > 0) {
+        u32 e = rle_hybrid_block(data + lv_at_s, lv_len_s, 1, idxs, n, runs, rle_state);
+        if (e) {
+            if (threadIdx.x == 0) errors[blockIdx.x] |= e;
+            return;
+        }
+        int c = 0;
+        for (int i = threadIdx.x; i < n; i += SIZES_THREADS) {
+            int v = idxs[i] == (u32)pj.max_def;
+            src[2 * i] = v;
+            src[2 * i + 1] = 0;
+            c += v;
+        }
+        if (c) atomicAdd(&present, c);
+    } else {
+        for (int i = threadIdx.x; i < n; i += SIZES_THREADS) {
+            src[2 * i] = 1;
+            src[2 * i + 1] = 0;
         }
     }
-    // definition levels into the index scratch first (0/1 per row)
-    int present = n;
-    if (!err && pj.max_def > 0) {
-        err |= rle_hybrid(data + lv_at, lv_len, 1, idxs, n);
-        present = 0;
-        for (int i = 0; i < n && !err; i++) present += idxs[i] == (u32)pj.max_def;
-    } else if (!err) {
-        for (int i = 0; i < n; i++) idxs[i] = (u32)pj.max_def;
-    }
-    if (err) { errors[blockIdx.x] |= err; return; }
-    // mark rows: src[2i] = 1 for valid rows (reused below), then resolve sources
-    for (int i = 0; i < n; i++) src[2 * i] = idxs[i] == (u32)pj.max_def ? 1 : 0;
-    u64 vlen = pj.data_len - val_at;
-    const u8* vals = data + val_at;
+    __syncthreads();
+    const int cnt = present;
+    const u64 vlen = pj.data_len - val_at_s;
+    const u8* vals = data + val_at_s;
     if (pj.encoding == 0) {
-        u64 pos = 0;
-        for (int i = 0; i < n; i++) {
-            if (!src[2 * i]) { src[2 * i + 1] = 0; continue; }
-            if (vlen - pos < 4) { err |= E_VALUES; break; }
-            u64 len = (u64)vals[pos] | ((u64)vals[pos + 1] << 8) | ((u64)vals[pos + 2] << 16) | ((u64)vals[pos + 3] << 24);
-            pos += 4;
-            if (len > vlen - pos) { err |= E_VALUES; break; }
-            src[2 * i] = (u64)(vals + pos);
-            src[2 * i + 1] = len;
-            pos += len;
+        if (threadIdx.x == 0) {
+            u64 pos = 0;
+            u32 e = 0;
+            for (int i = 0; i < n; i++) {
+                if (!src[2 * i]) continue;
+                if (vlen - pos < 4) { e |= E_VALUES; break; }
+                u64 len = (u64)vals[pos] | ((u64)vals[pos + 1] << 8) | ((u64)vals[pos + 2] << 16) | ((u64)vals[pos + 3] << 24);
+                pos += 4;
+                if (len > vlen - pos) { e |= E_VALUES; break; }
+                src[2 * i] = (u64)(vals + pos);
+                src[2 * i + 1] = len;
+                pos += len;
+            }
+            err |= e;
         }
     } else if (pj.encoding == 2 || pj.encoding == 8) {
-        if (!cj.dict_entries) err |= E_NO_DICT;
-        else if (present > 0) {
-            if (vlen < 1) err |= E_RLE;
-            else {
-                // indices after the validity marks are consumed: decode into idxs
+        if (!cj.dict_entries) {
+            if (threadIdx.x == 0) err |= E_NO_DICT;
+        } else if (cnt > 0) {
+            if (vlen < 1) {
+                if (threadIdx.x == 0) err |= E_RLE;
+            } else {
                 int bw = vals[0];
-                err |= rle_hybrid(vals + 1, vlen - 1, bw, idxs, present);
-                const u64* entries = (const u64*)cj.dict_entries;
-                int k = 0;
-                for (int i = 0; i < n && !err; i++) {
-                    if (!src[2 * i]) { src[2 * i + 1] = 0; continue; }
-                    u32 ix = idxs[k++];
-                    if (ix >= (u32)cj.dict_len) { err |= E_DICT_INDEX; break; }
-                    src[2 * i] = entries[2 * ix];
-                    src[2 * i + 1] = entries[2 * ix + 1];
+                u32 e = rle_hybrid_block(vals + 1, vlen - 1, bw, idxs, cnt, runs, rle_state);
+                if (e) {
+                    if (threadIdx.x == 0) err |= e;
+                } else {
+                    const u64* entries = (const u64*)cj.dict_entries;
+                    const bool dense = cnt == n;
+                    bool bad = false;
+                    int carry = 0;
+                    for (int tile = 0; tile < n; tile += SIZES_THREADS) {
+                        int i = tile + threadIdx.x;
+                        int v = i < n && src[2 * i] != 0;
+                        int k, tile_total = 0;
+                        if (dense) k = i;
+                        else {
+                            unsigned ballot = __ballot_sync(0xffffffffu, v);
+                            int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+                            if (lane == 0) warp_counts[w] = __popc(ballot);
+                            __syncthreads();
+                            int base = 0;
+                            for (int x = 0; x < SIZES_THREADS / 32; x++) {
+                                if (x < w) base += warp_counts[x];
+                                tile_total += warp_counts[x];
+                            }
+                            __syncthreads();
+                            k = carry + base + __popc(ballot & ((1u << lane) - 1u));
+                        }
+                        if (v) {
+                            u32 ix = idxs[k];
+                            if (ix >= (u32)cj.dict_len) bad = true;
+                            else {
+                                src[2 * i] = entries[2 * ix];
+                                src[2 * i + 1] = entries[2 * ix + 1];
+                            }
+                        }
+                        carry += tile_total;
+                    }
+                    if (bad) atomicOr(&err, E_DICT_INDEX);
                 }
             }
-        } else {
-            for (int i = 0; i < n; i++) src[2 * i + 1] = 0;
         }
     } else {
-        err |= E_ENCODING;
+        if (threadIdx.x == 0) err |= E_ENCODING;
     }
-    if (err) { errors[blockIdx.x] |= err; return; }
+    __syncthreads();
+    if (err) {
+        if (threadIdx.x == 0) errors[blockIdx.x] |= err;
+        return;
+    }
     // lengths, and validity: a valid row has a non-zero source address (even an empty
     // string's), a null row a zero one
-    u64 nulls = 0;
-    for (int i = 0; i < n; i++) {
+    unsigned long long nulls = 0;
+    for (int i = threadIdx.x; i < n; i += SIZES_THREADS) {
         u64 row = pj.row_start + (u64)i;
         lengths[row] = (i64)src[2 * i + 1];
         bool valid = pj.max_def == 0 || src[2 * i] != 0;
         if (valid) { if (valid_words) atomicOr(&valid_words[row >> 5], 1u << (row & 31)); }
         else nulls++;
     }
-    if (nulls) atomicAdd((unsigned long long*)cj.null_count, (unsigned long long)nulls);
+    if (nulls) atomicAdd(&nulls_s, nulls);
+    __syncthreads();
+    if (threadIdx.x == 0 && nulls_s) atomicAdd((unsigned long long*)cj.null_count, nulls_s);
 }
 
-// Per data page: copy every row's bytes to chars + offsets[row] (offsets are i64 here; the host
-// narrows them for 32-bit offset types after checking the total).
+// Per data page: one thread per row copies the row's bytes to chars + offsets[row] (offsets
+// are i64 here; 32-bit offset columns get theirs from write_offsets).
 extern "C" __global__ void bytes_chars(
     const PageJob* pages, const u64* src_scratch, const u64* scratch_base,
     const u64* col_offsets, const u64* col_chars)
@@ -148,12 +219,12 @@ extern "C" __global__ void bytes_chars(
     const u64* src = src_scratch + 2 * scratch_base[blockIdx.x];
     const i64* offsets = (const i64*)col_offsets[pj.column];
     u8* chars = (u8*)col_chars[pj.column];
-    for (int i = 0; i < pj.num_values; i++) {
+    for (int i = threadIdx.x; i < pj.num_values; i += blockDim.x) {
         u64 row = pj.row_start + (u64)i;
         u64 len = src[2 * i + 1];
         const u8* from = (const u8*)src[2 * i];
         u8* to = chars + offsets[row];
-        for (u64 b = threadIdx.x; b < len; b += blockDim.x) to[b] = from[b];
+        for (u64 b = 0; b < len; b++) to[b] = from[b];
     }
 }
 
@@ -188,5 +259,65 @@ extern "C" __global__ void utf8_check(
             return;
         }
         i += need + 1;
+    }
+}
+
+// Offsets from lengths on the device, in two launches around a tiny host scan:
+//   span_sums:     block b sums the lengths of rows [b * SPAN, (b + 1) * SPAN);
+//   (the host scans the block sums into bases, checking the total)
+//   write_offsets: block b writes off64[i] = bases[b] + the lengths before i in its span, for
+//                  every row i of the span, and off64[rows] (last block); off32 (when not 0)
+//                  gets the same values as 32-bit offsets.
+#define SCAN_THREADS 256
+#define SCAN_PER_THREAD 16
+#define SPAN (SCAN_THREADS * SCAN_PER_THREAD)
+
+__device__ static i64 block_exclusive_scan(i64 v, i64* shared, i64* total) {
+    shared[threadIdx.x] = v;
+    __syncthreads();
+    for (int off = 1; off < SCAN_THREADS; off <<= 1) {
+        i64 add = threadIdx.x >= off ? shared[threadIdx.x - off] : 0;
+        __syncthreads();
+        shared[threadIdx.x] += add;
+        __syncthreads();
+    }
+    *total = shared[SCAN_THREADS - 1];
+    return shared[threadIdx.x] - v;
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS) span_sums(
+    const i64* lengths, u64 rows, i64* sums)
+{
+    __shared__ i64 sh[SCAN_THREADS];
+    u64 first = (u64)blockIdx.x * SPAN + (u64)threadIdx.x * SCAN_PER_THREAD;
+    i64 mine = 0;
+    for (int k = 0; k < SCAN_PER_THREAD; k++)
+        if (first + k < rows) mine += lengths[first + k];
+    i64 total;
+    block_exclusive_scan(mine, sh, &total);
+    if (threadIdx.x == 0) sums[blockIdx.x] = total;
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS) write_offsets(
+    const i64* lengths, u64 rows, const i64* bases, i64* off64, int* off32)
+{
+    __shared__ i64 sh[SCAN_THREADS];
+    u64 first = (u64)blockIdx.x * SPAN + (u64)threadIdx.x * SCAN_PER_THREAD;
+    i64 mine = 0;
+    for (int k = 0; k < SCAN_PER_THREAD; k++)
+        if (first + k < rows) mine += lengths[first + k];
+    i64 total;
+    i64 at = bases[blockIdx.x] + block_exclusive_scan(mine, sh, &total);
+    for (int k = 0; k < SCAN_PER_THREAD; k++) {
+        u64 i = first + k;
+        if (i < rows) {
+            off64[i] = at;
+            if (off32) off32[i] = (int)at;
+            at += lengths[i];
+        }
+        if (i == rows) {
+            off64[i] = at;
+            if (off32) off32[i] = (int)at;
+        }
     }
 }

@@ -2,10 +2,11 @@
 // values, arrow-rs's conversions. The device twin of the fixed-width part of
 // src/decode/reference.rs.
 //
-// One block per data page, all pages of a pass in one launch. Thread 0 decodes the page's
+// One block per data page, all pages of a pass in one launch. The block decodes the page's
 // RLE/bit-packed streams (definition levels, dictionary indices) into scratch arrays indexed
-// by the page's rows; then the block scans the rows to give every valid row its value index,
-// and every thread converts and writes values. Every read is checked against the page's bytes
+// by the page's rows (thread 0 walks the run headers, all threads decode the runs' values);
+// then the block scans the rows to give every valid row its value index, and every thread
+// converts and writes values. Every read is checked against the page's bytes
 // and every index against the dictionary; a problem sets a bit in errors[page] and the page
 // writes nothing more. Output buffers are zeroed by the host, so null slots stay 0.
 
@@ -85,97 +86,140 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
     __shared__ u32 err;
     __shared__ u64 values_at;
     __shared__ u64 values_len;
+    __shared__ u64 lv_at_s, lv_len_s;
     __shared__ int present;
-    __shared__ int scan[BLOCK];
+    __shared__ int scan[BLOCK / 32];
+    __shared__ Run runs[RUNS];
+    __shared__ u32 rle_state[5];
     int n = pj.num_values;
+    // 1. where the levels and the values are (thread 0)
     if (threadIdx.x == 0) {
-        err = 0;
+        u32 e = 0;
         u64 lv_at = 0, lv_len = 0, val_at = 0;
         if (pj.max_def > 0) {
             if (pj.v2) {
                 lv_at = (u64)pj.rep_len;
                 lv_len = (u64)pj.def_len;
-                if (lv_at + lv_len > pj.data_len) err |= E_LEVELS;
+                if (lv_at + lv_len > pj.data_len) e |= E_LEVELS;
                 val_at = lv_at + lv_len;
             } else {
-                if (pj.data_len < 4) err |= E_LEVELS;
+                if (pj.data_len < 4) e |= E_LEVELS;
                 else {
                     lv_len = (u64)data[0] | ((u64)data[1] << 8) | ((u64)data[2] << 16) | ((u64)data[3] << 24);
                     lv_at = 4;
-                    if (lv_len > pj.data_len - 4) err |= E_LEVELS;
+                    if (lv_len > pj.data_len - 4) e |= E_LEVELS;
                     val_at = 4 + lv_len;
                 }
             }
         } else {
             val_at = pj.v2 ? (u64)pj.rep_len + (u64)pj.def_len : 0;
-            if (val_at > pj.data_len) err |= E_LEVELS;
+            if (val_at > pj.data_len) e |= E_LEVELS;
         }
-        int cnt = n;
-        if (!err && pj.max_def > 0) {
-            // levels decoded as u32 into the index scratch, then narrowed to bytes
-            err |= rle_hybrid(data + lv_at, lv_len, 1, idxs, n);
-            cnt = 0;
-            for (int i = 0; i < n && !err; i++) {
-                defs[i] = (u8)idxs[i];
-                cnt += idxs[i] == (u32)pj.max_def;
-            }
-        }
-        present = cnt;
+        err = e;
+        lv_at_s = lv_at;
+        lv_len_s = lv_len;
         values_at = val_at;
-        values_len = err ? 0 : pj.data_len - val_at;
-        if (!err) {
-            if (pj.encoding == 2 || pj.encoding == 8) {
-                if (!cj.dict) err |= E_NO_DICT;
-                else if (cnt > 0) {
-                    if (values_len < 1) err |= E_RLE;
-                    else {
-                        int bw = data[val_at];
-                        err |= rle_hybrid(data + val_at + 1, values_len - 1, bw, idxs, cnt);
-                        for (int i = 0; i < cnt && !err; i++)
-                            if (idxs[i] >= (u32)cj.dict_len) err |= E_DICT_INDEX;
-                    }
-                }
-            } else if (pj.encoding == 0) {
-                u64 need = cj.conversion == C_BOOLEAN ? ((u64)cnt + 7) / 8
-                                                       : (u64)cnt * (u64)cj.phys_width;
-                if (need > values_len) err |= E_VALUES;
-            } else if (pj.encoding == 3 && cj.conversion == C_BOOLEAN) {
-                // RLE booleans: 4-byte length, then a hybrid stream of 1-bit values
-                if (values_len < 4) err |= E_VALUES;
-                else {
-                    const u8* v = data + val_at;
-                    u64 l = (u64)v[0] | ((u64)v[1] << 8) | ((u64)v[2] << 16) | ((u64)v[3] << 24);
-                    if (l > values_len - 4) err |= E_VALUES;
-                    else if (cnt > 0) err |= rle_hybrid(v + 4, l, 1, idxs, cnt);
-                }
-            } else {
-                err |= E_ENCODING;
-            }
-        }
-        if (err) errors[blockIdx.x] |= err;
+        values_len = e ? 0 : pj.data_len - val_at;
+        present = pj.max_def > 0 ? 0 : n;
     }
     __syncthreads();
-    if (err) return;
+    if (err) {
+        if (threadIdx.x == 0) errors[blockIdx.x] |= err;
+        return;
+    }
+    // 2. definition levels (block-parallel), narrowed to bytes, valid rows counted
+    if (pj.max_def > 0) {
+        u32 e = rle_hybrid_block(data + lv_at_s, lv_len_s, 1, idxs, n, runs, rle_state);
+        if (e) {
+            if (threadIdx.x == 0) errors[blockIdx.x] |= e;
+            return;
+        }
+        int c = 0;
+        for (int i = threadIdx.x; i < n; i += BLOCK) {
+            defs[i] = (u8)idxs[i];
+            c += idxs[i] == (u32)pj.max_def;
+        }
+        if (c) atomicAdd(&present, c);
+    }
+    __syncthreads();
+    const int cnt = present;
+    // 3. values: dictionary indices (block-parallel) or checks of the PLAIN / RLE layout
+    if (pj.encoding == 2 || pj.encoding == 8) {
+        if (!cj.dict) {
+            if (threadIdx.x == 0) err |= E_NO_DICT;
+        } else if (cnt > 0) {
+            if (values_len < 1) {
+                if (threadIdx.x == 0) err |= E_RLE;
+            } else {
+                int bw = data[values_at];
+                u32 e = rle_hybrid_block(data + values_at + 1, values_len - 1, bw, idxs, cnt,
+                                         runs, rle_state);
+                if (e) {
+                    if (threadIdx.x == 0) err |= e;
+                } else {
+                    bool bad = false;
+                    for (int i = threadIdx.x; i < cnt; i += BLOCK)
+                        bad |= idxs[i] >= (u32)cj.dict_len;
+                    if (bad) atomicOr(&err, E_DICT_INDEX);
+                }
+            }
+        }
+    } else if (pj.encoding == 0) {
+        u64 need = cj.conversion == C_BOOLEAN ? ((u64)cnt + 7) / 8
+                                               : (u64)cnt * (u64)cj.phys_width;
+        if (threadIdx.x == 0 && need > values_len) err |= E_VALUES;
+    } else if (pj.encoding == 3 && cj.conversion == C_BOOLEAN) {
+        // RLE booleans: 4-byte length, then a hybrid stream of 1-bit values
+        if (values_len < 4) {
+            if (threadIdx.x == 0) err |= E_VALUES;
+        } else {
+            const u8* v = data + values_at;
+            u64 l = (u64)v[0] | ((u64)v[1] << 8) | ((u64)v[2] << 16) | ((u64)v[3] << 24);
+            if (l > values_len - 4) {
+                if (threadIdx.x == 0) err |= E_VALUES;
+            } else if (cnt > 0) {
+                u32 e = rle_hybrid_block(v + 4, l, 1, idxs, cnt, runs, rle_state);
+                if (e && threadIdx.x == 0) err |= e;
+            }
+        }
+    } else {
+        if (threadIdx.x == 0) err |= E_ENCODING;
+    }
+    __syncthreads();
+    if (err) {
+        if (threadIdx.x == 0) errors[blockIdx.x] |= err;
+        return;
+    }
     // every row: valid?, its value index (block-wide exclusive scan, tile by tile)
     int carry = 0;
     u32* valid_words = (u32*)cj.out_valid;
     u8* out = (u8*)cj.out_values;
     const u8* vals = data + values_at;
     int nulls = 0;
+    const bool dense = pj.max_def == 0 || cnt == n;
     for (int tile = 0; tile < n; tile += BLOCK) {
         int i = tile + threadIdx.x;
-        int v = i < n && (pj.max_def == 0 || defs[i] == (u8)pj.max_def);
-        scan[threadIdx.x] = v;
-        __syncthreads();
-        for (int off = 1; off < BLOCK; off <<= 1) {
-            int add = threadIdx.x >= off ? scan[threadIdx.x - off] : 0;
+        int v = i < n && (dense || defs[i] == (u8)pj.max_def);
+        int k, tile_total;
+        if (dense) {
+            k = i;   // no nulls: row i holds value i
+            tile_total = 0;
+        } else {
+            // exclusive index of this row's value: ballots within warps, warp totals across
+            unsigned ballot = __ballot_sync(0xffffffffu, v);
+            int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+            int before = __popc(ballot & ((1u << lane) - 1u));
+            if (lane == 0) scan[w] = __popc(ballot);
             __syncthreads();
-            scan[threadIdx.x] += add;
+            int warp_base = 0;
+            tile_total = 0;
+            for (int x = 0; x < BLOCK / 32; x++) {
+                if (x < w) warp_base += scan[x];
+                tile_total += scan[x];
+            }
             __syncthreads();
+            k = carry + warp_base + before;
         }
-        int k = carry + scan[threadIdx.x] - v;   // exclusive index of this row's value
-        int tile_total = scan[BLOCK - 1];
-        __syncthreads();
         if (i < n) {
             u64 row = pj.row_start + (u64)i;
             if (v) {
@@ -199,5 +243,4 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
         carry += tile_total;
     }
     if (nulls) atomicAdd((unsigned long long*)cj.null_count, (unsigned long long)nulls);
-    (void)present;
 }

@@ -1,0 +1,300 @@
+//! File path → Arrow batches in device memory, against arrow-rs decoding on the host plus an
+//! upload, in one run.
+//!
+//! `bench-decode_device` — environment:
+//! - `CUPARQUET_BENCH_DIR`: where the generated files live (default `target/bench-data`);
+//! - `CUPARQUET_BENCH_ROWS` (default 24,000,000; row groups of 1,000,000 rows);
+//! - `CUPARQUET_BENCH_ROUNDS` (default 5), `CUPARQUET_BENCH_OUT` (a JSON-lines file to append
+//!   results to), `CUPARQUET_BENCH_LATENCY_ROUNDS` (default 50).
+//!
+//! Data: the lineitem-like table of `common::generate_lineitem` (sorted int64 key, random
+//! int64, int32 in 1..50, double, double with 2 decimals, date32, a 3-value string, a comment
+//! from 5000 distinct ~28-character values) written three ways — SNAPPY with dictionaries,
+//! ZSTD with dictionaries, uncompressed without dictionaries — and a 100,000-row two-column
+//! (int64 key, double) SNAPPY file for latency.
+//!
+//! Decoded GB/s = bytes of the resulting Arrow buffers ÷ wall time from the file path (reader
+//! built: footer read, plan) to the batches in device memory, warm page cache, best and median
+//! of the rounds after one warm-up load. The baseline, in the same run: cuparquet's host load
+//! (arrow-rs decoding, row groups in parallel on all cores) and an upload of every batch
+//! (`DeviceRecordBatch::upload`). The first device load of each file is checked equal to the
+//! host load.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use cuparquet::device_array::DeviceRecordBatch;
+use cuparquet::{Device, ParquetGpuReader};
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+
+fn env_usize(k: &str, d: usize) -> usize {
+    std::env::var(k)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(d)
+}
+
+struct Variant {
+    name: &'static str,
+    codec: Compression,
+    dictionary: bool,
+}
+
+fn variants() -> [Variant; 3] {
+    [
+        Variant {
+            name: "snappy-dict",
+            codec: Compression::SNAPPY,
+            dictionary: true,
+        },
+        Variant {
+            name: "zstd-dict",
+            codec: Compression::ZSTD(ZstdLevel::default()),
+            dictionary: true,
+        },
+        Variant {
+            name: "plain-uncompressed",
+            codec: Compression::UNCOMPRESSED,
+            dictionary: false,
+        },
+    ]
+}
+
+fn props(codec: Compression, dictionary: bool, row_group: usize) -> WriterProperties {
+    WriterProperties::builder()
+        .set_compression(codec)
+        .set_dictionary_enabled(dictionary)
+        .set_max_row_group_row_count(Some(row_group))
+        .build()
+}
+
+fn small_file(path: &Path) {
+    use arrow::array::{ArrayRef, Float64Array, Int64Array};
+    use std::sync::Arc;
+    let n = 100_000;
+    let key: ArrayRef = Arc::new(Int64Array::from_iter_values(0..n as i64));
+    let price: ArrayRef = Arc::new(Float64Array::from_iter_values(
+        (0..n).map(|i| ((i * 7919) % 100_000) as f64 / 100.0),
+    ));
+    let b =
+        arrow::record_batch::RecordBatch::try_from_iter([("key", key), ("price", price)]).unwrap();
+    let tmp = path.with_extension("tmp");
+    let mut w = parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&tmp).unwrap(),
+        b.schema(),
+        Some(props(Compression::SNAPPY, true, n)),
+    )
+    .unwrap();
+    w.write(&b).unwrap();
+    w.close().unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// One device load: (wall, Arrow bytes in device memory, report).
+fn device_load(path: &Path) -> (Duration, u64, cuparquet::LoadReport, cuparquet::Loaded) {
+    let t = Instant::now();
+    let r = ParquetGpuReader::builder(path)
+        .with_device(Device::Cuda(0))
+        .build()
+        .unwrap();
+    let loaded = r.load().unwrap();
+    let dt = t.elapsed();
+    let bytes = loaded.batches.iter().map(|b| b.memory_size() as u64).sum();
+    (dt, bytes, loaded.report.clone(), loaded)
+}
+
+/// The baseline: arrow-rs on the host (all cores), then every batch uploaded.
+fn host_then_upload(path: &Path) -> (Duration, u64, Vec<DeviceRecordBatch>) {
+    let g = cuparquet::device::gpu(0).unwrap();
+    let t = Instant::now();
+    let r = ParquetGpuReader::builder(path)
+        .with_device(Device::Host)
+        .build()
+        .unwrap();
+    let loaded = r.load().unwrap();
+    let dev: Vec<DeviceRecordBatch> = loaded
+        .batches
+        .iter()
+        .map(|b| DeviceRecordBatch::upload(&g, b.as_host().unwrap()).unwrap())
+        .collect();
+    let dt = t.elapsed();
+    let bytes = dev.iter().map(|b| b.device_bytes() as u64).sum();
+    (dt, bytes, dev)
+}
+
+fn stats(v: &mut [Duration]) -> (Duration, Duration) {
+    v.sort();
+    (v[0], v[v.len() / 2])
+}
+
+fn record(out: &mut Option<std::fs::File>, line: serde_json::Value) {
+    if let Some(f) = out {
+        let _ = writeln!(f, "{line}");
+    }
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return; // nothing for cargo's test harness to list
+    }
+    let probe = cuparquet::device::probe_cuda();
+    if probe.devices == 0 {
+        println!("decode_device: skipped, no CUDA device ({})", probe.detail);
+        return;
+    }
+    let dir = std::env::var_os("CUPARQUET_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target/bench-data"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rows = env_usize("CUPARQUET_BENCH_ROWS", 24_000_000);
+    let rounds = env_usize("CUPARQUET_BENCH_ROUNDS", 5).max(1);
+    let lat_rounds = env_usize("CUPARQUET_BENCH_LATENCY_ROUNDS", 50).max(1);
+    let mut out = std::env::var_os("CUPARQUET_BENCH_OUT").map(|p| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .unwrap()
+    });
+    let variants = variants();
+    let files: Vec<PathBuf> = variants
+        .iter()
+        .map(|v| dir.join(format!("lineitem-{rows}-{}.parquet", v.name)))
+        .collect();
+    let small = dir.join("small-100k-2col-snappy.parquet");
+    // generate what is missing, the files in parallel
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for (v, f) in variants.iter().zip(&files) {
+            if !f.exists() {
+                s.spawn(move || {
+                    common::generate_lineitem(
+                        f,
+                        rows,
+                        1_000_000,
+                        props(v.codec, v.dictionary, 1_000_000),
+                    )
+                });
+            }
+        }
+        if !small.exists() {
+            s.spawn(|| small_file(&small));
+        }
+    });
+    println!(
+        "data ready in {:.1?} ({rows} rows, row groups of 1,000,000)",
+        t.elapsed()
+    );
+    let gpu = cuparquet::device::gpu(0).unwrap();
+    println!("device: cuda:0 {}", gpu.name());
+
+    for (v, f) in variants.iter().zip(&files) {
+        let size = std::fs::metadata(f).unwrap().len();
+        // warm-up (page cache, kernels) and a correctness check against the host load
+        let (_, _, _, first) = device_load(f);
+        let host = ParquetGpuReader::builder(f)
+            .with_device(Device::Host)
+            .build()
+            .unwrap()
+            .load()
+            .unwrap();
+        let want = arrow::compute::concat_batches(&host.schema, &host.to_host().unwrap()).unwrap();
+        let got = arrow::compute::concat_batches(&first.schema, &first.to_host().unwrap()).unwrap();
+        assert!(
+            got == want,
+            "{}: the device load differs from the host load",
+            v.name
+        );
+        let g = first.report.gpu_decode.clone().unwrap();
+        drop((first, host, want, got));
+        let mut times = Vec::new();
+        let mut last = None;
+        let mut bytes = 0;
+        for _ in 0..rounds {
+            let (dt, b, rep, loaded) = device_load(f);
+            drop(loaded);
+            times.push(dt);
+            bytes = b;
+            last = Some(rep);
+        }
+        let (best, median) = stats(&mut times);
+        let rep = last.unwrap();
+        let _ = host_then_upload(f); // warm-up
+        let mut base = Vec::new();
+        let mut base_bytes = 0;
+        for _ in 0..rounds {
+            let (dt, b, dev) = host_then_upload(f);
+            drop(dev);
+            base.push(dt);
+            base_bytes = b;
+        }
+        let (bbest, bmedian) = stats(&mut base);
+        let gbps = |b: u64, d: Duration| b as f64 / d.as_secs_f64() / 1e9;
+        println!(
+            "{:<20} file {:>6.0} MB, Arrow {:>6.0} MB | cuparquet GPU {:>6.2} GB/s best ({:.1} ms), {:>6.2} median | arrow-rs host + upload {:>6.2} GB/s best ({:.1} ms), {:>6.2} median | {:.2}x",
+            v.name,
+            size as f64 / 1e6,
+            bytes as f64 / 1e6,
+            gbps(bytes, best),
+            best.as_secs_f64() * 1e3,
+            gbps(bytes, median),
+            gbps(base_bytes, bbest),
+            bbest.as_secs_f64() * 1e3,
+            gbps(base_bytes, bmedian),
+            bbest.as_secs_f64() / best.as_secs_f64(),
+        );
+        println!(
+            "{:<20} last round: setup {:.1} ms, io {:.1} ms, decode {:.1} ms; {} of {} fields on the GPU, {} pages host-decompressed",
+            "",
+            rep.setup_time.as_secs_f64() * 1e3,
+            rep.io_time.as_secs_f64() * 1e3,
+            rep.decode_time.as_secs_f64() * 1e3,
+            g.fields.iter().filter(|f| f.on_gpu).count(),
+            g.fields.len(),
+            g.host_decompressed_pages
+        );
+        record(
+            &mut out,
+            serde_json::json!({
+                "bench": "decode_device", "file": v.name, "rows": rows, "file_bytes": size,
+                "arrow_bytes": bytes, "rounds": rounds,
+                "gpu_best_s": best.as_secs_f64(), "gpu_median_s": median.as_secs_f64(),
+                "baseline_best_s": bbest.as_secs_f64(), "baseline_median_s": bmedian.as_secs_f64(),
+                "decode_s": rep.decode_time.as_secs_f64(), "io_s": rep.io_time.as_secs_f64(),
+                "setup_s": rep.setup_time.as_secs_f64(),
+            }),
+        );
+    }
+
+    // latency of a small file
+    for _ in 0..3 {
+        let _ = device_load(&small);
+        let _ = host_then_upload(&small);
+    }
+    let mut t_gpu: Vec<Duration> = (0..lat_rounds).map(|_| device_load(&small).0).collect();
+    let mut t_base: Vec<Duration> = (0..lat_rounds)
+        .map(|_| host_then_upload(&small).0)
+        .collect();
+    let (gb, gm) = stats(&mut t_gpu);
+    let (bb, bm) = stats(&mut t_base);
+    println!(
+        "100k rows, 2 columns, snappy: cuparquet GPU {:.2} ms median ({:.2} best) | arrow-rs host + upload {:.2} ms median ({:.2} best); {lat_rounds} loads each",
+        gm.as_secs_f64() * 1e3,
+        gb.as_secs_f64() * 1e3,
+        bm.as_secs_f64() * 1e3,
+        bb.as_secs_f64() * 1e3
+    );
+    record(
+        &mut out,
+        serde_json::json!({
+            "bench": "decode_device_latency", "rows": 100000, "rounds": lat_rounds,
+            "gpu_median_s": gm.as_secs_f64(), "gpu_best_s": gb.as_secs_f64(),
+            "baseline_median_s": bm.as_secs_f64(), "baseline_best_s": bb.as_secs_f64(),
+        }),
+    );
+}
