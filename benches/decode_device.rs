@@ -276,7 +276,16 @@ fn main() {
         let _ = device_load(&small);
         let _ = host_then_upload(&small);
     }
-    let mut t_gpu: Vec<Duration> = (0..lat_rounds).map(|_| device_load(&small).0).collect();
+    let mut split = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let mut t_gpu: Vec<Duration> = (0..lat_rounds)
+        .map(|_| {
+            let (dt, _, rep, _) = device_load(&small);
+            split.0 += rep.setup_time;
+            split.1 += rep.io_time;
+            split.2 += rep.decode_time;
+            dt
+        })
+        .collect();
     let mut t_base: Vec<Duration> = (0..lat_rounds)
         .map(|_| host_then_upload(&small).0)
         .collect();
@@ -288,6 +297,13 @@ fn main() {
         gb.as_secs_f64() * 1e3,
         bm.as_secs_f64() * 1e3,
         bb.as_secs_f64() * 1e3
+    );
+    let per = |d: Duration| d.as_secs_f64() * 1e3 / lat_rounds as f64;
+    println!(
+        "  mean split of a GPU load: setup {:.2} ms, io {:.2} ms, decode {:.2} ms",
+        per(split.0),
+        per(split.1),
+        per(split.2)
     );
     record(
         &mut out,

@@ -30,7 +30,8 @@
 //! | load columns into memory | [`ParquetGpuReader::builder`] … [`build`](ReaderBuilder::build) → [`load`](ParquetGpuReader::load) |
 //! | see which bytes a query needs, without reading them | [`metadata::read_metadata`] + [`plan::plan`] |
 //! | read byte ranges into a buffer of your own | [`io::host::HostReader`] (host) or [`io::gpu::GpuReader`] (device, per-range path choice) through [`io::RangeReader`] |
-//! | column chunks in GPU memory, still encoded | [`Device::Cuda`] → [`Loaded::device_chunks`] ([`reader::DeviceChunks`]) |
+//! | Arrow batches in GPU memory | [`Device::Cuda`] → [`load`](ParquetGpuReader::load): one [`DeviceRecordBatch`](device_array::DeviceRecordBatch) per row group ([`LoadedBatch::as_device`](array::LoadedBatch::as_device)) |
+//! | column chunks in GPU memory, still encoded | [`ParquetGpuReader::load_chunks`] ([`reader::DeviceChunks`]), then [`decode_on_gpu`](ParquetGpuReader::decode_on_gpu) |
 //! | device memory, pinned memory, kernels of your own | [`device::gpu`] → [`device::Gpu`] (`alloc`, `pinned`, `load_module`) |
 //! | Arrow arrays / batches in device memory | [`device_array::DeviceArray`], [`device_array::DeviceRecordBatch`] (`upload`, `to_host`) |
 //! | know where batches went and why | [`LoadReport`] (`device`, per-request `io` records) |
@@ -77,10 +78,12 @@
 //!
 //! [`Device::Host`] loads into host memory. [`Device::Cuda`] moves the planned column chunks
 //! into one device allocation through the GPU range reader ([`io::gpu::GpuReader`]: pinned
-//! staging or cuFile per range, the path of every byte in [`LoadReport::io`]); decoding on the
-//! GPU arrives next — until then [`ParquetGpuReader::decode_on_host`] decodes a device→host copy.
-//! [`Device::Auto`] (the default) picks the first GPU once GPU decoding is available and a
-//! device is present, else the host, and [`LoadReport::device`] says what it chose and why.
+//! staging or cuFile per range, the path of every byte in [`LoadReport::io`]) and decodes them
+//! there with the kernels of [`decode::gpu`] into one device batch per row group; fields the
+//! kernels do not decode yet are decoded on the host by arrow-rs and uploaded, and
+//! [`LoadReport::gpu_decode`] names each with its reason. [`Device::Auto`] (the default) picks
+//! `cuda:0` when a device is present and NVRTC can compile the kernels, else the host, and
+//! [`LoadReport::device`] says what it chose and why.
 //! Nothing CUDA is needed to build: libcuda, libcufile and libnvrtc are loaded at run time;
 //! the `cuda-13000` feature (default) picks the CUDA 13.0 bindings (driver r580+, libcufile
 //! 1.15), `cuda-12090`/`cuda-12080` the 12.x ones.

@@ -1,9 +1,15 @@
 //! Decoding on the GPU: kernel launches over the column chunks a device load put in memory.
 //!
-//! This version parses page headers on the device ([`page_tables`]): one launch counts the
-//! pages of every chunk, the host sums the counts, a second launch fills one [`PageInfo`] per
-//! page. Per-chunk error bits are checked once, after the pass; a bad chunk is an error naming
-//! the file, row group, column and what was wrong. Value decoding kernels come next.
+//! [`page_tables`] parses every chunk's page headers on the device (one launch counts pages,
+//! the host sums the counts, a second fills one [`PageInfo`] per page).
+//! [`decode_fixed_columns`] and [`decode_bytes_columns`] then decode the flat columns the
+//! placement ([`crate::decode::gpu_plan`]) gives the GPU: SNAPPY pages of every chunk
+//! decompressed in one launch (other codecs on the host, chunks in parallel, then uploaded),
+//! definition levels to validity, PLAIN and dictionary values with arrow-rs's conversions,
+//! strings by sizes → offsets (scanned on the device) → characters, UTF-8 checked on the device
+//! for Utf8. One launch per stage over all pages of a pass; every kernel records problems as
+//! bit flags per page, checked once after the stage, and a bad page is an error naming the
+//! file, row group, column and page.
 
 use std::ffi::c_void;
 use std::sync::Arc;

@@ -49,8 +49,26 @@ fn key_hash(parts: &[&[u8]]) -> u64 {
     h
 }
 
-/// NVRTC's version, or why it cannot be used.
+/// NVRTC's version, or why it cannot be used. Probed once per process (probing loads the
+/// library, which takes milliseconds).
 pub fn nvrtc_version() -> Result<(i32, i32)> {
+    static PROBE: std::sync::OnceLock<std::result::Result<(i32, i32), String>> =
+        std::sync::OnceLock::new();
+    PROBE
+        .get_or_init(|| {
+            probe_nvrtc().map_err(|e| match e {
+                Error::Device { reason, .. } => reason,
+                other => other.to_string(),
+            })
+        })
+        .clone()
+        .map_err(|reason| Error::Device {
+            device: "nvrtc".into(),
+            reason,
+        })
+}
+
+fn probe_nvrtc() -> Result<(i32, i32)> {
     // SAFETY: only tries to dlopen the library by its known names.
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         return Err(Error::Device {
