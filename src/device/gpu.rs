@@ -222,6 +222,12 @@ impl Gpu {
         Ok(())
     }
 
+    /// Free and total device memory, in bytes (`cuMemGetInfo`).
+    pub fn memory_info(&self) -> Result<(usize, usize)> {
+        self.bind()?;
+        cu::mem_get_info().map_err(|e| driver_error(self.ordinal, "cuMemGetInfo", e))
+    }
+
     /// Waits for the work of the legacy default stream: the copies and memsets of
     /// [`DeviceBuffer`] are issued there, and the device's non-blocking streams do not wait
     /// for it (a host-to-device copy from pageable memory may return before its bytes land).
