@@ -406,6 +406,13 @@ fn summary(r: &LoadReport, requests: bool, output: Option<&Path>) -> String {
                 ""
             }
         );
+        for h in &g.host_decompressed {
+            let _ = writeln!(
+                s,
+                "  field '{}': {} {} pages decompressed on the host, then decoded by the GPU",
+                h.field, h.pages, h.codec
+            );
+        }
         for f in g.fields.iter().filter(|f| !f.on_gpu) {
             let _ = writeln!(
                 s,

@@ -507,6 +507,19 @@ pub struct GpuDecodeReport {
     /// Pages decompressed on the host (codecs other than SNAPPY) and uploaded for the GPU
     /// decoder.
     pub host_decompressed_pages: usize,
+    /// Which: per field and codec, the pages decompressed on the host.
+    pub host_decompressed: Vec<HostDecompressed>,
+}
+
+/// Pages of one field decompressed on the host before the GPU decoded them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HostDecompressed {
+    /// The field.
+    pub field: String,
+    /// The codec (e.g. `ZSTD(ZstdLevel(1))`).
+    pub codec: String,
+    /// Pages, over all row groups loaded.
+    pub pages: usize,
 }
 
 /// Where one field was decoded.
@@ -1062,6 +1075,26 @@ impl ParquetGpuReader {
         });
         let (host_cols, dev_cols) = (host_cols?, dev_cols?);
         report.host_decompressed_pages = dev_cols.iter().map(|c| c.host_decompressed_pages).sum();
+        for c in dev_cols.iter().filter(|c| c.host_decompressed_pages > 0) {
+            let leaf = gpu_cols.iter().find(|g| g.field == c.field).map(|g| g.leaf);
+            let codec = leaf.map_or_else(
+                || "unknown".to_string(),
+                |l| codec_of(c.row_group, l).to_string(),
+            );
+            let name = fields[c.field].name();
+            match report
+                .host_decompressed
+                .iter_mut()
+                .find(|h| &h.field == name && h.codec == codec)
+            {
+                Some(h) => h.pages += c.host_decompressed_pages,
+                None => report.host_decompressed.push(HostDecompressed {
+                    field: name.clone(),
+                    codec,
+                    pages: c.host_decompressed_pages,
+                }),
+            }
+        }
         // assemble: per row group, fields in schema order
         let mut by_key: std::collections::HashMap<(usize, usize), DeviceArray> = dev_cols
             .into_iter()

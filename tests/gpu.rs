@@ -907,7 +907,14 @@ fn gpu_large_pages_equal_arrow_rs() {
                 .with_device(Device::Cuda(0))
                 .build()
                 .and_then(|r| r.load())
-                .and_then(|l| l.to_host().map(|b| concat(&l.schema, &b)));
+                .and_then(|l| {
+                    // the report says which pages the host decompressed: ZSTD ones, all fields
+                    let g = l.report.gpu_decode.clone().unwrap();
+                    let zstd = matches!(codec, Compression::ZSTD(_));
+                    assert_eq!(g.host_decompressed.len(), if zstd { 6 } else { 0 }, "{g:?}");
+                    assert!(g.host_decompressed.iter().all(|h| h.codec.contains("ZSTD")));
+                    l.to_host().map(|b| concat(&l.schema, &b))
+                });
             match all {
                 Ok(b) if b == want => {}
                 Ok(_) => failures.push(format!("{cname} dict={dict} all columns: values differ")),
