@@ -258,6 +258,16 @@ fn main() {
             g.fields.len(),
             g.host_decompressed_pages
         );
+        if let Some(g) = &rep.gpu_decode {
+            if !g.stages.is_empty() {
+                let st: Vec<String> = g
+                    .stages
+                    .iter()
+                    .map(|(n, t)| format!("{n} {:.1} ms", t * 1e3))
+                    .collect();
+                println!("{:<20} stages: {}", "", st.join(", "));
+            }
+        }
         record(
             &mut out,
             serde_json::json!({
@@ -277,12 +287,14 @@ fn main() {
         let _ = host_then_upload(&small);
     }
     let mut split = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let mut last_stages = Vec::new();
     let mut t_gpu: Vec<Duration> = (0..lat_rounds)
         .map(|_| {
             let (dt, _, rep, _) = device_load(&small);
             split.0 += rep.setup_time;
             split.1 += rep.io_time;
             split.2 += rep.decode_time;
+            last_stages = rep.gpu_decode.map(|g| g.stages).unwrap_or_default();
             dt
         })
         .collect();
@@ -305,6 +317,13 @@ fn main() {
         per(split.1),
         per(split.2)
     );
+    if !last_stages.is_empty() {
+        let st: Vec<String> = last_stages
+            .iter()
+            .map(|(n, t)| format!("{n} {:.2} ms", t * 1e3))
+            .collect();
+        println!("  stages of the last GPU load: {}", st.join(", "));
+    }
     record(
         &mut out,
         serde_json::json!({

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-.dev/bin}
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 export CUPARQUET_KERNEL_CACHE=/tmp/cuparquet-kernels CUPARQUET_BENCH_DIR=/tmp/bench-data
-export CUPARQUET_BENCH_OUT="$out/decode.jsonl"
+export CUPARQUET_BENCH_OUT="$out/decode.jsonl" CUPARQUET_PROFILE=1   # stage times in the report
 echo "=== machine"; nproc; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   echo "=== bench-decode_device"

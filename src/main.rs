@@ -420,6 +420,14 @@ fn summary(r: &LoadReport, requests: bool, output: Option<&Path>) -> String {
                 f.name, f.reason
             );
         }
+        if requests && !g.stages.is_empty() {
+            let stages: Vec<String> = g
+                .stages
+                .iter()
+                .map(|(n, t)| format!("{n} {:.2} ms", t * 1e3))
+                .collect();
+            let _ = writeln!(s, "  GPU decode stages: {}", stages.join(", "));
+        }
         if requests {
             for f in g.fields.iter().filter(|f| f.on_gpu) {
                 let _ = writeln!(s, "  field '{}' decoded on the GPU: {}", f.name, f.reason);

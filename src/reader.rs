@@ -509,6 +509,9 @@ pub struct GpuDecodeReport {
     pub host_decompressed_pages: usize,
     /// Which: per field and codec, the pages decompressed on the host.
     pub host_decompressed: Vec<HostDecompressed>,
+    /// With `CUPARQUET_PROFILE` set: wall seconds per stage of the GPU decoder (each kernel
+    /// waited for), in first-run order; empty otherwise.
+    pub stages: Vec<(String, f64)>,
 }
 
 /// Pages of one field decompressed on the host before the GPU decoded them.
@@ -1048,32 +1051,48 @@ impl ParquetGpuReader {
             per_rg.into_iter().collect()
         };
         let gpu_part = || -> Result<Vec<crate::decode::gpu::DeviceColumn>> {
+            use crate::decode::gpu as dg;
             if gpu_cols.is_empty() {
                 return Ok(Vec::new());
             }
-            let tables = crate::decode::gpu::page_tables(chunks, path)?;
-            let mut cols = crate::decode::gpu::decode_fixed_columns(
-                chunks, &tables, path, &gpu_cols, &fields, codec_of, rows_of,
-            )?;
-            cols.extend(crate::decode::gpu::decode_bytes_columns(
-                chunks, &tables, path, &gpu_cols, &fields, codec_of, rows_of,
-            )?);
+            let tables = dg::timed("page tables", || dg::page_tables(chunks, path))?;
+            let mut cols = dg::timed("fixed-width columns", || {
+                dg::decode_fixed_columns(
+                    chunks, &tables, path, &gpu_cols, &fields, codec_of, rows_of,
+                )
+            })?;
+            cols.extend(dg::timed("byte-array columns", || {
+                dg::decode_bytes_columns(
+                    chunks, &tables, path, &gpu_cols, &fields, codec_of, rows_of,
+                )
+            })?);
             Ok(cols)
         };
+        let profiling = std::env::var_os("CUPARQUET_PROFILE").is_some_and(|v| v != "0");
+        let host_time_seen = std::cell::Cell::new(Duration::ZERO);
+        if profiling {
+            crate::decode::gpu::profile_begin();
+        }
         let (host_cols, dev_cols) = std::thread::scope(|s| {
-            let h = s.spawn(host_part);
+            let h = s.spawn(|| {
+                let t = Instant::now();
+                (host_part(), t.elapsed())
+            });
             let d = gpu_part();
-            let h = h.join().unwrap_or_else(|_| {
-                Err(Error::Decode {
+            let (h, host_time) = h.join().unwrap_or_else(|_| {
+                let e = Error::Decode {
                     path: path.to_path_buf(),
                     row_group: None,
                     column: None,
                     reason: "the host decoder thread panicked".into(),
-                })
+                };
+                (Err(e), Duration::ZERO)
             });
+            host_time_seen.set(host_time);
             (h, d)
         });
         let (host_cols, dev_cols) = (host_cols?, dev_cols?);
+        let t_assemble = Instant::now();
         report.host_decompressed_pages = dev_cols.iter().map(|c| c.host_decompressed_pages).sum();
         for c in dev_cols.iter().filter(|c| c.host_decompressed_pages > 0) {
             let leaf = gpu_cols.iter().find(|g| g.field == c.field).map(|g| g.leaf);
@@ -1143,6 +1162,22 @@ impl ParquetGpuReader {
                 num_rows,
             };
             out.push(LoadedBatch::device(batch, gpu.ordinal(), rg));
+        }
+        if profiling {
+            report.stages = crate::decode::gpu::profile_end()
+                .into_iter()
+                .map(|(n, d)| (n, d.as_secs_f64()))
+                .collect();
+            if !host_leaves.is_empty() || !consistent {
+                report.stages.push((
+                    "host-decoded fields (another thread, overlapping the GPU)".into(),
+                    host_time_seen.get().as_secs_f64(),
+                ));
+            }
+            report.stages.push((
+                "assemble batches, upload host-decoded fields".into(),
+                t_assemble.elapsed().as_secs_f64(),
+            ));
         }
         Ok((out, report))
     }

@@ -23,6 +23,47 @@ use crate::reader::DeviceChunks;
 
 const THREADS: u32 = 128;
 
+thread_local! {
+    static PROFILE: std::cell::RefCell<Option<Vec<(String, std::time::Duration)>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Starts recording the wall time of each decoding stage run on this thread (every launch
+/// waits for its kernel, so a kernel's stage is its run time plus the launch).
+pub fn profile_begin() {
+    PROFILE.with(|p| *p.borrow_mut() = Some(Vec::new()));
+}
+
+/// Stops recording; the stages in first-seen order, times summed per name.
+pub fn profile_end() -> Vec<(String, std::time::Duration)> {
+    let raw = PROFILE.with(|p| p.borrow_mut().take()).unwrap_or_default();
+    let mut out: Vec<(String, std::time::Duration)> = Vec::new();
+    for (name, d) in raw {
+        match out.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, t)) => *t += d,
+            None => out.push((name, d)),
+        }
+    }
+    out
+}
+
+/// Runs `f`, recording its wall time under `name` when this thread profiles.
+pub fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    let on = PROFILE.with(|p| p.borrow().is_some());
+    if !on {
+        return f();
+    }
+    let t = std::time::Instant::now();
+    let r = f();
+    let d = t.elapsed();
+    PROFILE.with(|p| {
+        if let Some(v) = p.borrow_mut().as_mut() {
+            v.push((name.to_string(), d));
+        }
+    });
+    r
+}
+
 fn upload(gpu: &Arc<Gpu>, bytes: &[u8]) -> Result<DeviceBuffer> {
     let mut b = gpu.alloc(bytes.len().max(8))?;
     b.copy_from_host(0, bytes)?;
@@ -561,8 +602,10 @@ pub fn decode_fixed_columns(
     let cis: Vec<usize> = (0..chunks.chunks().len())
         .filter(|&ci| mine(&chunks.chunks()[ci]).is_some())
         .collect();
-    let mut located =
-        locate_pages(chunks, &cis, tables, path, &codec_of, &mut uploads)?.into_iter();
+    let mut located = timed("locate pages (decompress)", || {
+        locate_pages(chunks, &cis, tables, path, &codec_of, &mut uploads)
+    })?
+    .into_iter();
     for &ci in &cis {
         let c = &chunks.chunks()[ci];
         let Some(col) = mine(c) else { continue };
@@ -701,6 +744,24 @@ unsafe fn launch64(
     block: u32,
     args: &[u64],
 ) -> Result<()> {
+    timed(&format!("kernel {name}"), || {
+        // SAFETY: forwarded to the caller's contract.
+        unsafe { launch64_now(gpu, module, name, grid, block, args) }
+    })
+}
+
+/// [`launch64`] without the profiling.
+///
+/// # Safety
+/// As [`launch64`].
+unsafe fn launch64_now(
+    gpu: &Gpu,
+    module: &crate::device::nvrtc::Module,
+    name: &str,
+    grid: u32,
+    block: u32,
+    args: &[u64],
+) -> Result<()> {
     let f = module.function(name)?;
     // the kernel runs on a non-blocking stream: let the uploads and memsets it reads (legacy
     // stream, not yet finished) complete first
@@ -765,8 +826,10 @@ pub fn decode_bytes_columns(
     let cis: Vec<usize> = (0..chunks.chunks().len())
         .filter(|&ci| mine(&chunks.chunks()[ci]).is_some())
         .collect();
-    let mut located =
-        locate_pages(chunks, &cis, tables, path, &codec_of, &mut uploads)?.into_iter();
+    let mut located = timed("locate pages (decompress)", || {
+        locate_pages(chunks, &cis, tables, path, &codec_of, &mut uploads)
+    })?
+    .into_iter();
     for &ci in &cis {
         let c = &chunks.chunks()[ci];
         let Some(col) = mine(c) else { continue };
@@ -1067,4 +1130,29 @@ pub fn decode_bytes_columns(
         });
     }
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stages_are_summed_in_first_seen_order_only_while_profiling() {
+        assert_eq!(timed("off", || 7), 7);
+        assert!(profile_end().is_empty());
+        profile_begin();
+        timed("a", || {
+            std::thread::sleep(std::time::Duration::from_millis(2))
+        });
+        timed("b", || ());
+        timed("a", || {
+            std::thread::sleep(std::time::Duration::from_millis(2))
+        });
+        let p = profile_end();
+        let names: Vec<&str> = p.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert!(p[0].1 >= std::time::Duration::from_millis(4));
+        timed("after", || ());
+        assert!(profile_end().is_empty());
+    }
 }
