@@ -1,0 +1,40 @@
+// The SNAPPY kernel (src/decode/kernels/snappy.cu) run on the host by tests/emulated.rs.
+// Input file: u32 jobs, then per job u64 src_len, u64 dst_len, src bytes.
+// Output file: per job u32 error bits, then dst_len bytes.
+#include "cuda_host.h"
+#include <cstdio>
+#include "snappy.cu"
+
+int main(int argc, char** argv) {
+    if (argc != 3) { std::fprintf(stderr, "usage: snappy_emu IN OUT\n"); return 2; }
+    FILE* f = std::fopen(argv[1], "rb");
+    if (!f) return 3;
+    u32 n = 0;
+    if (std::fread(&n, 4, 1, f) != 1) return 4;
+    std::vector<std::vector<u8>> srcs(n), dsts(n);
+    std::vector<SnappyJob> jobs(n);
+    for (u32 i = 0; i < n; i++) {
+        u64 sl = 0, dl = 0;
+        if (std::fread(&sl, 8, 1, f) != 1 || std::fread(&dl, 8, 1, f) != 1) return 5;
+        srcs[i].resize(sl + 1);  // +1: a zero-length buffer still has an address
+        if (sl && std::fread(srcs[i].data(), 1, sl, f) != sl) return 6;
+        dsts[i].assign(dl + 1, 0xEE);  // poison: bytes the kernel leaves unwritten show
+        jobs[i] = SnappyJob{(u64)srcs[i].data(), sl, (u64)dsts[i].data(), dl};
+    }
+    std::fclose(f);
+    std::vector<u32> errors(n, 0);
+    unsigned warps_per_block = 4;
+    emu_launch((n + warps_per_block - 1) / warps_per_block, 32 * warps_per_block,
+               [&] { snappy_pages(jobs.data(), (int)n, errors.data()); });
+    FILE* o = std::fopen(argv[2], "wb");
+    if (!o) return 7;
+    for (u32 i = 0; i < n; i++) {
+        std::fwrite(&errors[i], 4, 1, o);
+        std::fwrite(dsts[i].data(), 1, jobs[i].dst_len, o);
+        // the byte after the output must be untouched
+        u32 guard = dsts[i][jobs[i].dst_len];
+        std::fwrite(&guard, 4, 1, o);
+    }
+    std::fclose(o);
+    return 0;
+}
