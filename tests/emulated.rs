@@ -298,3 +298,236 @@ fn emulated_snappy_kernel_rejects_bad_streams_without_writing_out_of_bounds() {
         }
     }
 }
+
+/// Appends little-endian values.
+trait Put {
+    fn put_i32(&mut self, v: i32);
+    fn put_u32(&mut self, v: u32);
+    fn put_u64(&mut self, v: u64);
+}
+impl Put for Vec<u8> {
+    fn put_i32(&mut self, v: i32) {
+        self.extend(v.to_le_bytes());
+    }
+    fn put_u32(&mut self, v: u32) {
+        self.extend(v.to_le_bytes());
+    }
+    fn put_u64(&mut self, v: u64) {
+        self.extend(v.to_le_bytes());
+    }
+}
+
+/// The fixed-width decode kernel over the flat fixed-width columns of corpus and generated
+/// files (pages decompressed on the host, as the GPU path does for codecs other than SNAPPY),
+/// equal to the reference decoder (itself checked against arrow-rs in tests/reference.rs).
+#[test]
+fn emulated_fixed_width_kernel_equals_the_reference_decoder() {
+    let Some(emu) = emulator("decode_fixed") else {
+        return;
+    };
+    use arrow::array::{make_array, ArrayData};
+    use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer};
+    use cuparquet::decode::decompress::decompress_pages;
+    use cuparquet::decode::gpu_plan::{place_columns, Conversion, Placement};
+    use cuparquet::decode::kernels::conversion_code;
+    use cuparquet::decode::page_header::{page_table, PageKind};
+    use cuparquet::{Device, ParquetGpuReader};
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = corpus_files("data", &[".parquet"]);
+    files.extend(generate_corpus(dir.path()).into_iter().map(|(_, p)| p));
+    let (mut cols_ok, mut pages_run) = (0usize, 0usize);
+    for f in &files {
+        let Ok(r) = ParquetGpuReader::builder(f)
+            .with_device(Device::Host)
+            .build()
+        else {
+            continue;
+        };
+        let md = r.metadata().metadata.clone();
+        let fields = r.schema().fields().to_vec();
+        let bytes = std::fs::read(f).unwrap();
+        let placed = place_columns(&md, &fields, &r.plan().leaves, &r.plan().row_groups);
+        // one emulator run per file: every chunk of a fixed-width GPU column, up to a budget
+        let mut inp_cols = Vec::new();
+        let mut inp_pages = Vec::new();
+        let mut n_cols = 0u32;
+        let mut n_pages = 0u32;
+        let mut expect = Vec::new();
+        for c in &r.plan().chunks {
+            let Some(col) = placed.iter().find_map(|p| match p {
+                Placement::Gpu(g) if g.leaf == c.column => Some(g.clone()),
+                _ => None,
+            }) else {
+                continue;
+            };
+            let Some(conv) = conversion_code(col.conversion) else {
+                continue;
+            };
+            if col.conversion == Conversion::BigEndianDecimal && col.physical == "BYTE_ARRAY" {
+                continue;
+            }
+            let chunk =
+                bytes::Bytes::copy_from_slice(&bytes[c.range.start as usize..c.range.end as usize]);
+            let codec = md.row_group(c.row_group).column(c.column).compression();
+            let Ok(table) = page_table(&chunk) else {
+                continue;
+            };
+            let Ok(data) = decompress_pages(&chunk, &table, codec) else {
+                continue;
+            };
+            let rows = md.row_group(c.row_group).num_rows() as usize;
+            if table.len() > 64 || rows > 200_000 || n_pages as usize + table.len() > 150 {
+                continue; // keep the emulation short
+            }
+            let Ok(want) = cuparquet::decode::reference::decode_chunk(
+                &col,
+                &fields[col.field],
+                chunk.clone(),
+                codec,
+            ) else {
+                continue; // the reference rejects it: covered by the GPU error tests
+            };
+            let boolean = col.conversion == Conversion::Boolean;
+            let alloc = if boolean {
+                rows.div_ceil(32) * 4
+            } else {
+                rows * col.output_width
+            };
+            let mut dict: Option<(i32, Vec<u8>)> = None;
+            let mut row = 0u64;
+            for d in &data {
+                let h = &table[d.page].header;
+                match (&h.kind, h.dictionary, h.data_v1, h.data_v2) {
+                    (PageKind::Dictionary, Some(dp), _, _) => {
+                        dict = Some((dp.num_values, d.bytes.to_vec()))
+                    }
+                    (PageKind::DataV1, _, Some(v1), _) => {
+                        inp_pages.put_u32(n_cols);
+                        for v in [
+                            v1.num_values,
+                            v1.encoding,
+                            i32::from(col.max_def_level),
+                            0,
+                            0,
+                            0,
+                        ] {
+                            inp_pages.put_i32(v);
+                        }
+                        inp_pages.put_u64(row);
+                        inp_pages.put_u64(d.bytes.len() as u64);
+                        inp_pages.extend(&d.bytes);
+                        row += v1.num_values as u64;
+                        n_pages += 1;
+                    }
+                    (PageKind::DataV2, _, _, Some(v2)) => {
+                        inp_pages.put_u32(n_cols);
+                        for v in [
+                            v2.num_values,
+                            v2.encoding,
+                            i32::from(col.max_def_level),
+                            1,
+                            v2.def_levels_byte_length,
+                            v2.rep_levels_byte_length,
+                        ] {
+                            inp_pages.put_i32(v);
+                        }
+                        inp_pages.put_u64(row);
+                        inp_pages.put_u64(d.bytes.len() as u64);
+                        inp_pages.extend(&d.bytes);
+                        row += v2.num_values as u64;
+                        n_pages += 1;
+                    }
+                    _ => {}
+                }
+            }
+            for v in [conv, col.physical_width as i32, col.output_width as i32] {
+                inp_cols.put_i32(v);
+            }
+            inp_cols.put_u64(rows as u64);
+            inp_cols.put_u32(u32::from(col.max_def_level > 0));
+            inp_cols.put_u32(u32::from(dict.is_some()));
+            let (entries, dict_bytes) = dict.unwrap_or_default();
+            inp_cols.put_i32(entries);
+            inp_cols.put_u64(dict_bytes.len() as u64);
+            inp_cols.extend(&dict_bytes);
+            inp_cols.put_u64(alloc as u64);
+            n_cols += 1;
+            expect.push((col, rows, alloc, want, c.path.clone(), c.row_group));
+        }
+        if n_cols == 0 {
+            continue;
+        }
+        let mut inp = Vec::new();
+        inp.put_u32(n_cols);
+        inp.extend(inp_cols);
+        inp.put_u32(n_pages);
+        inp.extend(inp_pages);
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("in"), &inp).unwrap();
+        let st = Command::new(&emu)
+            .arg(tmp.path().join("in"))
+            .arg(tmp.path().join("out"))
+            .status()
+            .unwrap();
+        assert!(st.success(), "{}: emulator exited with {st}", f.display());
+        let out = std::fs::read(tmp.path().join("out")).unwrap();
+        let mut at = 0usize;
+        let mut got = Vec::new();
+        for (col, rows, alloc, _, _, _) in &expect {
+            let nulls = u64::from_le_bytes(out[at..at + 8].try_into().unwrap()) as usize;
+            at += 8;
+            let values = out[at..at + alloc].to_vec();
+            at += alloc;
+            let validity = (col.max_def_level > 0).then(|| {
+                let n = rows.div_ceil(32) * 4;
+                let v = out[at..at + n].to_vec();
+                at += n;
+                v
+            });
+            got.push((nulls, values, validity));
+        }
+        let errors: Vec<u32> = out[at..]
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        assert_eq!(errors.len(), n_pages as usize);
+        assert!(
+            errors.iter().all(|&e| e == 0),
+            "{}: pages the reference decodes set error bits {errors:?}",
+            f.display()
+        );
+        pages_run += n_pages as usize;
+        for ((col, rows, _, want, path, rg), (nulls, values, validity)) in expect.iter().zip(got) {
+            let arrow_len = if col.conversion == Conversion::Boolean {
+                rows.div_ceil(8)
+            } else {
+                rows * col.output_width
+            };
+            let null_buffer = validity
+                .filter(|_| nulls > 0)
+                .map(|v| NullBuffer::new(BooleanBuffer::new(Buffer::from_slice_ref(&v), 0, *rows)));
+            let data = ArrayData::builder(fields[col.field].data_type().clone())
+                .len(*rows)
+                .nulls(null_buffer)
+                .add_buffer(Buffer::from_slice_ref(&values[..arrow_len]))
+                .build()
+                .unwrap_or_else(|e| panic!("{} rg {rg} {path}: not valid Arrow: {e}", f.display()));
+            let arr = make_array(data);
+            assert_eq!(
+                nulls,
+                want.null_count(),
+                "{} rg {rg} {path}: null count",
+                f.display()
+            );
+            assert!(
+                arr.as_ref() == want.as_ref(),
+                "{} rg {rg} {path} ({:?}): values differ from the reference",
+                f.display(),
+                col.conversion
+            );
+            cols_ok += 1;
+        }
+    }
+    eprintln!("emulated fixed-width kernel: {cols_ok} column chunks, {pages_run} pages equal to the reference");
+    assert!(cols_ok > 100, "{cols_ok}");
+}

@@ -89,32 +89,44 @@ inline T atomicMin(T* p, T v) {
     return cur;
 }
 
-// Runs `kernel` (a callable taking no arguments) over `grid` blocks of `block` threads.
-inline void emu_launch(unsigned grid, unsigned block, const std::function<void()>& kernel) {
-    gridDim = dim3{grid, 1, 1};
-    blockDim = dim3{block, 1, 1};
-    for (unsigned b = 0; b < grid; b++) {
-        EmuBlock eb;
-        eb.block = std::make_unique<std::barrier<>>(block);
+// Runs `kernel` (a callable taking no arguments) over `grid` blocks of `block` threads: one
+// host thread per CUDA thread of a block, reused block after block.
+struct EmuNextBlock {
+    EmuBlock* eb;
+    unsigned block;
+    void operator()() noexcept {
+        eb->block = std::make_unique<std::barrier<>>(block);
+        eb->warps.clear();
         unsigned nwarps = (block + 31) / 32;
         for (unsigned w = 0; w < nwarps; w++) {
             unsigned width = block - w * 32 < 32 ? block - w * 32 : 32;
-            eb.warps.push_back(std::make_unique<std::barrier<>>(width));
+            eb->warps.push_back(std::make_unique<std::barrier<>>(width));
         }
-        eb.slots.resize(nwarps);
-        std::vector<std::thread> threads;
-        threads.reserve(block);
-        for (unsigned t = 0; t < block; t++) {
-            threads.emplace_back([&, t] {
+        eb->slots.assign(nwarps, {});
+    }
+};
+
+inline void emu_launch(unsigned grid, unsigned block, const std::function<void()>& kernel) {
+    gridDim = dim3{grid, 1, 1};
+    blockDim = dim3{block, 1, 1};
+    EmuBlock eb;
+    // every thread waits here before each block; the last to arrive sets up the block's barriers
+    std::barrier<EmuNextBlock> start(block, EmuNextBlock{&eb, block});
+    std::vector<std::thread> threads;
+    threads.reserve(block);
+    for (unsigned t = 0; t < block; t++) {
+        threads.emplace_back([&, t] {
+            for (unsigned b = 0; b < grid; b++) {
+                start.arrive_and_wait();
                 threadIdx = dim3{t, 1, 1};
                 blockIdx = dim3{b, 1, 1};
                 emu_block = &eb;
                 kernel();
-                // an exited thread no longer counts at the barriers
+                // an exited thread no longer counts at the block's barriers
                 eb.warps[t / 32]->arrive_and_drop();
                 eb.block->arrive_and_drop();
-            });
-        }
-        for (auto& th : threads) th.join();
+            }
+        });
     }
+    for (auto& th : threads) th.join();
 }

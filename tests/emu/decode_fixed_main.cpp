@@ -1,0 +1,75 @@
+// The fixed-width decode kernel (src/decode/kernels/decode_fixed.cu, with common.cuh) run on
+// the host by tests/emulated.rs.
+// Input (little-endian): u32 columns; per column: i32 conversion, phys_width, out_width,
+//   u64 rows, u32 optional, u32 has_dict, i32 dict_entries, u64 dict_bytes, dict bytes,
+//   u64 alloc_bytes.
+// u32 pages; per page: u32 column, i32 num_values, encoding, max_def, v2, def_len, rep_len,
+//   u64 row_start, u64 data_len, data bytes.
+// Output: per column u64 null_count, alloc_bytes of values, validity words (rows/32 rounded
+//   up, 4 bytes each; none when not optional); then per page u32 error bits.
+#include "cuda_host.h"
+#include <cstdio>
+#include "common.cuh"
+#include "decode_fixed.cu"
+
+template <typename T> static bool rd(FILE* f, T& v) { return std::fread(&v, sizeof(T), 1, f) == 1; }
+
+int main(int argc, char** argv) {
+    if (argc != 3) return 2;
+    FILE* f = std::fopen(argv[1], "rb");
+    if (!f) return 3;
+    u32 ncols = 0;
+    rd(f, ncols);
+    std::vector<ColumnJob> cols(ncols);
+    std::vector<std::vector<u8>> dicts(ncols), values(ncols);
+    std::vector<std::vector<u32>> valid(ncols);
+    std::vector<u64> nulls(ncols, 0), rows(ncols), alloc(ncols);
+    std::vector<u32> optional(ncols);
+    for (u32 c = 0; c < ncols; c++) {
+        int conv, pw, ow, dn;
+        u32 has_dict;
+        u64 db;
+        rd(f, conv); rd(f, pw); rd(f, ow); rd(f, rows[c]); rd(f, optional[c]); rd(f, has_dict);
+        rd(f, dn); rd(f, db);
+        dicts[c].resize(db + 8);
+        if (db && std::fread(dicts[c].data(), 1, db, f) != db) return 4;
+        rd(f, alloc[c]);
+        values[c].assign(alloc[c] + 8, 0);
+        valid[c].assign((rows[c] + 31) / 32 + 1, 0);
+        cols[c] = ColumnJob{(u64)values[c].data(), optional[c] ? (u64)valid[c].data() : 0,
+                            has_dict ? (u64)dicts[c].data() : 0, (u64)&nulls[c], dn, pw, ow, conv};
+    }
+    u32 npages = 0;
+    rd(f, npages);
+    std::vector<PageJob> pages(npages);
+    std::vector<std::vector<u8>> data(npages);
+    std::vector<u64> base(npages);
+    u64 total = 0;
+    for (u32 p = 0; p < npages; p++) {
+        u32 col;
+        int nv, enc, md, v2, dl, rl;
+        u64 rs, len;
+        rd(f, col); rd(f, nv); rd(f, enc); rd(f, md); rd(f, v2); rd(f, dl); rd(f, rl); rd(f, rs); rd(f, len);
+        data[p].resize(len + 8);
+        if (len && std::fread(data[p].data(), 1, len, f) != len) return 5;
+        pages[p] = PageJob{(u64)data[p].data(), len, rs, nv, enc, md, v2, dl, rl, (int)col, {0, 0, 0}};
+        base[p] = total;
+        total += nv > 0 ? (u64)nv : 0;
+    }
+    std::fclose(f);
+    std::vector<u8> defs(total + 1);
+    std::vector<u32> idxs(total + 1);
+    std::vector<u32> errors(npages, 0);
+    emu_launch(npages, 256, [&] {
+        decode_fixed_pages(pages.data(), cols.data(), defs.data(), idxs.data(), base.data(), errors.data());
+    });
+    FILE* o = std::fopen(argv[2], "wb");
+    for (u32 c = 0; c < ncols; c++) {
+        std::fwrite(&nulls[c], 8, 1, o);
+        std::fwrite(values[c].data(), 1, alloc[c], o);
+        if (optional[c]) std::fwrite(valid[c].data(), 4, (rows[c] + 31) / 32, o);
+    }
+    std::fwrite(errors.data(), 4, npages, o);
+    std::fclose(o);
+    return 0;
+}
