@@ -1,0 +1,144 @@
+// The BYTE_ARRAY kernels (src/decode/kernels/decode_bytes.cu, with common.cuh) run on the host
+// by tests/emulated.rs, orchestrated as src/decode/gpu.rs does: dictionary entries, sizes,
+// offsets (span sums, a host scan, offsets), characters, UTF-8 check.
+// Input: u32 columns; per column: u64 rows, u32 optional, u32 large, u32 utf8, u32 has_dict,
+//   i32 dict_entries, u64 dict_bytes, dict bytes.
+// u32 pages; per page as in decode_fixed_main.cpp.
+// Output: u32 stage (0 ok, 1 dictionary errors, 2 page errors); per dictionary u32 error bits;
+//   per page u32 error bits; if ok, per column: u64 null_count, u64 first bad UTF-8 row
+//   (all ones: none), u64 chars, offsets ((rows + 1) * 4 or 8 bytes), chars, validity words
+//   (when optional).
+#include "cuda_host.h"
+#include <cstdio>
+#include "common.cuh"
+#include "decode_bytes.cu"
+
+template <typename T> static bool rd(FILE* f, T& v) { return std::fread(&v, sizeof(T), 1, f) == 1; }
+
+int main(int argc, char** argv) {
+    if (argc != 3) return 2;
+    FILE* f = std::fopen(argv[1], "rb");
+    if (!f) return 3;
+    u32 ncols = 0;
+    rd(f, ncols);
+    std::vector<u64> rows(ncols), nulls(ncols, 0);
+    std::vector<u32> optional(ncols), large(ncols), utf8(ncols), has_dict(ncols);
+    std::vector<int> dict_n(ncols);
+    std::vector<std::vector<u8>> dicts(ncols);
+    std::vector<std::vector<u64>> entries(ncols);
+    std::vector<std::vector<i64>> lengths(ncols);
+    std::vector<std::vector<u32>> valid(ncols);
+    for (u32 c = 0; c < ncols; c++) {
+        u64 db;
+        rd(f, rows[c]); rd(f, optional[c]); rd(f, large[c]); rd(f, utf8[c]); rd(f, has_dict[c]);
+        rd(f, dict_n[c]); rd(f, db);
+        dicts[c].resize(db + 8);
+        if (db && std::fread(dicts[c].data(), 1, db, f) != db) return 4;
+        dicts[c].resize(db + 8);
+        entries[c].assign(2 * (size_t)(dict_n[c] > 0 ? dict_n[c] : 0) + 2, 0);
+        lengths[c].assign(rows[c] + 1, 0);
+        valid[c].assign((rows[c] + 31) / 32 + 1, 0);
+    }
+    u32 npages = 0;
+    rd(f, npages);
+    std::vector<PageJob> pages(npages);
+    std::vector<std::vector<u8>> data(npages);
+    std::vector<u64> base(npages);
+    u64 total = 0;
+    for (u32 p = 0; p < npages; p++) {
+        u32 col;
+        int nv, enc, md, v2, dl, rl;
+        u64 rs, len;
+        rd(f, col); rd(f, nv); rd(f, enc); rd(f, md); rd(f, v2); rd(f, dl); rd(f, rl); rd(f, rs); rd(f, len);
+        data[p].resize(len + 8);
+        if (len && std::fread(data[p].data(), 1, len, f) != len) return 5;
+        pages[p] = PageJob{(u64)data[p].data(), len, rs, nv, enc, md, v2, dl, rl, (int)col, {0, 0, 0}};
+        base[p] = total;
+        total += nv > 0 ? (u64)nv : 0;
+    }
+    std::fclose(f);
+    FILE* o = std::fopen(argv[2], "wb");
+    // 1. dictionary entries
+    std::vector<u64> d_data, d_len, d_out;
+    std::vector<int> d_cnt;
+    std::vector<u32> d_cols;
+    for (u32 c = 0; c < ncols; c++) {
+        if (!has_dict[c]) continue;
+        d_data.push_back((u64)dicts[c].data());
+        d_len.push_back(dicts[c].size() - 8);
+        d_cnt.push_back(dict_n[c]);
+        d_out.push_back((u64)entries[c].data());
+        d_cols.push_back(c);
+    }
+    std::vector<u32> d_err(d_cols.size(), 0);
+    if (!d_cols.empty())
+        emu_launch((d_cols.size() + 127) / 128, 128, [&] {
+            dict_entries(d_data.data(), d_len.data(), d_cnt.data(), (u64* const*)d_out.data(),
+                         (int)d_cols.size(), d_err.data());
+        });
+    bool dict_bad = false;
+    for (u32 e : d_err) dict_bad |= e != 0;
+    // 2. sizes
+    std::vector<BytesColumn> cols(ncols);
+    for (u32 c = 0; c < ncols; c++)
+        cols[c] = BytesColumn{has_dict[c] ? (u64)entries[c].data() : 0, (u64)lengths[c].data(),
+                              optional[c] ? (u64)valid[c].data() : 0, (u64)&nulls[c], dict_n[c], 0, 0};
+    std::vector<u32> idx(total + 1);
+    std::vector<u64> src(2 * total + 2);
+    std::vector<u32> errors(npages, 0);
+    if (!dict_bad)
+        emu_launch(npages, SIZES_THREADS, [&] {
+            bytes_sizes(pages.data(), cols.data(), idx.data(), src.data(), base.data(), errors.data());
+        });
+    bool page_bad = false;
+    for (u32 e : errors) page_bad |= e != 0;
+    u32 stage = dict_bad ? 1 : (page_bad ? 2 : 0);
+    std::fwrite(&stage, 4, 1, o);
+    std::fwrite(d_err.data(), 4, d_err.size(), o);
+    std::fwrite(errors.data(), 4, npages, o);
+    if (stage) { std::fclose(o); return 0; }
+    // 3. offsets
+    std::vector<std::vector<i64>> off64(ncols);
+    std::vector<std::vector<int>> off32(ncols);
+    std::vector<std::vector<u8>> chars(ncols);
+    std::vector<u64> col_off(ncols), col_chars(ncols);
+    for (u32 c = 0; c < ncols; c++) {
+        u64 spans = (rows[c] + 1 + SPAN - 1) / SPAN;
+        std::vector<i64> sums(spans);
+        emu_launch(spans, SCAN_THREADS, [&] { span_sums(lengths[c].data(), rows[c], sums.data()); });
+        std::vector<i64> bases(spans);
+        i64 at = 0;
+        for (u64 s = 0; s < spans; s++) { bases[s] = at; at += sums[s]; }
+        off64[c].assign(rows[c] + 1, -1);
+        off32[c].assign(rows[c] + 1, -1);
+        emu_launch(spans, SCAN_THREADS, [&] {
+            write_offsets(lengths[c].data(), rows[c], bases.data(), off64[c].data(),
+                          large[c] ? nullptr : off32[c].data());
+        });
+        chars[c].assign(at + 8, 0xEE);
+        col_off[c] = (u64)off64[c].data();
+        col_chars[c] = (u64)chars[c].data();
+    }
+    // 4. characters
+    emu_launch(npages, 256, [&] {
+        bytes_chars(pages.data(), src.data(), base.data(), col_off.data(), col_chars.data());
+    });
+    // 5. UTF-8, and the output
+    for (u32 c = 0; c < ncols; c++) {
+        unsigned long long bad = ~0ull;
+        if (utf8[c] && rows[c])
+            emu_launch((rows[c] + 255) / 256, 256, [&] {
+                utf8_check(off64[c].data(), chars[c].data(), rows[c], &bad);
+            });
+        u64 n = (u64)off64[c][rows[c]];
+        std::fwrite(&nulls[c], 8, 1, o);
+        std::fwrite(&bad, 8, 1, o);
+        std::fwrite(&n, 8, 1, o);
+        if (large[c]) std::fwrite(off64[c].data(), 8, rows[c] + 1, o);
+        else std::fwrite(off32[c].data(), 4, rows[c] + 1, o);
+        std::fwrite(chars[c].data(), 1, n, o);
+        if (optional[c]) std::fwrite(valid[c].data(), 4, (rows[c] + 31) / 32, o);
+    }
+    std::fclose(o);
+    return 0;
+}
