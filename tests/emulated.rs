@@ -705,3 +705,126 @@ fn emulated_byte_array_kernels_equal_the_reference_decoder() {
     eprintln!("emulated byte-array kernels: {cols_ok} column chunks, {pages_run} pages equal to the reference");
     assert!(cols_ok > 50, "{cols_ok}");
 }
+
+/// The page-header kernel (count pass, fill pass) against its host twin: on every column chunk
+/// of the corpus and the generated files, and on thousands of corrupted copies of them (bytes
+/// changed, chunks cut short) — the same pages where the twin succeeds, an error where it fails.
+#[test]
+fn emulated_page_header_kernel_agrees_with_the_host_twin() {
+    let Some(emu) = emulator("page_headers") else {
+        return;
+    };
+    use cuparquet::decode::page_header::page_table;
+    use cuparquet::{Device, ParquetGpuReader};
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = corpus_files("data", &[".parquet"]);
+    files.extend(generate_corpus(dir.path()).into_iter().map(|(_, p)| p));
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    for f in &files {
+        let Ok(r) = ParquetGpuReader::builder(f)
+            .with_device(Device::Host)
+            .build()
+        else {
+            continue;
+        };
+        let bytes = std::fs::read(f).unwrap();
+        for c in &r.plan().chunks {
+            if c.len() <= 4 << 20 {
+                chunks.push(bytes[c.range.start as usize..c.range.end as usize].to_vec());
+            }
+        }
+    }
+    let good = chunks.len();
+    let mut rng = Rng(0x5eed);
+    for k in 0..3000 {
+        let mut c = chunks[(rng.next() as usize) % good].clone();
+        if c.is_empty() {
+            continue;
+        }
+        if k % 4 == 0 {
+            let cut = (rng.next() as usize) % c.len();
+            c.truncate(cut);
+        } else {
+            // corrupt bytes near the start, where the first header is
+            for _ in 0..1 + rng.next() % 4 {
+                let span = c.len().min(64);
+                let at = (rng.next() as usize) % span;
+                c[at] = rng.next() as u8;
+            }
+        }
+        chunks.push(c);
+    }
+    let mut inp = Vec::new();
+    inp.put_u32(chunks.len() as u32);
+    for c in &chunks {
+        inp.put_u64(c.len() as u64);
+        inp.extend(c);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("in"), &inp).unwrap();
+    let st = Command::new(&emu)
+        .arg(tmp.path().join("in"))
+        .arg(tmp.path().join("out"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "emulator exited with {st}");
+    let out = std::fs::read(tmp.path().join("out")).unwrap();
+    let i32_at = |at: usize| i32::from_le_bytes(out[at..at + 4].try_into().unwrap());
+    let i64_at = |at: usize| i64::from_le_bytes(out[at..at + 8].try_into().unwrap());
+    let mut at = 8 * chunks.len();
+    let (mut agree_ok, mut agree_err) = (0, 0);
+    for (k, c) in chunks.iter().enumerate() {
+        let (err, count) = (i32_at(8 * k) as u32, i32_at(8 * k + 4));
+        let host = page_table(c);
+        match (&host, err) {
+            (Ok(pages), 0) => {
+                assert_eq!(count as usize, pages.len(), "chunk {k}: page count");
+                for q in pages {
+                    let h = &q.header;
+                    let p = |o: usize| i32_at(at + o);
+                    assert_eq!(i64_at(at) as usize, q.offset, "chunk {k}: header offset");
+                    assert_eq!(
+                        i64_at(at + 8) as usize,
+                        q.offset + h.header_len,
+                        "chunk {k}"
+                    );
+                    assert_eq!(p(20), h.uncompressed_size, "chunk {k}");
+                    assert_eq!(p(24), h.compressed_size, "chunk {k}");
+                    if p(16) != 1 {
+                        // (index pages are skipped by both decoders: their value count is moot)
+                        assert_eq!(p(28), h.num_values(), "chunk {k}: kind {} {h:?}", p(16));
+                    }
+                    if let Some(v2) = h.data_v2 {
+                        assert_eq!(p(32), v2.encoding, "chunk {k}");
+                        assert_eq!(p(52), v2.def_levels_byte_length, "chunk {k}");
+                        assert_eq!(p(56), v2.rep_levels_byte_length, "chunk {k}");
+                        assert_eq!(p(60) == 1, v2.is_compressed, "chunk {k}");
+                    }
+                    if let Some(v1) = h.data_v1 {
+                        assert_eq!(p(32), v1.encoding, "chunk {k}");
+                    }
+                    at += 64;
+                }
+                agree_ok += 1;
+            }
+            (Err(_), e) if e != 0 => agree_err += 1,
+            (Ok(_), e) => panic!(
+                "chunk {k} ({} bytes{}): the kernel reports {e:#x}, the host twin parses it",
+                c.len(),
+                if k < good { ", uncorrupted" } else { "" }
+            ),
+            (Err(h), _) => panic!(
+                "chunk {k} ({} bytes): the host twin fails ({h}), the kernel does not",
+                c.len()
+            ),
+        }
+    }
+    eprintln!(
+        "emulated page headers: {agree_ok} chunks parsed alike, {agree_err} rejected by both \
+         ({good} uncorrupted)"
+    );
+    assert!(
+        agree_ok > 500 && agree_err > 500,
+        "{agree_ok} / {agree_err}"
+    );
+}
