@@ -15,6 +15,19 @@ use common::*;
 /// Builds `tests/emu/{name}_main.cpp` with the kernel sources on the include path; `None` (and
 /// a printed reason) when no C++ compiler works here.
 fn emulator(name: &str) -> Option<PathBuf> {
+    // built once per test process (tests run in parallel and share the output path)
+    static BUILT: std::sync::Mutex<Vec<(String, Option<PathBuf>)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, p)) = built.iter().find(|(n, _)| n == name) {
+        return p.clone();
+    }
+    let p = build_emulator(name);
+    built.push((name.to_string(), p.clone()));
+    p
+}
+
+fn build_emulator(name: &str) -> Option<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}_emu"));
     let src = root.join(format!("tests/emu/{name}_main.cpp"));
