@@ -4,6 +4,10 @@
 //! — CI has no GPU — against the same oracles the GPU tests use; speed is measured on the GPU.
 //!
 //! Needs a C++20 compiler (`g++`, or `CXX`); without one each test prints why it is skipped.
+//! The emulators are built with AddressSanitizer and UBSan where the compiler has them
+//! (`CUPARQUET_EMU_SANITIZE=0` turns them off), and every buffer a kernel may touch is
+//! allocated to its exact size: a kernel reading or writing past one fails the test, as
+//! compute-sanitizer's memcheck would on the device.
 
 mod common;
 
@@ -32,22 +36,39 @@ fn build_emulator(name: &str) -> Option<PathBuf> {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}_emu"));
     let src = root.join(format!("tests/emu/{name}_main.cpp"));
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
-    let built = Command::new(&cxx)
-        .args([
-            "-std=c++20",
-            "-O2",
-            "-pthread",
-            "-Wall",
-            "-Wno-unused-function",
-        ])
-        .arg("-I")
-        .arg(root.join("tests/emu"))
-        .arg("-I")
-        .arg(root.join("src/decode/kernels"))
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .output();
+    let build = |flags: &[&str]| {
+        Command::new(&cxx)
+            .args(["-std=c++20", "-O2", "-pthread", "-Wall"])
+            .args(["-Wno-unused-function", "-Wno-sign-compare"])
+            .args(flags)
+            .arg("-I")
+            .arg(root.join("tests/emu"))
+            .arg("-I")
+            .arg(root.join("src/decode/kernels"))
+            .arg(&src)
+            .arg("-o")
+            .arg(&out)
+            .output()
+    };
+    // AddressSanitizer and UBSan on by default: every buffer a kernel touches is allocated to
+    // its exact size, so a read or write past one stops the run (CUPARQUET_EMU_SANITIZE=0: off)
+    let sanitize = std::env::var_os("CUPARQUET_EMU_SANITIZE").is_none_or(|v| v != "0");
+    let sanitizers = [
+        "-fsanitize=address,undefined",
+        "-fno-sanitize-recover=all",
+        "-g",
+    ];
+    let built =
+        match build(if sanitize { &sanitizers[..] } else { &[] }) {
+            Ok(o) if !o.status.success() && sanitize => {
+                eprintln!(
+                "the {name} emulator does not build with sanitizers here ({}); building without",
+                String::from_utf8_lossy(&o.stderr).lines().next().unwrap_or("")
+            );
+                build(&[])
+            }
+            other => other,
+        };
     match built {
         Ok(o) if o.status.success() => Some(out),
         Ok(o) => panic!(

@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
     std::vector<u32> optional(ncols), large(ncols), utf8(ncols), has_dict(ncols);
     std::vector<int> dict_n(ncols);
     std::vector<std::vector<u8>> dicts(ncols);
+    std::vector<u64> dict_len(ncols, 0);
+    auto dict_bytes_of = [&](u32 c) { return dict_len[c]; };
     std::vector<std::vector<u64>> entries(ncols);
     std::vector<std::vector<i64>> lengths(ncols);
     std::vector<std::vector<u32>> valid(ncols);
@@ -32,12 +34,12 @@ int main(int argc, char** argv) {
         u64 db;
         rd(f, rows[c]); rd(f, optional[c]); rd(f, large[c]); rd(f, utf8[c]); rd(f, has_dict[c]);
         rd(f, dict_n[c]); rd(f, db);
-        dicts[c].resize(db + 8);
+        dict_len[c] = db;
+        dicts[c].resize(db ? db : 1);  // exact: the sanitizer build catches reads past it
         if (db && std::fread(dicts[c].data(), 1, db, f) != db) return 4;
-        dicts[c].resize(db + 8);
         entries[c].assign(2 * (size_t)(dict_n[c] > 0 ? dict_n[c] : 0) + 2, 0);
-        lengths[c].assign(rows[c] + 1, 0);
-        valid[c].assign((rows[c] + 31) / 32 + 1, 0);
+        lengths[c].assign(rows[c] ? rows[c] : 1, 0);
+        valid[c].assign(rows[c] ? (rows[c] + 31) / 32 : 1, 0);
     }
     u32 npages = 0;
     rd(f, npages);
@@ -50,7 +52,7 @@ int main(int argc, char** argv) {
         int nv, enc, md, v2, dl, rl;
         u64 rs, len;
         rd(f, col); rd(f, nv); rd(f, enc); rd(f, md); rd(f, v2); rd(f, dl); rd(f, rl); rd(f, rs); rd(f, len);
-        data[p].resize(len + 8);
+        data[p].resize(len ? len : 1);
         if (len && std::fread(data[p].data(), 1, len, f) != len) return 5;
         pages[p] = PageJob{(u64)data[p].data(), len, rs, nv, enc, md, v2, dl, rl, (int)col, {0, 0, 0}};
         base[p] = total;
@@ -65,7 +67,7 @@ int main(int argc, char** argv) {
     for (u32 c = 0; c < ncols; c++) {
         if (!has_dict[c]) continue;
         d_data.push_back((u64)dicts[c].data());
-        d_len.push_back(dicts[c].size() - 8);
+        d_len.push_back(dict_bytes_of(c));
         d_cnt.push_back(dict_n[c]);
         d_out.push_back((u64)entries[c].data());
         d_cols.push_back(c);
@@ -94,8 +96,8 @@ int main(int argc, char** argv) {
     for (u32 e : errors) page_bad |= e != 0;
     u32 stage = dict_bad ? 1 : (page_bad ? 2 : 0);
     std::fwrite(&stage, 4, 1, o);
-    std::fwrite(d_err.data(), 4, d_err.size(), o);
-    std::fwrite(errors.data(), 4, npages, o);
+    if (!d_err.empty()) std::fwrite(d_err.data(), 4, d_err.size(), o);
+    if (npages) std::fwrite(errors.data(), 4, npages, o);
     if (stage) { std::fclose(o); return 0; }
     // 3. offsets
     std::vector<std::vector<i64>> off64(ncols);
@@ -115,7 +117,7 @@ int main(int argc, char** argv) {
             write_offsets(lengths[c].data(), rows[c], bases.data(), off64[c].data(),
                           large[c] ? nullptr : off32[c].data());
         });
-        chars[c].assign(at + 8, 0xEE);
+        chars[c].assign(at ? at : 1, 0xEE);
         col_off[c] = (u64)off64[c].data();
         col_chars[c] = (u64)chars[c].data();
     }

@@ -31,11 +31,11 @@ int main(int argc, char** argv) {
         u64 db;
         rd(f, conv); rd(f, pw); rd(f, ow); rd(f, rows[c]); rd(f, optional[c]); rd(f, has_dict);
         rd(f, dn); rd(f, db);
-        dicts[c].resize(db + 8);
+        dicts[c].resize(db ? db : 1);  // exact: the sanitizer build catches reads past it
         if (db && std::fread(dicts[c].data(), 1, db, f) != db) return 4;
         rd(f, alloc[c]);
-        values[c].assign(alloc[c] + 8, 0);
-        valid[c].assign((rows[c] + 31) / 32 + 1, 0);
+        values[c].assign(alloc[c] ? alloc[c] : 1, 0);
+        valid[c].assign(rows[c] ? (rows[c] + 31) / 32 : 1, 0);
         cols[c] = ColumnJob{(u64)values[c].data(), optional[c] ? (u64)valid[c].data() : 0,
                             has_dict ? (u64)dicts[c].data() : 0, (u64)&nulls[c], dn, pw, ow, conv};
     }
@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
         int nv, enc, md, v2, dl, rl;
         u64 rs, len;
         rd(f, col); rd(f, nv); rd(f, enc); rd(f, md); rd(f, v2); rd(f, dl); rd(f, rl); rd(f, rs); rd(f, len);
-        data[p].resize(len + 8);
+        data[p].resize(len ? len : 1);
         if (len && std::fread(data[p].data(), 1, len, f) != len) return 5;
         pages[p] = PageJob{(u64)data[p].data(), len, rs, nv, enc, md, v2, dl, rl, (int)col, {0, 0, 0}};
         base[p] = total;
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
         std::fwrite(values[c].data(), 1, alloc[c], o);
         if (optional[c]) std::fwrite(valid[c].data(), 4, (rows[c] + 31) / 32, o);
     }
-    std::fwrite(errors.data(), 4, npages, o);
+    if (npages) std::fwrite(errors.data(), 4, npages, o);
     std::fclose(o);
     return 0;
 }

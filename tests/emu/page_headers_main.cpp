@@ -5,6 +5,12 @@
 //   of the chunks without errors, in chunk order.
 #include "cuda_host.h"
 #include <cstdio>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#endif
 #include "page_headers.cu"
 
 int main(int argc, char** argv) {
@@ -20,12 +26,13 @@ int main(int argc, char** argv) {
         if (std::fread(&len, 8, 1, f) != 1) return 5;
         offs[c] = buf.size();
         lens[c] = len;
-        buf.resize(buf.size() + len);
+        // 64 guard bytes after every chunk (poisoned in the sanitizer build: a read past a
+        // chunk's end is an error there)
+        buf.resize(buf.size() + len + 64, 0xAB);
         if (len && std::fread(buf.data() + offs[c], 1, len, f) != len) return 6;
     }
     std::fclose(f);
-    // guard bytes after the last chunk: a read past a chunk's end must not matter
-    buf.resize(buf.size() + 64, 0xAB);
+    for (unsigned c = 0; c < n; c++) POISON(buf.data() + offs[c] + lens[c], 64);
     std::vector<int> counts(n + 1, 0);
     std::vector<u32> errors(n + 1, 0);
     unsigned grid = (n + 127) / 128;
