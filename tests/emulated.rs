@@ -92,18 +92,13 @@ struct Job {
 /// Runs the SNAPPY kernel over `jobs`: per job, its error bits, its output, and whether the
 /// byte after the output was left alone.
 fn run_snappy(emu: &Path, jobs: &[Job]) -> Vec<(u32, Vec<u8>, bool)> {
-    let dir = tempfile::tempdir().unwrap();
-    let (inp, outp) = (dir.path().join("in"), dir.path().join("out"));
     let mut b = (jobs.len() as u32).to_le_bytes().to_vec();
     for j in jobs {
         b.extend((j.src.len() as u64).to_le_bytes());
         b.extend((j.dst_len as u64).to_le_bytes());
         b.extend(&j.src);
     }
-    std::fs::write(&inp, b).unwrap();
-    let st = Command::new(emu).arg(&inp).arg(&outp).status().unwrap();
-    assert!(st.success(), "emulator exited with {st}");
-    let o = std::fs::read(&outp).unwrap();
+    let o = run_emulator(emu, &b, "snappy");
     let mut at = 0;
     jobs.iter()
         .map(|j| {
@@ -118,16 +113,6 @@ fn run_snappy(emu: &Path, jobs: &[Job]) -> Vec<(u32, Vec<u8>, bool)> {
             (err, data, guard == 0xEE)
         })
         .collect()
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 /// Data of every shape SNAPPY meets in Parquet pages: incompressible bytes (long literals),
@@ -402,6 +387,143 @@ fn serialize_pages(
     (dict, n)
 }
 
+/// Runs an emulator on `input`; its output.
+fn run_emulator(emu: &Path, input: &[u8], what: &str) -> Vec<u8> {
+    let tmp = tempfile::tempdir().unwrap();
+    let (inp, out) = (tmp.path().join("in"), tmp.path().join("out"));
+    std::fs::write(&inp, input).unwrap();
+    let st = Command::new(emu).arg(&inp).arg(&out).status().unwrap();
+    assert!(st.success(), "{what}: emulator exited with {st}");
+    std::fs::read(&out).unwrap()
+}
+
+/// One flat column chunk the GPU decodes, ready for an emulated kernel: its page table, its
+/// pages decompressed on the host, and the reference decoder's result.
+struct FlatChunk {
+    col: cuparquet::decode::gpu_plan::GpuColumn,
+    data_type: arrow::datatypes::DataType,
+    rows: usize,
+    table: Vec<cuparquet::decode::page_header::PageEntry>,
+    data: Vec<cuparquet::decode::decompress::PageData>,
+    want: arrow::array::ArrayRef,
+    name: String,
+}
+
+/// Per file of the corpus and the generated set: the flat chunks whose GPU column `keep`
+/// accepts and the reference decodes, at most `max_pages` pages per file (the emulation is
+/// slow), chunks of at most `max_rows` rows.
+fn flat_chunks(
+    keep: impl Fn(&cuparquet::decode::gpu_plan::GpuColumn) -> bool,
+    max_pages: usize,
+    max_rows: usize,
+) -> Vec<(PathBuf, Vec<FlatChunk>)> {
+    use cuparquet::decode::decompress::decompress_pages;
+    use cuparquet::decode::gpu_plan::{place_columns, Placement};
+    use cuparquet::decode::page_header::page_table;
+    use cuparquet::{Device, ParquetGpuReader};
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = corpus_files("data", &[".parquet"]);
+    files.extend(generate_corpus(dir.path()).into_iter().map(|(_, p)| p));
+    let mut out = Vec::new();
+    for f in files {
+        let Ok(r) = ParquetGpuReader::builder(&f)
+            .with_device(Device::Host)
+            .build()
+        else {
+            continue;
+        };
+        let md = r.metadata().metadata.clone();
+        let fields = r.schema().fields().to_vec();
+        let bytes = std::fs::read(&f).unwrap();
+        let placed = place_columns(&md, &fields, &r.plan().leaves, &r.plan().row_groups);
+        let mut chunks = Vec::new();
+        let mut pages = 0;
+        for c in &r.plan().chunks {
+            let Some(col) = placed.iter().find_map(|p| match p {
+                Placement::Gpu(g) if g.leaf == c.column && keep(g) => Some(g.clone()),
+                _ => None,
+            }) else {
+                continue;
+            };
+            let chunk =
+                bytes::Bytes::copy_from_slice(&bytes[c.range.start as usize..c.range.end as usize]);
+            let codec = md.row_group(c.row_group).column(c.column).compression();
+            let rows = md.row_group(c.row_group).num_rows() as usize;
+            let Ok(table) = page_table(&chunk) else {
+                continue;
+            };
+            if table.len() > 64 || rows > max_rows || pages + table.len() > max_pages {
+                continue;
+            }
+            let Ok(data) = decompress_pages(&chunk, &table, codec) else {
+                continue;
+            };
+            let field = &fields[col.field];
+            let Ok(want) = cuparquet::decode::reference::decode_chunk(&col, field, chunk, codec)
+            else {
+                continue; // the reference rejects it: covered by the GPU error tests
+            };
+            pages += table.len();
+            chunks.push(FlatChunk {
+                data_type: field.data_type().clone(),
+                col,
+                rows,
+                table,
+                data,
+                want,
+                name: format!("{} rg {} {}", f.display(), c.row_group, c.path),
+            });
+        }
+        if !chunks.is_empty() {
+            out.push((f, chunks));
+        }
+    }
+    out
+}
+
+/// An Arrow array from a kernel's output buffers; the validity words only when there are
+/// nulls (as the reader builds device arrays).
+fn array_from(
+    data_type: &arrow::datatypes::DataType,
+    rows: usize,
+    nulls: usize,
+    validity: Option<Vec<u8>>,
+    buffers: &[&[u8]],
+    what: &str,
+) -> arrow::array::ArrayRef {
+    use arrow::array::{make_array, ArrayData};
+    use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer};
+    let null_buffer = validity
+        .filter(|_| nulls > 0)
+        .map(|v| NullBuffer::new(BooleanBuffer::new(Buffer::from_slice_ref(&v), 0, rows)));
+    let mut b = ArrayData::builder(data_type.clone())
+        .len(rows)
+        .nulls(null_buffer);
+    for buf in buffers {
+        b = b.add_buffer(Buffer::from_slice_ref(buf));
+    }
+    make_array(
+        b.build()
+            .unwrap_or_else(|e| panic!("{what}: not valid Arrow: {e}")),
+    )
+}
+
+/// Reads little-endian values from an emulator's output.
+struct Cursor<'a>(&'a [u8], usize);
+impl Cursor<'_> {
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        let v = self.0[self.1..self.1 + n].to_vec();
+        self.1 += n;
+        v
+    }
+    fn u32(&mut self) -> u32 {
+        u32::from_le_bytes(self.bytes(4).try_into().unwrap())
+    }
+    fn u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.bytes(8).try_into().unwrap())
+    }
+}
+
 /// The fixed-width decode kernel over the flat fixed-width columns of corpus and generated
 /// files (pages decompressed on the host, as the GPU path does for codecs other than SNAPPY),
 /// equal to the reference decoder (itself checked against arrow-rs in tests/reference.rs).
@@ -410,164 +532,80 @@ fn emulated_fixed_width_kernel_equals_the_reference_decoder() {
     let Some(emu) = emulator("decode_fixed") else {
         return;
     };
-    use arrow::array::{make_array, ArrayData};
-    use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer};
-    use cuparquet::decode::decompress::decompress_pages;
-    use cuparquet::decode::gpu_plan::{place_columns, Conversion, Placement};
+    use cuparquet::decode::gpu_plan::Conversion;
     use cuparquet::decode::kernels::conversion_code;
-    use cuparquet::decode::page_header::page_table;
-    use cuparquet::{Device, ParquetGpuReader};
-    let dir = tempfile::tempdir().unwrap();
-    let mut files = corpus_files("data", &[".parquet"]);
-    files.extend(generate_corpus(dir.path()).into_iter().map(|(_, p)| p));
+    let keep = |g: &cuparquet::decode::gpu_plan::GpuColumn| {
+        conversion_code(g.conversion).is_some()
+            && !(g.conversion == Conversion::BigEndianDecimal && g.physical == "BYTE_ARRAY")
+    };
     let (mut cols_ok, mut pages_run) = (0usize, 0usize);
-    for f in &files {
-        let Ok(r) = ParquetGpuReader::builder(f)
-            .with_device(Device::Host)
-            .build()
-        else {
-            continue;
-        };
-        let md = r.metadata().metadata.clone();
-        let fields = r.schema().fields().to_vec();
-        let bytes = std::fs::read(f).unwrap();
-        let placed = place_columns(&md, &fields, &r.plan().leaves, &r.plan().row_groups);
-        // one emulator run per file: every chunk of a fixed-width GPU column, up to a budget
-        let mut inp_cols = Vec::new();
-        let mut inp_pages = Vec::new();
-        let mut n_cols = 0u32;
-        let mut n_pages = 0u32;
-        let mut expect = Vec::new();
-        for c in &r.plan().chunks {
-            let Some(col) = placed.iter().find_map(|p| match p {
-                Placement::Gpu(g) if g.leaf == c.column => Some(g.clone()),
-                _ => None,
-            }) else {
-                continue;
-            };
-            let Some(conv) = conversion_code(col.conversion) else {
-                continue;
-            };
-            if col.conversion == Conversion::BigEndianDecimal && col.physical == "BYTE_ARRAY" {
-                continue;
-            }
-            let chunk =
-                bytes::Bytes::copy_from_slice(&bytes[c.range.start as usize..c.range.end as usize]);
-            let codec = md.row_group(c.row_group).column(c.column).compression();
-            let Ok(table) = page_table(&chunk) else {
-                continue;
-            };
-            let Ok(data) = decompress_pages(&chunk, &table, codec) else {
-                continue;
-            };
-            let rows = md.row_group(c.row_group).num_rows() as usize;
-            if table.len() > 64 || rows > 200_000 || n_pages as usize + table.len() > 150 {
-                continue; // keep the emulation short
-            }
-            let Ok(want) = cuparquet::decode::reference::decode_chunk(
-                &col,
-                &fields[col.field],
-                chunk.clone(),
-                codec,
-            ) else {
-                continue; // the reference rejects it: covered by the GPU error tests
-            };
-            let boolean = col.conversion == Conversion::Boolean;
-            let alloc = if boolean {
-                rows.div_ceil(32) * 4
+    for (f, chunks) in flat_chunks(keep, 150, 200_000) {
+        let (mut cols, mut pages) = (Vec::new(), Vec::new());
+        let mut n_pages = 0;
+        for (k, c) in chunks.iter().enumerate() {
+            let col = &c.col;
+            let (dict, n) =
+                serialize_pages(&c.table, &c.data, k as u32, col.max_def_level, &mut pages);
+            n_pages += n;
+            let alloc = if col.conversion == Conversion::Boolean {
+                c.rows.div_ceil(32) * 4
             } else {
-                rows * col.output_width
+                c.rows * col.output_width
             };
-            let (dict, pages) =
-                serialize_pages(&table, &data, n_cols, col.max_def_level, &mut inp_pages);
-            n_pages += pages;
+            let conv = conversion_code(col.conversion).unwrap();
             for v in [conv, col.physical_width as i32, col.output_width as i32] {
-                inp_cols.put_i32(v);
+                cols.put_i32(v);
             }
-            inp_cols.put_u64(rows as u64);
-            inp_cols.put_u32(u32::from(col.max_def_level > 0));
-            inp_cols.put_u32(u32::from(dict.is_some()));
+            cols.put_u64(c.rows as u64);
+            cols.put_u32(u32::from(col.max_def_level > 0));
+            cols.put_u32(u32::from(dict.is_some()));
             let (entries, dict_bytes) = dict.unwrap_or_default();
-            inp_cols.put_i32(entries);
-            inp_cols.put_u64(dict_bytes.len() as u64);
-            inp_cols.extend(&dict_bytes);
-            inp_cols.put_u64(alloc as u64);
-            n_cols += 1;
-            expect.push((col, rows, alloc, want, c.path.clone(), c.row_group));
-        }
-        if n_cols == 0 {
-            continue;
+            cols.put_i32(entries);
+            cols.put_u64(dict_bytes.len() as u64);
+            cols.extend(&dict_bytes);
+            cols.put_u64(alloc as u64);
         }
         let mut inp = Vec::new();
-        inp.put_u32(n_cols);
-        inp.extend(inp_cols);
+        inp.put_u32(chunks.len() as u32);
+        inp.extend(cols);
         inp.put_u32(n_pages);
-        inp.extend(inp_pages);
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::write(tmp.path().join("in"), &inp).unwrap();
-        let st = Command::new(&emu)
-            .arg(tmp.path().join("in"))
-            .arg(tmp.path().join("out"))
-            .status()
-            .unwrap();
-        assert!(st.success(), "{}: emulator exited with {st}", f.display());
-        let out = std::fs::read(tmp.path().join("out")).unwrap();
-        let mut at = 0usize;
-        let mut got = Vec::new();
-        for (col, rows, alloc, _, _, _) in &expect {
-            let nulls = u64::from_le_bytes(out[at..at + 8].try_into().unwrap()) as usize;
-            at += 8;
-            let values = out[at..at + alloc].to_vec();
-            at += alloc;
-            let validity = (col.max_def_level > 0).then(|| {
-                let n = rows.div_ceil(32) * 4;
-                let v = out[at..at + n].to_vec();
-                at += n;
-                v
-            });
-            got.push((nulls, values, validity));
+        inp.extend(pages);
+        let out = run_emulator(&emu, &inp, &f.display().to_string());
+        let mut cur = Cursor(&out, 0);
+        for c in &chunks {
+            let col = &c.col;
+            let nulls = cur.u64() as usize;
+            let (alloc, arrow_len) = if col.conversion == Conversion::Boolean {
+                (c.rows.div_ceil(32) * 4, c.rows.div_ceil(8))
+            } else {
+                (c.rows * col.output_width, c.rows * col.output_width)
+            };
+            let values = cur.bytes(alloc);
+            let validity = (col.max_def_level > 0).then(|| cur.bytes(c.rows.div_ceil(32) * 4));
+            let got = array_from(
+                &c.data_type,
+                c.rows,
+                nulls,
+                validity,
+                &[&values[..arrow_len]],
+                &c.name,
+            );
+            assert_eq!(nulls, c.want.null_count(), "{}: null count", c.name);
+            assert!(
+                got.as_ref() == c.want.as_ref(),
+                "{} ({:?}): values differ from the reference",
+                c.name,
+                col.conversion
+            );
+            cols_ok += 1;
         }
-        let errors: Vec<u32> = out[at..]
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
-            .collect();
-        assert_eq!(errors.len(), n_pages as usize);
+        let errors: Vec<u32> = (0..n_pages).map(|_| cur.u32()).collect();
         assert!(
             errors.iter().all(|&e| e == 0),
             "{}: pages the reference decodes set error bits {errors:?}",
             f.display()
         );
         pages_run += n_pages as usize;
-        for ((col, rows, _, want, path, rg), (nulls, values, validity)) in expect.iter().zip(got) {
-            let arrow_len = if col.conversion == Conversion::Boolean {
-                rows.div_ceil(8)
-            } else {
-                rows * col.output_width
-            };
-            let null_buffer = validity
-                .filter(|_| nulls > 0)
-                .map(|v| NullBuffer::new(BooleanBuffer::new(Buffer::from_slice_ref(&v), 0, *rows)));
-            let data = ArrayData::builder(fields[col.field].data_type().clone())
-                .len(*rows)
-                .nulls(null_buffer)
-                .add_buffer(Buffer::from_slice_ref(&values[..arrow_len]))
-                .build()
-                .unwrap_or_else(|e| panic!("{} rg {rg} {path}: not valid Arrow: {e}", f.display()));
-            let arr = make_array(data);
-            assert_eq!(
-                nulls,
-                want.null_count(),
-                "{} rg {rg} {path}: null count",
-                f.display()
-            );
-            assert!(
-                arr.as_ref() == want.as_ref(),
-                "{} rg {rg} {path} ({:?}): values differ from the reference",
-                f.display(),
-                col.conversion
-            );
-            cols_ok += 1;
-        }
     }
     eprintln!("emulated fixed-width kernel: {cols_ok} column chunks, {pages_run} pages equal to the reference");
     assert!(cols_ok > 100, "{cols_ok}");
@@ -581,160 +619,78 @@ fn emulated_byte_array_kernels_equal_the_reference_decoder() {
     let Some(emu) = emulator("decode_bytes") else {
         return;
     };
-    use arrow::array::{make_array, ArrayData};
-    use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer};
-    use cuparquet::decode::decompress::decompress_pages;
-    use cuparquet::decode::gpu_plan::{place_columns, Conversion, Placement};
-    use cuparquet::decode::page_header::page_table;
-    use cuparquet::{Device, ParquetGpuReader};
-    let dir = tempfile::tempdir().unwrap();
-    let mut files = corpus_files("data", &[".parquet"]);
-    files.extend(generate_corpus(dir.path()).into_iter().map(|(_, p)| p));
+    use cuparquet::decode::gpu_plan::Conversion;
+    let keep = |g: &cuparquet::decode::gpu_plan::GpuColumn| g.conversion == Conversion::Bytes;
     let (mut cols_ok, mut pages_run) = (0usize, 0usize);
-    for f in &files {
-        let Ok(r) = ParquetGpuReader::builder(f)
-            .with_device(Device::Host)
-            .build()
-        else {
-            continue;
-        };
-        let md = r.metadata().metadata.clone();
-        let fields = r.schema().fields().to_vec();
-        let bytes = std::fs::read(f).unwrap();
-        let placed = place_columns(&md, &fields, &r.plan().leaves, &r.plan().row_groups);
-        let (mut inp_cols, mut inp_pages) = (Vec::new(), Vec::new());
-        let (mut n_cols, mut n_pages) = (0u32, 0u32);
-        let mut expect = Vec::new();
-        for c in &r.plan().chunks {
-            let Some(col) = placed.iter().find_map(|p| match p {
-                Placement::Gpu(g) if g.leaf == c.column && g.conversion == Conversion::Bytes => {
-                    Some(g.clone())
-                }
-                _ => None,
-            }) else {
-                continue;
-            };
-            let chunk =
-                bytes::Bytes::copy_from_slice(&bytes[c.range.start as usize..c.range.end as usize]);
-            let codec = md.row_group(c.row_group).column(c.column).compression();
-            let Ok(table) = page_table(&chunk) else {
-                continue;
-            };
-            let Ok(data) = decompress_pages(&chunk, &table, codec) else {
-                continue;
-            };
-            let rows = md.row_group(c.row_group).num_rows() as usize;
-            if table.len() > 64 || rows > 100_000 || n_pages as usize + table.len() > 100 {
-                continue; // keep the emulation short
-            }
-            let Ok(want) = cuparquet::decode::reference::decode_chunk(
-                &col,
-                &fields[col.field],
-                chunk.clone(),
-                codec,
-            ) else {
-                continue;
-            };
-            let (dict, pages) =
-                serialize_pages(&table, &data, n_cols, col.max_def_level, &mut inp_pages);
-            n_pages += pages;
-            inp_cols.put_u64(rows as u64);
+    for (f, chunks) in flat_chunks(keep, 100, 100_000) {
+        let (mut cols, mut pages) = (Vec::new(), Vec::new());
+        let (mut n_pages, mut n_dicts) = (0, 0);
+        for (k, c) in chunks.iter().enumerate() {
+            let col = &c.col;
+            let (dict, n) =
+                serialize_pages(&c.table, &c.data, k as u32, col.max_def_level, &mut pages);
+            n_pages += n;
+            cols.put_u64(c.rows as u64);
             for v in [
                 col.max_def_level > 0,
                 col.large_offsets,
                 col.utf8,
                 dict.is_some(),
             ] {
-                inp_cols.put_u32(u32::from(v));
+                cols.put_u32(u32::from(v));
             }
+            n_dicts += usize::from(dict.is_some());
             let (entries, dict_bytes) = dict.unwrap_or_default();
-            inp_cols.put_i32(entries);
-            inp_cols.put_u64(dict_bytes.len() as u64);
-            inp_cols.extend(&dict_bytes);
-            n_cols += 1;
-            expect.push((col, rows, want, c.path.clone(), c.row_group));
-        }
-        if n_cols == 0 {
-            continue;
+            cols.put_i32(entries);
+            cols.put_u64(dict_bytes.len() as u64);
+            cols.extend(&dict_bytes);
         }
         let mut inp = Vec::new();
-        inp.put_u32(n_cols);
-        inp.extend(inp_cols);
+        inp.put_u32(chunks.len() as u32);
+        inp.extend(cols);
         inp.put_u32(n_pages);
-        inp.extend(inp_pages);
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::write(tmp.path().join("in"), &inp).unwrap();
-        let st = Command::new(&emu)
-            .arg(tmp.path().join("in"))
-            .arg(tmp.path().join("out"))
-            .status()
-            .unwrap();
-        assert!(st.success(), "{}: emulator exited with {st}", f.display());
-        let out = std::fs::read(tmp.path().join("out")).unwrap();
-        let u32_at = |at: usize| u32::from_le_bytes(out[at..at + 4].try_into().unwrap());
-        let u64_at = |at: usize| u64::from_le_bytes(out[at..at + 8].try_into().unwrap());
-        let stage = u32_at(0);
+        inp.extend(pages);
+        let out = run_emulator(&emu, &inp, &f.display().to_string());
+        let mut cur = Cursor(&out, 0);
+        let stage = cur.u32();
+        let errors: Vec<u32> = (0..n_dicts + n_pages as usize).map(|_| cur.u32()).collect();
         assert_eq!(
             stage,
             0,
-            "{}: kernels report errors on pages the reference decodes",
+            "{}: kernels report errors {errors:?} on pages the reference decodes",
             f.display()
         );
-        // skip the dictionary and page error words (all zero when stage is 0)
-        let n_dicts = {
-            // count columns with a dictionary: the serialized flag per column
-            let mut n = 0;
-            let mut at = 4;
-            for _ in 0..n_cols {
-                let has = u32::from_le_bytes(inp[at + 20..at + 24].try_into().unwrap());
-                let db = u64::from_le_bytes(inp[at + 28..at + 36].try_into().unwrap()) as usize;
-                n += has as usize;
-                at += 36 + db;
-            }
-            n
-        };
-        let mut at = 4 + 4 * n_dicts + 4 * n_pages as usize;
-        pages_run += n_pages as usize;
-        for (col, rows, want, path, rg) in &expect {
-            let nulls = u64_at(at) as usize;
-            let bad = u64_at(at + 8);
-            let n = u64_at(at + 16) as usize;
-            at += 24;
-            let ow = if col.large_offsets { 8 } else { 4 };
-            let offsets = out[at..at + (rows + 1) * ow].to_vec();
-            at += (rows + 1) * ow;
-            let chars = out[at..at + n].to_vec();
-            at += n;
-            let validity = (col.max_def_level > 0).then(|| {
-                let k = rows.div_ceil(32) * 4;
-                let v = out[at..at + k].to_vec();
-                at += k;
-                v
-            });
-            let here = format!("{} rg {rg} {path}", f.display());
+        for c in &chunks {
+            let col = &c.col;
+            let nulls = cur.u64() as usize;
+            let bad = cur.u64();
+            let n = cur.u64() as usize;
+            let offsets = cur.bytes((c.rows + 1) * if col.large_offsets { 8 } else { 4 });
+            let chars = cur.bytes(n);
+            let validity = (col.max_def_level > 0).then(|| cur.bytes(c.rows.div_ceil(32) * 4));
             assert_eq!(
                 bad,
                 u64::MAX,
-                "{here}: valid UTF-8 reported bad at row {bad}"
+                "{}: valid UTF-8 reported bad at row {bad}",
+                c.name
             );
-            let null_buffer = validity
-                .filter(|_| nulls > 0)
-                .map(|v| NullBuffer::new(BooleanBuffer::new(Buffer::from_slice_ref(&v), 0, *rows)));
-            let data = ArrayData::builder(fields[col.field].data_type().clone())
-                .len(*rows)
-                .nulls(null_buffer)
-                .add_buffer(Buffer::from_slice_ref(&offsets))
-                .add_buffer(Buffer::from_slice_ref(&chars))
-                .build()
-                .unwrap_or_else(|e| panic!("{here}: not valid Arrow: {e}"));
-            let arr = make_array(data);
-            assert_eq!(nulls, want.null_count(), "{here}: null count");
+            let got = array_from(
+                &c.data_type,
+                c.rows,
+                nulls,
+                validity,
+                &[&offsets, &chars],
+                &c.name,
+            );
+            assert_eq!(nulls, c.want.null_count(), "{}: null count", c.name);
             assert!(
-                arr.as_ref() == want.as_ref(),
-                "{here}: values differ from the reference"
+                got.as_ref() == c.want.as_ref(),
+                "{}: values differ from the reference",
+                c.name
             );
             cols_ok += 1;
         }
+        pages_run += n_pages as usize;
     }
     eprintln!("emulated byte-array kernels: {cols_ok} column chunks, {pages_run} pages equal to the reference");
     assert!(cols_ok > 50, "{cols_ok}");
@@ -794,15 +750,7 @@ fn emulated_page_header_kernel_agrees_with_the_host_twin() {
         inp.put_u64(c.len() as u64);
         inp.extend(c);
     }
-    let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(tmp.path().join("in"), &inp).unwrap();
-    let st = Command::new(&emu)
-        .arg(tmp.path().join("in"))
-        .arg(tmp.path().join("out"))
-        .status()
-        .unwrap();
-    assert!(st.success(), "emulator exited with {st}");
-    let out = std::fs::read(tmp.path().join("out")).unwrap();
+    let out = run_emulator(&emu, &inp, "page headers");
     let i32_at = |at: usize| i32::from_le_bytes(out[at..at + 4].try_into().unwrap());
     let i64_at = |at: usize| i64::from_le_bytes(out[at..at + 8].try_into().unwrap());
     let mut at = 8 * chunks.len();

@@ -25,26 +25,6 @@ use cuparquet::{Device, ParquetGpuReader};
 
 const MIB: u64 = 1 << 20;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    /// Log-uniform in 1..=max.
-    fn size(&mut self, max: u64) -> u64 {
-        let bits = 64 - max.leading_zeros() as u64;
-        let b = self.below(bits + 1);
-        (1 + self.below(1u64 << b)).min(max)
-    }
-}
-
 /// A file of `len` pseudo-random bytes (not on tmpfs, so O_DIRECT and cuFile can open it).
 fn data_file(len: u64, seed: u64) -> (tempfile::NamedTempFile, Arc<Vec<u8>>) {
     let mut f = tempfile::NamedTempFile::new_in(scratch_parent()).unwrap();

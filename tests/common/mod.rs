@@ -628,3 +628,26 @@ pub fn gpu_available(what: &str) -> bool {
     eprintln!("skipping {what}: {}", p.detail);
     false
 }
+
+/// A small deterministic xorshift generator for test data.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Uniform in 0..n.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    /// Log-uniform in 1..=max.
+    pub fn size(&mut self, max: u64) -> u64 {
+        let bits = 64 - max.leading_zeros() as u64;
+        let b = self.below(bits + 1);
+        (1 + self.below(1u64 << b)).min(max)
+    }
+}

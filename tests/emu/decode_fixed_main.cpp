@@ -10,9 +10,9 @@
 #include "cuda_host.h"
 #include <cstdio>
 #include "common.cuh"
+#include "pages.h"
 #include "decode_fixed.cu"
 
-template <typename T> static bool rd(FILE* f, T& v) { return std::fread(&v, sizeof(T), 1, f) == 1; }
 
 int main(int argc, char** argv) {
     if (argc != 3) return 2;
@@ -39,23 +39,12 @@ int main(int argc, char** argv) {
         cols[c] = ColumnJob{(u64)values[c].data(), optional[c] ? (u64)valid[c].data() : 0,
                             has_dict ? (u64)dicts[c].data() : 0, (u64)&nulls[c], dn, pw, ow, conv};
     }
-    u32 npages = 0;
-    rd(f, npages);
-    std::vector<PageJob> pages(npages);
-    std::vector<std::vector<u8>> data(npages);
-    std::vector<u64> base(npages);
-    u64 total = 0;
-    for (u32 p = 0; p < npages; p++) {
-        u32 col;
-        int nv, enc, md, v2, dl, rl;
-        u64 rs, len;
-        rd(f, col); rd(f, nv); rd(f, enc); rd(f, md); rd(f, v2); rd(f, dl); rd(f, rl); rd(f, rs); rd(f, len);
-        data[p].resize(len ? len : 1);
-        if (len && std::fread(data[p].data(), 1, len, f) != len) return 5;
-        pages[p] = PageJob{(u64)data[p].data(), len, rs, nv, enc, md, v2, dl, rl, (int)col, {0, 0, 0}};
-        base[p] = total;
-        total += nv > 0 ? (u64)nv : 0;
-    }
+    Pages pg;
+    if (!pg.read(f)) return 5;
+    u32 npages = pg.size();
+    auto& pages = pg.jobs;
+    auto& base = pg.base;
+    u64 total = pg.total;
     std::fclose(f);
     std::vector<u8> defs(total + 1);
     std::vector<u32> idxs(total + 1);
