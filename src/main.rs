@@ -87,6 +87,10 @@ enum Cmd {
         /// Maximum rows per batch.
         #[arg(long)]
         batch_rows: Option<usize>,
+        /// Keep dictionaries: string/binary columns stored with one load as
+        /// Dictionary(Int32, _) arrays.
+        #[arg(long)]
+        keep_dictionaries: bool,
         /// Reader threads (default: CUPARQUET_NTHREADS or the number of cores).
         #[arg(long)]
         threads: Option<usize>,
@@ -237,6 +241,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             json,
             quiet,
             batch_rows,
+            keep_dictionaries,
             threads,
             task_size,
             direct_io,
@@ -258,6 +263,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             }
             if let Some(n) = batch_rows {
                 b = b.with_batch_rows(n);
+            }
+            if keep_dictionaries {
+                b = b.with_keep_dictionaries(true);
             }
             if let Some(n) = threads {
                 b = b.with_nthreads(n);
@@ -346,8 +354,20 @@ fn write_ipc(out: &Path, loaded: &cuparquet::Loaded) -> Result<(), Error> {
     let f = std::fs::File::create(out).map_err(|e| out_err(out, e))?;
     let mut w = arrow::ipc::writer::FileWriter::try_new(std::io::BufWriter::new(f), &schema)
         .map_err(|e| out_err(out, e))?;
-    for b in &loaded.batches {
-        w.write(&b.to_host()?).map_err(|e| out_err(out, e))?;
+    let dictionaries = schema
+        .fields()
+        .iter()
+        .any(|f| matches!(f.data_type(), arrow::datatypes::DataType::Dictionary(..)));
+    if dictionaries {
+        // an IPC file holds one dictionary per field: join the batches (row groups have
+        // dictionaries of their own) into one, whose dictionaries are merged
+        let host = loaded.to_host()?;
+        let one = arrow::compute::concat_batches(&schema, &host).map_err(|e| out_err(out, e))?;
+        w.write(&one).map_err(|e| out_err(out, e))?;
+    } else {
+        for b in &loaded.batches {
+            w.write(&b.to_host()?).map_err(|e| out_err(out, e))?;
+        }
     }
     w.finish().map_err(|e| out_err(out, e))?;
     let mut inner = w.into_inner().map_err(|e| out_err(out, e))?;

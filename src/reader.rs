@@ -64,6 +64,7 @@ pub struct ReaderBuilder {
     selection: Selection,
     device: Device,
     batch_rows: usize,
+    keep_dictionaries: bool,
     page_index: bool,
     nthreads: Option<usize>,
     task_size: Option<u64>,
@@ -123,6 +124,16 @@ impl ReaderBuilder {
     /// Maximum rows per batch (default [`DEFAULT_BATCH_ROWS`]).
     pub fn with_batch_rows(mut self, rows: usize) -> Self {
         self.batch_rows = rows;
+        self
+    }
+
+    /// Keeps dictionaries: top-level string and binary columns stored with a dictionary load
+    /// as `Dictionary(Int32, Utf8 | Binary | …)` arrays (the dictionary of each row group and
+    /// its keys) instead of their decoded values. Off by default. (Device loads decode these
+    /// fields on the host and upload them, and say so in the report, until the GPU keeps
+    /// dictionaries.)
+    pub fn with_keep_dictionaries(mut self, yes: bool) -> Self {
+        self.keep_dictionaries = yes;
         self
     }
 
@@ -241,6 +252,7 @@ impl ReaderBuilder {
             decode_meta,
             &plan.leaves,
             self.batch_rows,
+            self.keep_dictionaries,
         )?;
         let host_reader = HostReader::new(settings.clone())?;
         let gpu_reader = match device.location {
@@ -674,6 +686,7 @@ impl ParquetGpuReader {
             selection: Selection::default(),
             device: Device::Auto,
             batch_rows: DEFAULT_BATCH_ROWS,
+            keep_dictionaries: false,
             page_index: false,
             nthreads: None,
             task_size: None,

@@ -134,6 +134,39 @@ fn read_ipc(p: &Path) -> arrow::record_batch::RecordBatch {
 }
 
 #[test]
+fn kept_dictionaries_are_written_to_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("d.arrow");
+    let sample = "testdata/lineitem-sample.parquet";
+    let o = run(&[
+        "load",
+        sample,
+        "--device",
+        "host",
+        "--keep-dictionaries",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let got = read_ipc(&out);
+    let flag = got
+        .schema()
+        .field_with_name("l_returnflag")
+        .unwrap()
+        .clone();
+    assert!(
+        matches!(flag.data_type(), arrow::datatypes::DataType::Dictionary(..)),
+        "{flag:?}"
+    );
+    // the same values as a plain load
+    let plain = oracle(Path::new(sample), &Projection::All, None).unwrap();
+    for (i, f) in plain.schema().fields().iter().enumerate() {
+        let g = arrow::compute::cast(got.column(i), f.data_type()).unwrap();
+        assert_eq!(g.as_ref(), plain.column(i).as_ref(), "{}", f.name());
+    }
+}
+
+#[test]
 fn load_json_report() {
     let o = run(&[
         "load",

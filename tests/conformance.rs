@@ -49,8 +49,8 @@ fn backends() -> Vec<Backend> {
             tiny_units: true,
         },
     ];
-    // The device path: raw chunks moved to cuda:0 by the range reader, decoded on the host
-    // from a device→host copy until GPU decoding exists.
+    // The device path: chunks moved to cuda:0 by the range reader and decoded there (fields
+    // the GPU does not decode yet on the host, then uploaded); compared after `to_host`.
     if gpu_available("conformance on cuda:0") {
         v.push(Backend {
             device: Device::Cuda(0),
@@ -322,4 +322,126 @@ fn documented_failures() {
             "{name}: arrow-rs now reads it"
         );
     }
+}
+
+/// `with_keep_dictionaries`: string and binary columns stored with a dictionary load as
+/// Dictionary(Int32, _) arrays, equal to what arrow-rs reads when asked for those types;
+/// columns without one, and every other type, are unchanged. On every backend.
+#[test]
+fn kept_dictionaries_equal_arrow_rs_dictionary_reads() {
+    use arrow::array::{ArrayRef, BinaryArray, Int64Array, StringArray};
+    use arrow::datatypes::DataType;
+    use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+    use parquet::file::properties::WriterProperties;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("dict.parquet");
+    let n = 5000;
+    let cols: Vec<(&str, ArrayRef)> = vec![
+        (
+            "city",
+            Arc::new(StringArray::from_iter((0..n).map(|i| {
+                (i % 11 != 0).then(|| ["Oslo", "Lima", "Pune", "Kyiv"][i % 4])
+            }))),
+        ),
+        (
+            "blob",
+            Arc::new(BinaryArray::from_iter_values(
+                (0..n).map(|i| [i as u8 % 3, 7]),
+            )),
+        ),
+        (
+            "note",
+            Arc::new(StringArray::from_iter_values(
+                (0..n).map(|i| format!("n{}", i % 9)),
+            )),
+        ),
+        ("k", Arc::new(Int64Array::from_iter_values(0..n as i64))),
+    ];
+    let batch = arrow::record_batch::RecordBatch::try_from_iter(cols).unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(2000))
+        .set_column_dictionary_enabled("note".into(), false)
+        .build();
+    let mut w = parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&p).unwrap(),
+        batch.schema(),
+        Some(props),
+    )
+    .unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let dict = |t: DataType| DataType::Dictionary(Box::new(DataType::Int32), Box::new(t));
+    // arrow-rs asked for the same types
+    let want_schema = Arc::new(arrow::datatypes::Schema::new(vec![
+        arrow::datatypes::Field::new("city", dict(DataType::Utf8), true),
+        arrow::datatypes::Field::new("blob", dict(DataType::Binary), false),
+        arrow::datatypes::Field::new("note", DataType::Utf8, false),
+        arrow::datatypes::Field::new("k", DataType::Int64, false),
+    ]));
+    let r = ParquetRecordBatchReaderBuilder::try_new_with_options(
+        std::fs::File::open(&p).unwrap(),
+        ArrowReaderOptions::new().with_schema(Arc::clone(&want_schema)),
+    )
+    .unwrap()
+    .build()
+    .unwrap();
+    let want_batches: Vec<_> = r.map(|b| b.unwrap()).collect();
+    let want = arrow::compute::concat_batches(&want_schema, &want_batches).unwrap();
+    for backend in backends() {
+        let reader = ParquetGpuReader::builder(&p)
+            .with_device(backend.device)
+            .with_keep_dictionaries(true)
+            .build()
+            .unwrap();
+        let types: Vec<DataType> = reader
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.data_type().clone())
+            .collect();
+        assert_eq!(
+            types,
+            [
+                dict(DataType::Utf8),
+                dict(DataType::Binary),
+                DataType::Utf8,
+                DataType::Int64
+            ],
+            "{}",
+            backend.device
+        );
+        let loaded = reader.load().unwrap();
+        let got = concat(&loaded.schema, &loaded.to_host().unwrap());
+        assert_same(
+            &format!("{} kept dictionaries", backend.device),
+            &got,
+            &want,
+        );
+        if let Some(g) = &loaded.report.gpu_decode {
+            let city = g.fields.iter().find(|f| f.name == "city").unwrap();
+            assert!(
+                !city.on_gpu && city.reason.contains("keeps its dictionary"),
+                "{city:?}"
+            );
+        }
+        // a projection keeps the dictionary too (columns in the file's order)
+        let proj = ParquetGpuReader::builder(&p)
+            .with_device(backend.device)
+            .with_columns(["k", "city"])
+            .with_keep_dictionaries(true)
+            .build()
+            .unwrap();
+        assert_eq!(proj.schema().field(0).data_type(), &dict(DataType::Utf8));
+        let got = proj.load().unwrap();
+        let got = concat(&got.schema, &got.to_host().unwrap());
+        assert_eq!(got.column(0).as_ref(), want.column(0).as_ref());
+        assert_eq!(got.column(1).as_ref(), want.column(3).as_ref());
+    }
+    // off (the default): decoded values
+    let plain = ParquetGpuReader::builder(&p)
+        .with_device(Device::Host)
+        .build()
+        .unwrap();
+    assert_eq!(plain.schema().field(0).data_type(), &DataType::Utf8);
 }

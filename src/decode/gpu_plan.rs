@@ -225,6 +225,15 @@ pub fn place_columns(
                 utf8: matches!(field.data_type(), DataType::Utf8 | DataType::LargeUtf8),
                 max_def_level: col.max_def_level(),
             })),
+            None if matches!(field.data_type(), DataType::Dictionary(..)) => out.push(host(
+                fi,
+                format!(
+                    "'{}' keeps its dictionary ({}): decoded on the host until the GPU keeps \
+                     dictionaries",
+                    field.name(),
+                    field.data_type()
+                ),
+            )),
             None => out.push(host(
                 fi,
                 format!(

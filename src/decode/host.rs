@@ -34,15 +34,74 @@ pub struct HostDecoder {
     batch_rows: usize,
 }
 
+/// The top-level string and binary fields of `schema` (a file's Arrow schema) that are flat
+/// BYTE_ARRAY columns stored with a dictionary in at least one row group of `metadata`: the
+/// fields `keep_dictionaries` turns into `Dictionary(Int32, _)`.
+pub fn dictionary_fields(metadata: &ParquetMetaData, schema: &SchemaRef) -> Vec<String> {
+    use arrow::datatypes::DataType;
+    use parquet::basic::Encoding;
+    let descr = metadata.file_metadata().schema_descr();
+    let mut out = Vec::new();
+    for field in schema.fields() {
+        if !matches!(
+            field.data_type(),
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary
+        ) {
+            continue;
+        }
+        let Some(leaf) = (0..descr.num_columns()).find(|&l| {
+            let p = descr.column(l).path().parts().to_vec();
+            p.len() == 1 && p[0] == *field.name()
+        }) else {
+            continue;
+        };
+        let dictionary = metadata.row_groups().iter().any(|rg| {
+            let c = rg.column(leaf);
+            c.dictionary_page_offset().is_some()
+                || c.encodings()
+                    .any(|e| matches!(e, Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY))
+        });
+        if dictionary {
+            out.push(field.name().clone());
+        }
+    }
+    out
+}
+
+/// `schema` with the fields named in `names` as `Dictionary(Int32, <their type>)`.
+fn with_dictionaries(schema: &SchemaRef, names: &[String]) -> arrow::datatypes::Schema {
+    use arrow::datatypes::{DataType, Field, Schema};
+    let fields: Vec<Arc<Field>> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            if names.contains(f.name()) {
+                let dt = DataType::Dictionary(
+                    Box::new(DataType::Int32),
+                    Box::new(f.data_type().clone()),
+                );
+                Arc::new(f.as_ref().clone().with_data_type(dt))
+            } else {
+                Arc::clone(f)
+            }
+        })
+        .collect();
+    Schema::new_with_metadata(fields, schema.metadata().clone())
+}
+
 impl HostDecoder {
     /// A decoder, for a file of `file_len` bytes, of leaf columns `leaves` of the file described by `metadata`, producing
-    /// batches of at most `batch_rows` rows (batches never span row groups).
+    /// batches of at most `batch_rows` rows (batches never span row groups). With
+    /// `keep_dictionaries`, top-level string and binary columns stored with a dictionary
+    /// decode to `Dictionary(Int32, _)` arrays instead of their values
+    /// ([`dictionary_fields`]).
     pub fn new(
         path: &Path,
         file_len: u64,
         metadata: Arc<ParquetMetaData>,
         leaves: &[usize],
         batch_rows: usize,
+        keep_dictionaries: bool,
     ) -> Result<Self> {
         let decode_err = |reason: String| Error::Decode {
             path: path.to_path_buf(),
@@ -51,13 +110,28 @@ impl HostDecoder {
             reason,
         };
         let (arrow_meta, schema) = contain(|| -> parquet::errors::Result<_> {
-            let arrow_meta = ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())?;
+            let mut arrow_meta =
+                ArrowReaderMetadata::try_new(Arc::clone(&metadata), ArrowReaderOptions::new())?;
             let mask = ProjectionMask::leaves(arrow_meta.parquet_schema(), leaves.iter().copied());
-            let schema = parquet_to_arrow_schema_by_columns(
+            let mut schema = parquet_to_arrow_schema_by_columns(
                 arrow_meta.parquet_schema(),
                 mask.clone(),
                 arrow_meta.metadata().file_metadata().key_value_metadata(),
             )?;
+            let keep = if keep_dictionaries {
+                dictionary_fields(&metadata, arrow_meta.schema())
+            } else {
+                Vec::new()
+            };
+            if !keep.is_empty() {
+                // the file's schema with those fields as dictionaries: arrow-rs decodes them so
+                let full = with_dictionaries(arrow_meta.schema(), &keep);
+                arrow_meta = ArrowReaderMetadata::try_new(
+                    metadata,
+                    ArrowReaderOptions::new().with_schema(Arc::new(full)),
+                )?;
+                schema = with_dictionaries(&Arc::new(schema), &keep);
+            }
             Ok((arrow_meta, Arc::new(schema)))
         })
         .map_err(|p| {
