@@ -228,8 +228,8 @@ pub fn place_columns(
             None if matches!(field.data_type(), DataType::Dictionary(..)) => out.push(host(
                 fi,
                 format!(
-                    "'{}' keeps its dictionary ({}): decoded on the host until the GPU keeps \
-                     dictionaries",
+                    "'{}': Arrow {} keeps its dictionary: decoded on the host until the GPU \
+                     keeps dictionaries",
                     field.name(),
                     field.data_type()
                 ),
