@@ -1026,6 +1026,13 @@ impl ParquetGpuReader {
         let rows_of = |rg: usize| md.row_group(rg).num_rows().max(0) as usize;
         let codec_of = |rg: usize, leaf: usize| md.row_group(rg).column(leaf).compression();
         // host part: one batch per row group holding the host fields
+        // the schema of the host-decoded fields, for joining their batches
+        let host_schema = Arc::new(arrow::datatypes::Schema::new(
+            host_fields
+                .iter()
+                .map(|&f| fields[f].clone())
+                .collect::<Vec<_>>(),
+        ));
         type HostColumns = (Vec<arrow::array::ArrayRef>, usize);
         let host_part = || -> Result<Vec<HostColumns>> {
             if host_leaves.is_empty() && consistent {
@@ -1044,19 +1051,14 @@ impl ParquetGpuReader {
                             }
                         }
                         let batches = self.decoder.decode_leaves(rg, &host_leaves, &bytes)?;
-                        let fields_schema = Arc::new(arrow::datatypes::Schema::new(
-                            host_fields
-                                .iter()
-                                .map(|&f| fields[f].clone())
-                                .collect::<Vec<_>>(),
-                        ));
-                        let one = arrow::compute::concat_batches(&fields_schema, &batches)
-                            .map_err(|e| Error::Decode {
+                        let one = arrow::compute::concat_batches(&host_schema, &batches).map_err(
+                            |e| Error::Decode {
                                 path: path.to_path_buf(),
                                 row_group: Some(rg),
                                 column: None,
                                 reason: format!("joining host-decoded batches: {e}"),
-                            })?;
+                            },
+                        )?;
                         Ok((one.columns().to_vec(), one.num_rows()))
                     })
                     .collect()

@@ -363,14 +363,7 @@ fn kept_dictionaries_equal_arrow_rs_dictionary_reads() {
         .set_max_row_group_row_count(Some(2000))
         .set_column_dictionary_enabled("note".into(), false)
         .build();
-    let mut w = parquet::arrow::ArrowWriter::try_new(
-        std::fs::File::create(&p).unwrap(),
-        batch.schema(),
-        Some(props),
-    )
-    .unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
+    write(&p, std::slice::from_ref(&batch), props);
     let dict = |t: DataType| DataType::Dictionary(Box::new(DataType::Int32), Box::new(t));
     // arrow-rs asked for the same types
     let want_schema = Arc::new(arrow::datatypes::Schema::new(vec![

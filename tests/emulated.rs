@@ -508,6 +508,16 @@ fn array_from(
     )
 }
 
+/// A decode pass's input: the column count and columns, then the page count and pages.
+fn pass_input(n_cols: usize, cols: Vec<u8>, n_pages: u32, pages: Vec<u8>) -> Vec<u8> {
+    let mut inp = Vec::with_capacity(8 + cols.len() + pages.len());
+    inp.put_u32(n_cols as u32);
+    inp.extend(cols);
+    inp.put_u32(n_pages);
+    inp.extend(pages);
+    inp
+}
+
 /// Reads little-endian values from an emulator's output.
 struct Cursor<'a>(&'a [u8], usize);
 impl Cursor<'_> {
@@ -565,11 +575,7 @@ fn emulated_fixed_width_kernel_equals_the_reference_decoder() {
             cols.extend(&dict_bytes);
             cols.put_u64(alloc as u64);
         }
-        let mut inp = Vec::new();
-        inp.put_u32(chunks.len() as u32);
-        inp.extend(cols);
-        inp.put_u32(n_pages);
-        inp.extend(pages);
+        let inp = pass_input(chunks.len(), cols, n_pages, pages);
         let out = run_emulator(&emu, &inp, &f.display().to_string());
         let mut cur = Cursor(&out, 0);
         for c in &chunks {
@@ -645,11 +651,7 @@ fn emulated_byte_array_kernels_equal_the_reference_decoder() {
             cols.put_u64(dict_bytes.len() as u64);
             cols.extend(&dict_bytes);
         }
-        let mut inp = Vec::new();
-        inp.put_u32(chunks.len() as u32);
-        inp.extend(cols);
-        inp.put_u32(n_pages);
-        inp.extend(pages);
+        let inp = pass_input(chunks.len(), cols, n_pages, pages);
         let out = run_emulator(&emu, &inp, &f.display().to_string());
         let mut cur = Cursor(&out, 0);
         let stage = cur.u32();

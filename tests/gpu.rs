@@ -874,14 +874,7 @@ fn gpu_large_pages_equal_arrow_rs() {
                 .set_dictionary_enabled(dict)
                 .set_max_row_group_row_count(Some(100_000))
                 .build();
-            let mut w = parquet::arrow::ArrowWriter::try_new(
-                std::fs::File::create(&p).unwrap(),
-                batch.schema(),
-                Some(props),
-            )
-            .unwrap();
-            w.write(&batch).unwrap();
-            w.close().unwrap();
+            write(&p, std::slice::from_ref(&batch), props);
             let want = oracle(&p, &Projection::All, None).unwrap();
             let all = ParquetGpuReader::builder(&p)
                 .with_device(Device::Cuda(0))

@@ -185,17 +185,11 @@ fn corrupt(path: &Path) {
     let col = reader.metadata().row_group(0).column(0);
     let (start, len) = col.byte_range();
     let chunk = &bytes[start as usize..(start + len) as usize];
-    let mut s = 0x1234_5678_9abc_def1u64;
+    let mut s = Rng(0x1234_5678_9abc_def1);
     let mut errors = 0;
     for _ in 0..2000 {
         let mut c = chunk.to_vec();
-        for _ in 0..1 + s % 3 {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            let i = (s % c.len() as u64) as usize;
-            c[i] = (s >> 40) as u8;
-        }
+        flip_bytes(&mut s, &mut c);
         match page_table(&c) {
             Err(e) => {
                 errors += 1;
@@ -212,7 +206,7 @@ fn corrupt(path: &Path) {
             }
         }
         // truncations
-        let cut = (s >> 20) as usize % c.len();
+        let cut = (s.0 >> 20) as usize % c.len();
         let _ = page_table(&c[..cut]);
     }
     assert!(errors > 0);

@@ -47,10 +47,14 @@ pub fn profile_end() -> Vec<(String, std::time::Duration)> {
     out
 }
 
+/// Whether this thread records stages.
+fn profiling() -> bool {
+    PROFILE.with(|p| p.borrow().is_some())
+}
+
 /// Runs `f`, recording its wall time under `name` when this thread profiles.
 pub fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
-    let on = PROFILE.with(|p| p.borrow().is_some());
-    if !on {
+    if !profiling() {
         return f();
     }
     let t = std::time::Instant::now();
@@ -744,6 +748,11 @@ unsafe fn launch64(
     block: u32,
     args: &[u64],
 ) -> Result<()> {
+    if !profiling() {
+        // no stage name to build on every launch unless someone records it
+        // SAFETY: forwarded to the caller's contract.
+        return unsafe { launch64_now(gpu, module, name, grid, block, args) };
+    }
     timed(&format!("kernel {name}"), || {
         // SAFETY: forwarded to the caller's contract.
         unsafe { launch64_now(gpu, module, name, grid, block, args) }

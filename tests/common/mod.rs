@@ -651,3 +651,12 @@ impl Rng {
         (1 + self.below(1u64 << b)).min(max)
     }
 }
+
+/// Overwrites 1 to 3 random bytes of `bytes` (not empty) with random values.
+pub fn flip_bytes(r: &mut Rng, bytes: &mut [u8]) {
+    for _ in 0..1 + r.0 % 3 {
+        let v = r.next();
+        let i = (v % bytes.len() as u64) as usize;
+        bytes[i] = (v >> 40) as u8;
+    }
+}
