@@ -5,7 +5,11 @@
 //! - `CUPARQUET_BENCH_DIR`: where the generated files live (default `target/bench-data`);
 //! - `CUPARQUET_BENCH_ROWS` (default 24,000,000; row groups of 1,000,000 rows);
 //! - `CUPARQUET_BENCH_ROUNDS` (default 5), `CUPARQUET_BENCH_OUT` (a JSON-lines file to append
-//!   results to), `CUPARQUET_BENCH_LATENCY_ROUNDS` (default 50).
+//!   results to), `CUPARQUET_BENCH_LATENCY_ROUNDS` (default 50);
+//! - `CUPARQUET_BENCH_FILES`: a comma-separated subset of `snappy-dict`, `zstd-dict`,
+//!   `plain-uncompressed`, `latency` (default: all);
+//! - `CUPARQUET_BENCH_BASELINE=0`: measure cuparquet only (quick comparisons of builds; figures
+//!   for RESULTS.md always come with the baseline).
 //!
 //! Data: the lineitem-like table of `common::generate_lineitem` (sorted int64 key, random
 //! int64, int32 in 1..50, double, double with 2 decimals, date32, a 3-value string, a comment
@@ -129,7 +133,10 @@ fn host_then_upload(path: &Path) -> (Duration, u64, Vec<DeviceRecordBatch>) {
 
 fn stats(v: &mut [Duration]) -> (Duration, Duration) {
     v.sort();
-    (v[0], v[v.len() / 2])
+    match v.first() {
+        Some(&first) => (first, v[v.len() / 2]),
+        None => (Duration::ZERO, Duration::ZERO),
+    }
 }
 
 fn record(out: &mut Option<std::fs::File>, line: serde_json::Value) {
@@ -161,7 +168,14 @@ fn main() {
             .open(p)
             .unwrap()
     });
-    let variants = variants();
+    let wanted = std::env::var("CUPARQUET_BENCH_FILES").ok();
+    let wants = |name: &str| {
+        wanted
+            .as_deref()
+            .is_none_or(|w| w.split(',').any(|x| x.trim() == name))
+    };
+    let baseline = std::env::var("CUPARQUET_BENCH_BASELINE").map_or(true, |v| v != "0");
+    let variants: Vec<Variant> = variants().into_iter().filter(|v| wants(v.name)).collect();
     let files: Vec<PathBuf> = variants
         .iter()
         .map(|v| dir.join(format!("lineitem-{rows}-{}.parquet", v.name)))
@@ -182,7 +196,7 @@ fn main() {
                 });
             }
         }
-        if !small.exists() {
+        if !small.exists() && wants("latency") {
             s.spawn(|| small_file(&small));
         }
     });
@@ -224,10 +238,12 @@ fn main() {
         }
         let (best, median) = stats(&mut times);
         let rep = last.unwrap();
-        let _ = host_then_upload(f); // warm-up
         let mut base = Vec::new();
         let mut base_bytes = 0;
-        for _ in 0..rounds {
+        if baseline {
+            let _ = host_then_upload(f); // warm-up
+        }
+        for _ in 0..if baseline { rounds } else { 0 } {
             let (dt, b, dev) = host_then_upload(f);
             drop(dev);
             base.push(dt);
@@ -281,10 +297,15 @@ fn main() {
         );
     }
 
+    if !wants("latency") {
+        return;
+    }
     // latency of a small file
     for _ in 0..3 {
         let _ = device_load(&small);
-        let _ = host_then_upload(&small);
+        if baseline {
+            let _ = host_then_upload(&small);
+        }
     }
     let mut split = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     let mut last_stages = Vec::new();
@@ -298,7 +319,7 @@ fn main() {
             dt
         })
         .collect();
-    let mut t_base: Vec<Duration> = (0..lat_rounds)
+    let mut t_base: Vec<Duration> = (0..if baseline { lat_rounds } else { 0 })
         .map(|_| host_then_upload(&small).0)
         .collect();
     let (gb, gm) = stats(&mut t_gpu);
