@@ -364,27 +364,44 @@ fn locate_pages(
                 Ok((k, data, entries.len()))
             })
             .collect();
-        let mut staged = Vec::new();
-        let mut spans: Vec<(usize, PageLocations)> = Vec::new(); // offsets into `staged`
+        // layout: chunk after chunk, pages in order, in one device allocation
+        let mut parts_ok = Vec::with_capacity(parts.len());
+        let mut total = 0u64;
         for part in parts {
             let (k, data, pages) = part?;
-            let mut s = vec![(0u64, 0u64); pages];
-            let mut host_pages = 0;
-            for d in &data {
-                s[d.page] = (staged.len() as u64, d.bytes.len() as u64);
-                staged.extend_from_slice(&d.bytes);
-                host_pages += usize::from(d.host_decompressed);
-            }
-            spans.push((k, (s, host_pages)));
+            let base = total;
+            total += data.iter().map(|d| d.bytes.len() as u64).sum::<u64>();
+            parts_ok.push((k, data, pages, base));
         }
-        let up = upload(buf.gpu(), &staged)?;
-        for (k, (s, host_pages)) in spans {
-            out[k] = Some((
-                s.iter()
-                    .map(|&(at, len)| (up.device_ptr() + at, len))
-                    .collect(),
-                host_pages,
-            ));
+        let up = buf.gpu().alloc((total as usize).max(1))?;
+        // each chunk gathered into a pinned buffer (pooled) and copied, chunks in parallel
+        let gpu = Arc::clone(buf.gpu());
+        let copied: Vec<Result<(usize, PageLocations)>> = parts_ok
+            .par_iter()
+            .enumerate()
+            .map(|(i, (k, data, pages, base))| {
+                let len: usize = data.iter().map(|d| d.bytes.len()).sum();
+                let mut spans = vec![(0u64, 0u64); *pages];
+                let mut host_pages = 0;
+                if len > 0 {
+                    let mut pinned = gpu.pinned(len)?;
+                    let mut at = 0usize;
+                    for d in data {
+                        pinned.as_mut_slice()[at..at + d.bytes.len()].copy_from_slice(&d.bytes);
+                        spans[d.page] = (up.device_ptr() + base + at as u64, d.bytes.len() as u64);
+                        at += d.bytes.len();
+                        host_pages += usize::from(d.host_decompressed);
+                    }
+                    let stream = &gpu.streams()[i % gpu.streams().len()];
+                    pinned.copy_to_device(0..len, &up, *base as usize, stream)?;
+                    gpu.recycle_pinned(pinned);
+                }
+                Ok((*k, (spans, host_pages)))
+            })
+            .collect();
+        for c in copied {
+            let (k, locs) = c?;
+            out[k] = Some(locs);
         }
         uploads.push(up);
     }
