@@ -418,7 +418,7 @@ fn snappy_on_device(
     fail: &dyn Fn(usize, String) -> Error,
     uploads: &mut Vec<DeviceBuffer>,
 ) -> Result<Vec<Vec<(u64, u64)>>> {
-    use crate::decode::kernels::{SnappyJob, SNAPPY, SNAPPY_ERRORS};
+    use crate::decode::kernels::{SnappyJob, SNAPPY, SNAPPY_ERRORS, SNAPPY_THREADS};
     let buf = chunks.buffer();
     let gpu = Arc::clone(buf.gpu());
     // output layout: each page that needs decompression gets uncompressed_size bytes
@@ -492,18 +492,18 @@ fn snappy_on_device(
             &jobs.iter().flat_map(|j| j.to_bytes()).collect::<Vec<u8>>(),
         )?;
         let errors = zeroed(&gpu, jobs.len() * 4)?;
-        let warps_per_block = 4u32;
         // SAFETY: `snappy_pages(const SnappyJob*, int, u32*)` (the int in a 64-bit slot, read
-        // as its low 4 bytes); one warp per job; every job's source lies in the load's buffer
-        // (page data inside its chunk, checked by the page-header pass) and its destination in
-        // `out`, sized from the pages' uncompressed sizes; all live until `launch64` returns.
+        // as its low 4 bytes); one block of SNAPPY_THREADS per job; every job's source lies in
+        // the load's buffer (page data inside its chunk, checked by the page-header pass) and
+        // its destination in `out`, sized from the pages' uncompressed sizes; all live until
+        // `launch64` returns.
         unsafe {
             launch64(
                 &gpu,
                 &module,
                 "snappy_pages",
-                (jobs.len() as u32).div_ceil(warps_per_block),
-                32 * warps_per_block,
+                jobs.len() as u32,
+                SNAPPY_THREADS,
                 &[
                     jobs_buf.device_ptr(),
                     jobs.len() as u64,

@@ -17,8 +17,11 @@ pub const DECODE_BYTES: &str = concat!(
     include_str!("kernels/decode_bytes.cu")
 );
 
-/// SNAPPY page decompression, one warp per page.
+/// SNAPPY page decompression, one block per page.
 pub const SNAPPY: &str = include_str!("kernels/snappy.cu");
+
+/// Threads per block of `snappy_pages` (`SNAPPY_THREADS` in snappy.cu; a unit test checks).
+pub const SNAPPY_THREADS: u32 = 128;
 
 /// Every kernel module: (name, source).
 pub const MODULES: &[(&str, &str)] = &[
@@ -319,6 +322,16 @@ mod tests {
         let b = c.to_bytes();
         assert_eq!(b[24], 7);
         assert_eq!(b[44], 5);
+    }
+
+    #[test]
+    fn snappy_threads_match_the_kernel() {
+        let line = SNAPPY
+            .lines()
+            .find(|l| l.starts_with("#define SNAPPY_THREADS"))
+            .expect("SNAPPY_THREADS in snappy.cu");
+        let n: u32 = line.split_whitespace().nth(2).unwrap().parse().unwrap();
+        assert_eq!(n, SNAPPY_THREADS);
     }
 
     #[test]

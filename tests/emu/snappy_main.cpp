@@ -23,9 +23,7 @@ int main(int argc, char** argv) {
     }
     std::fclose(f);
     std::vector<u32> errors(n, 0);
-    unsigned warps_per_block = 4;
-    emu_launch((n + warps_per_block - 1) / warps_per_block, 32 * warps_per_block,
-               [&] { snappy_pages(jobs.data(), (int)n, errors.data()); });
+    emu_launch(n, SNAPPY_THREADS, [&] { snappy_pages(jobs.data(), (int)n, errors.data()); });
     FILE* o = std::fopen(argv[2], "wb");
     if (!o) return 7;
     for (u32 i = 0; i < n; i++) {

@@ -1,12 +1,23 @@
-// SNAPPY page decompression on the device: one warp per page.
+// SNAPPY page decompression on the device: one block of SNAPPY_THREADS threads per page.
 //
-// All 32 lanes parse each element tag in lockstep (broadcast loads); they split its bytes. A copy of `len`
-// bytes from `off` bytes back may overlap itself; byte i of it equals out[pos - off + i % off],
-// which lies before `pos` (written by earlier elements, made visible by __syncwarp), so every
-// lane computes its bytes independently. Every length and offset is checked against the
-// input, the output and the bytes already written; a problem sets a bit in errors[page].
+// The stream is taken in rounds of WIN input bytes, staged in shared memory.
+// 1. Parse, in parallel: for every byte position p of the window, the position after an
+//    element that would start at p (header + literal bytes), or "exit" past the window. The
+//    true element starts are the chain 0 → next(0) → …; element i starts at next^i(0), which
+//    every thread computes for its element indices by composing next^(2^k) (pointer doubling:
+//    log2(WIN / 2) levels, each a parallel pass over the window).
+// 2. Each element is checked (input left, offset within the output written so far, output
+//    left) and its output position is a block-wide prefix sum of the lengths.
+// 3. Execute, OUT_WIN output bytes at a time: each output byte is either known at once (a
+//    literal byte, or a copy from output written before this batch) or points at an earlier
+//    byte of the same batch (a copy whose source is still being produced: runs, repeats,
+//    copies of copies). Pointer jumping over the batch resolves the chains in log2(depth)
+//    passes; then the batch is written out, coalesced.
+// Every problem sets a bit in errors[page] and stops that page; nothing is written outside
+// [dst, dst + dst_len).
 
 typedef unsigned char u8;
+typedef unsigned short u16;
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
@@ -23,76 +34,242 @@ struct SnappyJob {          // 32 bytes; mirrored by SnappyJob in src/decode/ker
 };
 static_assert(sizeof(SnappyJob) == 32, "SnappyJob must match its Rust mirror");
 
-// Byte i of the input, or 0 past its end (every lane of the warp reads the same address: one
-// broadcast load).
-__device__ static inline u32 at(const u8* in, u64 len, u64 i) {
-    return i < len ? (u32)__ldg(in + i) : 0u;
+#define SNAPPY_THREADS 128           // threads per block (one page per block)
+#define WIN 512                      // input bytes parsed per round
+#define LOOK 8                       // bytes staged past the window (an element header is ≤ 5)
+#define MAX_ELEMS (WIN / 2)          // an element takes at least 2 input bytes
+#define LEVELS 8                     // 2^LEVELS == MAX_ELEMS
+#define PER_THREAD (MAX_ELEMS / SNAPPY_THREADS)
+#define OUT_WIN 4096                 // output bytes resolved per batch
+#define RESOLVED 0x8000u             // s_out entry: 0x8000 | byte, or the index of an earlier entry
+static_assert(PER_THREAD == 2, "each thread owns two consecutive element indices");
+static_assert((1 << LEVELS) == MAX_ELEMS, "LEVELS doublings reach every element index");
+static_assert(OUT_WIN <= 0x8000, "batch indices must stay below RESOLVED");
+
+// Header of the element whose tag is at s[p] (s holds at least p + 5 bytes): its kind
+// (0 literal, 1..3 copies), header bytes, and length (literal: data bytes; copy: bytes
+// produced); copies also return their offset.
+__device__ static inline u32 element_at(const u8* s, u32 p, u64* len, u64* off) {
+    u32 tag = s[p], t = tag & 3;
+    if (t == 0) {
+        u32 l = tag >> 2;
+        u32 nb = l < 60 ? 0 : l - 59;
+        u64 v = l;
+        if (nb > 0) {
+            v = 0;
+            for (u32 k = 0; k < nb; k++) v |= (u64)s[p + 1 + k] << (8 * k);
+        }
+        *len = v + 1;
+        *off = 0;
+        return 1 + nb;
+    }
+    if (t == 1) {
+        *len = ((tag >> 2) & 7) + 4;
+        *off = ((u64)(tag >> 5) << 8) | s[p + 1];
+        return 2;
+    }
+    *len = (tag >> 2) + 1;
+    if (t == 2) {
+        *off = (u64)s[p + 1] | ((u64)s[p + 2] << 8);
+        return 3;
+    }
+    *off = (u64)s[p + 1] | ((u64)s[p + 2] << 8) | ((u64)s[p + 3] << 16) | ((u64)s[p + 4] << 24);
+    return 5;
 }
 
-extern "C" __global__ void snappy_pages(const SnappyJob* jobs, int num_jobs, u32* errors) {
-    int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-    int lane = threadIdx.x & 31;
-    if (warp >= num_jobs) return;
-    const SnappyJob j = jobs[warp];
+extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_pages(
+    const SnappyJob* jobs, int num_jobs, u32* errors)
+{
+    __shared__ u8 s_in[WIN + LOOK];
+    __shared__ u16 s_jmp[2][WIN + 1];
+    __shared__ u64 e_dst[MAX_ELEMS + 1];   // output position of each element; [E] = round end
+    __shared__ u64 e_src[MAX_ELEMS];       // literal: input position; copy: offset back
+    __shared__ u8 e_lit[MAX_ELEMS];
+    __shared__ volatile u16 s_out[OUT_WIN];
+    __shared__ u64 s_warp[SNAPPY_THREADS / 32];
+    __shared__ u64 s_next_ip;
+    __shared__ u32 s_err, s_count, s_more;
+
+    const int page = blockIdx.x;
+    const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    if (page >= num_jobs) return;
+    const SnappyJob j = jobs[page];
     const u8* in = (const u8*)j.src;
     u8* out = (u8*)j.dst;
     const u64 n_in = j.src_len, n_out = j.dst_len;
     u64 ip = 0, op = 0;
-    u32 err = 0;
-    // Every lane parses the same element in lockstep (uniform control flow, broadcast loads,
-    // no shuffles); the lanes then split the element's bytes.
+    // the stream's own length (a varint), read by every thread
     {
         u64 n = 0;
         int shift = 0;
         bool done = false;
         while (ip < n_in && shift < 35) {
-            u32 b = at(in, n_in, ip++);
+            u32 b = __ldg(in + ip++);
             n |= (u64)(b & 0x7f) << shift;
             shift += 7;
             if (!(b & 0x80)) { done = true; break; }
         }
-        if (!done) err |= S_TRUNCATED;
-        else if (n != n_out) err |= S_SIZE;
-    }
-    while (!err && ip < n_in) {
-        // the tag and the 4 bytes after it, loaded at once
-        u32 tag = at(in, n_in, ip), b1 = at(in, n_in, ip + 1), b2 = at(in, n_in, ip + 2),
-            b3 = at(in, n_in, ip + 3), b4 = at(in, n_in, ip + 4);
-        u64 rest = n_in - ip - 1;   // bytes after the tag
-        u32 t = tag & 3;
-        u64 len, off = 0;
-        if (t == 0) {
-            u32 l = tag >> 2;
-            u32 nb = l < 60 ? 0 : l - 59;
-            if (nb > rest) { err |= S_TRUNCATED; break; }
-            if (nb == 0) len = l + 1;
-            else {
-                u64 v = b1;
-                if (nb > 1) v |= (u64)b2 << 8;
-                if (nb > 2) v |= (u64)b3 << 16;
-                if (nb > 3) v |= (u64)b4 << 24;
-                len = v + 1;
-            }
-            ip += 1 + nb;
-            if (len > n_in - ip) { err |= S_TRUNCATED; break; }
-            if (len > n_out - op) { err |= S_OVERRUN; break; }
-            for (u64 i = lane; i < len; i += 32) out[op + i] = __ldg(in + ip + i);
-            ip += len;
-        } else {
-            u32 nb = t == 1 ? 1 : (t == 2 ? 2 : 4);
-            if (nb > rest) { err |= S_TRUNCATED; break; }
-            if (t == 1) { len = ((tag >> 2) & 7) + 4; off = ((u64)(tag >> 5) << 8) | b1; }
-            else if (t == 2) { len = (tag >> 2) + 1; off = (u64)b1 | ((u64)b2 << 8); }
-            else { len = (tag >> 2) + 1; off = (u64)b1 | ((u64)b2 << 8) | ((u64)b3 << 16) | ((u64)b4 << 24); }
-            ip += 1 + nb;
-            if (off == 0 || off > op) { err |= S_BAD_OFFSET; break; }
-            if (len > n_out - op) { err |= S_OVERRUN; break; }
-            u64 base = op - off;
-            for (u64 i = lane; i < len; i += 32) out[op + i] = out[base + (off >= len ? i : i % off)];
+        u32 err = !done ? S_TRUNCATED : (n != n_out ? S_SIZE : 0u);
+        if (err) {
+            if (tid == 0) errors[page] |= err;
+            return;
         }
-        op += len;
-        __syncwarp();
     }
-    if (!err && op != n_out) err |= S_SIZE;
-    if (lane == 0 && err) errors[warp] |= err;
+    if (tid == 0) s_err = 0;
+    while (ip < n_in) {
+        // stage the window
+        const u64 avail = n_in - ip;
+        const u32 weff = avail < WIN ? (u32)avail : WIN;   // positions >= weff are past the stream
+        for (u32 i = tid; i < WIN + LOOK; i += SNAPPY_THREADS)
+            s_in[i] = i < avail ? __ldg(in + ip + i) : 0;
+        if (tid == 0) s_count = 0;
+        __syncthreads();
+        // 1. next(p) for every position, then element starts by pointer doubling
+        for (u32 p = tid; p <= WIN; p += SNAPPY_THREADS) {
+            u32 nx = WIN;
+            if (p < weff) {
+                u64 len, off;
+                u32 hdr = element_at(s_in, p, &len, &off);
+                u64 size = hdr + ((s_in[p] & 3) == 0 ? len : 0);
+                if (p + size < WIN) nx = p + (u32)size;
+            }
+            s_jmp[0][p] = (u16)nx;
+        }
+        __syncthreads();
+        u32 x[PER_THREAD];
+        for (int k = 0; k < PER_THREAD; k++) x[k] = 0;
+        int cur = 0;
+        for (int lvl = 0; lvl < LEVELS; lvl++) {
+            // s_jmp[cur] is next^(2^lvl); if it already leaves the stream from 0, no element
+            // index at or above 2^lvl exists (all threads read the same entry: uniform)
+            if (s_jmp[cur][0] >= weff) {
+                for (int k = 0; k < PER_THREAD; k++)
+                    if ((tid * PER_THREAD + k) >> lvl) x[k] = WIN;
+                break;
+            }
+            for (int k = 0; k < PER_THREAD; k++)
+                if (((tid * PER_THREAD + k) >> lvl) & 1) x[k] = s_jmp[cur][x[k]];
+            if (lvl + 1 < LEVELS) {
+                for (u32 p = tid; p <= WIN; p += SNAPPY_THREADS)
+                    s_jmp[cur ^ 1][p] = s_jmp[cur][s_jmp[cur][p]];
+                __syncthreads();
+                cur ^= 1;
+            }
+        }
+        // 2. the elements: kind, length, source; checked against the input
+        u64 lens[PER_THREAD], ends[PER_THREAD];
+        u32 bad = 0, valid = 0;
+        for (int k = 0; k < PER_THREAD; k++) {
+            const u32 i = tid * PER_THREAD + k;
+            lens[k] = 0;
+            ends[k] = 0;
+            if (x[k] >= weff) continue;
+            valid++;
+            u64 len, off;
+            const u32 hdr = element_at(s_in, x[k], &len, &off);
+            const bool lit = (s_in[x[k]] & 3) == 0;
+            const u64 start = ip + x[k];        // input position of the tag
+            if (hdr > n_in - start) { bad |= S_TRUNCATED; continue; }
+            if (lit && len > n_in - start - hdr) { bad |= S_TRUNCATED; continue; }
+            if (!lit && off == 0) { bad |= S_BAD_OFFSET; continue; }
+            if (len > n_out) { bad |= S_OVERRUN; continue; }
+            lens[k] = len;
+            ends[k] = start + hdr + (lit ? len : 0);
+            e_lit[i] = lit;
+            e_src[i] = lit ? start + hdr : off;
+        }
+        if (bad) atomicOr(&s_err, bad);
+        if (valid) atomicAdd(&s_count, valid);
+        // block-wide exclusive scan of the lengths (each thread owns consecutive indices)
+        u64 mine = 0;
+        for (int k = 0; k < PER_THREAD; k++) mine += lens[k];
+        u64 incl = mine;
+        for (int d = 1; d < 32; d <<= 1) {
+            u64 v = __shfl_sync(0xffffffffu, incl, lane >= (u32)d ? lane - d : lane);
+            if (lane >= (u32)d) incl += v;
+        }
+        if (lane == 31) s_warp[warp] = incl;
+        __syncthreads();
+        const u32 count = s_count;
+        if (s_err) break;
+        u64 base = op;
+        for (u32 w = 0; w < warp; w++) base += s_warp[w];
+        u64 at = base + incl - mine;
+        for (int k = 0; k < PER_THREAD; k++) {
+            const u32 i = tid * PER_THREAD + k;
+            if (x[k] >= weff) continue;
+            if (lens[k] > n_out - at) bad |= S_OVERRUN;
+            else if (!e_lit[i] && e_src[i] > at) bad |= S_BAD_OFFSET;
+            e_dst[i] = at;
+            at += lens[k];
+            if (i + 1 == count) {
+                // the last element: the round ends after it
+                e_dst[count] = at;
+                s_next_ip = ends[k];
+            }
+        }
+        if (bad) atomicOr(&s_err, bad);
+        __syncthreads();
+        if (s_err) break;
+        // 3. execute, OUT_WIN output bytes at a time
+        const u64 op0 = op, total = e_dst[count] - op0;
+        for (u64 a = 0; a < total; a += OUT_WIN) {
+            const u32 n = total - a < OUT_WIN ? (u32)(total - a) : OUT_WIN;
+            const u64 batch = op0 + a;   // output position of s_out[0]
+            u32 pending = 0;
+            for (u32 q = tid; q < n; q += SNAPPY_THREADS) {
+                const u64 pos = batch + q;
+                // the element holding pos: the last one starting at or before it
+                u32 lo = 0, hi = count - 1;
+                while (lo < hi) {
+                    const u32 mid = (lo + hi + 1) >> 1;
+                    if (e_dst[mid] <= pos) lo = mid; else hi = mid - 1;
+                }
+                const u32 rel = (u32)(pos - e_dst[lo]);
+                u32 v;
+                if (e_lit[lo]) {
+                    const u64 s = e_src[lo] + rel;
+                    v = RESOLVED | (s - ip < WIN + LOOK ? s_in[s - ip] : __ldg(in + s));
+                } else {
+                    const u32 off = (u32)e_src[lo];
+                    const u64 from = e_dst[lo] - off + rel % off;
+                    if (from < batch) v = RESOLVED | out[from];
+                    else { v = (u32)(from - batch); pending = 1; }
+                }
+                s_out[q] = (u16)v;
+            }
+            if (tid == 0) s_more = 0;
+            __syncthreads();
+            if (pending) atomicOr(&s_more, 1u);
+            __syncthreads();
+            while (s_more) {
+                __syncthreads();
+                if (tid == 0) s_more = 0;
+                __syncthreads();
+                u32 left = 0;
+                for (u32 q = tid; q < n; q += SNAPPY_THREADS) {
+                    u32 v = s_out[q];
+                    if (!(v & RESOLVED)) {
+                        // an entry only ever points further back or resolves, so reading one
+                        // another thread is updating gives either answer, both right
+                        v = s_out[v];
+                        s_out[q] = (u16)v;
+                        left |= !(v & RESOLVED);
+                    }
+                }
+                if (left) atomicOr(&s_more, 1u);
+                __syncthreads();
+            }
+            for (u32 q = tid; q < n; q += SNAPPY_THREADS) out[batch + q] = (u8)s_out[q];
+            __syncthreads();   // this batch's bytes are visible to the block before the next
+        }
+        op = e_dst[count];
+        ip = s_next_ip;
+        __syncthreads();       // everyone has read the round's tables before they are rewritten
+    }
+    if (tid == 0) {
+        u32 err = s_err;
+        if (!err && op != n_out) err |= S_SIZE;
+        if (err) errors[page] |= err;
+    }
 }
