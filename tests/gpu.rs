@@ -937,12 +937,15 @@ fn gpu_loads_do_not_leak_device_memory() {
     for f in &files {
         load(f); // kernels compiled, pools filled
     }
+    // the pool keeps freed memory for reuse: return it before each measure
+    g.trim_pool().unwrap();
     let (before, _) = g.memory_info().unwrap();
     for _ in 0..1000 {
         for f in &files {
             load(f);
         }
     }
+    g.trim_pool().unwrap();
     let (after, _) = g.memory_info().unwrap();
     eprintln!("device memory free before {before}, after 3000 loads {after}");
     // the driver's own bookkeeping (2 MiB allocation granules) may move by a few MiB; a leak of

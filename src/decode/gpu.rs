@@ -99,10 +99,12 @@ fn validity_words(gpu: &Arc<Gpu>, rows: usize, optional: bool) -> Result<Option<
         .transpose()
 }
 
-/// The value of a device u64 counter.
-fn counter_value(c: &DeviceBuffer) -> Result<usize> {
-    let b = c.copy_to_host(0..8)?;
-    Ok(u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as usize)
+/// The u64 values of a device array of `n` (one copy).
+fn u64s_from_device(b: &DeviceBuffer, n: usize) -> Result<Vec<u64>> {
+    Ok(b.copy_to_host(0..n * 8)?
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect())
 }
 
 /// Per page job, the first index of its rows in the pass's scratch arrays, and the rows in all.
@@ -611,7 +613,6 @@ pub fn decode_fixed_columns(
     let mut page_names: Vec<PageName> = Vec::new();
     let mut col_jobs: Vec<ColumnJob> = Vec::new();
     let mut outputs: Vec<DeviceColumn> = Vec::new();
-    let mut counters: Vec<DeviceBuffer> = Vec::new();
     let mut uploads: Vec<DeviceBuffer> = Vec::new(); // decompressed pages kept alive
     let mine = |c: &crate::plan::ColumnChunkPlan| {
         columns.iter().find(|g| {
@@ -627,6 +628,8 @@ pub fn decode_fixed_columns(
         locate_pages(chunks, &cis, tables, path, &codec_of, &mut uploads)
     })?
     .into_iter();
+    // the null counts of every column, one u64 each
+    let counters = zeroed(&gpu, cis.len() * 8)?;
     for &ci in &cis {
         let c = &chunks.chunks()[ci];
         let Some(col) = mine(c) else { continue };
@@ -651,11 +654,10 @@ pub fn decode_fixed_columns(
         };
         let values = zeroed(&gpu, alloc_len)?;
         let validity = validity_words(&gpu, rows, col.max_def_level > 0)?;
-        let counter = zeroed(&gpu, 8)?;
         let mut job = ColumnJob {
             out_values: values.device_ptr(),
             out_valid: validity.as_ref().map_or(0, |v| v.device_ptr()),
-            null_count: counter.device_ptr(),
+            null_count: counters.device_ptr() + 8 * col_jobs.len() as u64,
             phys_width: col.physical_width as i32,
             out_width: col.output_width as i32,
             conversion: conv,
@@ -685,7 +687,6 @@ pub fn decode_fixed_columns(
             )));
         }
         col_jobs.push(job);
-        counters.push(counter);
         outputs.push(DeviceColumn {
             field: col.field,
             row_group: c.row_group,
@@ -744,8 +745,8 @@ pub fn decode_fixed_columns(
     };
     let errs = i32s_from(&errors.copy_to_host(0..page_jobs.len() * 4)?);
     page_errors(path, &errs, &page_names, DECODE_FIXED_ERRORS)?;
-    for (o, c) in outputs.iter_mut().zip(&counters) {
-        o.null_count = counter_value(c)?;
+    for (o, n) in outputs.iter_mut().zip(u64s_from_device(&counters, col_jobs.len())?) {
+        o.null_count = n as usize;
     }
     drop(uploads);
     Ok(outputs)
@@ -774,6 +775,37 @@ unsafe fn launch64(
         // SAFETY: forwarded to the caller's contract.
         unsafe { launch64_now(gpu, module, name, grid, block, args) }
     })
+}
+
+/// Enqueues `name` like [`launch64`] but returns without waiting: kernels enqueued this way
+/// run in order on the decode stream; `gpu.synchronize()` waits for them.
+///
+/// # Safety
+/// As [`launch64`], except that every address must stay valid until the caller has waited
+/// with `gpu.synchronize()` (or a later [`launch64`], which waits for the stream).
+unsafe fn launch64_nowait(
+    gpu: &Gpu,
+    module: &crate::device::nvrtc::Module,
+    name: &str,
+    grid: u32,
+    block: u32,
+    args: &[u64],
+) -> Result<()> {
+    let f = module.function(name)?;
+    gpu.synchronize_default_stream()?;
+    let mut vals: Vec<u64> = args.to_vec();
+    let mut params: Vec<*mut c_void> = vals.iter_mut().map(|v| (v as *mut u64).cast()).collect();
+    // SAFETY: forwarded to the caller's contract.
+    unsafe {
+        module.launch(
+            f,
+            (grid.max(1), 1, 1),
+            (block, 1, 1),
+            0,
+            &gpu.streams()[0],
+            &mut params,
+        )
+    }
 }
 
 /// [`launch64`] without the profiling.
@@ -836,7 +868,6 @@ pub fn decode_bytes_columns(
         utf8: bool,
         lengths: DeviceBuffer,
         validity: Option<DeviceBuffer>,
-        counter: DeviceBuffer,
         host_pages: usize,
     }
     let mut outs: Vec<Out> = Vec::new();
@@ -856,6 +887,8 @@ pub fn decode_bytes_columns(
         locate_pages(chunks, &cis, tables, path, &codec_of, &mut uploads)
     })?
     .into_iter();
+    // the null counts of every column, one u64 each
+    let counters = zeroed(&gpu, cis.len() * 8)?;
     for &ci in &cis {
         let c = &chunks.chunks()[ci];
         let Some(col) = mine(c) else { continue };
@@ -871,11 +904,10 @@ pub fn decode_bytes_columns(
         let rows = rows_of(c.row_group);
         let lengths = zeroed(&gpu, rows * 8)?;
         let validity = validity_words(&gpu, rows, col.max_def_level > 0)?;
-        let counter = zeroed(&gpu, 8)?;
         let mut job = BytesColumn {
             lengths: lengths.device_ptr(),
             out_valid: validity.as_ref().map_or(0, |v| v.device_ptr()),
-            null_count: counter.device_ptr(),
+            null_count: counters.device_ptr() + 8 * cols.len() as u64,
             ..BytesColumn::default()
         };
         let (row, dict) = data_page_jobs(
@@ -910,7 +942,6 @@ pub fn decode_bytes_columns(
             utf8: col.utf8,
             lengths,
             validity,
-            counter,
             host_pages,
         });
     }
@@ -995,39 +1026,50 @@ pub fn decode_bytes_columns(
     };
     let errs = i32s_from(&errors.copy_to_host(0..page_jobs.len() * 4)?);
     page_errors(path, &errs, &page_names, DECODE_FIXED_ERRORS)?;
-    // 3. offsets on the device (span sums, a host scan of those, offsets), character buffers
+    // 3. offsets on the device: span sums of every column (launched back to back, one wait,
+    // one copy), a host scan of those, then the offsets of every column; character buffers
     const SPAN: usize = 256 * 16; // SCAN_THREADS * SCAN_PER_THREAD in decode_bytes.cu
-    let mut offsets64: Vec<u64> = Vec::new(); // i64 offsets of each column (device addresses)
-    let mut scratch: Vec<DeviceBuffer> = Vec::new();
-    let mut chars: Vec<(DeviceBuffer, usize)> = Vec::new();
-    let mut final_offsets: Vec<(DeviceBuffer, usize)> = Vec::new();
-    for o in &outs {
-        let spans = (o.rows + 1).div_ceil(SPAN);
-        let sums = gpu.alloc(spans * 8)?;
+    let spans_of: Vec<usize> = outs.iter().map(|o| (o.rows + 1).div_ceil(SPAN)).collect();
+    let span_total: usize = spans_of.iter().sum();
+    let sums = gpu.alloc(span_total.max(1) * 8)?;
+    let mut at_span = 0usize;
+    for (o, &spans) in outs.iter().zip(&spans_of) {
         // SAFETY: `span_sums(const i64*, u64, i64*)`: `lengths` holds `rows` i64, `sums` one
-        // i64 per span of SPAN rows; one block per span.
+        // i64 per span of SPAN rows from this column's first span on; one block per span; all
+        // buffers live until the `launch64` of the offsets below waits for the stream.
         unsafe {
-            launch64(
+            launch64_nowait(
                 &gpu,
                 &module,
                 "span_sums",
                 spans as u32,
                 256,
-                &[o.lengths.device_ptr(), o.rows as u64, sums.device_ptr()],
+                &[
+                    o.lengths.device_ptr(),
+                    o.rows as u64,
+                    sums.device_ptr() + 8 * at_span as u64,
+                ],
             )?
         };
-        let sums_host = sums.copy_to_host(0..spans * 8)?;
-        let mut bases = Vec::with_capacity(spans);
+        at_span += spans;
+    }
+    gpu.synchronize()?;
+    let sums_host = u64s_from_device(&sums, span_total)?;
+    let mut bases: Vec<u64> = Vec::with_capacity(span_total);
+    let mut totals: Vec<i64> = Vec::with_capacity(outs.len());
+    let mut at_span = 0usize;
+    for (o, &spans) in outs.iter().zip(&spans_of) {
         let mut at: i64 = 0;
-        for v in sums_host.chunks_exact(8) {
-            bases.push(at);
-            at = at
-                .checked_add(i64::from_le_bytes(v.try_into().unwrap_or([0; 8])))
-                .ok_or_else(|| Error::Device {
-                    device: format!("cuda:{}", gpu.ordinal()),
-                    reason: "string lengths overflow".into(),
-                })?;
+        for &v in &sums_host[at_span..at_span + spans] {
+            bases.push(at as u64);
+            at = at.checked_add(v as i64).ok_or_else(|| Error::Decode {
+                path: path.to_path_buf(),
+                row_group: Some(o.row_group),
+                column: Some(o.path.clone()),
+                reason: "string lengths overflow 64-bit offsets".into(),
+            })?;
         }
+        at_span += spans;
         if !o.large && at > i64::from(i32::MAX) {
             return Err(Error::Decode {
                 path: path.to_path_buf(),
@@ -1040,13 +1082,15 @@ pub fn decode_bytes_columns(
                 ),
             });
         }
-        let bases_buf = upload(
-            &gpu,
-            &bases
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect::<Vec<u8>>(),
-        )?;
+        totals.push(at);
+    }
+    let bases_buf = upload(&gpu, &u64s(bases))?;
+    let mut offsets64: Vec<u64> = Vec::new(); // i64 offsets of each column (device addresses)
+    let mut scratch: Vec<DeviceBuffer> = Vec::new();
+    let mut chars: Vec<(DeviceBuffer, usize)> = Vec::new();
+    let mut final_offsets: Vec<(DeviceBuffer, usize)> = Vec::new();
+    let mut at_span = 0usize;
+    for ((o, &spans), &total) in outs.iter().zip(&spans_of).zip(&totals) {
         let off64 = gpu.alloc((o.rows + 1) * 8)?;
         let off32 = if o.large {
             None
@@ -1054,10 +1098,12 @@ pub fn decode_bytes_columns(
             Some(gpu.alloc((o.rows + 1) * 4)?)
         };
         // SAFETY: `write_offsets(const i64*, u64, const i64*, i64*, int*)`: `lengths` holds
-        // `rows` i64, `bases` one per span, `off64` rows + 1 i64 and `off32` (or null) rows + 1
-        // i32; one block per span, spans cover rows + 1 entries.
+        // `rows` i64, `bases` one per span from this column's first span on, `off64` rows + 1
+        // i64 and `off32` (or null) rows + 1 i32; one block per span, spans cover rows + 1
+        // entries; the buffers are kept (final_offsets, scratch, bases_buf) until the
+        // characters' `launch64` below waits for the stream.
         unsafe {
-            launch64(
+            launch64_nowait(
                 &gpu,
                 &module,
                 "write_offsets",
@@ -1066,12 +1112,13 @@ pub fn decode_bytes_columns(
                 &[
                     o.lengths.device_ptr(),
                     o.rows as u64,
-                    bases_buf.device_ptr(),
+                    bases_buf.device_ptr() + 8 * at_span as u64,
                     off64.device_ptr(),
                     off32.as_ref().map_or(0, |b| b.device_ptr()),
                 ],
             )?
         };
+        at_span += spans;
         offsets64.push(off64.device_ptr());
         match off32 {
             Some(b) => {
@@ -1080,7 +1127,7 @@ pub fn decode_bytes_columns(
             }
             None => final_offsets.push((off64, (o.rows + 1) * 8)),
         }
-        chars.push((gpu.alloc((at as usize).max(1))?, at as usize));
+        chars.push((gpu.alloc((total as usize).max(1))?, total as usize));
     }
     // 4. characters
     let col_offsets = upload(&gpu, &u64s(offsets64.iter().copied()))?;
@@ -1106,16 +1153,22 @@ pub fn decode_bytes_columns(
         )?
     };
     drop(uploads);
-    // 5. UTF-8 validation of Utf8 columns, as arrow-rs validates them
-    for ((o, &offs), ch) in outs.iter().zip(&offsets64).zip(&chars) {
+    // 5. UTF-8 validation of Utf8 columns, as arrow-rs validates them: every column's check
+    // launched back to back, one wait, one copy of the first bad row of each
+    let mut first_bad = gpu.alloc(outs.len() * 8)?;
+    first_bad.fill(0xff)?;
+    let mut checked = false;
+    for (k, ((o, &offs), ch)) in outs.iter().zip(&offsets64).zip(&chars).enumerate() {
         if !o.utf8 || o.rows == 0 {
             continue;
         }
-        let first_bad = upload(&gpu, &u64::MAX.to_le_bytes())?;
+        checked = true;
         // SAFETY: `utf8_check(const i64*, const u8*, u64, unsigned long long*)`; `offs` holds
-        // rows + 1 offsets into `ch`, whose length is the last offset; one thread per row.
+        // rows + 1 offsets into `ch`, whose length is the last offset; one thread per row; the
+        // result slot is this column's u64 of `first_bad`; everything lives until the
+        // `synchronize` below.
         unsafe {
-            launch64(
+            launch64_nowait(
                 &gpu,
                 &module,
                 "utf8_check",
@@ -1125,23 +1178,30 @@ pub fn decode_bytes_columns(
                     offs,
                     ch.0.device_ptr(),
                     o.rows as u64,
-                    first_bad.device_ptr(),
+                    first_bad.device_ptr() + 8 * k as u64,
                 ],
             )?
         };
-        let bad = counter_value(&first_bad)?;
-        if bad != usize::MAX {
-            return Err(Error::Decode {
-                path: path.to_path_buf(),
-                row_group: Some(o.row_group),
-                column: Some(o.path.clone()),
-                reason: format!(
-                    "row {bad} of the row group is not valid UTF-8 (the column is Utf8; \
-                     read it as Binary to keep the bytes)"
-                ),
-            });
+    }
+    if checked {
+        timed("kernel utf8_check", || gpu.synchronize())?;
+        let bad_rows = u64s_from_device(&first_bad, outs.len())?;
+        for (o, &bad) in outs.iter().zip(&bad_rows) {
+            if o.utf8 && o.rows > 0 && bad != u64::MAX {
+                return Err(Error::Decode {
+                    path: path.to_path_buf(),
+                    row_group: Some(o.row_group),
+                    column: Some(o.path.clone()),
+                    reason: format!(
+                        "row {bad} of the row group is not valid UTF-8 (the column is Utf8; \
+                         read it as Binary to keep the bytes)"
+                    ),
+                });
+            }
         }
     }
+    drop(scratch);
+    let null_counts = u64s_from_device(&counters, outs.len())?;
     let mut result = Vec::with_capacity(outs.len());
     for ((o, offs), ch) in outs.into_iter().zip(final_offsets).zip(chars) {
         result.push(DeviceColumn {
@@ -1149,7 +1209,7 @@ pub fn decode_bytes_columns(
             row_group: o.row_group,
             data_type: fields[o.field].data_type().clone(),
             len: o.rows,
-            null_count: counter_value(&o.counter)?,
+            null_count: null_counts[result.len()] as usize,
             buffers: vec![offs, ch],
             validity: o.validity,
             host_decompressed_pages: o.host_pages,

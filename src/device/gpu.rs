@@ -109,7 +109,17 @@ pub struct Gpu {
     total_memory: usize,
     streams: Vec<Stream>,
     pinned: Mutex<Vec<PinnedBuffer>>,
+    /// cuparquet's own stream-ordered memory pool and the stream its allocations and frees are
+    /// ordered on; None where the device has no memory pools (allocations then go straight to
+    /// cuMemAlloc / cuMemFree).
+    pool: Option<(sys::CUmemoryPool, Stream)>,
 }
+
+// SAFETY: the pool handle is a driver object usable from any thread; it is only passed to the
+// driver.
+unsafe impl Send for Gpu {}
+// SAFETY: as above; the driver synchronises its own use of the pool.
+unsafe impl Sync for Gpu {}
 
 impl fmt::Debug for Gpu {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -167,6 +177,7 @@ impl Gpu {
                 .map_err(|e| driver_error(ordinal, "cuStreamCreate", e))?;
             streams.push(Stream { raw });
         }
+        let pool = Self::open_pool(&ctx, ordinal, total_memory)?;
         Ok(Gpu {
             ordinal,
             ctx,
@@ -175,7 +186,65 @@ impl Gpu {
             total_memory,
             streams,
             pinned: Mutex::new(Vec::new()),
+            pool,
         })
+    }
+
+    /// cuparquet's device memory pool: freed memory stays in it (up to
+    /// `CUPARQUET_DEVICE_POOL_RETAIN` bytes, default a quarter of the device's memory) for the
+    /// next allocation, so the many buffers of a load cost neither cuMemAlloc's mapping nor
+    /// cuMemFree's device-wide synchronisation. Its own pool, so other libraries' use of the
+    /// device's default pool is left alone.
+    fn open_pool(
+        ctx: &Arc<CudaContext>,
+        ordinal: usize,
+        total_memory: usize,
+    ) -> Result<Option<(sys::CUmemoryPool, Stream)>> {
+        let supported = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
+            .unwrap_or(0);
+        if supported == 0 || std::env::var_os("CUPARQUET_DEVICE_POOL").is_some_and(|v| v == "0") {
+            return Ok(None);
+        }
+        // SAFETY: an all-zero CUmemPoolProps is its documented default (no handle types, no
+        // limit); the fields that matter are set below.
+        let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
+        props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+        props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+        props.location.id = ordinal as i32;
+        // SAFETY: the context is current (CudaContext::new binds it); props is initialised.
+        let pool = unsafe { cu::mem_pool::create(&props) }
+            .map_err(|e| driver_error(ordinal, "cuMemPoolCreate", e))?;
+        let mut retain: u64 = std::env::var("CUPARQUET_DEVICE_POOL_RETAIN")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(total_memory as u64 / 4);
+        // SAFETY: the pool is live; the release threshold attribute is a u64.
+        unsafe {
+            cu::mem_pool::set_attribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&mut retain as *mut u64).cast(),
+            )
+        }
+        .map_err(|e| driver_error(ordinal, "cuMemPoolSetAttribute", e))?;
+        let raw = cu::stream::create(cu::stream::StreamKind::NonBlocking)
+            .map_err(|e| driver_error(ordinal, "cuStreamCreate", e))?;
+        Ok(Some((pool, Stream { raw })))
+    }
+
+    /// Returns the device memory the pool keeps for reuse to the driver (it keeps what live
+    /// buffers use). Returns whether there is a pool.
+    pub fn trim_pool(&self) -> Result<bool> {
+        let Some((pool, _)) = &self.pool else {
+            return Ok(false);
+        };
+        // the frees are enqueued on the streams: let them complete
+        self.synchronize()?;
+        // SAFETY: the pool is live.
+        unsafe { cu::mem_pool::trim_to(*pool, 0) }
+            .map_err(|e| driver_error(self.ordinal, "cuMemPoolTrimTo", e))?;
+        Ok(true)
     }
 
     /// The device index.
@@ -261,9 +330,19 @@ impl Gpu {
                 len: 0,
             });
         }
-        // SAFETY: the context is bound; the returned allocation is owned by the DeviceBuffer and
-        // freed once in its Drop.
-        let ptr = unsafe { cu::malloc_sync(len) }.map_err(|e| {
+        let ptr = match &self.pool {
+            // SAFETY: the context is bound, the pool and its stream are live; the allocation is
+            // owned by the DeviceBuffer and freed once in its Drop. Waiting on the (otherwise
+            // idle) stream makes it usable from every stream and from synchronous calls.
+            Some((pool, stream)) => unsafe {
+                cu::mem_pool::alloc_async(*pool, len, stream.raw)
+                    .and_then(|p| cu::stream::synchronize(stream.raw).map(|()| p))
+            },
+            // SAFETY: the context is bound; the returned allocation is owned by the
+            // DeviceBuffer and freed once in its Drop.
+            None => unsafe { cu::malloc_sync(len) },
+        };
+        let ptr = ptr.map_err(|e| {
             let free = cu::mem_get_info().map(|(f, _)| f).unwrap_or(0);
             Error::Device {
                 device: format!("cuda:{}", self.ordinal),
@@ -338,8 +417,21 @@ impl Drop for Gpu {
     fn drop(&mut self) {
         if self.ctx.bind_to_thread().is_ok() {
             for s in &self.streams {
-                // SAFETY: each stream is live and destroyed once, here.
-                let _ = unsafe { cu::stream::destroy(s.raw) };
+                // SAFETY: each stream is live and destroyed once, here, after its work (frees
+                // included) has completed.
+                unsafe {
+                    let _ = cu::stream::synchronize(s.raw);
+                    let _ = cu::stream::destroy(s.raw);
+                }
+            }
+            if let Some((pool, stream)) = self.pool.take() {
+                // SAFETY: no DeviceBuffer outlives the Gpu (each holds an Arc of it), so the
+                // pool has no live allocations; both are destroyed once, here.
+                unsafe {
+                    let _ = cu::stream::synchronize(stream.raw);
+                    let _ = cu::stream::destroy(stream.raw);
+                    let _ = cu::mem_pool::destroy(pool);
+                }
             }
         }
     }
@@ -474,11 +566,16 @@ impl Drop for DeviceBuffer {
             return;
         }
         if self.gpu.bind().is_ok() {
-            // SAFETY: the allocation is live and freed once, here. No work uses it any more:
-            // copies into it are enqueued only through `unsafe` calls whose contract keeps the
-            // buffer alive until they complete, and every reader waits for its copies before
-            // returning.
-            let _ = unsafe { cu::free_sync(self.ptr) };
+            // The allocation is live and freed once, here. No work uses it any more: copies
+            // into it are enqueued only through `unsafe` calls whose contract keeps the buffer
+            // alive until they complete, and every reader waits for its copies before returning.
+            let _ = match &self.gpu.pool {
+                // SAFETY: as above; a pooled allocation goes back to the pool in the order of
+                // the first stream, where kernels run: after any kernel still reading it there.
+                Some(_) => unsafe { cu::free_async(self.ptr, self.gpu.streams[0].raw) },
+                // SAFETY: as above.
+                None => unsafe { cu::free_sync(self.ptr) },
+            };
         }
     }
 }
