@@ -964,14 +964,14 @@ pub fn decode_bytes_columns(
         let d_err = zeroed(&gpu, dicts.len() * 4)?;
         // SAFETY: `dict_entries(const u64*, const u64*, const int*, u64* const*, int, u32*)`:
         // the int count is passed in a 64-bit slot (little-endian, upper half ignored by the
-        // ABI's 4-byte int read); one thread per dictionary; each entry table holds 2 u64 per
+        // ABI's 4-byte int read); one block per dictionary; each entry table holds 2 u64 per
         // entry; all buffers live until `launch64` returns.
         unsafe {
             launch64(
                 &gpu,
                 &module,
                 "dict_entries",
-                (dicts.len() as u32).div_ceil(128),
+                dicts.len() as u32,
                 128,
                 &[
                     d_data.device_ptr(),

@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     }
     std::vector<u32> d_err(d_cols.size(), 0);
     if (!d_cols.empty())
-        emu_launch((d_cols.size() + 127) / 128, 128, [&] {
+        emu_launch(d_cols.size(), 128, [&] {
             dict_entries(d_data.data(), d_len.data(), d_cnt.data(), (u64* const*)d_out.data(),
                          (int)d_cols.size(), d_err.data());
         });

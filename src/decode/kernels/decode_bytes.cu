@@ -2,7 +2,7 @@
 // one allocation, then the characters written in place. The device twin of the byte-array
 // part of src/decode/reference.rs.
 //
-//   dict_entries:  one thread per dictionary page walks its PLAIN entries → (start, len) pairs.
+//   dict_entries:  one block per dictionary page walks its PLAIN entries → (start, len) pairs.
 //   bytes_sizes:   one block per data page: levels → validity; each valid row's source
 //                  (start, len) found (PLAIN: walking the length prefixes; dictionary: the
 //                  decoded index's entry); lengths[row] written (0 for nulls).
@@ -21,33 +21,95 @@ struct BytesColumn {        // 48 bytes; mirrored by BytesColumn in src/decode/k
 };
 static_assert(sizeof(BytesColumn) == 48, "BytesColumn must match its Rust mirror");
 
-// One thread per dictionary page: entries[k] = (device address, length) of entry k.
+// PLAIN byte arrays are length-prefixed, so where value k starts depends on every value before
+// it. The block stages the bytes in shared memory, WALK_STAGE at a time (coalesced loads), and
+// thread 0 walks the prefixes there (a shared-memory hop per value instead of a global load),
+// writing value k's offset (of its 4-byte prefix, from `vals`) to pos[k]. Checks every length
+// against `vlen`; returns E_VALUES (to every thread) when the values run past it.
+#define WALK_STAGE 4096
+__device__ static u32 walk_plain(const u8* vals, u64 vlen, int count, u32* pos,
+                                 u8* stage, u64* shared_at, u32* shared_err)
+{
+    const int threads = blockDim.x;
+    if (threadIdx.x == 0) { *shared_at = 0; *shared_err = 0; }
+    int k = 0;   // thread 0's next value
+    __syncthreads();
+    while (true) {
+        const u64 base = *shared_at;
+        if (*shared_err || base == ~0ull) break;
+        for (int i = threadIdx.x; i < WALK_STAGE; i += threads)
+            stage[i] = base + i < vlen ? vals[base + i] : 0;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            u64 at = base;
+            u32 e = 0;
+            while (k < count) {
+                if (vlen - at < 4) { e = E_VALUES; break; }
+                if (at + 4 > base + WALK_STAGE) break;   // the prefix is past the stage
+                const u32 o = (u32)(at - base);
+                const u64 len = (u64)stage[o] | ((u64)stage[o + 1] << 8) |
+                                ((u64)stage[o + 2] << 16) | ((u64)stage[o + 3] << 24);
+                if (len > vlen - at - 4) { e = E_VALUES; break; }
+                pos[k++] = (u32)at;
+                at += 4 + len;
+            }
+            *shared_err = e;
+            *shared_at = k < count ? at : ~0ull;
+        }
+        __syncthreads();
+    }
+    const u32 e = *shared_err;
+    __syncthreads();
+    return e;
+}
+
+// One block per dictionary page: entries[k] = (device address, length) of entry k.
 extern "C" __global__ void dict_entries(
     const u64* dict_data, const u64* dict_len_bytes, const int* dict_count,
     u64* const* entries_out, int num_dicts, u32* errors)
 {
-    int d = blockIdx.x * blockDim.x + threadIdx.x;
+    __shared__ u8 stage[WALK_STAGE];
+    __shared__ u64 at_s;
+    __shared__ u32 err_s;
+    const int d = blockIdx.x;
     if (d >= num_dicts) return;
     const u8* p = (const u8*)dict_data[d];
-    u64 len = dict_len_bytes[d];
+    const u64 len = dict_len_bytes[d];
+    const int count = dict_count[d] > 0 ? dict_count[d] : 0;
     u64* out = entries_out[d];
-    u64 pos = 0;
-    for (int k = 0; k < dict_count[d]; k++) {
-        if (len - pos < 4) { errors[d] |= E_VALUES; return; }
-        u64 n = (u64)p[pos] | ((u64)p[pos + 1] << 8) | ((u64)p[pos + 2] << 16) | ((u64)p[pos + 3] << 24);
-        pos += 4;
-        if (n > len - pos) { errors[d] |= E_VALUES; return; }
-        out[2 * k] = (u64)(p + pos);
-        out[2 * k + 1] = n;
-        pos += n;
+    if (len >= 0xffffffffull) {   // offsets are kept in 32 bits
+        if (threadIdx.x == 0) errors[d] |= E_VALUES;
+        return;
+    }
+    // the walk's offsets go to the first half of each entry, then become (address, length)
+    u32* pos = (u32*)out;
+    const u32 e = walk_plain(p, len, count, pos, stage, &at_s, &err_s);
+    if (e) {
+        if (threadIdx.x == 0) errors[d] |= e;
+        return;
+    }
+    // entry k's offset sits in the u32 at index k, inside entry k / 4's slots: read them all
+    // before any entry is rewritten, from the back so no offset is overwritten unread
+    for (int base = (count - 1) / blockDim.x * blockDim.x; base >= 0; base -= blockDim.x) {
+        const int k = base + threadIdx.x;
+        u64 at = 0, n = 0;
+        if (k < count) {
+            at = pos[k];
+            n = (u64)p[at] | ((u64)p[at + 1] << 8) | ((u64)p[at + 2] << 16) | ((u64)p[at + 3] << 24);
+        }
+        __syncthreads();
+        if (k < count) {
+            out[2 * k] = (u64)(p + at + 4);
+            out[2 * k + 1] = n;
+        }
+        __syncthreads();
     }
 }
 
 // Per data page (one block of SIZES_THREADS): validity, and for every row its source
 // (address, length) in src_scratch (2 u64 per row, indexed from scratch_base[page]) and its
 // length in lengths[row]. Levels and dictionary indices are decoded block-parallel; PLAIN
-// values are found by thread 0 walking the length prefixes (each value's position depends on
-// all before it).
+// values are found by the block's staged walk (walk_plain).
 #define SIZES_THREADS 128
 extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     const PageJob* pages, const BytesColumn* cols, u32* idx_scratch, u64* src_scratch,
@@ -123,20 +185,43 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     const u64 vlen = pj.data_len - val_at_s;
     const u8* vals = data + val_at_s;
     if (pj.encoding == 0) {
-        if (threadIdx.x == 0) {
-            u64 pos = 0;
-            u32 e = 0;
-            for (int i = 0; i < n; i++) {
-                if (!src[2 * i]) continue;
-                if (vlen - pos < 4) { e |= E_VALUES; break; }
-                u64 len = (u64)vals[pos] | ((u64)vals[pos + 1] << 8) | ((u64)vals[pos + 2] << 16) | ((u64)vals[pos + 3] << 24);
-                pos += 4;
-                if (len > vlen - pos) { e |= E_VALUES; break; }
-                src[2 * i] = (u64)(vals + pos);
-                src[2 * i + 1] = len;
-                pos += len;
+        // value k's prefix offset into idxs[k] (free again: the marks are in src), then every
+        // valid row gets its value through the same compaction as dictionary indices
+        __shared__ u8 stage[WALK_STAGE];
+        __shared__ u64 at_s;
+        __shared__ u32 err_s;
+        u32 e = vlen >= 0xffffffffull ? E_VALUES : walk_plain(vals, vlen, cnt, idxs, stage, &at_s, &err_s);
+        if (e) {
+            if (threadIdx.x == 0) err |= e;
+        } else {
+            const bool dense = cnt == n;
+            int carry = 0;
+            for (int tile = 0; tile < n; tile += SIZES_THREADS) {
+                int i = tile + threadIdx.x;
+                int v = i < n && src[2 * i] != 0;
+                int k, tile_total = 0;
+                if (dense) k = i;
+                else {
+                    unsigned ballot = __ballot_sync(0xffffffffu, v);
+                    int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+                    if (lane == 0) warp_counts[w] = __popc(ballot);
+                    __syncthreads();
+                    int base = 0;
+                    for (int x = 0; x < SIZES_THREADS / 32; x++) {
+                        if (x < w) base += warp_counts[x];
+                        tile_total += warp_counts[x];
+                    }
+                    __syncthreads();
+                    k = carry + base + __popc(ballot & ((1u << lane) - 1u));
+                }
+                if (v) {
+                    const u64 at = idxs[k];
+                    src[2 * i] = (u64)(vals + at + 4);
+                    src[2 * i + 1] = (u64)vals[at] | ((u64)vals[at + 1] << 8) |
+                                     ((u64)vals[at + 2] << 16) | ((u64)vals[at + 3] << 24);
+                }
+                carry += tile_total;
             }
-            err |= e;
         }
     } else if (pj.encoding == 2 || pj.encoding == 8) {
         if (!cj.dict_entries) {
