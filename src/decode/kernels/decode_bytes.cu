@@ -294,8 +294,9 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     if (threadIdx.x == 0 && nulls_s) atomicAdd((unsigned long long*)cj.null_count, nulls_s);
 }
 
-// Per data page: one thread per row copies the row's bytes to chars + offsets[row] (offsets
-// are i64 here; 32-bit offset columns get theirs from write_offsets).
+// Per data page: every row's bytes copied to chars + offsets[row] (offsets are i64 here;
+// 32-bit offset columns get theirs from write_offsets). Each warp takes 32 rows and copies
+// them one after the other, its lanes splitting each row's bytes (coalesced loads and stores).
 extern "C" __global__ void bytes_chars(
     const PageJob* pages, const u64* src_scratch, const u64* scratch_base,
     const u64* col_offsets, const u64* col_chars)
@@ -304,12 +305,21 @@ extern "C" __global__ void bytes_chars(
     const u64* src = src_scratch + 2 * scratch_base[blockIdx.x];
     const i64* offsets = (const i64*)col_offsets[pj.column];
     u8* chars = (u8*)col_chars[pj.column];
-    for (int i = threadIdx.x; i < pj.num_values; i += blockDim.x) {
-        u64 row = pj.row_start + (u64)i;
-        u64 len = src[2 * i + 1];
-        const u8* from = (const u8*)src[2 * i];
-        u8* to = chars + offsets[row];
-        for (u64 b = 0; b < len; b++) to[b] = from[b];
+    const int lane = threadIdx.x & 31;
+    for (int i0 = threadIdx.x - lane; i0 < pj.num_values; i0 += blockDim.x) {
+        const int i = i0 + lane;
+        u64 len = 0, from = 0, to = 0;
+        if (i < pj.num_values) {
+            len = src[2 * i + 1];
+            from = src[2 * i];
+            to = (u64)(chars + offsets[pj.row_start + (u64)i]);
+        }
+        for (int r = 0; r < 32; r++) {
+            const u64 l = __shfl_sync(0xffffffffu, len, r);
+            const u8* f = (const u8*)__shfl_sync(0xffffffffu, from, r);
+            u8* t = (u8*)__shfl_sync(0xffffffffu, to, r);
+            for (u64 b = lane; b < l; b += 32) t[b] = f[b];
+        }
     }
 }
 
