@@ -91,6 +91,11 @@ enum Cmd {
         /// Dictionary(Int32, _) arrays.
         #[arg(long)]
         keep_dictionaries: bool,
+        /// Device loads: where SNAPPY pages are decompressed — auto (by a model of both:
+        /// the device kernel for large loads, the host's cores for small ones with large
+        /// pages), device, or host (default: CUPARQUET_SNAPPY or auto).
+        #[arg(long, value_parser = cuparquet::decode::gpu::SnappyPlacement::parse)]
+        snappy: Option<cuparquet::decode::gpu::SnappyPlacement>,
         /// Reader threads (default: CUPARQUET_NTHREADS or the number of cores).
         #[arg(long)]
         threads: Option<usize>,
@@ -242,6 +247,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             quiet,
             batch_rows,
             keep_dictionaries,
+            snappy,
             threads,
             task_size,
             direct_io,
@@ -266,6 +272,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             }
             if keep_dictionaries {
                 b = b.with_keep_dictionaries(true);
+            }
+            if let Some(p) = snappy {
+                b = b.with_snappy(p);
             }
             if let Some(n) = threads {
                 b = b.with_nthreads(n);

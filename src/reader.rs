@@ -65,6 +65,7 @@ pub struct ReaderBuilder {
     device: Device,
     batch_rows: usize,
     keep_dictionaries: bool,
+    snappy: Option<crate::decode::gpu::SnappyPlacement>,
     page_index: bool,
     nthreads: Option<usize>,
     task_size: Option<u64>,
@@ -134,6 +135,14 @@ impl ReaderBuilder {
     /// dictionaries.)
     pub fn with_keep_dictionaries(mut self, yes: bool) -> Self {
         self.keep_dictionaries = yes;
+        self
+    }
+
+    /// Where device loads decompress SNAPPY pages: by a model of both (auto, the default),
+    /// always the device kernel, or always the host's cores (then uploaded, and reported as
+    /// host-decompressed). Default from `CUPARQUET_SNAPPY` (`auto|device|host`).
+    pub fn with_snappy(mut self, placement: crate::decode::gpu::SnappyPlacement) -> Self {
+        self.snappy = Some(placement);
         self
     }
 
@@ -232,6 +241,10 @@ impl ReaderBuilder {
             settings.staging = m;
         }
         settings.validate()?;
+        let snappy = match self.snappy {
+            Some(p) => p,
+            None => crate::decode::gpu::SnappyPlacement::from_env()?,
+        };
         if self.batch_rows == 0 {
             return Err(Error::setting("batch_rows", "0", "must be at least 1"));
         }
@@ -274,6 +287,7 @@ impl ReaderBuilder {
             settings,
             decoder,
             host_reader,
+            snappy,
             progress: self.progress,
             t_setup: t0.elapsed(),
             t_footer,
@@ -374,6 +388,7 @@ pub struct ParquetGpuReader {
     decoder: HostDecoder,
     host_reader: HostReader,
     gpu_reader: Option<GpuReader>,
+    snappy: crate::decode::gpu::SnappyPlacement,
     progress: Option<ProgressFn>,
     t_setup: Duration,
     t_footer: Duration,
@@ -687,6 +702,7 @@ impl ParquetGpuReader {
             device: Device::Auto,
             batch_rows: DEFAULT_BATCH_ROWS,
             keep_dictionaries: false,
+            snappy: None,
             page_index: false,
             nthreads: None,
             task_size: None,
@@ -1071,15 +1087,19 @@ impl ParquetGpuReader {
                 return Ok(Vec::new());
             }
             let tables = dg::timed("page tables", || dg::page_tables(chunks, path))?;
-            let mut cols = dg::timed("fixed-width columns", || {
-                dg::decode_fixed_columns(
-                    chunks, &tables, path, &gpu_cols, &fields, codec_of, rows_of,
-                )
-            })?;
+            let pass = dg::Pass {
+                chunks,
+                tables: &tables,
+                path,
+                columns: &gpu_cols,
+                fields: &fields,
+                codec_of: &codec_of,
+                rows_of: &rows_of,
+                snappy: self.snappy,
+            };
+            let mut cols = dg::timed("fixed-width columns", || dg::decode_fixed_columns(&pass))?;
             cols.extend(dg::timed("byte-array columns", || {
-                dg::decode_bytes_columns(
-                    chunks, &tables, path, &gpu_cols, &fields, codec_of, rows_of,
-                )
+                dg::decode_bytes_columns(&pass)
             })?);
             Ok(cols)
         };

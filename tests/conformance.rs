@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use arrow::array::RecordBatchReader;
 use common::*;
+use cuparquet::decode::gpu::SnappyPlacement;
 use cuparquet::{Device, ParquetGpuReader};
 
 /// Files both readers refuse, with the reason asserted in `documented_failures`.
@@ -25,6 +26,8 @@ struct Backend {
     device: Device,
     /// Every cell (row group × field) its own unit, so that fields decoded apart are joined.
     tiny_units: bool,
+    /// Where SNAPPY pages are decompressed (device loads).
+    snappy: SnappyPlacement,
 }
 
 impl std::fmt::Display for Backend {
@@ -34,7 +37,12 @@ impl std::fmt::Display for Backend {
         } else {
             ""
         };
-        write!(f, "{}{units}", self.device)
+        let snappy = match (self.device, self.snappy) {
+            (Device::Host, _) | (_, SnappyPlacement::Auto) => "",
+            (_, SnappyPlacement::Device) => " (SNAPPY on the device)",
+            (_, SnappyPlacement::Host) => " (SNAPPY on the host)",
+        };
+        write!(f, "{}{units}{snappy}", self.device)
     }
 }
 
@@ -43,19 +51,26 @@ fn backends() -> Vec<Backend> {
         Backend {
             device: Device::Host,
             tiny_units: false,
+            snappy: SnappyPlacement::Auto,
         },
         Backend {
             device: Device::Host,
             tiny_units: true,
+            snappy: SnappyPlacement::Auto,
         },
     ];
     // The device path: chunks moved to cuda:0 by the range reader and decoded there (fields
     // the GPU does not decode yet on the host, then uploaded); compared after `to_host`.
+    // Twice: SNAPPY placed by the model (small corpus files: mostly the host), and always on
+    // the device kernel.
     if gpu_available("conformance on cuda:0") {
-        v.push(Backend {
-            device: Device::Cuda(0),
-            tiny_units: false,
-        });
+        for snappy in [SnappyPlacement::Auto, SnappyPlacement::Device] {
+            v.push(Backend {
+                device: Device::Cuda(0),
+                tiny_units: false,
+                snappy,
+            });
+        }
     }
     v
 }
@@ -69,6 +84,7 @@ fn load(
     let backend = backend.into();
     let mut b = ParquetGpuReader::builder(path)
         .with_device(backend.device)
+        .with_snappy(backend.snappy)
         .with_batch_rows(1000);
     if backend.tiny_units {
         let cfg = cuparquet::plan::CoalesceConfig {
@@ -95,6 +111,7 @@ impl From<Device> for Backend {
         Backend {
             device,
             tiny_units: false,
+            snappy: SnappyPlacement::Auto,
         }
     }
 }

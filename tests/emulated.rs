@@ -36,10 +36,14 @@ fn build_emulator(name: &str) -> Option<PathBuf> {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}_emu"));
     let src = root.join(format!("tests/emu/{name}_main.cpp"));
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
+    // CUPARQUET_EMU_DEFINES: extra -D options, to check the kernels' tunables (e.g.
+    // "-DSNAPPY_THREADS=256 -DLOG2_WIN=10")
+    let defines = std::env::var("CUPARQUET_EMU_DEFINES").unwrap_or_default();
     let build = |flags: &[&str]| {
         Command::new(&cxx)
             .args(["-std=c++20", "-O2", "-pthread", "-Wall"])
             .args(["-Wno-unused-function", "-Wno-sign-compare"])
+            .args(defines.split_whitespace())
             .args(flags)
             .arg("-I")
             .arg(root.join("tests/emu"))

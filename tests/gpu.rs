@@ -707,12 +707,18 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
                 continue;
             }
         };
-        let fixed = cuparquet::decode::gpu::decode_fixed_columns(
-            chunks, &tables, f, &gpu_cols, &fields, codec_of, rows_of,
-        );
-        let strings = cuparquet::decode::gpu::decode_bytes_columns(
-            chunks, &tables, f, &gpu_cols, &fields, codec_of, rows_of,
-        );
+        let pass = cuparquet::decode::gpu::Pass {
+            chunks,
+            tables: &tables,
+            path: f,
+            columns: &gpu_cols,
+            fields: &fields,
+            codec_of: &codec_of,
+            rows_of: &rows_of,
+            snappy: cuparquet::decode::gpu::SnappyPlacement::Device,
+        };
+        let fixed = cuparquet::decode::gpu::decode_fixed_columns(&pass);
+        let strings = cuparquet::decode::gpu::decode_bytes_columns(&pass);
         let got = match (fixed, strings) {
             (Ok(mut a), Ok(b)) => {
                 a.extend(b);
@@ -876,8 +882,11 @@ fn gpu_large_pages_equal_arrow_rs() {
                 .build();
             write(&p, std::slice::from_ref(&batch), props);
             let want = oracle(&p, &Projection::All, None).unwrap();
+            // all columns with SNAPPY on the device kernel (the per-column loads below let the
+            // model place it: these loads are small, so mostly the host)
             let all = ParquetGpuReader::builder(&p)
                 .with_device(Device::Cuda(0))
+                .with_snappy(cuparquet::decode::gpu::SnappyPlacement::Device)
                 .build()
                 .and_then(|r| r.load())
                 .and_then(|l| {

@@ -308,6 +308,7 @@ fn locate_pages(
     tables: &[Vec<PageInfo>],
     path: &std::path::Path,
     codec_of: &dyn Fn(usize, usize) -> parquet::basic::Compression,
+    placement: SnappyPlacement,
     uploads: &mut Vec<DeviceBuffer>,
 ) -> Result<Vec<PageLocations>> {
     use parquet::basic::Compression;
@@ -342,6 +343,16 @@ fn locate_pages(
             }
             Compression::SNAPPY => snappy.push(k),
             codec => host.push((k, codec)),
+        }
+    }
+    if !snappy.is_empty() {
+        let pages = snappy.iter().flat_map(|&k| tables[cis[k]].iter());
+        let (total, largest) = pages.fold((0u64, 0u64), |(t, m), p| {
+            let n = p.uncompressed_size.max(0) as u64;
+            (t + n, m.max(n))
+        });
+        if snappy_on_host(placement, total, largest, rayon::current_num_threads()) {
+            host.extend(snappy.drain(..).map(|k| (k, Compression::SNAPPY)));
         }
     }
     if !snappy.is_empty() {
@@ -410,8 +421,65 @@ fn locate_pages(
     Ok(out.into_iter().map(|o| o.unwrap_or_default()).collect())
 }
 
+/// Where SNAPPY pages are decompressed on device loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub enum SnappyPlacement {
+    /// By [`snappy_on_host`]'s model, per pass: the device kernel for large loads, the host's
+    /// cores for small loads whose largest page would make the kernel wait (the default).
+    #[default]
+    Auto,
+    /// Always the device kernel.
+    Device,
+    /// Always the host (then uploaded, and reported as host-decompressed).
+    Host,
+}
+
+impl SnappyPlacement {
+    /// `auto`, `device` or `host`.
+    pub fn parse(s: &str) -> std::result::Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "device" | "gpu" => Ok(Self::Device),
+            "host" | "cpu" => Ok(Self::Host),
+            other => Err(format!(
+                "unknown SNAPPY placement {other:?} (expected auto, device or host)"
+            )),
+        }
+    }
+
+    /// From `CUPARQUET_SNAPPY` (default auto); an unknown value is an error that names it.
+    pub fn from_env() -> Result<Self> {
+        match std::env::var("CUPARQUET_SNAPPY") {
+            Ok(v) => Self::parse(&v).map_err(|_| {
+                Error::setting("CUPARQUET_SNAPPY", &v, "expected auto, device or host")
+            }),
+            Err(_) => Ok(Self::Auto),
+        }
+    }
+}
+
+/// Whether the SNAPPY pages of a pass (`total` bytes decompressed, the largest page `largest`)
+/// are decompressed faster on the host's `cores` than by the device kernel, by a model of
+/// both measured on the H200 machine (benches/RESULTS.md): the kernel decodes a page per
+/// block at about 80 MB/s, all pages at once (so a pass takes as long as its largest page,
+/// and at least total / 40 GB/s); the host decompresses about 1 GB/s per core and copies the
+/// pages back and forth at about 20 GB/s. Small loads with large pages (a dictionary page of
+/// a few hundred KiB is several milliseconds of one block) go to the host; large loads stay on
+/// the device. [`SnappyPlacement::Device`] / [`SnappyPlacement::Host`] override the model.
+pub fn snappy_on_host(placement: SnappyPlacement, total: u64, largest: u64, cores: usize) -> bool {
+    match placement {
+        SnappyPlacement::Device => return false,
+        SnappyPlacement::Host => return true,
+        SnappyPlacement::Auto => {}
+    }
+    let secs = |bytes: u64, rate: f64| bytes as f64 / rate;
+    let device = secs(largest, 80e6).max(secs(total, 40e9));
+    let host = secs(total, cores.max(1) as f64 * 1e9) + 2.0 * secs(total, 20e9);
+    host < device
+}
+
 /// Decompresses the SNAPPY pages of the chunks `cis` on the device, all in one launch (one
-/// warp per page); returns per chunk each page's (address, length) of decompressed data. v2
+/// block per page); returns per chunk each page's (address, length) of decompressed data. v2
 /// levels are copied as stored; pages whose values are stored uncompressed are used in place.
 fn snappy_on_device(
     chunks: &DeviceChunks,
@@ -488,7 +556,22 @@ fn snappy_on_device(
         all_locs.push(locs);
     }
     if !jobs.is_empty() {
-        let module = gpu.load_module("snappy", SNAPPY, &[])?;
+        // tuning experiments: CUPARQUET_SNAPPY_TUNE="threads,log2_window,out_window"
+        let tune: Option<(u32, u32, u32)> =
+            std::env::var("CUPARQUET_SNAPPY_TUNE").ok().and_then(|v| {
+                let p: Vec<u32> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+                (p.len() == 3).then(|| (p[0], p[1], p[2]))
+            });
+        let opts: Vec<String> = tune.map_or_else(Vec::new, |(t, w, o)| {
+            vec![
+                format!("-DSNAPPY_THREADS={t}"),
+                format!("-DLOG2_WIN={w}"),
+                format!("-DOUT_WIN={o}"),
+            ]
+        });
+        let opt_refs: Vec<&str> = opts.iter().map(String::as_str).collect();
+        let threads = tune.map_or(SNAPPY_THREADS, |t| t.0);
+        let module = gpu.load_module("snappy", SNAPPY, &opt_refs)?;
         let jobs_buf = upload(
             &gpu,
             &jobs.iter().flat_map(|j| j.to_bytes()).collect::<Vec<u8>>(),
@@ -505,7 +588,7 @@ fn snappy_on_device(
                 &module,
                 "snappy_pages",
                 jobs.len() as u32,
-                SNAPPY_THREADS,
+                threads,
                 &[
                     jobs_buf.device_ptr(),
                     jobs.len() as u64,
@@ -592,20 +675,54 @@ impl DeviceColumn {
     }
 }
 
-/// Decodes, in one launch over all their data pages, the fixed-width columns of `columns`
-/// (GPU placements) from the chunks of a device load whose page tables are `tables`
-/// ([`page_tables`]). `fields` is the projected schema, `codec_of(row_group, leaf)` the chunk's
-/// codec, `rows_of(row_group)` its row count. SNAPPY pages are decompressed on the device,
-/// other codecs on the host and uploaded.
-pub fn decode_fixed_columns(
-    chunks: &DeviceChunks,
-    tables: &[Vec<PageInfo>],
-    path: &std::path::Path,
-    columns: &[crate::decode::gpu_plan::GpuColumn],
-    fields: &[std::sync::Arc<arrow::datatypes::Field>],
-    codec_of: impl Fn(usize, usize) -> parquet::basic::Compression,
-    rows_of: impl Fn(usize) -> usize,
-) -> Result<Vec<DeviceColumn>> {
+/// What a decoding pass works on: the chunks of a device load and their page tables
+/// ([`page_tables`]), the file (for errors), the columns the placement
+/// ([`crate::decode::gpu_plan`]) gives the GPU, the projected schema, each chunk's codec
+/// (`codec_of(row_group, leaf)`), each row group's rows, and where SNAPPY pages go.
+#[derive(Clone, Copy)]
+pub struct Pass<'a> {
+    /// The column chunks in device memory.
+    pub chunks: &'a DeviceChunks,
+    /// Their page tables, in chunk order.
+    pub tables: &'a [Vec<PageInfo>],
+    /// The file, named in errors.
+    pub path: &'a std::path::Path,
+    /// The GPU placements.
+    pub columns: &'a [crate::decode::gpu_plan::GpuColumn],
+    /// The projected schema's fields.
+    pub fields: &'a [std::sync::Arc<arrow::datatypes::Field>],
+    /// Codec of the chunk of (row group, leaf).
+    pub codec_of: &'a dyn Fn(usize, usize) -> parquet::basic::Compression,
+    /// Rows of a row group.
+    pub rows_of: &'a dyn Fn(usize) -> usize,
+    /// Where SNAPPY pages are decompressed.
+    pub snappy: SnappyPlacement,
+}
+
+impl std::fmt::Debug for Pass<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pass")
+            .field("path", &self.path)
+            .field("chunks", &self.chunks.chunks().len())
+            .field("columns", &self.columns.len())
+            .field("snappy", &self.snappy)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Decodes, in one launch over all their data pages, the fixed-width columns of a pass.
+/// SNAPPY pages are decompressed where the pass says, other codecs on the host and uploaded.
+pub fn decode_fixed_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
+    let Pass {
+        chunks,
+        tables,
+        path,
+        columns,
+        fields,
+        codec_of,
+        rows_of,
+        snappy,
+    } = *pass;
     use crate::decode::gpu_plan::Conversion;
     use crate::decode::kernels::{conversion_code, ColumnJob, DECODE_FIXED, DECODE_FIXED_ERRORS};
     let gpu = Arc::clone(chunks.buffer().gpu());
@@ -625,7 +742,7 @@ pub fn decode_fixed_columns(
         .filter(|&ci| mine(&chunks.chunks()[ci]).is_some())
         .collect();
     let mut located = timed("locate pages (decompress)", || {
-        locate_pages(chunks, &cis, tables, path, &codec_of, &mut uploads)
+        locate_pages(chunks, &cis, tables, path, codec_of, snappy, &mut uploads)
     })?
     .into_iter();
     // the null counts of every column, one u64 each
@@ -745,7 +862,10 @@ pub fn decode_fixed_columns(
     };
     let errs = i32s_from(&errors.copy_to_host(0..page_jobs.len() * 4)?);
     page_errors(path, &errs, &page_names, DECODE_FIXED_ERRORS)?;
-    for (o, n) in outputs.iter_mut().zip(u64s_from_device(&counters, col_jobs.len())?) {
+    for (o, n) in outputs
+        .iter_mut()
+        .zip(u64s_from_device(&counters, col_jobs.len())?)
+    {
         o.null_count = n as usize;
     }
     drop(uploads);
@@ -842,16 +962,18 @@ unsafe fn launch64_now(
 
 /// Decodes the BYTE_ARRAY columns of `columns` (Utf8, Binary and their Large forms) from the
 /// chunks of a device load: sizes first, offsets from their sum, then the characters written in
-/// place. Arguments as for [`decode_fixed_columns`].
-pub fn decode_bytes_columns(
-    chunks: &DeviceChunks,
-    tables: &[Vec<PageInfo>],
-    path: &std::path::Path,
-    columns: &[crate::decode::gpu_plan::GpuColumn],
-    fields: &[std::sync::Arc<arrow::datatypes::Field>],
-    codec_of: impl Fn(usize, usize) -> parquet::basic::Compression,
-    rows_of: impl Fn(usize) -> usize,
-) -> Result<Vec<DeviceColumn>> {
+/// place.
+pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
+    let Pass {
+        chunks,
+        tables,
+        path,
+        columns,
+        fields,
+        codec_of,
+        rows_of,
+        snappy,
+    } = *pass;
     use crate::decode::gpu_plan::Conversion;
     use crate::decode::kernels::{BytesColumn, DECODE_BYTES, DECODE_FIXED_ERRORS};
     let gpu = Arc::clone(chunks.buffer().gpu());
@@ -884,7 +1006,7 @@ pub fn decode_bytes_columns(
         .filter(|&ci| mine(&chunks.chunks()[ci]).is_some())
         .collect();
     let mut located = timed("locate pages (decompress)", || {
-        locate_pages(chunks, &cis, tables, path, &codec_of, &mut uploads)
+        locate_pages(chunks, &cis, tables, path, codec_of, snappy, &mut uploads)
     })?
     .into_iter();
     // the null counts of every column, one u64 each
@@ -1221,6 +1343,30 @@ pub fn decode_bytes_columns(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snappy_goes_to_the_host_only_when_the_kernel_would_wait_on_a_large_page() {
+        let auto = SnappyPlacement::Auto;
+        // a 100k-row file: two 800 KB dictionary pages, 2 MB in all
+        assert!(snappy_on_host(auto, 2_000_000, 800_000, 16));
+        // 24 row groups of lineitem: 1.2 GB in pages of at most 1 MB
+        assert!(!snappy_on_host(auto, 1_200_000_000, 1_048_576, 16));
+        // 200 MB in 64 KiB pages: the device
+        assert!(!snappy_on_host(auto, 200_000_000, 64 << 10, 16));
+        // the overrides
+        assert!(!snappy_on_host(
+            SnappyPlacement::Device,
+            2_000_000,
+            800_000,
+            16
+        ));
+        assert!(snappy_on_host(SnappyPlacement::Host, 1 << 30, 1 << 20, 16));
+        assert_eq!(
+            SnappyPlacement::parse(" Device "),
+            Ok(SnappyPlacement::Device)
+        );
+        assert!(SnappyPlacement::parse("gzip").is_err());
+    }
 
     #[test]
     fn stages_are_summed_in_first_seen_order_only_while_profiling() {

@@ -34,16 +34,27 @@ struct SnappyJob {          // 32 bytes; mirrored by SnappyJob in src/decode/ker
 };
 static_assert(sizeof(SnappyJob) == 32, "SnappyJob must match its Rust mirror");
 
+// Tunables (the host may override them with -D options; SNAPPY_THREADS must then match the
+// launch):
+#ifndef SNAPPY_THREADS
 #define SNAPPY_THREADS 128           // threads per block (one page per block)
-#define WIN 512                      // input bytes parsed per round
+#endif
+#ifndef LOG2_WIN
+#define LOG2_WIN 9                   // input bytes parsed per round: 512
+#endif
+#ifndef OUT_WIN
+#define OUT_WIN 4096                 // output bytes resolved per batch
+#endif
+#define WIN (1 << LOG2_WIN)
 #define LOOK 8                       // bytes staged past the window (an element header is ≤ 5)
 #define MAX_ELEMS (WIN / 2)          // an element takes at least 2 input bytes
-#define LEVELS 8                     // 2^LEVELS == MAX_ELEMS
+#define LEVELS (LOG2_WIN - 1)        // 2^LEVELS == MAX_ELEMS
 #define PER_THREAD (MAX_ELEMS / SNAPPY_THREADS)
-#define OUT_WIN 4096                 // output bytes resolved per batch
 #define RESOLVED 0x8000u             // s_out entry: 0x8000 | byte, or the index of an earlier entry
-static_assert(PER_THREAD == 2, "each thread owns two consecutive element indices");
-static_assert((1 << LEVELS) == MAX_ELEMS, "LEVELS doublings reach every element index");
+static_assert(PER_THREAD >= 1 && PER_THREAD * SNAPPY_THREADS == MAX_ELEMS,
+              "each thread owns PER_THREAD consecutive element indices");
+static_assert(SNAPPY_THREADS % 32 == 0, "whole warps");
+static_assert(WIN <= 0x8000, "window positions are 16-bit");
 static_assert(OUT_WIN <= 0x8000, "batch indices must stay below RESOLVED");
 
 // Header of the element whose tag is at s[p] (s holds at least p + 5 bytes): its kind
