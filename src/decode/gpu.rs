@@ -898,11 +898,11 @@ unsafe fn launch64(
 }
 
 /// Enqueues `name` like [`launch64`] but returns without waiting: kernels enqueued this way
-/// run in order on the decode stream; `gpu.synchronize()` waits for them.
+/// run in order on the decode stream; `gpu.synchronize_decode()` waits for them.
 ///
 /// # Safety
 /// As [`launch64`], except that every address must stay valid until the caller has waited
-/// with `gpu.synchronize()` (or a later [`launch64`], which waits for the stream).
+/// with `gpu.synchronize_decode()` (or a later [`launch64`], which waits for the stream).
 unsafe fn launch64_nowait(
     gpu: &Gpu,
     module: &crate::device::nvrtc::Module,
@@ -922,7 +922,7 @@ unsafe fn launch64_nowait(
             (grid.max(1), 1, 1),
             (block, 1, 1),
             0,
-            &gpu.streams()[0],
+            gpu.decode_stream(),
             &mut params,
         )
     }
@@ -953,11 +953,11 @@ unsafe fn launch64_now(
             (grid.max(1), 1, 1),
             (block, 1, 1),
             0,
-            &gpu.streams()[0],
+            gpu.decode_stream(),
             &mut params,
         )?
     };
-    gpu.synchronize()
+    gpu.synchronize_decode()
 }
 
 /// Decodes the BYTE_ARRAY columns of `columns` (Utf8, Binary and their Large forms) from the
@@ -1175,7 +1175,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         };
         at_span += spans;
     }
-    gpu.synchronize()?;
+    gpu.synchronize_decode()?;
     let sums_host = u64s_from_device(&sums, span_total)?;
     let mut bases: Vec<u64> = Vec::with_capacity(span_total);
     let mut totals: Vec<i64> = Vec::with_capacity(outs.len());
@@ -1306,7 +1306,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         };
     }
     if checked {
-        timed("kernel utf8_check", || gpu.synchronize())?;
+        timed("kernel utf8_check", || gpu.synchronize_decode())?;
         let bad_rows = u64s_from_device(&first_bad, outs.len())?;
         for (o, &bad) in outs.iter().zip(&bad_rows) {
             if o.utf8 && o.rows > 0 && bad != u64::MAX {

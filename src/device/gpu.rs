@@ -108,6 +108,9 @@ pub struct Gpu {
     compute_capability: (i32, i32),
     total_memory: usize,
     streams: Vec<Stream>,
+    /// The stream decoding kernels run on, apart from the copy streams, so that a load's
+    /// reads (copies) and the decoding of what was read before run at once.
+    decode: Stream,
     pinned: Mutex<Vec<PinnedBuffer>>,
     /// cuparquet's own stream-ordered memory pool and the stream its allocations and frees are
     /// ordered on; None where the device has no memory pools (allocations then go straight to
@@ -178,7 +181,12 @@ impl Gpu {
             streams.push(Stream { raw });
         }
         let pool = Self::open_pool(&ctx, ordinal, total_memory)?;
+        let decode = Stream {
+            raw: cu::stream::create(cu::stream::StreamKind::NonBlocking)
+                .map_err(|e| driver_error(ordinal, "cuStreamCreate", e))?,
+        };
         Ok(Gpu {
+            decode,
             ordinal,
             ctx,
             name,
@@ -239,8 +247,8 @@ impl Gpu {
         let Some((pool, _)) = &self.pool else {
             return Ok(false);
         };
-        // the frees are enqueued on the streams: let them complete
-        self.synchronize()?;
+        // the frees are enqueued on the decode stream: let them complete
+        self.synchronize_decode()?;
         // SAFETY: the pool is live.
         unsafe { cu::mem_pool::trim_to(*pool, 0) }
             .map_err(|e| driver_error(self.ordinal, "cuMemPoolTrimTo", e))?;
@@ -278,6 +286,19 @@ impl Gpu {
     /// The copy streams.
     pub fn streams(&self) -> &[Stream] {
         &self.streams
+    }
+
+    /// The stream decoding kernels run on.
+    pub fn decode_stream(&self) -> &Stream {
+        &self.decode
+    }
+
+    /// Waits for the work of the decode stream (kernels, and the frees ordered after them).
+    pub fn synchronize_decode(&self) -> Result<()> {
+        self.bind()?;
+        // SAFETY: the stream is live (owned by self).
+        unsafe { cu::stream::synchronize(self.decode.raw) }
+            .map_err(|e| driver_error(self.ordinal, "cuStreamSynchronize", e))
     }
 
     /// Waits for all work on the copy streams.
@@ -416,7 +437,7 @@ impl Gpu {
 impl Drop for Gpu {
     fn drop(&mut self) {
         if self.ctx.bind_to_thread().is_ok() {
-            for s in &self.streams {
+            for s in self.streams.iter().chain(std::iter::once(&self.decode)) {
                 // SAFETY: each stream is live and destroyed once, here, after its work (frees
                 // included) has completed.
                 unsafe {
@@ -571,8 +592,8 @@ impl Drop for DeviceBuffer {
             // alive until they complete, and every reader waits for its copies before returning.
             let _ = match &self.gpu.pool {
                 // SAFETY: as above; a pooled allocation goes back to the pool in the order of
-                // the first stream, where kernels run: after any kernel still reading it there.
-                Some(_) => unsafe { cu::free_async(self.ptr, self.gpu.streams[0].raw) },
+                // the decode stream: after any kernel still reading it there.
+                Some(_) => unsafe { cu::free_async(self.ptr, self.gpu.decode.raw) },
                 // SAFETY: as above.
                 None => unsafe { cu::free_sync(self.ptr) },
             };
