@@ -66,6 +66,7 @@ pub struct ReaderBuilder {
     batch_rows: usize,
     keep_dictionaries: bool,
     snappy: Option<crate::decode::gpu::SnappyPlacement>,
+    wave_bytes: Option<u64>,
     page_index: bool,
     nthreads: Option<usize>,
     task_size: Option<u64>,
@@ -143,6 +144,15 @@ impl ReaderBuilder {
     /// host-decompressed). Default from `CUPARQUET_SNAPPY` (`auto|device|host`).
     pub fn with_snappy(mut self, placement: crate::decode::gpu::SnappyPlacement) -> Self {
         self.snappy = Some(placement);
+        self
+    }
+
+    /// Device loads: read and decode in waves of whole row groups of about `bytes` (reading
+    /// the next wave while decoding the last; 0: one wave). Default from
+    /// `CUPARQUET_DEVICE_WAVE_BYTES`, else one wave up to 256 MiB and eight waves (of at least
+    /// 64 MiB) above.
+    pub fn with_wave_bytes(mut self, bytes: u64) -> Self {
+        self.wave_bytes = Some(bytes);
         self
     }
 
@@ -288,6 +298,7 @@ impl ReaderBuilder {
             decoder,
             host_reader,
             snappy,
+            wave_bytes: self.wave_bytes,
             progress: self.progress,
             t_setup: t0.elapsed(),
             t_footer,
@@ -378,6 +389,84 @@ fn sanitize_metadata(
     Ok(Arc::new(builder.set_row_groups(groups).build()))
 }
 
+/// Decoding threads of a pipelined device load, each on a decode stream of its own.
+const DECODERS: usize = 2;
+
+/// Whole row groups a pipelined device load reads and decodes together, with the consecutive
+/// units ([`ReadPlan::units`]) that carry their chunks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Wave {
+    /// Row groups, ascending.
+    row_groups: Vec<usize>,
+    /// Indices into the plan's chunks.
+    chunks: std::ops::Range<usize>,
+    /// Indices into the plan's requests (laid end to end in the destination).
+    requests: std::ops::Range<usize>,
+    /// Bytes of the requests.
+    bytes: u64,
+}
+
+/// Bytes per wave of a device load of `total` bytes: `set` (the builder's), else
+/// `CUPARQUET_DEVICE_WAVE_BYTES` when set (0: never pipeline), else one wave up to 256 MiB (a small load gains nothing from
+/// splitting), else an eighth of the load and at least 64 MiB.
+fn wave_target(total: u64, set: Option<u64>) -> u64 {
+    let set = set.or_else(|| {
+        std::env::var("CUPARQUET_DEVICE_WAVE_BYTES")
+            .ok()
+            .and_then(|v| crate::config::parse_size("CUPARQUET_DEVICE_WAVE_BYTES", &v).ok())
+    });
+    if let Some(v) = set {
+        return if v == 0 { u64::MAX } else { v };
+    }
+    if total <= 256 << 20 {
+        u64::MAX
+    } else {
+        (total / 8).max(64 << 20)
+    }
+}
+
+/// The plan's units grouped into waves of about `target` bytes that hold whole row groups; one
+/// wave (or none, with no units) when the plan cannot be split.
+fn waves(plan: &ReadPlan, target: u64) -> Vec<Wave> {
+    let mut out: Vec<Wave> = Vec::new();
+    let mut cur: Option<Wave> = None;
+    for (k, u) in plan.units.iter().enumerate() {
+        let w = cur.get_or_insert_with(|| Wave {
+            row_groups: Vec::new(),
+            chunks: u.chunks.start..u.chunks.start,
+            requests: u.requests.start..u.requests.start,
+            bytes: 0,
+        });
+        if u.chunks.start != w.chunks.end || u.requests.start != w.requests.end {
+            // not consecutive: no pipelining
+            return vec![];
+        }
+        w.chunks.end = u.chunks.end;
+        w.requests.end = u.requests.end;
+        w.bytes += u.bytes;
+        for &rg in &u.row_groups {
+            if w.row_groups.last() != Some(&rg) {
+                w.row_groups.push(rg);
+            }
+        }
+        let next_first = plan.units.get(k + 1).and_then(|n| n.row_groups.first());
+        let whole = match (next_first, u.row_groups.last()) {
+            (Some(n), Some(l)) => n > l,
+            _ => true,
+        };
+        if whole && w.bytes >= target {
+            out.extend(cur.take());
+        }
+    }
+    out.extend(cur.take());
+    // every planned row group exactly once, and requests that exist, or no pipelining
+    let rgs: Vec<usize> = out.iter().flat_map(|w| w.row_groups.iter().copied()).collect();
+    if rgs != plan.row_groups || out.iter().any(|w| w.requests.is_empty()) {
+        return vec![];
+    }
+    out
+}
+
 /// Loads Parquet columns into host or GPU memory. See the [module docs](self).
 pub struct ParquetGpuReader {
     file: ParquetFile,
@@ -389,6 +478,7 @@ pub struct ParquetGpuReader {
     host_reader: HostReader,
     gpu_reader: Option<GpuReader>,
     snappy: crate::decode::gpu::SnappyPlacement,
+    wave_bytes: Option<u64>,
     progress: Option<ProgressFn>,
     t_setup: Duration,
     t_footer: Duration,
@@ -539,6 +629,40 @@ pub struct GpuDecodeReport {
     /// With `CUPARQUET_PROFILE` set: wall seconds per stage of the GPU decoder (each kernel
     /// waited for), in first-run order; empty otherwise.
     pub stages: Vec<(String, f64)>,
+}
+
+impl GpuDecodeReport {
+    /// Adds the report of another part of the same load (a wave of a pipelined load): a field
+    /// decoded on the host in any part is reported so, with that part's reason; pages and stage
+    /// times are summed.
+    pub fn absorb(&mut self, other: GpuDecodeReport) {
+        if self.fields.is_empty() {
+            self.fields = other.fields;
+        } else {
+            for (mine, theirs) in self.fields.iter_mut().zip(other.fields) {
+                if mine.on_gpu && !theirs.on_gpu {
+                    *mine = theirs;
+                }
+            }
+        }
+        self.host_decompressed_pages += other.host_decompressed_pages;
+        for h in other.host_decompressed {
+            match self
+                .host_decompressed
+                .iter_mut()
+                .find(|x| x.field == h.field && x.codec == h.codec)
+            {
+                Some(x) => x.pages += h.pages,
+                None => self.host_decompressed.push(h),
+            }
+        }
+        for (name, t) in other.stages {
+            match self.stages.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, x)) => *x += t,
+                None => self.stages.push((name, t)),
+            }
+        }
+    }
 }
 
 /// Pages of one field decompressed on the host before the GPU decoded them.
@@ -703,6 +827,7 @@ impl ParquetGpuReader {
             batch_rows: DEFAULT_BATCH_ROWS,
             keep_dictionaries: false,
             snappy: None,
+            wave_bytes: None,
             page_index: false,
             nthreads: None,
             task_size: None,
@@ -907,7 +1032,119 @@ impl ParquetGpuReader {
         ))
     }
 
+    /// Reads the requests of `wave` into a device allocation of their own: its chunks, rebased.
+    fn read_wave(
+        &self,
+        reader: &dyn RangeReader,
+        ordinal: usize,
+        wave: &Wave,
+    ) -> Result<(DeviceChunks, IoReport)> {
+        let plan = &self.plan;
+        let base = plan.requests[wave.requests.start].dest_offset;
+        let requests: Vec<IoRequest> = plan.requests[wave.requests.clone()]
+            .iter()
+            .map(|r| IoRequest {
+                range: r.range.clone(),
+                dest_offset: r.dest_offset - base,
+                chunks: r.chunks.iter().map(|c| c - wave.chunks.start).collect(),
+            })
+            .collect();
+        let bytes: u64 = requests.iter().map(|r| r.len()).sum();
+        let mut buffer = device::gpu(ordinal)?.alloc(bytes as usize)?;
+        let io = reader.read(&self.file, &requests, Dest::Device(&mut buffer))?;
+        let chunks = plan.chunks[wave.chunks.clone()]
+            .iter()
+            .map(|c| {
+                let mut c = c.clone();
+                c.dest_offset -= base;
+                c
+            })
+            .collect();
+        Ok((DeviceChunks { buffer, chunks }, io))
+    }
+
+    /// Reads and decodes wave after wave ([`waves`]): one thread reads (into a device
+    /// allocation per wave, at most one wave ahead of the decoders), [`DECODERS`] threads
+    /// decode, each on a decode stream of its own, so reading, decoding and the tails of
+    /// decoding kernels overlap. Returns per wave, in order, its batches and reports.
+    #[allow(clippy::type_complexity)]
+    fn pipelined(
+        &self,
+        reader: &dyn RangeReader,
+        ordinal: usize,
+        waves: &[Wave],
+    ) -> Result<Vec<(Vec<LoadedBatch>, GpuDecodeReport, IoReport, Duration)>> {
+        use std::sync::atomic::AtomicBool;
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<(DeviceChunks, IoReport)>)>(1);
+        let rx = Mutex::new(rx);
+        let stop = AtomicBool::new(false);
+        let results: Mutex<Vec<Option<Result<_>>>> = Mutex::new((0..waves.len()).map(|_| None).collect());
+        let read_so_far = AtomicU64::new(0);
+        let done_so_far = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            let stop = &stop;
+            s.spawn(move || {
+                for (i, w) in waves.iter().enumerate() {
+                    if stop.load(Relaxed) {
+                        break;
+                    }
+                    let r = self.read_wave(reader, ordinal, w);
+                    let failed = r.is_err();
+                    if tx.send((i, r)).is_err() || failed {
+                        break;
+                    }
+                }
+            });
+            for slot in 0..DECODERS {
+                let (rx, results) = (&rx, &results);
+                let (read_so_far, done_so_far) = (&read_so_far, &done_so_far);
+                s.spawn(move || loop {
+                    let msg = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                    let Ok((i, r)) = msg else { break };
+                    let out = r.and_then(|(chunks, io)| {
+                        let t = Instant::now();
+                        // the chunks are dropped on this slot's stream, after its kernels
+                        let d = device::with_decode_slot(slot, move || {
+                            let d = self.decode_part(&chunks, &waves[i].row_groups);
+                            drop(chunks);
+                            d
+                        });
+                        d.map(|(b, g)| (b, g, io, t.elapsed()))
+                    });
+                    if out.is_err() {
+                        stop.store(true, Relaxed);
+                    } else {
+                        let bytes = read_so_far.fetch_add(waves[i].bytes, Relaxed);
+                        let rgs = done_so_far.fetch_add(waves[i].row_groups.len(), Relaxed);
+                        self.notify(bytes + waves[i].bytes, rgs + waves[i].row_groups.len());
+                    }
+                    results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(out);
+                });
+            }
+        });
+        let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+        let mut out = Vec::with_capacity(waves.len());
+        for (i, r) in results.into_iter().enumerate() {
+            match r {
+                Some(r) => out.push(r?),
+                None => {
+                    return Err(Error::Decode {
+                        path: self.file.path().to_path_buf(),
+                        row_group: waves[i].row_groups.first().copied(),
+                        column: None,
+                        reason: "a wave of the pipelined device load was neither read nor decoded"
+                            .into(),
+                    })
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Reads every planned request onto device `ordinal` through `reader`, then decodes there.
+    /// Large loads are pipelined ([`Self::pipelined`]): the report's `io_time` then sums the
+    /// reads and `decode_time` the decoding of every wave; they overlap, so together they can
+    /// exceed `load_time`.
     fn load_to_device(
         &self,
         reader: &dyn RangeReader,
@@ -917,11 +1154,26 @@ impl ParquetGpuReader {
         let plan = &self.plan;
         let total = plan.request_bytes();
         self.notify(0, 0);
-        let (chunks, io) = self.read_chunks(reader, ordinal)?;
-        let t_dec = Instant::now();
-        let (batches, gpu_decode) = self.decode_on_gpu(&chunks)?;
-        drop(chunks);
-        let decode_time = t_dec.elapsed();
+        let waves = waves(plan, wave_target(total, self.wave_bytes));
+        let (batches, gpu_decode, io, decode_time) = if waves.len() > 1 {
+            let mut batches = Vec::with_capacity(plan.row_groups.len());
+            let mut gpu_decode = GpuDecodeReport::default();
+            let mut io = IoReport::default();
+            let mut decode_time = Duration::ZERO;
+            for (b, g, i, d) in self.pipelined(reader, ordinal, &waves)? {
+                batches.extend(b);
+                gpu_decode.absorb(g);
+                io.absorb(i);
+                decode_time += d;
+            }
+            (batches, gpu_decode, io, decode_time)
+        } else {
+            let (chunks, io) = self.read_chunks(reader, ordinal)?;
+            let t_dec = Instant::now();
+            let (batches, gpu_decode) = self.decode_on_gpu(&chunks)?;
+            drop(chunks);
+            (batches, gpu_decode, io, t_dec.elapsed())
+        };
         self.notify(total, plan.row_groups.len());
         let schema = self.decoder.schema().clone();
         let report = LoadReport {
@@ -983,16 +1235,26 @@ impl ParquetGpuReader {
         &self,
         chunks: &DeviceChunks,
     ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
+        self.check_chunks(chunks)?;
+        self.decode_part(chunks, &self.plan.row_groups)
+    }
+
+    /// [`decode_on_gpu`](Self::decode_on_gpu) of `chunks` holding every planned chunk of the
+    /// row groups `row_groups` (a wave of a pipelined load, or the whole plan).
+    fn decode_part(
+        &self,
+        chunks: &DeviceChunks,
+        row_groups: &[usize],
+    ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
         use crate::decode::gpu_plan::{field_leaves, place_columns, Placement};
         use crate::device_array::{DeviceArray, DeviceRecordBatch};
-        self.check_chunks(chunks)?;
         let plan = &self.plan;
         let path = self.file.path();
         let md = &self.meta.metadata;
         let schema = self.decoder.schema().clone();
         let fields = schema.fields().to_vec();
         let gpu = Arc::clone(chunks.buffer.gpu());
-        let mut placements = place_columns(md, &fields, &plan.leaves, &plan.row_groups);
+        let mut placements = place_columns(md, &fields, &plan.leaves, row_groups);
         // arrow-rs caps what it returns by the file's row count; where the footer's counts
         // disagree, decode everything as arrow-rs does, on the host
         let file_rows = md.file_metadata().num_rows();
@@ -1055,11 +1317,11 @@ impl ParquetGpuReader {
                 return Ok(Vec::new());
             }
             let per_rg: Vec<Result<HostColumns>> = self.host_reader.pool().install(|| {
-                plan.row_groups
+                row_groups
                     .par_iter()
                     .map(|&rg| {
                         let mut bytes = Vec::new();
-                        for (i, c) in plan.chunks.iter().enumerate() {
+                        for (i, c) in chunks.chunks.iter().enumerate() {
                             if c.row_group == rg && !c.is_empty() && host_leaves.contains(&c.column)
                             {
                                 bytes
@@ -1155,8 +1417,8 @@ impl ParquetGpuReader {
             .map(|c| ((c.field, c.row_group), DeviceArray::from_decoded(c)))
             .collect();
         let mut host_cols = host_cols.into_iter();
-        let mut out = Vec::with_capacity(plan.row_groups.len());
-        for &rg in &plan.row_groups {
+        let mut out = Vec::with_capacity(row_groups.len());
+        for &rg in row_groups {
             let (host_arrays, host_rows) = host_cols.next().unwrap_or_default();
             let num_rows = if consistent { rows_of(rg) } else { host_rows };
             let mut host_arrays = host_arrays.into_iter();
@@ -1283,6 +1545,58 @@ mod tests {
         w.write(&batch).unwrap();
         w.close().unwrap();
         f
+    }
+
+    #[test]
+    fn waves_hold_whole_row_groups_and_cover_the_plan() {
+        let f = int_file(&["a", "b", "c"], 40_000, 2_500); // 16 row groups
+        for unit in [1u64, 2 << 20] {
+            let cfg = crate::plan::CoalesceConfig {
+                unit_target_bytes: unit,
+                ..Default::default()
+            };
+            let reader = ParquetGpuReader::builder(f.path())
+                .with_device(Device::Host)
+                .with_coalescing(cfg)
+                .build()
+                .unwrap();
+            let plan = reader.plan();
+            let total = plan.request_bytes();
+            // one wave when the target is the whole load
+            let one = waves(plan, u64::MAX);
+            assert_eq!(one.len(), 1);
+            assert_eq!(one[0].row_groups, plan.row_groups);
+            assert_eq!(one[0].bytes, total);
+            for target in [1, total / 5, total / 2] {
+                let w = waves(plan, target);
+                // a unit is never split: with 2 MiB units this file is one unit, one wave
+                assert!(w.len() > 1 || plan.units.len() == 1, "{unit}, {target}: {w:?}");
+                let rgs: Vec<usize> = w.iter().flat_map(|w| w.row_groups.clone()).collect();
+                assert_eq!(rgs, plan.row_groups);
+                assert_eq!(w.iter().map(|w| w.bytes).sum::<u64>(), total);
+                for (a, b) in w.iter().zip(w.iter().skip(1)) {
+                    assert_eq!(a.chunks.end, b.chunks.start);
+                    assert_eq!(a.requests.end, b.requests.start);
+                    assert!(a.bytes >= target, "only the last wave may be short");
+                }
+                for x in &w {
+                    // the wave's chunks are exactly those of its row groups
+                    assert!(plan.chunks[x.chunks.clone()]
+                        .iter()
+                        .all(|c| x.row_groups.contains(&c.row_group)));
+                    let n: usize = x
+                        .row_groups
+                        .iter()
+                        .map(|&rg| plan.chunks_of_row_group(rg).count())
+                        .sum();
+                    assert_eq!(n, x.chunks.len());
+                }
+            }
+        }
+        assert_eq!(wave_target(100 << 20, None), u64::MAX);
+        assert_eq!(wave_target(2 << 30, None), 256 << 20);
+        assert_eq!(wave_target(2 << 30, Some(0)), u64::MAX);
+        assert_eq!(wave_target(2 << 30, Some(1 << 20)), 1 << 20);
     }
 
     #[test]

@@ -28,6 +28,8 @@ struct Backend {
     tiny_units: bool,
     /// Where SNAPPY pages are decompressed (device loads).
     snappy: SnappyPlacement,
+    /// Device loads read and decoded in waves of one row group each (the pipelined path).
+    pipelined: bool,
 }
 
 impl std::fmt::Display for Backend {
@@ -42,7 +44,12 @@ impl std::fmt::Display for Backend {
             (_, SnappyPlacement::Device) => " (SNAPPY on the device)",
             (_, SnappyPlacement::Host) => " (SNAPPY on the host)",
         };
-        write!(f, "{}{units}{snappy}", self.device)
+        let waves = if self.pipelined {
+            " (pipelined, a wave per row group)"
+        } else {
+            ""
+        };
+        write!(f, "{}{units}{snappy}{waves}", self.device)
     }
 }
 
@@ -52,11 +59,13 @@ fn backends() -> Vec<Backend> {
             device: Device::Host,
             tiny_units: false,
             snappy: SnappyPlacement::Auto,
+            pipelined: false,
         },
         Backend {
             device: Device::Host,
             tiny_units: true,
             snappy: SnappyPlacement::Auto,
+            pipelined: false,
         },
     ];
     // The device path: chunks moved to cuda:0 by the range reader and decoded there (fields
@@ -69,8 +78,15 @@ fn backends() -> Vec<Backend> {
                 device: Device::Cuda(0),
                 tiny_units: false,
                 snappy,
+                pipelined: false,
             });
         }
+        v.push(Backend {
+            device: Device::Cuda(0),
+            tiny_units: true,
+            snappy: SnappyPlacement::Device,
+            pipelined: true,
+        });
     }
     v
 }
@@ -93,6 +109,9 @@ fn load(
         };
         b = b.with_coalescing(cfg);
     }
+    if backend.pipelined {
+        b = b.with_wave_bytes(1);
+    }
     if let Some(c) = columns {
         b = b.with_columns(c);
     }
@@ -112,6 +131,7 @@ impl From<Device> for Backend {
             device,
             tiny_units: false,
             snappy: SnappyPlacement::Auto,
+            pipelined: false,
         }
     }
 }

@@ -100,6 +100,22 @@ impl Drop for Event {
     }
 }
 
+/// Decode streams per device: up to this many decoding threads run their kernels at once.
+pub const DECODE_STREAMS: usize = 4;
+
+thread_local! {
+    static DECODE_SLOT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs `f` with the calling thread's decoding kernels on decode stream `slot` (modulo
+/// [`DECODE_STREAMS`]); the thread's previous slot is restored after.
+pub fn with_decode_slot<R>(slot: usize, f: impl FnOnce() -> R) -> R {
+    let old = DECODE_SLOT.with(|s| s.replace(slot));
+    let r = f();
+    DECODE_SLOT.with(|s| s.set(old));
+    r
+}
+
 /// One CUDA device, opened once per process by [`gpu`].
 pub struct Gpu {
     ordinal: usize,
@@ -108,9 +124,10 @@ pub struct Gpu {
     compute_capability: (i32, i32),
     total_memory: usize,
     streams: Vec<Stream>,
-    /// The stream decoding kernels run on, apart from the copy streams, so that a load's
-    /// reads (copies) and the decoding of what was read before run at once.
-    decode: Stream,
+    /// The streams decoding kernels run on, apart from the copy streams, so that a load's
+    /// reads (copies) and the decoding of what was read before run at once, and so that
+    /// several decoding threads (each on its slot's stream, [`with_decode_slot`]) overlap.
+    decode: Vec<Stream>,
     pinned: Mutex<Vec<PinnedBuffer>>,
     /// cuparquet's own stream-ordered memory pool and the stream its allocations and frees are
     /// ordered on; None where the device has no memory pools (allocations then go straight to
@@ -181,10 +198,12 @@ impl Gpu {
             streams.push(Stream { raw });
         }
         let pool = Self::open_pool(&ctx, ordinal, total_memory)?;
-        let decode = Stream {
-            raw: cu::stream::create(cu::stream::StreamKind::NonBlocking)
-                .map_err(|e| driver_error(ordinal, "cuStreamCreate", e))?,
-        };
+        let mut decode = Vec::with_capacity(DECODE_STREAMS);
+        for _ in 0..DECODE_STREAMS {
+            let raw = cu::stream::create(cu::stream::StreamKind::NonBlocking)
+                .map_err(|e| driver_error(ordinal, "cuStreamCreate", e))?;
+            decode.push(Stream { raw });
+        }
         Ok(Gpu {
             decode,
             ordinal,
@@ -236,6 +255,19 @@ impl Gpu {
             )
         }
         .map_err(|e| driver_error(ordinal, "cuMemPoolSetAttribute", e))?;
+        // memory freed on one decode stream while its kernels still run must not be handed to
+        // an allocation (which waits on its stream) behind them: that would serialise the
+        // decoding threads; such an allocation takes fresh memory instead
+        let mut no: i32 = 0;
+        // SAFETY: the pool is live; the attribute is an int (boolean).
+        unsafe {
+            cu::mem_pool::set_attribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+                (&mut no as *mut i32).cast(),
+            )
+        }
+        .map_err(|e| driver_error(ordinal, "cuMemPoolSetAttribute", e))?;
         let raw = cu::stream::create(cu::stream::StreamKind::NonBlocking)
             .map_err(|e| driver_error(ordinal, "cuStreamCreate", e))?;
         Ok(Some((pool, Stream { raw })))
@@ -247,8 +279,8 @@ impl Gpu {
         let Some((pool, _)) = &self.pool else {
             return Ok(false);
         };
-        // the frees are enqueued on the decode stream: let them complete
-        self.synchronize_decode()?;
+        // the frees are enqueued on the decode streams: let them complete
+        self.synchronize_all_decode()?;
         // SAFETY: the pool is live.
         unsafe { cu::mem_pool::trim_to(*pool, 0) }
             .map_err(|e| driver_error(self.ordinal, "cuMemPoolTrimTo", e))?;
@@ -288,17 +320,29 @@ impl Gpu {
         &self.streams
     }
 
-    /// The stream decoding kernels run on.
+    /// The stream the calling thread's decoding kernels run on (its [`with_decode_slot`]).
     pub fn decode_stream(&self) -> &Stream {
-        &self.decode
+        &self.decode[DECODE_SLOT.with(|s| s.get()) % self.decode.len()]
     }
 
-    /// Waits for the work of the decode stream (kernels, and the frees ordered after them).
+    /// Waits for the work of the calling thread's decode stream (kernels, and the frees
+    /// ordered after them).
     pub fn synchronize_decode(&self) -> Result<()> {
         self.bind()?;
         // SAFETY: the stream is live (owned by self).
-        unsafe { cu::stream::synchronize(self.decode.raw) }
+        unsafe { cu::stream::synchronize(self.decode_stream().raw) }
             .map_err(|e| driver_error(self.ordinal, "cuStreamSynchronize", e))
+    }
+
+    /// Waits for the work of every decode stream.
+    pub fn synchronize_all_decode(&self) -> Result<()> {
+        self.bind()?;
+        for s in &self.decode {
+            // SAFETY: the stream is live (owned by self).
+            unsafe { cu::stream::synchronize(s.raw) }
+                .map_err(|e| driver_error(self.ordinal, "cuStreamSynchronize", e))?;
+        }
+        Ok(())
     }
 
     /// Waits for all work on the copy streams.
@@ -437,7 +481,7 @@ impl Gpu {
 impl Drop for Gpu {
     fn drop(&mut self) {
         if self.ctx.bind_to_thread().is_ok() {
-            for s in self.streams.iter().chain(std::iter::once(&self.decode)) {
+            for s in self.streams.iter().chain(&self.decode) {
                 // SAFETY: each stream is live and destroyed once, here, after its work (frees
                 // included) has completed.
                 unsafe {
@@ -592,8 +636,10 @@ impl Drop for DeviceBuffer {
             // alive until they complete, and every reader waits for its copies before returning.
             let _ = match &self.gpu.pool {
                 // SAFETY: as above; a pooled allocation goes back to the pool in the order of
-                // the decode stream: after any kernel still reading it there.
-                Some(_) => unsafe { cu::free_async(self.ptr, self.gpu.decode.raw) },
+                // the dropping thread's decode stream: after any kernel of that thread still
+                // reading it (a decoding pass drops what its kernels use on its own thread, or
+                // after waiting for them).
+                Some(_) => unsafe { cu::free_async(self.ptr, self.gpu.decode_stream().raw) },
                 // SAFETY: as above.
                 None => unsafe { cu::free_sync(self.ptr) },
             };

@@ -174,6 +174,42 @@ impl IoReport {
 }
 
 impl IoReport {
+    /// Adds the report of a later read of the same load (the next wave of a pipelined device
+    /// load): its requests follow (indices continued), walls add up (the reads ran one after
+    /// the other), decisions and cuFile counters are summed.
+    pub fn absorb(&mut self, other: IoReport) {
+        let first = self.requests.len();
+        self.requests
+            .extend(other.requests.into_iter().map(|mut r| {
+                r.index += first;
+                r
+            }));
+        self.wall += other.wall;
+        self.threads = self.threads.max(other.threads);
+        self.direct_io |= other.direct_io;
+        for d in other.decisions {
+            match self
+                .decisions
+                .iter_mut()
+                .find(|x| x.path == d.path && x.reason == d.reason)
+            {
+                Some(x) => {
+                    x.requests += d.requests;
+                    x.bytes += d.bytes;
+                }
+                None => self.decisions.push(d),
+            }
+        }
+        if let Some(c) = other.cufile {
+            let m = self.cufile.get_or_insert_with(Default::default);
+            m.reads += c.reads;
+            m.nvfs += c.nvfs;
+            m.posix += c.posix;
+            m.bytes += c.bytes;
+            m.errors += c.errors;
+        }
+    }
+
     /// Bytes read.
     pub fn bytes(&self) -> u64 {
         self.requests
