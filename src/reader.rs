@@ -76,7 +76,7 @@ pub struct ReaderBuilder {
     bounce_buffers: Option<(u64, usize)>,
     staging: Option<StagingMode>,
     machine_facts: Option<MachineFacts>,
-    coalesce: CoalesceConfig,
+    coalesce: Option<CoalesceConfig>,
     progress: Option<ProgressFn>,
 }
 
@@ -212,9 +212,10 @@ impl ReaderBuilder {
         self
     }
 
-    /// Coalescing parameters (default: the documented constants).
+    /// Coalescing parameters (default: the documented constants; device loads use units of
+    /// `MAX_REQUEST_SIZE`).
     pub fn with_coalescing(mut self, cfg: CoalesceConfig) -> Self {
-        self.coalesce = cfg;
+        self.coalesce = Some(cfg);
         self
     }
 
@@ -267,7 +268,16 @@ impl ReaderBuilder {
             )
         })??;
         let t_footer = t0.elapsed();
-        let plan = plan_with(&self.path, &meta, &self.selection, &self.coalesce)?;
+        let coalesce = self.coalesce.unwrap_or_else(|| match device.location {
+            // the GPU decodes whole passes, not units: device loads read in units of the
+            // largest request, so requests are as large as the chunks allow
+            Location::Cuda(_) => CoalesceConfig {
+                unit_target_bytes: crate::plan::coalesce::MAX_REQUEST_SIZE,
+                ..CoalesceConfig::default()
+            },
+            Location::Host => CoalesceConfig::default(),
+        });
+        let plan = plan_with(&self.path, &meta, &self.selection, &coalesce)?;
         let decode_meta = sanitize_metadata(&self.path, &meta.metadata, &plan)?;
         let decoder = HostDecoder::new(
             &self.path,
@@ -389,8 +399,14 @@ fn sanitize_metadata(
     Ok(Arc::new(builder.set_row_groups(groups).build()))
 }
 
-/// Decoding threads of a pipelined device load, each on a decode stream of its own.
-const DECODERS: usize = 2;
+/// Decoding threads of a pipelined device load, each on a decode stream of its own:
+/// `CUPARQUET_DECODE_THREADS` (1 to [`device::DECODE_STREAMS`]), default 2.
+fn decoders() -> usize {
+    std::env::var("CUPARQUET_DECODE_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .map_or(2, |n| n.clamp(1, device::DECODE_STREAMS))
+}
 
 /// Whole row groups a pipelined device load reads and decodes together, with the consecutive
 /// units ([`ReadPlan::units`]) that carry their chunks.
@@ -460,7 +476,10 @@ fn waves(plan: &ReadPlan, target: u64) -> Vec<Wave> {
     }
     out.extend(cur.take());
     // every planned row group exactly once, and requests that exist, or no pipelining
-    let rgs: Vec<usize> = out.iter().flat_map(|w| w.row_groups.iter().copied()).collect();
+    let rgs: Vec<usize> = out
+        .iter()
+        .flat_map(|w| w.row_groups.iter().copied())
+        .collect();
     if rgs != plan.row_groups || out.iter().any(|w| w.requests.is_empty()) {
         return vec![];
     }
@@ -837,7 +856,7 @@ impl ParquetGpuReader {
             bounce_buffers: None,
             staging: None,
             machine_facts: None,
-            coalesce: CoalesceConfig::default(),
+            coalesce: None,
             progress: None,
         }
     }
@@ -1064,7 +1083,7 @@ impl ParquetGpuReader {
     }
 
     /// Reads and decodes wave after wave ([`waves`]): one thread reads (into a device
-    /// allocation per wave, at most one wave ahead of the decoders), [`DECODERS`] threads
+    /// allocation per wave, at most one wave ahead of the decoders), [`decoders`] threads
     /// decode, each on a decode stream of its own, so reading, decoding and the tails of
     /// decoding kernels overlap. Returns per wave, in order, its batches and reports.
     #[allow(clippy::type_complexity)]
@@ -1075,10 +1094,12 @@ impl ParquetGpuReader {
         waves: &[Wave],
     ) -> Result<Vec<(Vec<LoadedBatch>, GpuDecodeReport, IoReport, Duration)>> {
         use std::sync::atomic::AtomicBool;
-        let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<(DeviceChunks, IoReport)>)>(1);
+        let (tx, rx) =
+            std::sync::mpsc::sync_channel::<(usize, Result<(DeviceChunks, IoReport)>)>(1);
         let rx = Mutex::new(rx);
         let stop = AtomicBool::new(false);
-        let results: Mutex<Vec<Option<Result<_>>>> = Mutex::new((0..waves.len()).map(|_| None).collect());
+        let results: Mutex<Vec<Option<Result<_>>>> =
+            Mutex::new((0..waves.len()).map(|_| None).collect());
         let read_so_far = AtomicU64::new(0);
         let done_so_far = AtomicUsize::new(0);
         std::thread::scope(|s| {
@@ -1095,7 +1116,7 @@ impl ParquetGpuReader {
                     }
                 }
             });
-            for slot in 0..DECODERS {
+            for slot in 0..decoders() {
                 let (rx, results) = (&rx, &results);
                 let (read_so_far, done_so_far) = (&read_so_far, &done_so_far);
                 s.spawn(move || loop {
@@ -1570,7 +1591,10 @@ mod tests {
             for target in [1, total / 5, total / 2] {
                 let w = waves(plan, target);
                 // a unit is never split: with 2 MiB units this file is one unit, one wave
-                assert!(w.len() > 1 || plan.units.len() == 1, "{unit}, {target}: {w:?}");
+                assert!(
+                    w.len() > 1 || plan.units.len() == 1,
+                    "{unit}, {target}: {w:?}"
+                );
                 let rgs: Vec<usize> = w.iter().flat_map(|w| w.row_groups.clone()).collect();
                 assert_eq!(rgs, plan.row_groups);
                 assert_eq!(w.iter().map(|w| w.bytes).sum::<u64>(), total);

@@ -365,18 +365,19 @@ fn locate_pages(
     if !host.is_empty() {
         // decompress every chunk's pages on the host, chunks in parallel
         type Decompressed = (usize, Vec<crate::decode::decompress::PageData>, usize);
-        let parts: Vec<Result<Decompressed>> = host
-            .par_iter()
-            .map(|&(k, codec)| {
-                let ci = cis[k];
-                let bytes = bytes::Bytes::from(chunks.chunk_to_host(ci)?);
-                let entries = crate::decode::page_header::page_table(&bytes)
-                    .map_err(|e| fail(ci, e.to_string()))?;
-                let data = crate::decode::decompress::decompress_pages(&bytes, &entries, codec)
-                    .map_err(|e| fail(ci, e.to_string()))?;
-                Ok((k, data, entries.len()))
-            })
-            .collect();
+        let parts: Vec<Result<Decompressed>> = timed("host decompression", || {
+            host.par_iter()
+                .map(|&(k, codec)| {
+                    let ci = cis[k];
+                    let bytes = bytes::Bytes::from(chunks.chunk_to_host(ci)?);
+                    let entries = crate::decode::page_header::page_table(&bytes)
+                        .map_err(|e| fail(ci, e.to_string()))?;
+                    let data = crate::decode::decompress::decompress_pages(&bytes, &entries, codec)
+                        .map_err(|e| fail(ci, e.to_string()))?;
+                    Ok((k, data, entries.len()))
+                })
+                .collect()
+        });
         // layout: chunk after chunk, pages in order, in one device allocation
         let mut parts_ok = Vec::with_capacity(parts.len());
         let mut total = 0u64;
@@ -389,29 +390,34 @@ fn locate_pages(
         let up = buf.gpu().alloc((total as usize).max(1))?;
         // each chunk gathered into a pinned buffer (pooled) and copied, chunks in parallel
         let gpu = Arc::clone(buf.gpu());
-        let copied: Vec<Result<(usize, PageLocations)>> = parts_ok
-            .par_iter()
-            .enumerate()
-            .map(|(i, (k, data, pages, base))| {
-                let len: usize = data.iter().map(|d| d.bytes.len()).sum();
-                let mut spans = vec![(0u64, 0u64); *pages];
-                let mut host_pages = 0;
-                if len > 0 {
-                    let mut pinned = gpu.pinned(len)?;
-                    let mut at = 0usize;
-                    for d in data {
-                        pinned.as_mut_slice()[at..at + d.bytes.len()].copy_from_slice(&d.bytes);
-                        spans[d.page] = (up.device_ptr() + base + at as u64, d.bytes.len() as u64);
-                        at += d.bytes.len();
-                        host_pages += usize::from(d.host_decompressed);
-                    }
-                    let stream = &gpu.streams()[i % gpu.streams().len()];
-                    pinned.copy_to_device(0..len, &up, *base as usize, stream)?;
-                    gpu.recycle_pinned(pinned);
-                }
-                Ok((*k, (spans, host_pages)))
-            })
-            .collect();
+        let copied: Vec<Result<(usize, PageLocations)>> =
+            timed("upload host-decompressed pages", || {
+                parts_ok
+                    .par_iter()
+                    .enumerate()
+                    .map(|(i, (k, data, pages, base))| {
+                        let len: usize = data.iter().map(|d| d.bytes.len()).sum();
+                        let mut spans = vec![(0u64, 0u64); *pages];
+                        let mut host_pages = 0;
+                        if len > 0 {
+                            let mut pinned = gpu.pinned(len)?;
+                            let mut at = 0usize;
+                            for d in data {
+                                pinned.as_mut_slice()[at..at + d.bytes.len()]
+                                    .copy_from_slice(&d.bytes);
+                                spans[d.page] =
+                                    (up.device_ptr() + base + at as u64, d.bytes.len() as u64);
+                                at += d.bytes.len();
+                                host_pages += usize::from(d.host_decompressed);
+                            }
+                            let stream = &gpu.streams()[i % gpu.streams().len()];
+                            pinned.copy_to_device(0..len, &up, *base as usize, stream)?;
+                            gpu.recycle_pinned(pinned);
+                        }
+                        Ok((*k, (spans, host_pages)))
+                    })
+                    .collect()
+            });
         for c in copied {
             let (k, locs) = c?;
             out[k] = Some(locs);
@@ -461,7 +467,7 @@ impl SnappyPlacement {
 /// Whether the SNAPPY pages of a pass (`total` bytes decompressed, the largest page `largest`)
 /// are decompressed faster on the host's `cores` than by the device kernel, by a model of
 /// both measured on the H200 machine (benches/RESULTS.md): the kernel decodes a page per
-/// block at about 80 MB/s, all pages at once (so a pass takes as long as its largest page,
+/// block at about 140 MB/s, all pages at once (so a pass takes as long as its largest page,
 /// and at least total / 40 GB/s); the host decompresses about 1 GB/s per core and copies the
 /// pages back and forth at about 20 GB/s. Small loads with large pages (a dictionary page of
 /// a few hundred KiB is several milliseconds of one block) go to the host; large loads stay on
@@ -473,7 +479,7 @@ pub fn snappy_on_host(placement: SnappyPlacement, total: u64, largest: u64, core
         SnappyPlacement::Auto => {}
     }
     let secs = |bytes: u64, rate: f64| bytes as f64 / rate;
-    let device = secs(largest, 80e6).max(secs(total, 40e9));
+    let device = secs(largest, 140e6).max(secs(total, 40e9));
     let host = secs(total, cores.max(1) as f64 * 1e9) + 2.0 * secs(total, 20e9);
     host < device
 }

@@ -21,7 +21,7 @@ pub const DECODE_BYTES: &str = concat!(
 pub const SNAPPY: &str = include_str!("kernels/snappy.cu");
 
 /// Threads per block of `snappy_pages` (`SNAPPY_THREADS` in snappy.cu; a unit test checks).
-pub const SNAPPY_THREADS: u32 = 128;
+pub const SNAPPY_THREADS: u32 = 256;
 
 /// Every kernel module: (name, source).
 pub const MODULES: &[(&str, &str)] = &[
