@@ -270,9 +270,11 @@ impl ReaderBuilder {
         let t_footer = t0.elapsed();
         let coalesce = self.coalesce.unwrap_or_else(|| match device.location {
             // the GPU decodes whole passes, not units: device loads read in units of the
-            // largest request, so requests are as large as the chunks allow
+            // largest request, so requests are as large as the chunks allow, and units stay
+            // within row groups so that waves of a pipelined load can cut between them
             Location::Cuda(_) => CoalesceConfig {
                 unit_target_bytes: crate::plan::coalesce::MAX_REQUEST_SIZE,
+                units_within_row_groups: true,
                 ..CoalesceConfig::default()
             },
             Location::Host => CoalesceConfig::default(),
@@ -1571,9 +1573,10 @@ mod tests {
     #[test]
     fn waves_hold_whole_row_groups_and_cover_the_plan() {
         let f = int_file(&["a", "b", "c"], 40_000, 2_500); // 16 row groups
-        for unit in [1u64, 2 << 20] {
+        for (unit, within) in [(1u64, false), (2 << 20, false), (32 << 20, true)] {
             let cfg = crate::plan::CoalesceConfig {
                 unit_target_bytes: unit,
+                units_within_row_groups: within,
                 ..Default::default()
             };
             let reader = ParquetGpuReader::builder(f.path())

@@ -33,6 +33,9 @@ pub struct CoalesceConfig {
     pub alignment: u64,
     /// See [`UNIT_TARGET_BYTES`](crate::plan::UNIT_TARGET_BYTES).
     pub unit_target_bytes: u64,
+    /// Units never hold cells of two row groups (device loads: their waves cut between row
+    /// groups, at unit boundaries).
+    pub units_within_row_groups: bool,
 }
 
 impl Default for CoalesceConfig {
@@ -42,6 +45,7 @@ impl Default for CoalesceConfig {
             max_request_size: MAX_REQUEST_SIZE,
             alignment: ALIGNMENT,
             unit_target_bytes: crate::plan::UNIT_TARGET_BYTES,
+            units_within_row_groups: false,
         }
     }
 }

@@ -421,7 +421,11 @@ fn coalesce_units(
                     .take_while(|c| (c.row_group, c.field) == cell)
                     .count();
             let cell_bytes: u64 = chunks[end..cell_end].iter().map(|c| c.len()).sum();
-            if end > start && bytes + cell_bytes > cfg.unit_target_bytes {
+            if end > start
+                && (bytes + cell_bytes > cfg.unit_target_bytes
+                    || (cfg.units_within_row_groups
+                        && chunks[end].row_group != chunks[start].row_group))
+            {
                 break;
             }
             bytes += cell_bytes;
