@@ -96,13 +96,22 @@ struct Job {
 /// Runs the SNAPPY kernel over `jobs`: per job, its error bits, its output, and whether the
 /// byte after the output was left alone.
 fn run_snappy(emu: &Path, jobs: &[Job]) -> Vec<(u32, Vec<u8>, bool)> {
+    run_snappy_mode(emu, jobs, "pages")
+}
+
+fn snappy_input(jobs: &[Job]) -> Vec<u8> {
     let mut b = (jobs.len() as u32).to_le_bytes().to_vec();
     for j in jobs {
         b.extend((j.src.len() as u64).to_le_bytes());
         b.extend((j.dst_len as u64).to_le_bytes());
         b.extend(&j.src);
     }
-    let o = run_emulator(emu, &b, "snappy");
+    b
+}
+
+/// Runs `snappy_pages` (mode "pages") or `snappy_fragments` ("fragments") over `jobs`.
+fn run_snappy_mode(emu: &Path, jobs: &[Job], mode: &str) -> Vec<(u32, Vec<u8>, bool)> {
+    let o = run_emulator_with(emu, &snappy_input(jobs), "snappy", &[mode]);
     let mut at = 0;
     jobs.iter()
         .map(|j| {
@@ -178,6 +187,128 @@ fn emulated_snappy_kernel_equals_the_snap_crate() {
             want.len()
         );
     }
+}
+
+/// Runs `snappy_split` over `jobs`: per job, its error bits and its split table.
+fn run_snappy_split(emu: &Path, jobs: &[Job]) -> Vec<(u32, Vec<u64>)> {
+    let o = run_emulator_with(emu, &snappy_input(jobs), "snappy split", &["split"]);
+    let mut at = 0;
+    jobs.iter()
+        .map(|j| {
+            let err = u32::from_le_bytes(o[at..at + 4].try_into().unwrap());
+            at += 4;
+            let n = j.dst_len.div_ceil(65536);
+            let v = (0..n)
+                .map(|k| u64::from_le_bytes(o[at + 8 * k..at + 8 * k + 8].try_into().unwrap()))
+                .collect();
+            at += 8 * n;
+            (err, v)
+        })
+        .collect()
+}
+
+/// Large pages decode as 64 KiB fragments found by `snappy_split`, exactly as gpu.rs builds
+/// them (`snappy_fragments_of`): equal to the whole stream, nothing written past a fragment;
+/// a stream whose copy reaches into the fragment before (which the reference compressor never
+/// writes, but the format allows) fails its fragment, so the page is decoded whole instead.
+#[test]
+fn emulated_snappy_fragments_equal_the_whole_page() {
+    let Some(emu) = emulator("snappy") else {
+        return;
+    };
+    let mut inputs: Vec<Vec<u8>> = samples()
+        .into_iter()
+        .filter(|d| d.len() >= 2 * 65536)
+        .collect();
+    assert!(inputs.len() >= 2);
+    let mut r = Rng(7);
+    // a dictionary page of sorted int64 (the latency file's) and random doubles
+    inputs.push((0..100_000i64).flat_map(|i| i.to_le_bytes()).collect());
+    inputs.push(
+        (0..40_000)
+            .flat_map(|_| (r.next() as f64 / 7.0).to_le_bytes())
+            .collect(),
+    );
+    let jobs: Vec<Job> = inputs
+        .iter()
+        .map(|d| Job {
+            src: snap::raw::Encoder::new().compress_vec(d).unwrap(),
+            dst_len: d.len(),
+        })
+        .collect();
+    let splits = run_snappy_split(&emu, &jobs);
+    let mut frags = Vec::new();
+    let mut owner = Vec::new();
+    for (k, ((err, table), j)) in splits.iter().zip(&jobs).enumerate() {
+        assert_eq!(*err, 0, "input {k}: split error bits");
+        let f = cuparquet::decode::gpu::snappy_fragments_of(
+            table,
+            j.src.len() as u64,
+            j.dst_len as u64,
+        )
+        .unwrap_or_else(|| panic!("input {k}: no fragments from {table:?}"));
+        assert!(f.len() > 1, "input {k}: one fragment");
+        for (s, sl, d, dl) in f {
+            frags.push(Job {
+                src: j.src[s as usize..(s + sl) as usize].to_vec(),
+                dst_len: dl as usize,
+            });
+            owner.push((k, d as usize));
+        }
+    }
+    let mut got: Vec<Vec<u8>> = inputs.iter().map(|d| vec![0xEE; d.len()]).collect();
+    for ((err, data, guard), &(k, d)) in run_snappy_mode(&emu, &frags, "fragments")
+        .into_iter()
+        .zip(&owner)
+    {
+        assert_eq!(err, 0, "input {k}: fragment at {d}: error bits");
+        assert!(guard, "input {k}: fragment at {d} wrote past its end");
+        got[k][d..d + data.len()].copy_from_slice(&data);
+    }
+    for (k, (g, want)) in got.iter().zip(&inputs).enumerate() {
+        assert!(g == want, "input {k}: fragments differ from the data");
+    }
+
+    // a literal of 64 KiB, then copies from 64 KiB back: fragment 1 reaches into fragment 0
+    let lit: Vec<u8> = (0..65536).map(|_| r.next() as u8).collect();
+    let copies = 1030usize;
+    let n = 65536 + 64 * copies;
+    let mut src = Vec::new();
+    let mut v = n as u64;
+    while v >= 0x80 {
+        src.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    src.push(v as u8);
+    src.extend([61 << 2, 0xff, 0xff]); // literal of 65536 bytes (length - 1 in 2 bytes)
+    src.extend(&lit);
+    for _ in 0..copies {
+        src.extend([(63 << 2) | 3, 0, 0, 1, 0]); // copy 64 bytes from 65536 back
+    }
+    let want = snap::raw::Decoder::new().decompress_vec(&src).unwrap();
+    assert_eq!(want.len(), n);
+    let job = Job { src, dst_len: n };
+    let (err, table) = run_snappy_split(&emu, std::slice::from_ref(&job)).remove(0);
+    assert_eq!(err, 0);
+    let f = cuparquet::decode::gpu::snappy_fragments_of(&table, job.src.len() as u64, n as u64)
+        .unwrap();
+    assert!(f.len() > 1);
+    let frag_jobs: Vec<Job> = f
+        .iter()
+        .map(|&(s, sl, _, dl)| Job {
+            src: job.src[s as usize..(s + sl) as usize].to_vec(),
+            dst_len: dl as usize,
+        })
+        .collect();
+    let out = run_snappy_mode(&emu, &frag_jobs, "fragments");
+    assert_eq!(out[0].0, 0, "the first fragment stands alone");
+    assert!(
+        out[1..].iter().all(|o| o.0 != 0),
+        "later fragments must fail"
+    );
+    let whole = run_snappy(&emu, std::slice::from_ref(&job)).remove(0);
+    assert_eq!(whole.0, 0);
+    assert!(whole.1 == want, "the whole page decodes");
 }
 
 #[test]
@@ -393,10 +524,20 @@ fn serialize_pages(
 
 /// Runs an emulator on `input`; its output.
 fn run_emulator(emu: &Path, input: &[u8], what: &str) -> Vec<u8> {
+    run_emulator_with(emu, input, what, &[])
+}
+
+/// [`run_emulator`] with extra arguments after the two files.
+fn run_emulator_with(emu: &Path, input: &[u8], what: &str, args: &[&str]) -> Vec<u8> {
     let tmp = tempfile::tempdir().unwrap();
     let (inp, out) = (tmp.path().join("in"), tmp.path().join("out"));
     std::fs::write(&inp, input).unwrap();
-    let st = Command::new(emu).arg(&inp).arg(&out).status().unwrap();
+    let st = Command::new(emu)
+        .arg(&inp)
+        .arg(&out)
+        .args(args)
+        .status()
+        .unwrap();
     assert!(st.success(), "{what}: emulator exited with {st}");
     std::fs::read(&out).unwrap()
 }

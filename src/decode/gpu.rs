@@ -484,6 +484,40 @@ pub fn snappy_on_host(placement: SnappyPlacement, total: u64, largest: u64, core
     host < device
 }
 
+/// The fragments of a SNAPPY page of `src_len` compressed and `dst_len` decompressed bytes, from
+/// the split table `snappy_split` wrote for it (entry k: where the elements of output bytes
+/// [k * SNAPPY_FRAGMENT, ..) start in the input; all ones where no element starts there, so
+/// that fragment joins the one before): (source offset, source bytes, output offset, output
+/// bytes) each. None when the table is not usable (no start, or starts out of order or past
+/// the input): the page then decodes whole.
+pub fn snappy_fragments_of(
+    splits: &[u64],
+    src_len: u64,
+    dst_len: u64,
+) -> Option<Vec<(u64, u64, u64, u64)>> {
+    use crate::decode::kernels::SNAPPY_FRAGMENT;
+    let starts: Vec<(u64, u64)> = splits
+        .iter()
+        .enumerate()
+        .filter(|(_, &s)| s != u64::MAX)
+        .map(|(k, &s)| (s, k as u64 * SNAPPY_FRAGMENT))
+        .collect();
+    if starts.first().map(|s| s.1) != Some(0)
+        || starts
+            .iter()
+            .any(|&(s, d)| s > src_len || d >= dst_len.max(1))
+        || starts.windows(2).any(|w| w[1].0 <= w[0].0)
+    {
+        return None;
+    }
+    let mut out = Vec::with_capacity(starts.len());
+    for (k, &(s, d)) in starts.iter().enumerate() {
+        let (s_end, d_end) = starts.get(k + 1).copied().unwrap_or((src_len, dst_len));
+        out.push((s, s_end - s, d, d_end - d));
+    }
+    Some(out)
+}
+
 /// Decompresses the SNAPPY pages of the chunks `cis` on the device, all in one launch (one
 /// block per page); returns per chunk each page's (address, length) of decompressed data. v2
 /// levels are copied as stored; pages whose values are stored uncompressed are used in place.
@@ -494,7 +528,9 @@ fn snappy_on_device(
     fail: &dyn Fn(usize, String) -> Error,
     uploads: &mut Vec<DeviceBuffer>,
 ) -> Result<Vec<Vec<(u64, u64)>>> {
-    use crate::decode::kernels::{SnappyJob, SNAPPY, SNAPPY_ERRORS, SNAPPY_THREADS};
+    use crate::decode::kernels::{
+        SnappyJob, SNAPPY, SNAPPY_ERRORS, SNAPPY_FRAGMENT, SNAPPY_THREADS,
+    };
     let buf = chunks.buffer();
     let gpu = Arc::clone(buf.gpu());
     // output layout: each page that needs decompression gets uncompressed_size bytes
@@ -578,40 +614,139 @@ fn snappy_on_device(
         let opt_refs: Vec<&str> = opts.iter().map(String::as_str).collect();
         let threads = tune.map_or(SNAPPY_THREADS, |t| t.0);
         let module = gpu.load_module("snappy", SNAPPY, &opt_refs)?;
-        let jobs_buf = upload(
-            &gpu,
-            &jobs.iter().flat_map(|j| j.to_bytes()).collect::<Vec<u8>>(),
-        )?;
-        let errors = zeroed(&gpu, jobs.len() * 4)?;
-        // SAFETY: `snappy_pages(const SnappyJob*, int, u32*)` (the int in a 64-bit slot, read
-        // as its low 4 bytes); one block of SNAPPY_THREADS per job; every job's source lies in
-        // the load's buffer (page data inside its chunk, checked by the page-header pass) and
-        // its destination in `out`, sized from the pages' uncompressed sizes; all live until
-        // `launch64` returns.
-        unsafe {
-            launch64(
+        let run = |kernel: &str, jobs: &[SnappyJob]| -> Result<Vec<i32>> {
+            let jobs_buf = upload(
                 &gpu,
-                &module,
-                "snappy_pages",
-                jobs.len() as u32,
-                threads,
-                &[
-                    jobs_buf.device_ptr(),
-                    jobs.len() as u64,
-                    errors.device_ptr(),
-                ],
-            )?
+                &jobs.iter().flat_map(|j| j.to_bytes()).collect::<Vec<u8>>(),
+            )?;
+            let errors = zeroed(&gpu, jobs.len() * 4)?;
+            // SAFETY: `snappy_pages` / `snappy_fragments(const SnappyJob*, int, u32*)` (the int
+            // in a 64-bit slot, read as its low 4 bytes); one block of `threads` per job; every
+            // job's source lies in the load's buffer (page data inside its chunk, checked by the
+            // page-header pass; fragments inside their page's) and its destination in `out`,
+            // sized from the pages' uncompressed sizes; all live until `launch64` returns.
+            unsafe {
+                launch64(
+                    &gpu,
+                    &module,
+                    kernel,
+                    jobs.len() as u32,
+                    threads,
+                    &[
+                        jobs_buf.device_ptr(),
+                        jobs.len() as u64,
+                        errors.device_ptr(),
+                    ],
+                )?
+            };
+            Ok(i32s_from(&errors.copy_to_host(0..jobs.len() * 4)?))
         };
-        let errs = i32s_from(&errors.copy_to_host(0..jobs.len() * 4)?);
-        if let Some(j) = errs.iter().position(|&b| b != 0) {
+        let failed = |j: usize, bits: i32| {
             let (ci, pi) = job_pages[j];
-            return Err(fail(
+            fail(
                 ci,
                 format!(
                     "page {pi} (decompressed on the GPU): {}",
-                    describe_errors(errs[j] as u32, SNAPPY_ERRORS)
+                    describe_errors(bits as u32, SNAPPY_ERRORS)
                 ),
-            ));
+            )
+        };
+        // large pages: parsed first to find their 64 KiB fragments, which then decode in
+        // parallel (a page's decoding otherwise waits on one block)
+        let large: Vec<usize> = (0..jobs.len())
+            .filter(|&j| jobs[j].dst_len >= 2 * SNAPPY_FRAGMENT)
+            .collect();
+        let mut fragments: Vec<SnappyJob> = Vec::new();
+        let mut fragment_of: Vec<usize> = Vec::new(); // the job each fragment belongs to
+        let mut whole: Vec<usize> = (0..jobs.len())
+            .filter(|&j| jobs[j].dst_len < 2 * SNAPPY_FRAGMENT)
+            .collect();
+        if !large.is_empty() {
+            let counts: Vec<u64> = large
+                .iter()
+                .map(|&j| jobs[j].dst_len.div_ceil(SNAPPY_FRAGMENT))
+                .collect();
+            let (bases, n_splits) = counts.iter().fold((Vec::new(), 0u64), |(mut v, t), &c| {
+                v.push(t);
+                (v, t + c)
+            });
+            let large_jobs: Vec<SnappyJob> = large.iter().map(|&j| jobs[j]).collect();
+            let jobs_buf = upload(
+                &gpu,
+                &large_jobs
+                    .iter()
+                    .flat_map(|j| j.to_bytes())
+                    .collect::<Vec<u8>>(),
+            )?;
+            let base_buf = upload(&gpu, &u64s(bases.iter().copied()))?;
+            let mut splits = gpu.alloc(n_splits as usize * 8)?;
+            splits.fill(0xff)?;
+            let errors = zeroed(&gpu, large.len() * 4)?;
+            // SAFETY: `snappy_split(const SnappyJob*, int, u64*, const u64*, u32*)`; one block
+            // per job, each writing only its ceil(dst_len / SNAPPY_FRAGMENT) entries of
+            // `splits` from its base (the bases are their prefix sums); sources in the load's
+            // buffer; nothing else is written; all live until `launch64` returns.
+            unsafe {
+                launch64(
+                    &gpu,
+                    &module,
+                    "snappy_split",
+                    large.len() as u32,
+                    threads,
+                    &[
+                        jobs_buf.device_ptr(),
+                        large.len() as u64,
+                        splits.device_ptr(),
+                        base_buf.device_ptr(),
+                        errors.device_ptr(),
+                    ],
+                )?
+            };
+            let errs = i32s_from(&errors.copy_to_host(0..large.len() * 4)?);
+            if let Some(k) = errs.iter().position(|&b| b != 0) {
+                return Err(failed(large[k], errs[k]));
+            }
+            let all = u64s_from_device(&splits, n_splits as usize)?;
+            for (k, &j) in large.iter().enumerate() {
+                let at = bases[k] as usize;
+                let mine = &all[at..at + counts[k] as usize];
+                match snappy_fragments_of(mine, jobs[j].src_len, jobs[j].dst_len) {
+                    Some(f) => {
+                        for (src, src_len, dst, dst_len) in f {
+                            fragments.push(SnappyJob {
+                                src: jobs[j].src + src,
+                                src_len,
+                                dst: jobs[j].dst + dst,
+                                dst_len,
+                            });
+                            fragment_of.push(j);
+                        }
+                    }
+                    None => whole.push(j),
+                }
+            }
+        }
+        if !fragments.is_empty() {
+            let errs = run("snappy_fragments", &fragments)?;
+            // a fragment the reference compressor would not have made (a copy reaching into
+            // the fragment before): its whole page again, in one block
+            let mut redo: Vec<usize> = errs
+                .iter()
+                .zip(&fragment_of)
+                .filter(|(&e, _)| e != 0)
+                .map(|(_, &j)| j)
+                .collect();
+            redo.dedup();
+            whole.extend(redo);
+        }
+        if !whole.is_empty() {
+            whole.sort_unstable();
+            whole.dedup();
+            let some: Vec<SnappyJob> = whole.iter().map(|&j| jobs[j]).collect();
+            let errs = run("snappy_pages", &some)?;
+            if let Some(k) = errs.iter().position(|&b| b != 0) {
+                return Err(failed(whole[k], errs[k]));
+            }
         }
     }
     uploads.push(out);
@@ -1349,6 +1484,27 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snappy_fragments_follow_the_split_table() {
+        const F: u64 = 65536;
+        let m = u64::MAX;
+        // every fragment found
+        assert_eq!(
+            snappy_fragments_of(&[3, 100, 250], 400, 2 * F + 10),
+            Some(vec![(3, 97, 0, F), (100, 150, F, F), (250, 150, 2 * F, 10)])
+        );
+        // no element starts at fragment 1: it joins fragment 0
+        assert_eq!(
+            snappy_fragments_of(&[3, m, 250], 400, 3 * F),
+            Some(vec![(3, 247, 0, 2 * F), (250, 150, 2 * F, F)])
+        );
+        // unusable tables: the page decodes whole
+        assert_eq!(snappy_fragments_of(&[m, 100], 400, 2 * F), None);
+        assert_eq!(snappy_fragments_of(&[3, 500], 400, 2 * F), None);
+        assert_eq!(snappy_fragments_of(&[100, 100], 400, 2 * F), None);
+        assert_eq!(snappy_fragments_of(&[100, 50], 400, 2 * F), None);
+    }
 
     #[test]
     fn snappy_goes_to_the_host_only_when_the_kernel_would_wait_on_a_large_page() {

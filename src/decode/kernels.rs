@@ -23,6 +23,9 @@ pub const SNAPPY: &str = include_str!("kernels/snappy.cu");
 /// Threads per block of `snappy_pages` (`SNAPPY_THREADS` in snappy.cu; a unit test checks).
 pub const SNAPPY_THREADS: u32 = 256;
 
+/// Output bytes per fragment of a large SNAPPY page (`SNAPPY_FRAGMENT` in snappy.cu).
+pub const SNAPPY_FRAGMENT: u64 = 65536;
+
 /// Every kernel module: (name, source).
 pub const MODULES: &[(&str, &str)] = &[
     ("page_headers", PAGE_HEADERS),
@@ -325,13 +328,16 @@ mod tests {
     }
 
     #[test]
-    fn snappy_threads_match_the_kernel() {
-        let line = SNAPPY
-            .lines()
-            .find(|l| l.starts_with("#define SNAPPY_THREADS"))
-            .expect("SNAPPY_THREADS in snappy.cu");
-        let n: u32 = line.split_whitespace().nth(2).unwrap().parse().unwrap();
-        assert_eq!(n, SNAPPY_THREADS);
+    fn snappy_constants_match_the_kernel() {
+        let define = |name: &str| -> u64 {
+            let line = SNAPPY
+                .lines()
+                .find(|l| l.starts_with(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("{name} in snappy.cu"));
+            line.split_whitespace().nth(2).unwrap().parse().unwrap()
+        };
+        assert_eq!(define("SNAPPY_THREADS"), u64::from(SNAPPY_THREADS));
+        assert_eq!(define("SNAPPY_FRAGMENT"), SNAPPY_FRAGMENT);
     }
 
     #[test]

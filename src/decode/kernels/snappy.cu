@@ -1,4 +1,6 @@
-// SNAPPY page decompression on the device: one block of SNAPPY_THREADS threads per page.
+// SNAPPY page decompression on the device: one block of SNAPPY_THREADS threads per stream — a
+// whole page (snappy_pages), or one 64 KiB fragment of a large page (snappy_fragments) whose
+// start snappy_split found by parsing the page without writing it.
 //
 // The stream is taken in rounds of WIN input bytes, staged in shared memory.
 // 1. Parse, in parallel: for every byte position p of the window, the position after an
@@ -13,8 +15,8 @@
 //    byte of the same batch (a copy whose source is still being produced: runs, repeats,
 //    copies of copies). Pointer jumping over the batch resolves the chains in log2(depth)
 //    passes; then the batch is written out, coalesced.
-// Every problem sets a bit in errors[page] and stops that page; nothing is written outside
-// [dst, dst + dst_len).
+// Every problem sets a bit in the job's error word and stops that job; nothing is written
+// outside [dst, dst + dst_len).
 
 typedef unsigned char u8;
 typedef unsigned short u16;
@@ -90,8 +92,20 @@ __device__ static inline u32 element_at(const u8* s, u32 p, u64* len, u64* off) 
     return 5;
 }
 
-extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_pages(
-    const SnappyJob* jobs, int num_jobs, u32* errors)
+// What a block does with its stream.
+#define MODE_PAGE 0       // a whole page: the varint length, then every element, executed
+#define MODE_SPLIT 1      // a whole page, parsed only: where each SNAPPY_FRAGMENT of output starts
+#define MODE_FRAGMENT 2   // one fragment of a page (no varint): its elements, executed; a copy
+                          // reaching before the fragment is an error (the caller then decodes
+                          // the whole page)
+
+// The reference compressor compresses each 64 KiB of input on its own, so its elements never
+// straddle a 64 KiB boundary of the output and its copies never reach before one: a page's
+// fragments decode independently, in parallel, once MODE_SPLIT has found where each starts.
+#define SNAPPY_FRAGMENT 65536
+
+template <int MODE>
+__device__ static void snappy_block(const SnappyJob j, u32* error, u64* splits)
 {
     __shared__ u8 s_in[WIN + LOOK];
     __shared__ u16 s_jmp[2][WIN + 1];
@@ -103,16 +117,13 @@ extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_pages(
     __shared__ u64 s_next_ip;
     __shared__ u32 s_err, s_count, s_more;
 
-    const int page = blockIdx.x;
     const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    if (page >= num_jobs) return;
-    const SnappyJob j = jobs[page];
     const u8* in = (const u8*)j.src;
     u8* out = (u8*)j.dst;
     const u64 n_in = j.src_len, n_out = j.dst_len;
     u64 ip = 0, op = 0;
     // the stream's own length (a varint), read by every thread
-    {
+    if (MODE != MODE_FRAGMENT) {
         u64 n = 0;
         int shift = 0;
         bool done = false;
@@ -124,9 +135,10 @@ extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_pages(
         }
         u32 err = !done ? S_TRUNCATED : (n != n_out ? S_SIZE : 0u);
         if (err) {
-            if (tid == 0) errors[page] |= err;
+            if (tid == 0) *error |= err;
             return;
         }
+        if (MODE == MODE_SPLIT && tid == 0) splits[0] = ip;
     }
     if (tid == 0) s_err = 0;
     while (ip < n_in) {
@@ -224,6 +236,20 @@ extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_pages(
         if (bad) atomicOr(&s_err, bad);
         __syncthreads();
         if (s_err) break;
+        if (MODE == MODE_SPLIT) {
+            // the elements that start a fragment: where its input begins
+            for (int k = 0; k < PER_THREAD; k++) {
+                const u32 i = tid * PER_THREAD + k;
+                if (x[k] >= weff) continue;
+                const u64 d = e_dst[i];
+                if (d > 0 && d < n_out && d % SNAPPY_FRAGMENT == 0)
+                    splits[d / SNAPPY_FRAGMENT] = ip + x[k];
+            }
+            op = e_dst[count];
+            ip = s_next_ip;
+            __syncthreads();
+            continue;
+        }
         // 3. execute, OUT_WIN output bytes at a time
         const u64 op0 = op, total = e_dst[count] - op0;
         for (u64 a = 0; a < total; a += OUT_WIN) {
@@ -283,6 +309,33 @@ extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_pages(
     if (tid == 0) {
         u32 err = s_err;
         if (!err && op != n_out) err |= S_SIZE;
-        if (err) errors[page] |= err;
+        if (err) *error |= err;
     }
+}
+
+// One block per page: decompressed in full.
+extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_pages(
+    const SnappyJob* jobs, int num_jobs, u32* errors)
+{
+    if ((int)blockIdx.x >= num_jobs) return;
+    snappy_block<MODE_PAGE>(jobs[blockIdx.x], &errors[blockIdx.x], nullptr);
+}
+
+// One block per page: parsed (and checked) without writing output; splits[split_base[page] +
+// k] = input offset where the elements of output fragment k start (k = 0: after the varint),
+// left as it was (all ones, set by the host) where no element starts at the fragment.
+extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_split(
+    const SnappyJob* jobs, int num_jobs, u64* splits, const u64* split_base, u32* errors)
+{
+    if ((int)blockIdx.x >= num_jobs) return;
+    snappy_block<MODE_SPLIT>(jobs[blockIdx.x], &errors[blockIdx.x],
+                             splits + split_base[blockIdx.x]);
+}
+
+// One block per fragment (a job's source and destination are the fragment's).
+extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_fragments(
+    const SnappyJob* jobs, int num_jobs, u32* errors)
+{
+    if ((int)blockIdx.x >= num_jobs) return;
+    snappy_block<MODE_FRAGMENT>(jobs[blockIdx.x], &errors[blockIdx.x], nullptr);
 }
