@@ -149,8 +149,7 @@ impl ReaderBuilder {
 
     /// Device loads: read and decode in waves of whole row groups of about `bytes` (reading
     /// the next wave while decoding the last; 0: one wave). Default from
-    /// `CUPARQUET_DEVICE_WAVE_BYTES`, else one wave up to 256 MiB and eight waves (of at least
-    /// 64 MiB) above.
+    /// `CUPARQUET_DEVICE_WAVE_BYTES`, else one wave up to 4 GiB and waves of 1 GiB above.
     pub fn with_wave_bytes(mut self, bytes: u64) -> Self {
         self.wave_bytes = Some(bytes);
         self
@@ -425,8 +424,11 @@ struct Wave {
 }
 
 /// Bytes per wave of a device load of `total` bytes: `set` (the builder's), else
-/// `CUPARQUET_DEVICE_WAVE_BYTES` when set (0: never pipeline), else one wave up to 256 MiB (a small load gains nothing from
-/// splitting), else an eighth of the load and at least 64 MiB.
+/// `CUPARQUET_DEVICE_WAVE_BYTES` when set (0: never pipeline), else one wave up to 4 GiB and
+/// waves of 1 GiB above. Measured on the H200 (benches/RESULTS.md), pipelining the 1.9 GB
+/// lineitem files gained nothing reliable (reads slow down while kernels run, and each wave
+/// waits on its own slowest page), so it is kept for what it also does: bound the device
+/// memory a huge load holds in still-encoded chunks.
 fn wave_target(total: u64, set: Option<u64>) -> u64 {
     let set = set.or_else(|| {
         std::env::var("CUPARQUET_DEVICE_WAVE_BYTES")
@@ -436,10 +438,10 @@ fn wave_target(total: u64, set: Option<u64>) -> u64 {
     if let Some(v) = set {
         return if v == 0 { u64::MAX } else { v };
     }
-    if total <= 256 << 20 {
+    if total <= 4 << 30 {
         u64::MAX
     } else {
-        (total / 8).max(64 << 20)
+        1 << 30
     }
 }
 
@@ -1621,7 +1623,8 @@ mod tests {
             }
         }
         assert_eq!(wave_target(100 << 20, None), u64::MAX);
-        assert_eq!(wave_target(2 << 30, None), 256 << 20);
+        assert_eq!(wave_target(2 << 30, None), u64::MAX);
+        assert_eq!(wave_target(16 << 30, None), 1 << 30);
         assert_eq!(wave_target(2 << 30, Some(0)), u64::MAX);
         assert_eq!(wave_target(2 << 30, Some(1 << 20)), 1 << 20);
     }

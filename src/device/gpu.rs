@@ -123,6 +123,7 @@ pub struct Gpu {
     name: String,
     compute_capability: (i32, i32),
     total_memory: usize,
+    multiprocessors: usize,
     streams: Vec<Stream>,
     /// The streams decoding kernels run on, apart from the copy streams, so that a load's
     /// reads (copies) and the decoding of what was read before run at once, and so that
@@ -191,6 +192,9 @@ impl Gpu {
             .compute_capability()
             .map_err(|e| driver_error(ordinal, "cuDeviceGetAttribute", e))?;
         let total_memory = ctx.total_mem().unwrap_or(0);
+        let multiprocessors = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_or(1, |n| n.max(1) as usize);
         let mut streams = Vec::with_capacity(COPY_STREAMS);
         for _ in 0..COPY_STREAMS {
             let raw = cu::stream::create(cu::stream::StreamKind::NonBlocking)
@@ -211,6 +215,7 @@ impl Gpu {
             name,
             compute_capability,
             total_memory,
+            multiprocessors,
             streams,
             pinned: Mutex::new(Vec::new()),
             pool,
@@ -305,6 +310,11 @@ impl Gpu {
     /// Device memory in bytes.
     pub fn total_memory(&self) -> usize {
         self.total_memory
+    }
+
+    /// Streaming multiprocessors.
+    pub fn multiprocessors(&self) -> usize {
+        self.multiprocessors
     }
 
     /// Makes the device's (primary) context current on the calling thread. Every entry point
