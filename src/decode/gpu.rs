@@ -858,6 +858,73 @@ impl std::fmt::Debug for Pass<'_> {
     }
 }
 
+/// The chunks of a pass one decoder takes: per chunk (in chunk order) its index, its GPU
+/// column and its pages' (decompressed) data; a zeroed null counter (u64) per chunk; and the
+/// buffers of decompressed pages, kept alive until the decoder's kernels are done.
+struct Selected<'a> {
+    chunks: Vec<(usize, &'a crate::decode::gpu_plan::GpuColumn, PageLocations)>,
+    counters: DeviceBuffer,
+    uploads: Vec<DeviceBuffer>,
+}
+
+impl<'a> Pass<'a> {
+    /// The chunks whose GPU column `pick` accepts, their pages located (SNAPPY pages
+    /// decompressed where the pass says, other codecs on the host).
+    fn select(
+        &self,
+        pick: impl Fn(&crate::decode::gpu_plan::GpuColumn) -> bool,
+    ) -> Result<Selected<'a>> {
+        let columns: &'a [crate::decode::gpu_plan::GpuColumn] = self.columns;
+        let picked: Vec<(usize, &'a crate::decode::gpu_plan::GpuColumn)> = self
+            .chunks
+            .chunks()
+            .iter()
+            .enumerate()
+            .filter_map(|(ci, c)| {
+                columns
+                    .iter()
+                    .find(|g| g.leaf == c.column && pick(g))
+                    .map(|g| (ci, g))
+            })
+            .collect();
+        let cis: Vec<usize> = picked.iter().map(|&(ci, _)| ci).collect();
+        let mut uploads = Vec::new();
+        let located = timed("locate pages (decompress)", || {
+            locate_pages(
+                self.chunks,
+                &cis,
+                self.tables,
+                self.path,
+                self.codec_of,
+                self.snappy,
+                &mut uploads,
+            )
+        })?;
+        let counters = zeroed(self.chunks.buffer().gpu(), cis.len() * 8)?;
+        Ok(Selected {
+            chunks: picked
+                .into_iter()
+                .zip(located)
+                .map(|((ci, g), l)| (ci, g, l))
+                .collect(),
+            counters,
+            uploads,
+        })
+    }
+
+    /// An error about chunk `ci`.
+    fn bad_chunk(&self, ci: usize, reason: String) -> Error {
+        let c = &self.chunks.chunks()[ci];
+        Error::BadColumnChunk {
+            path: self.path.to_path_buf(),
+            row_group: c.row_group,
+            column: c.path.clone(),
+            range: Some(c.range.clone()),
+            reason,
+        }
+    }
+}
+
 /// Decodes, in one launch over all their data pages, the fixed-width columns of a pass.
 /// SNAPPY pages are decompressed where the pass says, other codecs on the host and uploaded.
 pub fn decode_fixed_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
@@ -865,11 +932,9 @@ pub fn decode_fixed_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         chunks,
         tables,
         path,
-        columns,
         fields,
-        codec_of,
         rows_of,
-        snappy,
+        ..
     } = *pass;
     use crate::decode::gpu_plan::Conversion;
     use crate::decode::kernels::{conversion_code, ColumnJob, DECODE_FIXED, DECODE_FIXED_ERRORS};
@@ -878,38 +943,21 @@ pub fn decode_fixed_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     let mut page_names: Vec<PageName> = Vec::new();
     let mut col_jobs: Vec<ColumnJob> = Vec::new();
     let mut outputs: Vec<DeviceColumn> = Vec::new();
-    let mut uploads: Vec<DeviceBuffer> = Vec::new(); // decompressed pages kept alive
-    let mine = |c: &crate::plan::ColumnChunkPlan| {
-        columns.iter().find(|g| {
-            g.leaf == c.column
-                && conversion_code(g.conversion).is_some()
-                && !(g.conversion == Conversion::BigEndianDecimal && g.physical == "BYTE_ARRAY")
-        })
-    };
-    let cis: Vec<usize> = (0..chunks.chunks().len())
-        .filter(|&ci| mine(&chunks.chunks()[ci]).is_some())
-        .collect();
-    let mut located = timed("locate pages (decompress)", || {
-        locate_pages(chunks, &cis, tables, path, codec_of, snappy, &mut uploads)
-    })?
-    .into_iter();
-    // the null counts of every column, one u64 each
-    let counters = zeroed(&gpu, cis.len() * 8)?;
-    for &ci in &cis {
+    let Selected {
+        chunks: picked,
+        counters,
+        uploads,
+    } = pass.select(|g| {
+        conversion_code(g.conversion).is_some()
+            && !(g.conversion == Conversion::BigEndianDecimal && g.physical == "BYTE_ARRAY")
+    })?;
+    for (ci, col, (page_data, host_pages)) in picked {
         let c = &chunks.chunks()[ci];
-        let Some(col) = mine(c) else { continue };
         let Some(conv) = conversion_code(col.conversion) else {
             continue;
         };
-        let bad = |reason: String| Error::BadColumnChunk {
-            path: path.to_path_buf(),
-            row_group: c.row_group,
-            column: c.path.clone(),
-            range: Some(c.range.clone()),
-            reason,
-        };
+        let bad = |reason: String| pass.bad_chunk(ci, reason);
         let table = &tables[ci];
-        let (page_data, host_pages) = located.next().unwrap_or_default();
         let rows = rows_of(c.row_group);
         // booleans: a bitmap in 32-bit words; others: output_width bytes per row
         let (alloc_len, arrow_len) = if col.conversion == Conversion::Boolean {
@@ -1060,6 +1108,8 @@ unsafe fn launch64_nowait(
     args: &[u64],
 ) -> Result<()> {
     let f = module.function(name)?;
+    // the kernel runs on a non-blocking stream: let the uploads and memsets it reads (legacy
+    // stream, not yet finished) complete first
     gpu.synchronize_default_stream()?;
     let mut vals: Vec<u64> = args.to_vec();
     let mut params: Vec<*mut c_void> = vals.iter_mut().map(|v| (v as *mut u64).cast()).collect();
@@ -1088,23 +1138,9 @@ unsafe fn launch64_now(
     block: u32,
     args: &[u64],
 ) -> Result<()> {
-    let f = module.function(name)?;
-    // the kernel runs on a non-blocking stream: let the uploads and memsets it reads (legacy
-    // stream, not yet finished) complete first
-    gpu.synchronize_default_stream()?;
-    let mut vals: Vec<u64> = args.to_vec();
-    let mut params: Vec<*mut c_void> = vals.iter_mut().map(|v| (v as *mut u64).cast()).collect();
-    // SAFETY: forwarded to the caller's contract.
-    unsafe {
-        module.launch(
-            f,
-            (grid.max(1), 1, 1),
-            (block, 1, 1),
-            0,
-            gpu.decode_stream(),
-            &mut params,
-        )?
-    };
+    // SAFETY: forwarded to the caller's contract; waiting below keeps every address valid
+    // for as long as the kernel runs.
+    unsafe { launch64_nowait(gpu, module, name, grid, block, args)? };
     gpu.synchronize_decode()
 }
 
@@ -1116,16 +1152,13 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         chunks,
         tables,
         path,
-        columns,
         fields,
-        codec_of,
         rows_of,
-        snappy,
+        ..
     } = *pass;
     use crate::decode::gpu_plan::Conversion;
     use crate::decode::kernels::{BytesColumn, DECODE_BYTES, DECODE_FIXED_ERRORS};
     let gpu = Arc::clone(chunks.buffer().gpu());
-    let mut uploads: Vec<DeviceBuffer> = Vec::new();
     let mut page_jobs: Vec<PageJob> = Vec::new();
     let mut page_names: Vec<PageName> = Vec::new();
     let mut cols: Vec<BytesColumn> = Vec::new();
@@ -1145,32 +1178,15 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     let mut dicts: Vec<(u64, u64, i32)> = Vec::new();
     let mut dict_tables: Vec<DeviceBuffer> = Vec::new();
     let mut dict_names: Vec<PageName> = Vec::new();
-    let mine = |c: &crate::plan::ColumnChunkPlan| {
-        columns
-            .iter()
-            .find(|g| g.leaf == c.column && g.conversion == Conversion::Bytes)
-    };
-    let cis: Vec<usize> = (0..chunks.chunks().len())
-        .filter(|&ci| mine(&chunks.chunks()[ci]).is_some())
-        .collect();
-    let mut located = timed("locate pages (decompress)", || {
-        locate_pages(chunks, &cis, tables, path, codec_of, snappy, &mut uploads)
-    })?
-    .into_iter();
-    // the null counts of every column, one u64 each
-    let counters = zeroed(&gpu, cis.len() * 8)?;
-    for &ci in &cis {
+    let Selected {
+        chunks: picked,
+        counters,
+        uploads,
+    } = pass.select(|g| g.conversion == Conversion::Bytes)?;
+    for (ci, col, (page_data, host_pages)) in picked {
         let c = &chunks.chunks()[ci];
-        let Some(col) = mine(c) else { continue };
-        let bad = |reason: String| Error::BadColumnChunk {
-            path: path.to_path_buf(),
-            row_group: c.row_group,
-            column: c.path.clone(),
-            range: Some(c.range.clone()),
-            reason,
-        };
+        let bad = |reason: String| pass.bad_chunk(ci, reason);
         let table = &tables[ci];
-        let (page_data, host_pages) = located.next().unwrap_or_default();
         let rows = rows_of(c.row_group);
         let lengths = zeroed(&gpu, rows * 8)?;
         let validity = validity_words(&gpu, rows, col.max_def_level > 0)?;

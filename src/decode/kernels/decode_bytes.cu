@@ -106,11 +106,42 @@ extern "C" __global__ void dict_entries(
     }
 }
 
+// Calls f(i, k) for every valid row i of a page of n rows (src[2 * i] != 0 marks it), k being
+// the index of its value among the page's values: the compaction of the marks, a tile of
+// SIZES_THREADS rows at a time (ballots, then the warps' counts); k = i when every row is valid.
+// Every thread of the block must call it.
+#define SIZES_THREADS 128
+template <typename F>
+__device__ static void for_each_valid(int n, bool dense, const u64* src, int* warp_counts, F f)
+{
+    int carry = 0;
+    for (int tile = 0; tile < n; tile += SIZES_THREADS) {
+        const int i = tile + threadIdx.x;
+        const int v = i < n && src[2 * i] != 0;
+        int k, tile_total = 0;
+        if (dense) k = i;
+        else {
+            const unsigned ballot = __ballot_sync(0xffffffffu, v);
+            const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+            if (lane == 0) warp_counts[w] = __popc(ballot);
+            __syncthreads();
+            int base = 0;
+            for (int x = 0; x < SIZES_THREADS / 32; x++) {
+                if (x < w) base += warp_counts[x];
+                tile_total += warp_counts[x];
+            }
+            __syncthreads();
+            k = carry + base + __popc(ballot & ((1u << lane) - 1u));
+        }
+        if (v) f(i, k);
+        carry += tile_total;
+    }
+}
+
 // Per data page (one block of SIZES_THREADS): validity, and for every row its source
 // (address, length) in src_scratch (2 u64 per row, indexed from scratch_base[page]) and its
 // length in lengths[row]. Levels and dictionary indices are decoded block-parallel; PLAIN
 // values are found by the block's staged walk (walk_plain).
-#define SIZES_THREADS 128
 extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     const PageJob* pages, const BytesColumn* cols, u32* idx_scratch, u64* src_scratch,
     const u64* scratch_base, u32* errors)
@@ -194,34 +225,12 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
         if (e) {
             if (threadIdx.x == 0) err |= e;
         } else {
-            const bool dense = cnt == n;
-            int carry = 0;
-            for (int tile = 0; tile < n; tile += SIZES_THREADS) {
-                int i = tile + threadIdx.x;
-                int v = i < n && src[2 * i] != 0;
-                int k, tile_total = 0;
-                if (dense) k = i;
-                else {
-                    unsigned ballot = __ballot_sync(0xffffffffu, v);
-                    int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-                    if (lane == 0) warp_counts[w] = __popc(ballot);
-                    __syncthreads();
-                    int base = 0;
-                    for (int x = 0; x < SIZES_THREADS / 32; x++) {
-                        if (x < w) base += warp_counts[x];
-                        tile_total += warp_counts[x];
-                    }
-                    __syncthreads();
-                    k = carry + base + __popc(ballot & ((1u << lane) - 1u));
-                }
-                if (v) {
-                    const u64 at = idxs[k];
-                    src[2 * i] = (u64)(vals + at + 4);
-                    src[2 * i + 1] = (u64)vals[at] | ((u64)vals[at + 1] << 8) |
-                                     ((u64)vals[at + 2] << 16) | ((u64)vals[at + 3] << 24);
-                }
-                carry += tile_total;
-            }
+            for_each_valid(n, cnt == n, src, warp_counts, [&](int i, int k) {
+                const u64 at = idxs[k];
+                src[2 * i] = (u64)(vals + at + 4);
+                src[2 * i + 1] = (u64)vals[at] | ((u64)vals[at + 1] << 8) |
+                                 ((u64)vals[at + 2] << 16) | ((u64)vals[at + 3] << 24);
+            });
         }
     } else if (pj.encoding == 2 || pj.encoding == 8) {
         if (!cj.dict_entries) {
@@ -236,37 +245,15 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
                     if (threadIdx.x == 0) err |= e;
                 } else {
                     const u64* entries = (const u64*)cj.dict_entries;
-                    const bool dense = cnt == n;
                     bool bad = false;
-                    int carry = 0;
-                    for (int tile = 0; tile < n; tile += SIZES_THREADS) {
-                        int i = tile + threadIdx.x;
-                        int v = i < n && src[2 * i] != 0;
-                        int k, tile_total = 0;
-                        if (dense) k = i;
+                    for_each_valid(n, cnt == n, src, warp_counts, [&](int i, int k) {
+                        const u32 ix = idxs[k];
+                        if (ix >= (u32)cj.dict_len) bad = true;
                         else {
-                            unsigned ballot = __ballot_sync(0xffffffffu, v);
-                            int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-                            if (lane == 0) warp_counts[w] = __popc(ballot);
-                            __syncthreads();
-                            int base = 0;
-                            for (int x = 0; x < SIZES_THREADS / 32; x++) {
-                                if (x < w) base += warp_counts[x];
-                                tile_total += warp_counts[x];
-                            }
-                            __syncthreads();
-                            k = carry + base + __popc(ballot & ((1u << lane) - 1u));
+                            src[2 * i] = entries[2 * ix];
+                            src[2 * i + 1] = entries[2 * ix + 1];
                         }
-                        if (v) {
-                            u32 ix = idxs[k];
-                            if (ix >= (u32)cj.dict_len) bad = true;
-                            else {
-                                src[2 * i] = entries[2 * ix];
-                                src[2 * i + 1] = entries[2 * ix + 1];
-                            }
-                        }
-                        carry += tile_total;
-                    }
+                    });
                     if (bad) atomicOr(&err, E_DICT_INDEX);
                 }
             }
