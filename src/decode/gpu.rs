@@ -665,9 +665,7 @@ fn snappy_on_device(
         }
         let mut fragments: Vec<SnappyJob> = Vec::new();
         let mut fragment_of: Vec<usize> = Vec::new(); // the job each fragment belongs to
-        let mut whole: Vec<usize> = (0..jobs.len())
-            .filter(|j| !large.contains(j))
-            .collect();
+        let mut whole: Vec<usize> = (0..jobs.len()).filter(|j| !large.contains(j)).collect();
         if !large.is_empty() {
             let counts: Vec<u64> = large
                 .iter()
