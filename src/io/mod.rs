@@ -347,3 +347,79 @@ pub(crate) fn check_destinations(
     }
     Ok(order)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(index: usize, range: Range<u64>, path: IoPath) -> RequestRecord {
+        RequestRecord {
+            index,
+            range,
+            path,
+            pieces: 1,
+            time: Duration::from_millis(1),
+        }
+    }
+
+    #[test]
+    fn reports_of_consecutive_reads_add_up() {
+        let mut a = IoReport {
+            requests: vec![
+                record(0, 0..10, IoPath::Staged),
+                record(1, 10..30, IoPath::Staged),
+            ],
+            wall: Duration::from_millis(5),
+            threads: 4,
+            direct_io: false,
+            decisions: vec![DecisionSummary {
+                path: IoPath::Staged,
+                reason: "auto".into(),
+                requests: 2,
+                bytes: 30,
+            }],
+            cufile: None,
+        };
+        let b = IoReport {
+            requests: vec![record(0, 30..70, IoPath::CufilePosix)],
+            wall: Duration::from_millis(7),
+            threads: 16,
+            direct_io: true,
+            decisions: vec![
+                DecisionSummary {
+                    path: IoPath::Staged,
+                    reason: "auto".into(),
+                    requests: 1,
+                    bytes: 40,
+                },
+                DecisionSummary {
+                    path: IoPath::CufilePosix,
+                    reason: "forced".into(),
+                    requests: 1,
+                    bytes: 40,
+                },
+            ],
+            cufile: Some(CufileCounters {
+                reads: 1,
+                posix: 1,
+                bytes: 40,
+                ..Default::default()
+            }),
+        };
+        a.absorb(b);
+        assert_eq!(
+            a.requests.iter().map(|r| r.index).collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
+        assert_eq!(a.bytes(), 70);
+        assert_eq!(a.wall, Duration::from_millis(12));
+        assert_eq!((a.threads, a.direct_io), (16, true));
+        assert_eq!(a.decisions.len(), 2);
+        assert_eq!((a.decisions[0].requests, a.decisions[0].bytes), (3, 70));
+        assert_eq!(a.cufile.as_ref().map(|c| (c.reads, c.posix)), Some((1, 1)));
+        assert_eq!(
+            a.bytes_by_path(),
+            vec![(IoPath::Staged, 30), (IoPath::CufilePosix, 40)]
+        );
+    }
+}
