@@ -177,13 +177,7 @@ fn emulated_snappy_kernel_equals_the_snap_crate() {
         return;
     };
     let inputs = samples();
-    let jobs: Vec<Job> = inputs
-        .iter()
-        .map(|d| Job {
-            src: snap::raw::Encoder::new().compress_vec(d).unwrap(),
-            dst_len: d.len(),
-        })
-        .collect();
+    let jobs = compressed(&inputs);
     for (k, ((err, got, guard), want)) in
         run_snappy(&emu, &jobs).into_iter().zip(&inputs).enumerate()
     {
@@ -195,6 +189,17 @@ fn emulated_snappy_kernel_equals_the_snap_crate() {
             want.len()
         );
     }
+}
+
+/// A job per input: the input compressed by the snap crate (the reference compressor).
+fn compressed(inputs: &[Vec<u8>]) -> Vec<Job> {
+    inputs
+        .iter()
+        .map(|d| Job {
+            src: snap::raw::Encoder::new().compress_vec(d).unwrap(),
+            dst_len: d.len(),
+        })
+        .collect()
 }
 
 /// Runs `snappy_split` over `jobs`: per job, its error bits and its split table.
@@ -237,13 +242,7 @@ fn emulated_snappy_fragments_equal_the_whole_page() {
             .flat_map(|_| (r.next() as f64 / 7.0).to_le_bytes())
             .collect(),
     );
-    let jobs: Vec<Job> = inputs
-        .iter()
-        .map(|d| Job {
-            src: snap::raw::Encoder::new().compress_vec(d).unwrap(),
-            dst_len: d.len(),
-        })
-        .collect();
+    let jobs = compressed(&inputs);
     let splits = run_snappy_split(&emu, &jobs);
     let mut frags = Vec::new();
     let mut owner = Vec::new();
