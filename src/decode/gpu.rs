@@ -3,8 +3,10 @@
 //! [`page_tables`] parses every chunk's page headers on the device (one launch counts pages,
 //! the host sums the counts, a second fills one [`PageInfo`] per page).
 //! [`decode_fixed_columns`] and [`decode_bytes_columns`] then decode the flat columns the
-//! placement ([`crate::decode::gpu_plan`]) gives the GPU: SNAPPY pages of every chunk
-//! decompressed in one launch (other codecs on the host, chunks in parallel, then uploaded),
+//! placement ([`crate::decode::gpu_plan`]) gives the GPU: SNAPPY pages decompressed by our
+//! kernel (one block per page, or per 64 KiB fragment of a large page when large pages are
+//! few), or on the host's cores where [`snappy_on_host`]'s model says that is faster; other
+//! codecs on the host (chunks in parallel, gathered into pinned buffers, then uploaded);
 //! definition levels to validity, PLAIN and dictionary values with arrow-rs's conversions,
 //! strings by sizes → offsets (scanned on the device) → characters, UTF-8 checked on the device
 //! for Utf8. One launch per stage over all pages of a pass; every kernel records problems as
@@ -298,9 +300,10 @@ fn check_errors(chunks: &DeviceChunks, path: &std::path::Path, errs: &[i32]) -> 
 type PageLocations = (Vec<(u64, u64)>, usize);
 
 /// Where the (decompressed) data of every page of the chunks `cis` lives on the device:
-/// uncompressed chunks in place in the load's buffer; SNAPPY pages decompressed on the device,
-/// all of them in one launch; pages of other codecs decompressed on the host (chunks in
-/// parallel) and uploaded in one copy. Buffers the kernels will read are pushed to `uploads`,
+/// uncompressed chunks in place in the load's buffer; SNAPPY pages decompressed on the device
+/// ([`snappy_on_device`]) or, where `placement` (or its model) says so, on the host; pages of
+/// other codecs decompressed on the host (chunks in parallel) and uploaded through pinned
+/// buffers. Buffers the kernels will read are pushed to `uploads`,
 /// which must outlive them. Indexed like `cis`.
 fn locate_pages(
     chunks: &DeviceChunks,
@@ -518,8 +521,8 @@ pub fn snappy_fragments_of(
     Some(out)
 }
 
-/// Decompresses the SNAPPY pages of the chunks `cis` on the device, all in one launch (one
-/// block per page); returns per chunk each page's (address, length) of decompressed data. v2
+/// Decompresses the SNAPPY pages of the chunks `cis` on the device: large pages (when few)
+/// split into 64 KiB fragments first, then fragments and whole pages one block each; returns per chunk each page's (address, length) of decompressed data. v2
 /// levels are copied as stored; pages whose values are stored uncompressed are used in place.
 fn snappy_on_device(
     chunks: &DeviceChunks,
