@@ -30,6 +30,32 @@ struct PageJob {            // 64 bytes; mirrored by PageJob in src/decode/kerne
 };
 static_assert(sizeof(PageJob) == 64, "PageJob must match its Rust mirror");
 
+// Where a data page's definition levels and its values start in `data`: v1 pages of an
+// optional column begin with the levels' 4-byte length, then the levels; v2 pages hold
+// repetition then definition levels with the lengths the header gives (non-negative: the
+// page-header parser checks). lv_len is 0 for a required column. E_LEVELS when the levels run
+// past the page, else 0.
+__device__ static inline u32 page_levels(const PageJob& pj, const u8* data, u64* lv_at,
+                                         u64* lv_len, u64* val_at) {
+    *lv_at = 0;
+    *lv_len = 0;
+    *val_at = 0;
+    if (pj.v2) {
+        *val_at = (u64)pj.rep_len + (u64)pj.def_len;
+        if (pj.max_def > 0) {
+            *lv_at = (u64)pj.rep_len;
+            *lv_len = (u64)pj.def_len;
+        }
+        return *val_at > pj.data_len ? E_LEVELS : 0u;
+    }
+    if (pj.max_def == 0) return 0;
+    if (pj.data_len < 4) return E_LEVELS;
+    *lv_len = (u64)data[0] | ((u64)data[1] << 8) | ((u64)data[2] << 16) | ((u64)data[3] << 24);
+    *lv_at = 4;
+    *val_at = 4 + *lv_len;
+    return *lv_len > pj.data_len - 4 ? E_LEVELS : 0u;
+}
+
 __device__ static bool varint(const u8* p, u64 len, u64& pos, u64& v) {
     v = 0;
     for (int shift = 0; shift < 64; shift += 7) {

@@ -162,22 +162,8 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     __shared__ Run runs[RUNS];
     __shared__ u32 rle_state[5];
     if (threadIdx.x == 0) {
-        u32 e = 0;
-        u64 lv_at = 0, lv_len = 0, val_at = 0;
-        if (pj.v2) {
-            lv_at = (u64)pj.rep_len;
-            lv_len = (u64)pj.def_len;
-            val_at = lv_at + lv_len;
-            if (val_at > pj.data_len) e |= E_LEVELS;
-        } else if (pj.max_def > 0) {
-            if (pj.data_len < 4) e |= E_LEVELS;
-            else {
-                lv_len = (u64)data[0] | ((u64)data[1] << 8) | ((u64)data[2] << 16) | ((u64)data[3] << 24);
-                lv_at = 4;
-                if (lv_len > pj.data_len - 4) e |= E_LEVELS;
-                val_at = 4 + lv_len;
-            }
-        }
+        u64 lv_at, lv_len, val_at;
+        const u32 e = page_levels(pj, data, &lv_at, &lv_len, &val_at);
         err = e;
         lv_at_s = lv_at;
         lv_len_s = lv_len;
@@ -367,16 +353,24 @@ __device__ static i64 block_exclusive_scan(i64 v, i64* shared, i64* total) {
     return shared[threadIdx.x] - v;
 }
 
+// The block's span: this thread's SCAN_PER_THREAD rows start at *first; returns the lengths of
+// the span's rows before them, and the span's total in *total.
+__device__ static i64 span_prefix(const i64* lengths, u64 rows, i64* shared, u64* first,
+                                  i64* total) {
+    *first = (u64)blockIdx.x * SPAN + (u64)threadIdx.x * SCAN_PER_THREAD;
+    i64 mine = 0;
+    for (int k = 0; k < SCAN_PER_THREAD; k++)
+        if (*first + k < rows) mine += lengths[*first + k];
+    return block_exclusive_scan(mine, shared, total);
+}
+
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS) span_sums(
     const i64* lengths, u64 rows, i64* sums)
 {
     __shared__ i64 sh[SCAN_THREADS];
-    u64 first = (u64)blockIdx.x * SPAN + (u64)threadIdx.x * SCAN_PER_THREAD;
-    i64 mine = 0;
-    for (int k = 0; k < SCAN_PER_THREAD; k++)
-        if (first + k < rows) mine += lengths[first + k];
+    u64 first;
     i64 total;
-    block_exclusive_scan(mine, sh, &total);
+    span_prefix(lengths, rows, sh, &first, &total);
     if (threadIdx.x == 0) sums[blockIdx.x] = total;
 }
 
@@ -384,12 +378,9 @@ extern "C" __global__ void __launch_bounds__(SCAN_THREADS) write_offsets(
     const i64* lengths, u64 rows, const i64* bases, i64* off64, int* off32)
 {
     __shared__ i64 sh[SCAN_THREADS];
-    u64 first = (u64)blockIdx.x * SPAN + (u64)threadIdx.x * SCAN_PER_THREAD;
-    i64 mine = 0;
-    for (int k = 0; k < SCAN_PER_THREAD; k++)
-        if (first + k < rows) mine += lengths[first + k];
+    u64 first;
     i64 total;
-    i64 at = bases[blockIdx.x] + block_exclusive_scan(mine, sh, &total);
+    i64 at = bases[blockIdx.x] + span_prefix(lengths, rows, sh, &first, &total);
     for (int k = 0; k < SCAN_PER_THREAD; k++) {
         u64 i = first + k;
         if (i < rows) {

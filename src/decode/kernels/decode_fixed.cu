@@ -94,27 +94,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
     int n = pj.num_values;
     // 1. where the levels and the values are (thread 0)
     if (threadIdx.x == 0) {
-        u32 e = 0;
-        u64 lv_at = 0, lv_len = 0, val_at = 0;
-        if (pj.max_def > 0) {
-            if (pj.v2) {
-                lv_at = (u64)pj.rep_len;
-                lv_len = (u64)pj.def_len;
-                if (lv_at + lv_len > pj.data_len) e |= E_LEVELS;
-                val_at = lv_at + lv_len;
-            } else {
-                if (pj.data_len < 4) e |= E_LEVELS;
-                else {
-                    lv_len = (u64)data[0] | ((u64)data[1] << 8) | ((u64)data[2] << 16) | ((u64)data[3] << 24);
-                    lv_at = 4;
-                    if (lv_len > pj.data_len - 4) e |= E_LEVELS;
-                    val_at = 4 + lv_len;
-                }
-            }
-        } else {
-            val_at = pj.v2 ? (u64)pj.rep_len + (u64)pj.def_len : 0;
-            if (val_at > pj.data_len) e |= E_LEVELS;
-        }
+        u64 lv_at, lv_len, val_at;
+        const u32 e = page_levels(pj, data, &lv_at, &lv_len, &val_at);
         err = e;
         lv_at_s = lv_at;
         lv_len_s = lv_len;
