@@ -255,6 +255,15 @@ impl ReaderBuilder {
             Some(p) => p,
             None => crate::decode::gpu::SnappyPlacement::from_env()?,
         };
+        let wave_bytes = match (self.wave_bytes, std::env::var("CUPARQUET_DEVICE_WAVE_BYTES")) {
+            (Some(b), _) => Some(b),
+            (None, Ok(v)) => Some(crate::config::parse_size(
+                "CUPARQUET_DEVICE_WAVE_BYTES",
+                &v,
+            )?),
+            (None, Err(_)) => None,
+        };
+        let decoders = decoders_from_env()?;
         if self.batch_rows == 0 {
             return Err(Error::setting("batch_rows", "0", "must be at least 1"));
         }
@@ -309,7 +318,8 @@ impl ReaderBuilder {
             decoder,
             host_reader,
             snappy,
-            wave_bytes: self.wave_bytes,
+            wave_bytes,
+            decoders,
             progress: self.progress,
             t_setup: t0.elapsed(),
             t_footer,
@@ -401,12 +411,21 @@ fn sanitize_metadata(
 }
 
 /// Decoding threads of a pipelined device load, each on a decode stream of its own:
-/// `CUPARQUET_DECODE_THREADS` (1 to [`device::DECODE_STREAMS`]), default 2.
-fn decoders() -> usize {
-    std::env::var("CUPARQUET_DECODE_THREADS")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .map_or(2, |n| n.clamp(1, device::DECODE_STREAMS))
+/// `CUPARQUET_DECODE_THREADS` (1 to [`device::DECODE_STREAMS`]), default 2. An invalid value is
+/// an error naming the variable, as for every setting.
+fn decoders_from_env() -> Result<usize> {
+    const NAME: &str = "CUPARQUET_DECODE_THREADS";
+    match std::env::var(NAME) {
+        Err(_) => Ok(2),
+        Ok(v) => match crate::config::parse_count(NAME, &v)? {
+            n if n <= device::DECODE_STREAMS => Ok(n),
+            _ => Err(Error::setting(
+                NAME,
+                &v,
+                format!("at most {}", device::DECODE_STREAMS),
+            )),
+        },
+    }
 }
 
 /// Whole row groups a pipelined device load reads and decodes together, with the consecutive
@@ -423,18 +442,13 @@ struct Wave {
     bytes: u64,
 }
 
-/// Bytes per wave of a device load of `total` bytes: `set` (the builder's), else
-/// `CUPARQUET_DEVICE_WAVE_BYTES` when set (0: never pipeline), else one wave up to 4 GiB and
+/// Bytes per wave of a device load of `total` bytes: `set` (the builder's, else
+/// `CUPARQUET_DEVICE_WAVE_BYTES`; 0: never pipeline), else one wave up to 4 GiB and
 /// waves of 1 GiB above. Measured on the H200 (benches/RESULTS.md), pipelining the 1.9 GB
 /// lineitem files gained nothing reliable (reads slow down while kernels run, and each wave
 /// waits on its own slowest page), so it is kept for what it also does: bound the device
 /// memory a huge load holds in still-encoded chunks.
 fn wave_target(total: u64, set: Option<u64>) -> u64 {
-    let set = set.or_else(|| {
-        std::env::var("CUPARQUET_DEVICE_WAVE_BYTES")
-            .ok()
-            .and_then(|v| crate::config::parse_size("CUPARQUET_DEVICE_WAVE_BYTES", &v).ok())
-    });
     if let Some(v) = set {
         return if v == 0 { u64::MAX } else { v };
     }
@@ -502,6 +516,7 @@ pub struct ParquetGpuReader {
     gpu_reader: Option<GpuReader>,
     snappy: crate::decode::gpu::SnappyPlacement,
     wave_bytes: Option<u64>,
+    decoders: usize,
     progress: Option<ProgressFn>,
     t_setup: Duration,
     t_footer: Duration,
@@ -1087,8 +1102,8 @@ impl ParquetGpuReader {
     }
 
     /// Reads and decodes wave after wave ([`waves`]): one thread reads (into a device
-    /// allocation per wave, at most one wave ahead of the decoders), [`decoders`] threads
-    /// decode, each on a decode stream of its own, so reading, decoding and the tails of
+    /// allocation per wave, at most one wave ahead of the decoders), [`decoders_from_env`]
+    /// threads decode, each on a decode stream of its own, so reading, decoding and the tails of
     /// decoding kernels overlap. Returns per wave, in order, its batches and reports.
     #[allow(clippy::type_complexity)]
     fn pipelined(
@@ -1120,7 +1135,7 @@ impl ParquetGpuReader {
                     }
                 }
             });
-            for slot in 0..decoders() {
+            for slot in 0..self.decoders {
                 let (rx, results) = (&rx, &results);
                 let (read_so_far, done_so_far) = (&read_so_far, &done_so_far);
                 s.spawn(move || loop {

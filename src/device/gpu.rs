@@ -235,7 +235,11 @@ impl Gpu {
         let supported = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
             .unwrap_or(0);
-        if supported == 0 || std::env::var_os("CUPARQUET_DEVICE_POOL").is_some_and(|v| v == "0") {
+        let pool_on = match std::env::var("CUPARQUET_DEVICE_POOL") {
+            Ok(v) => crate::config::parse_bool("CUPARQUET_DEVICE_POOL", &v)?,
+            Err(_) => true,
+        };
+        if supported == 0 || !pool_on {
             return Ok(None);
         }
         // SAFETY: an all-zero CUmemPoolProps is its documented default (no handle types, no
@@ -247,10 +251,10 @@ impl Gpu {
         // SAFETY: the context is current (CudaContext::new binds it); props is initialised.
         let pool = unsafe { cu::mem_pool::create(&props) }
             .map_err(|e| driver_error(ordinal, "cuMemPoolCreate", e))?;
-        let mut retain: u64 = std::env::var("CUPARQUET_DEVICE_POOL_RETAIN")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(total_memory as u64 / 4);
+        let mut retain: u64 = match std::env::var("CUPARQUET_DEVICE_POOL_RETAIN") {
+            Ok(v) => crate::config::parse_size("CUPARQUET_DEVICE_POOL_RETAIN", &v)?,
+            Err(_) => total_memory as u64 / 4,
+        };
         // SAFETY: the pool is live; the release threshold attribute is a u64.
         unsafe {
             cu::mem_pool::set_attribute(
