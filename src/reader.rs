@@ -255,7 +255,10 @@ impl ReaderBuilder {
             Some(p) => p,
             None => crate::decode::gpu::SnappyPlacement::from_env()?,
         };
-        let wave_bytes = match (self.wave_bytes, std::env::var("CUPARQUET_DEVICE_WAVE_BYTES")) {
+        let wave_bytes = match (
+            self.wave_bytes,
+            std::env::var("CUPARQUET_DEVICE_WAVE_BYTES"),
+        ) {
             (Some(b), _) => Some(b),
             (None, Ok(v)) => Some(crate::config::parse_size(
                 "CUPARQUET_DEVICE_WAVE_BYTES",
@@ -670,6 +673,18 @@ pub struct GpuDecodeReport {
 }
 
 impl GpuDecodeReport {
+    /// Counts `h`'s pages under its (field, codec) entry, added when new.
+    fn add_host_decompressed(&mut self, h: HostDecompressed) {
+        match self
+            .host_decompressed
+            .iter_mut()
+            .find(|x| x.field == h.field && x.codec == h.codec)
+        {
+            Some(x) => x.pages += h.pages,
+            None => self.host_decompressed.push(h),
+        }
+    }
+
     /// Adds the report of another part of the same load (a wave of a pipelined load): a field
     /// decoded on the host in any part is reported so, with that part's reason; pages and stage
     /// times are summed.
@@ -685,14 +700,7 @@ impl GpuDecodeReport {
         }
         self.host_decompressed_pages += other.host_decompressed_pages;
         for h in other.host_decompressed {
-            match self
-                .host_decompressed
-                .iter_mut()
-                .find(|x| x.field == h.field && x.codec == h.codec)
-            {
-                Some(x) => x.pages += h.pages,
-                None => self.host_decompressed.push(h),
-            }
+            self.add_host_decompressed(h);
         }
         for (name, t) in other.stages {
             match self.stages.iter_mut().find(|(n, _)| *n == name) {
@@ -1437,19 +1445,11 @@ impl ParquetGpuReader {
                 || "unknown".to_string(),
                 |l| codec_of(c.row_group, l).to_string(),
             );
-            let name = fields[c.field].name();
-            match report
-                .host_decompressed
-                .iter_mut()
-                .find(|h| &h.field == name && h.codec == codec)
-            {
-                Some(h) => h.pages += c.host_decompressed_pages,
-                None => report.host_decompressed.push(HostDecompressed {
-                    field: name.clone(),
-                    codec,
-                    pages: c.host_decompressed_pages,
-                }),
-            }
+            report.add_host_decompressed(HostDecompressed {
+                field: fields[c.field].name().clone(),
+                codec,
+                pages: c.host_decompressed_pages,
+            });
         }
         // assemble: per row group, fields in schema order
         let mut by_key: std::collections::HashMap<(usize, usize), DeviceArray> = dev_cols

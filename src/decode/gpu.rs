@@ -601,22 +601,8 @@ fn snappy_on_device(
         all_locs.push(locs);
     }
     if !jobs.is_empty() {
-        // tuning experiments: CUPARQUET_SNAPPY_TUNE="threads,log2_window,out_window"
-        let tune: Option<(u32, u32, u32)> =
-            std::env::var("CUPARQUET_SNAPPY_TUNE").ok().and_then(|v| {
-                let p: Vec<u32> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
-                (p.len() == 3).then(|| (p[0], p[1], p[2]))
-            });
-        let opts: Vec<String> = tune.map_or_else(Vec::new, |(t, w, o)| {
-            vec![
-                format!("-DSNAPPY_THREADS={t}"),
-                format!("-DLOG2_WIN={w}"),
-                format!("-DOUT_WIN={o}"),
-            ]
-        });
-        let opt_refs: Vec<&str> = opts.iter().map(String::as_str).collect();
-        let threads = tune.map_or(SNAPPY_THREADS, |t| t.0);
-        let module = gpu.load_module("snappy", SNAPPY, &opt_refs)?;
+        let module = gpu.load_module("snappy", SNAPPY, &[])?;
+        let threads = SNAPPY_THREADS;
         let run = |kernel: &str, jobs: &[SnappyJob]| -> Result<Vec<i32>> {
             let jobs_buf = upload(
                 &gpu,

@@ -36,8 +36,8 @@ struct SnappyJob {          // 32 bytes; mirrored by SnappyJob in src/decode/ker
 };
 static_assert(sizeof(SnappyJob) == 32, "SnappyJob must match its Rust mirror");
 
-// Tunables (the host may override them with -D options; SNAPPY_THREADS must then match the
-// launch):
+// Tunables (-D options override them, e.g. for the emulator's CUPARQUET_EMU_DEFINES; the host
+// launches SNAPPY_THREADS as src/decode/kernels.rs says):
 // (measured on the H200, lineitem SNAPPY file: 256 / 10 / 8192 decodes in 0.65x the time of
 // 128 / 10 / 4096 and 0.37x that of 64 / 9 / 2048)
 #ifndef SNAPPY_THREADS
