@@ -1407,10 +1407,44 @@ impl ParquetGpuReader {
                 rows_of: &rows_of,
                 snappy: self.snappy,
             };
-            let mut cols = dg::timed("fixed-width columns", || dg::decode_fixed_columns(&pass))?;
-            cols.extend(dg::timed("byte-array columns", || {
-                dg::decode_bytes_columns(&pass)
-            })?);
+            // the byte-array columns on a helper thread, its kernels on the companion stream,
+            // so that they fill the device beside the fixed-width pass (whose SNAPPY pages
+            // finish unevenly) instead of after it
+            let profiling = dg::profiling();
+            let (fixed, bytes) = std::thread::scope(|s| {
+                let helper = s.spawn(|| {
+                    device::with_companion_stream(|| {
+                        if profiling {
+                            dg::profile_begin();
+                        }
+                        let r = dg::timed("byte-array columns", || dg::decode_bytes_columns(&pass));
+                        (
+                            r,
+                            if profiling {
+                                dg::profile_end()
+                            } else {
+                                Vec::new()
+                            },
+                        )
+                    })
+                });
+                let fixed = dg::timed("fixed-width columns", || dg::decode_fixed_columns(&pass));
+                let bytes = match helper.join() {
+                    Ok((r, stages)) => {
+                        dg::profile_absorb(stages);
+                        r
+                    }
+                    Err(_) => Err(Error::Decode {
+                        path: path.to_path_buf(),
+                        row_group: None,
+                        column: None,
+                        reason: "the byte-array decoder thread panicked".into(),
+                    }),
+                };
+                (fixed, bytes)
+            });
+            let mut cols = fixed?;
+            cols.extend(bytes?);
             Ok(cols)
         };
         let profiling = std::env::var_os("CUPARQUET_PROFILE").is_some_and(|v| v != "0");

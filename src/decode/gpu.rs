@@ -49,8 +49,17 @@ pub fn profile_end() -> Vec<(String, std::time::Duration)> {
     out
 }
 
+/// Adds `stages` (recorded on a helper thread) to this thread's record, when it profiles.
+pub fn profile_absorb(stages: Vec<(String, std::time::Duration)>) {
+    PROFILE.with(|p| {
+        if let Some(v) = p.borrow_mut().as_mut() {
+            v.extend(stages);
+        }
+    });
+}
+
 /// Whether this thread records stages.
-fn profiling() -> bool {
+pub fn profiling() -> bool {
     PROFILE.with(|p| p.borrow().is_some())
 }
 
@@ -310,7 +319,7 @@ fn locate_pages(
     cis: &[usize],
     tables: &[Vec<PageInfo>],
     path: &std::path::Path,
-    codec_of: &dyn Fn(usize, usize) -> parquet::basic::Compression,
+    codec_of: &(dyn Fn(usize, usize) -> parquet::basic::Compression + Sync),
     placement: SnappyPlacement,
     uploads: &mut Vec<DeviceBuffer>,
 ) -> Result<Vec<PageLocations>> {
@@ -827,9 +836,9 @@ pub struct Pass<'a> {
     /// The projected schema's fields.
     pub fields: &'a [std::sync::Arc<arrow::datatypes::Field>],
     /// Codec of the chunk of (row group, leaf).
-    pub codec_of: &'a dyn Fn(usize, usize) -> parquet::basic::Compression,
+    pub codec_of: &'a (dyn Fn(usize, usize) -> parquet::basic::Compression + Sync),
     /// Rows of a row group.
-    pub rows_of: &'a dyn Fn(usize) -> usize,
+    pub rows_of: &'a (dyn Fn(usize) -> usize + Sync),
     /// Where SNAPPY pages are decompressed.
     pub snappy: SnappyPlacement,
 }

@@ -110,6 +110,18 @@ thread_local! {
 /// Runs `f` with the calling thread's decoding kernels on decode stream `slot` (modulo
 /// [`DECODE_STREAMS`]); the thread's previous slot is restored after.
 pub fn with_decode_slot<R>(slot: usize, f: impl FnOnce() -> R) -> R {
+    with_stream_index(slot % DECODE_STREAMS, f)
+}
+
+/// Runs `f` on the companion stream of the calling thread's decode slot: a second stream per
+/// slot, so that a decoding thread can hand part of its pass (the byte-array columns) to a
+/// helper thread whose kernels run beside its own.
+pub fn with_companion_stream<R>(f: impl FnOnce() -> R) -> R {
+    let slot = DECODE_SLOT.with(|s| s.get()) % DECODE_STREAMS;
+    with_stream_index(DECODE_STREAMS + slot, f)
+}
+
+fn with_stream_index<R>(slot: usize, f: impl FnOnce() -> R) -> R {
     let old = DECODE_SLOT.with(|s| s.replace(slot));
     let r = f();
     DECODE_SLOT.with(|s| s.set(old));
@@ -202,8 +214,9 @@ impl Gpu {
             streams.push(Stream { raw });
         }
         let pool = Self::open_pool(&ctx, ordinal, total_memory)?;
-        let mut decode = Vec::with_capacity(DECODE_STREAMS);
-        for _ in 0..DECODE_STREAMS {
+        // a stream per decode slot and its companion ([`with_companion_stream`])
+        let mut decode = Vec::with_capacity(2 * DECODE_STREAMS);
+        for _ in 0..2 * DECODE_STREAMS {
             let raw = cu::stream::create(cu::stream::StreamKind::NonBlocking)
                 .map_err(|e| driver_error(ordinal, "cuStreamCreate", e))?;
             decode.push(Stream { raw });
@@ -334,7 +347,8 @@ impl Gpu {
         &self.streams
     }
 
-    /// The stream the calling thread's decoding kernels run on (its [`with_decode_slot`]).
+    /// The stream the calling thread's decoding kernels run on (its [`with_decode_slot`], or
+    /// the slot's companion inside [`with_companion_stream`]).
     pub fn decode_stream(&self) -> &Stream {
         &self.decode[DECODE_SLOT.with(|s| s.get()) % self.decode.len()]
     }
