@@ -43,6 +43,17 @@ fn build_emulator(name: &str) -> Option<PathBuf> {
         );
         return None;
     }
+    // the build directory may not exist where the test binary runs (copied to another
+    // machine, or a cleaned target/)
+    if let Some(dir) = out.parent() {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!(
+                "skipping the emulated {name} kernel: cannot create {}: {e}",
+                dir.display()
+            );
+            return None;
+        }
+    }
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
     // CUPARQUET_EMU_DEFINES: extra -D options, to check the kernels' tunables (e.g.
     // "-DSNAPPY_THREADS=256 -DLOG2_WIN=10")

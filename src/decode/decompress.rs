@@ -50,13 +50,21 @@ pub fn decompress_pages(
         .collect()
 }
 
-/// Decompresses one page.
-pub fn decompress_page(
-    chunk: &Bytes,
+/// Where a page's data comes from: stored as it is (uncompressed, or a v2 page whose values
+/// are not compressed or empty), or compressed values behind uncompressed v2 levels.
+enum PageSource<'a> {
+    Stored(&'a [u8]),
+    Compressed { levels: &'a [u8], values: &'a [u8] },
+}
+
+/// Splits page `index` of `chunk` into what is stored and what must be decompressed, checked
+/// against the header; and the decompressed size the header promises.
+fn page_source<'a>(
+    chunk: &'a [u8],
     index: usize,
     p: &PageEntry,
     codec: Compression,
-) -> Result<PageData, PageTableError> {
+) -> Result<(PageSource<'a>, usize), PageTableError> {
     let range = p.data();
     if range.end > chunk.len() {
         return Err(page_error(
@@ -70,12 +78,12 @@ pub fn decompress_page(
             ),
         ));
     }
-    let data = chunk.slice(range);
-    let want = p.header.uncompressed_size as usize;
+    let data = &chunk[range];
+    let want = p.header.uncompressed_size.max(0) as usize;
     // v2: levels are stored uncompressed in front of the (maybe compressed) values
     let (levels, values_compressed) = match &p.header.data_v2 {
         Some(v2) => (
-            (v2.rep_levels_byte_length + v2.def_levels_byte_length) as usize,
+            v2.rep_levels_byte_length.max(0) as usize + v2.def_levels_byte_length.max(0) as usize,
             v2.is_compressed,
         ),
         None => (0, true),
@@ -103,11 +111,30 @@ pub fn decompress_page(
                 ),
             ));
         }
-        return Ok(PageData {
-            page: index,
-            bytes: data,
-            host_decompressed: false,
-        });
+        return Ok((PageSource::Stored(data), want));
+    }
+    let (levels, values) = data.split_at(levels);
+    Ok((PageSource::Compressed { levels, values }, want))
+}
+
+/// Decompresses `values` (written with `codec`) of page `index` into `out`, which is exactly
+/// the decompressed size: SNAPPY straight into it (a large page over several cores when
+/// `split`, [`snappy_host`](super::snappy_host)), other codecs by the parquet crate's codec.
+fn decompress_values(
+    values: &[u8],
+    out: &mut [u8],
+    index: usize,
+    p: &PageEntry,
+    codec: Compression,
+    split: bool,
+) -> Result<(), PageTableError> {
+    let fail = |what: String| page_error(index, p.offset, format!("{codec:?} {what}"));
+    if codec == Compression::SNAPPY {
+        return crate::decode::panic_guard::contain(|| {
+            crate::decode::snappy_host::decompress_into(values, out, split)
+        })
+        .map_err(|panic| fail(format!("decompression panicked: {panic}")))?
+        .map_err(|e| fail(format!("decompression failed: {e}")));
     }
     let options = CodecOptionsBuilder::default().build();
     let mut c = match create_codec(codec, &options) {
@@ -121,38 +148,87 @@ pub fn decompress_page(
         }
         Err(e) => return Err(page_error(index, p.offset, e.to_string())),
     };
-    let mut out = Vec::with_capacity(want);
-    out.extend_from_slice(&data[..levels]);
-    let got = crate::decode::panic_guard::contain(|| {
-        c.decompress(&data[levels..], &mut out, Some(want - levels))
-    })
-    .map_err(|panic| {
-        page_error(
-            index,
-            p.offset,
-            format!("{codec:?} decompression panicked: {panic}"),
-        )
-    })?
-    .map_err(|e| {
-        page_error(
-            index,
-            p.offset,
-            format!("{codec:?} decompression failed: {e}"),
-        )
-    })?;
-    if levels + got != want || out.len() != want {
+    let mut v = Vec::with_capacity(out.len());
+    let got = crate::decode::panic_guard::contain(|| c.decompress(values, &mut v, Some(out.len())))
+        .map_err(|panic| fail(format!("decompression panicked: {panic}")))?
+        .map_err(|e| fail(format!("decompression failed: {e}")))?;
+    if got != out.len() || v.len() != out.len() {
+        return Err(fail(format!(
+            "decompressed to {got} bytes of values, the header leaves {}",
+            out.len()
+        )));
+    }
+    out.copy_from_slice(&v);
+    Ok(())
+}
+
+/// Decompresses one page.
+pub fn decompress_page(
+    chunk: &Bytes,
+    index: usize,
+    p: &PageEntry,
+    codec: Compression,
+) -> Result<PageData, PageTableError> {
+    let (source, want) = page_source(chunk, index, p, codec)?;
+    match source {
+        PageSource::Stored(data) => Ok(PageData {
+            page: index,
+            bytes: chunk.slice_ref(data),
+            host_decompressed: false,
+        }),
+        PageSource::Compressed { levels, values } => {
+            let mut out = vec![0u8; want];
+            out[..levels.len()].copy_from_slice(levels);
+            decompress_values(values, &mut out[levels.len()..], index, p, codec, false)?;
+            Ok(PageData {
+                page: index,
+                bytes: Bytes::from(out),
+                host_decompressed: true,
+            })
+        }
+    }
+}
+
+/// The decompressed size of page `index` as its header states it (what
+/// [`decompress_page_into`] needs), after the same checks.
+pub fn decompressed_size(
+    chunk: &[u8],
+    index: usize,
+    p: &PageEntry,
+    codec: Compression,
+) -> Result<usize, PageTableError> {
+    page_source(chunk, index, p, codec).map(|(_, want)| want)
+}
+
+/// Decompresses page `index` of `chunk` into `out`, which must be exactly its
+/// [`decompressed_size`] (e.g. a slice of a pinned upload buffer), a large SNAPPY page over
+/// several cores when `split`; whether the page needed decompressing.
+pub fn decompress_page_into(
+    chunk: &[u8],
+    index: usize,
+    p: &PageEntry,
+    codec: Compression,
+    out: &mut [u8],
+    split: bool,
+) -> Result<bool, PageTableError> {
+    let (source, want) = page_source(chunk, index, p, codec)?;
+    if out.len() != want {
         return Err(page_error(
             index,
             p.offset,
-            format!(
-                "{codec:?} decompressed to {} bytes, the header says {want}",
-                levels + got
-            ),
+            format!("{} bytes of room for a page of {want}", out.len()),
         ));
     }
-    Ok(PageData {
-        page: index,
-        bytes: Bytes::from(out),
-        host_decompressed: true,
-    })
+    match source {
+        PageSource::Stored(data) => {
+            out.copy_from_slice(data);
+            Ok(false)
+        }
+        PageSource::Compressed { levels, values } => {
+            let (l, v) = out.split_at_mut(levels.len());
+            l.copy_from_slice(levels);
+            decompress_values(values, v, index, p, codec, split)?;
+            Ok(true)
+        }
+    }
 }

@@ -375,68 +375,97 @@ fn locate_pages(
         }
     }
     if !host.is_empty() {
-        // decompress every chunk's pages on the host, chunks in parallel
-        type Decompressed = (usize, Vec<crate::decode::decompress::PageData>, usize);
-        let parts: Vec<Result<Decompressed>> = timed("host decompression", || {
-            host.par_iter()
-                .map(|&(k, codec)| {
-                    let ci = cis[k];
-                    let bytes = bytes::Bytes::from(chunks.chunk_to_host(ci)?);
-                    let entries = crate::decode::page_header::page_table(&bytes)
-                        .map_err(|e| fail(ci, e.to_string()))?;
-                    let data = crate::decode::decompress::decompress_pages(&bytes, &entries, codec)
-                        .map_err(|e| fail(ci, e.to_string()))?;
-                    Ok((k, data, entries.len()))
-                })
-                .collect()
-        });
-        // layout: chunk after chunk, pages in order, in one device allocation
-        let mut parts_ok = Vec::with_capacity(parts.len());
-        let mut total = 0u64;
-        for part in parts {
-            let (k, data, pages) = part?;
-            let base = total;
-            total += data.iter().map(|d| d.bytes.len() as u64).sum::<u64>();
-            parts_ok.push((k, data, pages, base));
-        }
-        let up = buf.gpu().alloc((total as usize).max(1))?;
-        // each chunk gathered into a pinned buffer (pooled) and copied, chunks in parallel
         let gpu = Arc::clone(buf.gpu());
-        let copied: Vec<Result<(usize, PageLocations)>> =
-            timed("upload host-decompressed pages", || {
-                parts_ok
-                    .par_iter()
+        // a large SNAPPY page is split over cores only where there are too few of them to
+        // keep the cores busy (splitting costs about twice the CPU time)
+        let large = host
+            .iter()
+            .flat_map(|&(k, _)| tables[cis[k]].iter())
+            .filter(|p| {
+                p.uncompressed_size.max(0) as usize >= crate::decode::snappy_host::PARALLEL_MIN
+            })
+            .count();
+        let split = large * 4 <= rayon::current_num_threads();
+        let done: Vec<Result<(usize, PageLocations, DeviceBuffer)>> =
+            timed("host decompression and upload", || {
+                host.par_iter()
                     .enumerate()
-                    .map(|(i, (k, data, pages, base))| {
-                        let len: usize = data.iter().map(|d| d.bytes.len()).sum();
-                        let mut spans = vec![(0u64, 0u64); *pages];
-                        let mut host_pages = 0;
-                        if len > 0 {
-                            let mut pinned = gpu.pinned(len)?;
-                            let mut at = 0usize;
-                            for d in data {
-                                pinned.as_mut_slice()[at..at + d.bytes.len()]
-                                    .copy_from_slice(&d.bytes);
-                                spans[d.page] =
-                                    (up.device_ptr() + base + at as u64, d.bytes.len() as u64);
-                                at += d.bytes.len();
-                                host_pages += usize::from(d.host_decompressed);
-                            }
-                            let stream = &gpu.streams()[i % gpu.streams().len()];
-                            pinned.copy_to_device(0..len, &up, *base as usize, stream)?;
-                            gpu.recycle_pinned(pinned);
-                        }
-                        Ok((*k, (spans, host_pages)))
+                    .map(|(i, &(k, codec))| {
+                        let ci = cis[k];
+                        let stream = &gpu.streams()[i % gpu.streams().len()];
+                        host_decompress_chunk(chunks, ci, codec, split, stream, &|e| fail(ci, e))
+                            .map(|(locs, up)| (k, locs, up))
                     })
                     .collect()
             });
-        for c in copied {
-            let (k, locs) = c?;
+        for d in done {
+            let (k, locs, up) = d?;
             out[k] = Some(locs);
+            uploads.push(up);
         }
-        uploads.push(up);
     }
     Ok(out.into_iter().map(|o| o.unwrap_or_default()).collect())
+}
+
+/// Chunk `ci`'s pages decompressed on the host and uploaded: its bytes copied back, its page
+/// table parsed by the host twin, every page decompressed (in parallel) straight into its place
+/// in a pinned buffer (large SNAPPY pages split over cores when `split`), which is copied on
+/// `stream` into a device buffer of the chunk's own. Index pages get an empty span.
+fn host_decompress_chunk(
+    chunks: &DeviceChunks,
+    ci: usize,
+    codec: parquet::basic::Compression,
+    split: bool,
+    stream: &crate::device::Stream,
+    fail: &(dyn Fn(String) -> Error + Sync),
+) -> Result<(PageLocations, DeviceBuffer)> {
+    use crate::decode::decompress::{decompress_page_into, decompressed_size};
+    use crate::decode::page_header::PageKind;
+    use rayon::prelude::*;
+    let gpu = chunks.buffer().gpu();
+    let bytes = chunks.chunk_to_host(ci)?;
+    let entries =
+        crate::decode::page_header::page_table(&bytes).map_err(|e| fail(e.to_string()))?;
+    let sizes = entries
+        .iter()
+        .enumerate()
+        .map(|(i, p)| match p.header.kind {
+            PageKind::Index => Ok(0),
+            _ => decompressed_size(&bytes, i, p, codec),
+        })
+        .collect::<std::result::Result<Vec<usize>, _>>()
+        .map_err(|e| fail(e.to_string()))?;
+    let len: usize = sizes.iter().sum();
+    let up = gpu.alloc(len)?;
+    let mut spans = vec![(0u64, 0u64); entries.len()];
+    if len == 0 {
+        return Ok(((spans, 0), up));
+    }
+    let mut pinned = gpu.pinned(len)?;
+    let mut parts = Vec::with_capacity(entries.len());
+    let mut rest = &mut pinned.as_mut_slice()[..len];
+    let mut at = 0u64;
+    for (i, (p, &n)) in entries.iter().zip(&sizes).enumerate() {
+        if p.header.kind == PageKind::Index {
+            continue;
+        }
+        let (mine, tail) = rest.split_at_mut(n);
+        spans[i] = (up.device_ptr() + at, n as u64);
+        parts.push((i, mine));
+        at += n as u64;
+        rest = tail;
+    }
+    let flags: Vec<std::result::Result<bool, _>> = parts
+        .into_par_iter()
+        .map(|(i, out)| decompress_page_into(&bytes, i, &entries[i], codec, out, split))
+        .collect();
+    let mut host_pages = 0;
+    for f in flags {
+        host_pages += usize::from(f.map_err(|e| fail(e.to_string()))?);
+    }
+    pinned.copy_to_device(0..len, &up, 0, stream)?;
+    gpu.recycle_pinned(pinned);
+    Ok(((spans, host_pages), up))
 }
 
 /// Where SNAPPY pages are decompressed on device loads.

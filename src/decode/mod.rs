@@ -20,3 +20,4 @@ pub mod kernels;
 pub mod page_header;
 pub(crate) mod panic_guard;
 pub mod reference;
+pub mod snappy_host;

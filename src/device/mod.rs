@@ -13,8 +13,8 @@ mod gpu;
 pub mod nvrtc;
 
 pub use gpu::{
-    gpu, with_companion_stream, with_decode_slot, DeviceBuffer, Event, Gpu, PinnedBuffer, Stream,
-    COPY_STREAMS, DECODE_STREAMS, PINNED_POOL_RETAIN,
+    gpu, with_companion_stream, with_decode_slot, DeviceBuffer, Event, Gpu, HostWait, PinnedBuffer,
+    Stream, COPY_STREAMS, DECODE_STREAMS, PINNED_POOL_RETAIN,
 };
 
 use std::fmt;
