@@ -419,19 +419,47 @@ fn host_decompress_chunk(
     stream: &crate::device::Stream,
     fail: &(dyn Fn(String) -> Error + Sync),
 ) -> Result<(PageLocations, DeviceBuffer)> {
+    let gpu = chunks.buffer().gpu();
+    // the chunk's bytes back into a pooled pinned buffer (a faster copy than into fresh
+    // pageable memory, and no page faults)
+    let c = &chunks.chunks()[ci];
+    let mut src = gpu.pinned(c.len() as usize)?;
+    chunks.buffer().copy_into(
+        c.dest_offset as usize,
+        &mut src.as_mut_slice()[..c.len() as usize],
+    )?;
+    let result = decompress_and_upload(
+        &src.as_slice()[..c.len() as usize],
+        gpu,
+        codec,
+        split,
+        stream,
+        fail,
+    );
+    gpu.recycle_pinned(src);
+    result
+}
+
+/// The pages of one chunk's `bytes`, decompressed into a pinned buffer and uploaded (see
+/// [`host_decompress_chunk`]).
+fn decompress_and_upload(
+    bytes: &[u8],
+    gpu: &Arc<crate::device::Gpu>,
+    codec: parquet::basic::Compression,
+    split: bool,
+    stream: &crate::device::Stream,
+    fail: &(dyn Fn(String) -> Error + Sync),
+) -> Result<(PageLocations, DeviceBuffer)> {
     use crate::decode::decompress::{decompress_page_into, decompressed_size};
     use crate::decode::page_header::PageKind;
     use rayon::prelude::*;
-    let gpu = chunks.buffer().gpu();
-    let bytes = chunks.chunk_to_host(ci)?;
-    let entries =
-        crate::decode::page_header::page_table(&bytes).map_err(|e| fail(e.to_string()))?;
+    let entries = crate::decode::page_header::page_table(bytes).map_err(|e| fail(e.to_string()))?;
     let sizes = entries
         .iter()
         .enumerate()
         .map(|(i, p)| match p.header.kind {
             PageKind::Index => Ok(0),
-            _ => decompressed_size(&bytes, i, p, codec),
+            _ => decompressed_size(bytes, i, p, codec),
         })
         .collect::<std::result::Result<Vec<usize>, _>>()
         .map_err(|e| fail(e.to_string()))?;
@@ -457,7 +485,7 @@ fn host_decompress_chunk(
     }
     let flags: Vec<std::result::Result<bool, _>> = parts
         .into_par_iter()
-        .map(|(i, out)| decompress_page_into(&bytes, i, &entries[i], codec, out, split))
+        .map(|(i, out)| decompress_page_into(bytes, i, &entries[i], codec, out, split))
         .collect();
     let mut host_pages = 0;
     for f in flags {
