@@ -5,8 +5,11 @@
 //! [`decode_fixed_columns`] and [`decode_bytes_columns`] then decode the flat columns the
 //! placement ([`crate::decode::gpu_plan`]) gives the GPU: SNAPPY pages decompressed by our
 //! kernel (one block per page, or per 64 KiB fragment of a large page when large pages are
-//! few), or on the host's cores where [`snappy_on_host`]'s model says that is faster; other
-//! codecs on the host (chunks in parallel, gathered into pinned buffers, then uploaded);
+//! few), or on the host's cores where [`snappy_on_host`]'s model says that is faster (then a
+//! large page is split over cores by [`crate::decode::snappy_host`] when pages are few); other
+//! codecs on the host (a task per chunk: its bytes copied back, pages decompressed in parallel
+//! straight into a pooled pinned buffer, then uploaded). The reader runs the two decoders of a
+//! pass at once, the byte-array one on a helper thread and a companion stream;
 //! definition levels to validity, PLAIN and dictionary values with arrow-rs's conversions,
 //! strings by sizes → offsets (scanned on the device) → characters, UTF-8 checked on the device
 //! for Utf8. One launch per stage over all pages of a pass; every kernel records problems as
