@@ -149,9 +149,8 @@ impl ReaderBuilder {
 
     /// Device loads: read and decode in waves of whole row groups of about `bytes` (reading
     /// the next wave while decoding the last; 0: one wave). Default from
-    /// `CUPARQUET_DEVICE_WAVE_BYTES`, else two waves for compressed loads of 128 MiB to 4 GiB
-    /// (pages at least twice the bytes read), one wave for other loads up to 4 GiB, and waves
-    /// of 1 GiB above.
+    /// `CUPARQUET_DEVICE_WAVE_BYTES`, else two waves for mostly compressed loads of 128 MiB to
+    /// 4 GiB, one wave for other loads up to 4 GiB, and waves of 1 GiB above.
     pub fn with_wave_bytes(mut self, bytes: u64) -> Self {
         self.wave_bytes = Some(bytes);
         self
@@ -447,22 +446,21 @@ struct Wave {
     bytes: u64,
 }
 
-/// Bytes per wave of a device load that reads `total` bytes holding `uncompressed` bytes of
-/// pages: `set` (the builder's, else `CUPARQUET_DEVICE_WAVE_BYTES`; 0: never pipeline); else
-/// waves of 1 GiB above 4 GiB (which also bounds the device memory a huge load holds in
-/// still-encoded chunks); else, for compressed loads of at least 128 MiB (pages at least
-/// twice the bytes read), two waves, so that the second is read while the first decodes.
-/// Measured on the H200 (benches/RESULTS.md): the SNAPPY lineitem file (550 MB read, 3.4×)
-/// loads 10–15 % faster in two waves than in one; the uncompressed file (1.9 GB, 1×) gains
-/// nothing from waves of any size, because its reads are the bottleneck and slow down while
-/// kernels run.
-fn wave_target(total: u64, uncompressed: u64, set: Option<u64>) -> u64 {
+/// Bytes per wave of a device load that reads `total` bytes, `compressed` of them in chunks
+/// written with a codec: `set` (the builder's, else `CUPARQUET_DEVICE_WAVE_BYTES`; 0: never
+/// pipeline); else waves of 1 GiB above 4 GiB (which also bounds the device memory a huge
+/// load holds in still-encoded chunks); else, for mostly compressed loads of at least
+/// 128 MiB, two waves, so that the second is read while the first is decompressed and
+/// decoded. Measured on the H200 (benches/RESULTS.md): the SNAPPY lineitem file (550 MB)
+/// loads faster in two waves than in one; the uncompressed file (1.9 GB) gains nothing from
+/// waves of any size, because its reads are the bottleneck and slow down while kernels run.
+fn wave_target(total: u64, compressed: u64, set: Option<u64>) -> u64 {
     if let Some(v) = set {
         return if v == 0 { u64::MAX } else { v };
     }
     if total > 4 << 30 {
         1 << 30
-    } else if total >= 128 << 20 && uncompressed >= 2 * total {
+    } else if total >= 128 << 20 && compressed.saturating_mul(2) >= total {
         total.div_ceil(2)
     } else {
         u64::MAX
@@ -1210,17 +1208,16 @@ impl ParquetGpuReader {
         let total = plan.request_bytes();
         self.notify(0, 0);
         let md = &self.meta.metadata;
-        let uncompressed: u64 = plan
+        let compressed: u64 = plan
             .chunks
             .iter()
-            .map(|c| {
-                md.row_group(c.row_group)
-                    .column(c.column)
-                    .uncompressed_size()
-                    .max(0) as u64
+            .filter(|c| {
+                md.row_group(c.row_group).column(c.column).compression()
+                    != parquet::basic::Compression::UNCOMPRESSED
             })
+            .map(|c| c.len())
             .sum();
-        let waves = waves(plan, wave_target(total, uncompressed, self.wave_bytes));
+        let waves = waves(plan, wave_target(total, compressed, self.wave_bytes));
         let (batches, gpu_decode, io, decode_time) = if waves.len() > 1 {
             let mut batches = Vec::with_capacity(plan.row_groups.len());
             let mut gpu_decode = GpuDecodeReport::default();
@@ -1735,15 +1732,17 @@ mod tests {
             }
         }
         // uncompressed loads: one wave up to 4 GiB, then 1 GiB waves
+        assert_eq!(wave_target(100 << 20, 0, None), u64::MAX);
+        assert_eq!(wave_target(2 << 30, 0, None), u64::MAX);
+        assert_eq!(wave_target(2 << 30, 1 << 29, None), u64::MAX);
+        assert_eq!(wave_target(16 << 30, 0, None), 1 << 30);
+        // mostly compressed loads: two waves from 128 MiB, below it one
+        assert_eq!(wave_target(550 << 20, 550 << 20, None), 275 << 20);
+        assert_eq!(wave_target(550 << 20, 275 << 20, None), 275 << 20);
         assert_eq!(wave_target(100 << 20, 100 << 20, None), u64::MAX);
-        assert_eq!(wave_target(2 << 30, 2 << 30, None), u64::MAX);
         assert_eq!(wave_target(16 << 30, 16 << 30, None), 1 << 30);
-        // compressed loads: two waves from 128 MiB, below it one
-        assert_eq!(wave_target(550 << 20, 1872 << 20, None), 275 << 20);
-        assert_eq!(wave_target(100 << 20, 400 << 20, None), u64::MAX);
-        assert_eq!(wave_target(16 << 30, 64 << 30, None), 1 << 30);
         // a setting wins; 0 never pipelines
-        assert_eq!(wave_target(550 << 20, 1872 << 20, Some(0)), u64::MAX);
+        assert_eq!(wave_target(550 << 20, 550 << 20, Some(0)), u64::MAX);
         assert_eq!(wave_target(2 << 30, 2 << 30, Some(1 << 20)), 1 << 20);
     }
 
