@@ -149,8 +149,9 @@ impl ReaderBuilder {
 
     /// Device loads: read and decode in waves of whole row groups of about `bytes` (reading
     /// the next wave while decoding the last; 0: one wave). Default from
-    /// `CUPARQUET_DEVICE_WAVE_BYTES`, else two waves for mostly compressed loads of 128 MiB to
-    /// 4 GiB, one wave for other loads up to 4 GiB, and waves of 1 GiB above.
+    /// `CUPARQUET_DEVICE_WAVE_BYTES`, else two waves for loads of 128 MiB to 4 GiB mostly in
+    /// SNAPPY chunks (decompressed by the device), one wave for other loads up to 4 GiB, and
+    /// waves of 1 GiB above.
     pub fn with_wave_bytes(mut self, bytes: u64) -> Self {
         self.wave_bytes = Some(bytes);
         self
@@ -447,13 +448,15 @@ struct Wave {
 }
 
 /// Bytes per wave of a device load that reads `total` bytes, `compressed` of them in chunks
-/// written with a codec: `set` (the builder's, else `CUPARQUET_DEVICE_WAVE_BYTES`; 0: never
-/// pipeline); else waves of 1 GiB above 4 GiB (which also bounds the device memory a huge
-/// load holds in still-encoded chunks); else, for mostly compressed loads of at least
-/// 128 MiB, two waves, so that the second is read while the first is decompressed and
-/// decoded. Measured on the H200 (benches/RESULTS.md): the SNAPPY lineitem file (550 MB)
-/// loads faster in two waves than in one; the uncompressed file (1.9 GB) gains nothing from
-/// waves of any size, because its reads are the bottleneck and slow down while kernels run.
+/// the device decompresses (SNAPPY): `set` (the builder's, else
+/// `CUPARQUET_DEVICE_WAVE_BYTES`; 0: never pipeline); else waves of 1 GiB above 4 GiB (which
+/// also bounds the device memory a huge load holds in still-encoded chunks); else, for loads
+/// of at least 128 MiB mostly decompressed by the device, two waves, so that the second is
+/// read while the first is decompressed and decoded. Measured on the H200
+/// (benches/RESULTS.md): the SNAPPY lineitem file (550 MB) loads 13 % faster in two waves
+/// than in one; the ZSTD file (host-decompressed) 4–10 % slower; the uncompressed file gains
+/// nothing from waves of any size, because its reads are the bottleneck and slow down while
+/// kernels run.
 fn wave_target(total: u64, compressed: u64, set: Option<u64>) -> u64 {
     if let Some(v) = set {
         return if v == 0 { u64::MAX } else { v };
@@ -1207,17 +1210,23 @@ impl ParquetGpuReader {
         let plan = &self.plan;
         let total = plan.request_bytes();
         self.notify(0, 0);
+        // chunks decompressed by the device (SNAPPY unless sent to the host): their waves
+        // overlap reads with kernels; host-decompressed codecs keep the cores busy that the
+        // reads need, and measured slower in waves
         let md = &self.meta.metadata;
-        let compressed: u64 = plan
-            .chunks
-            .iter()
-            .filter(|c| {
-                md.row_group(c.row_group).column(c.column).compression()
-                    != parquet::basic::Compression::UNCOMPRESSED
-            })
-            .map(|c| c.len())
-            .sum();
-        let waves = waves(plan, wave_target(total, compressed, self.wave_bytes));
+        let device_compressed: u64 = if self.snappy == crate::decode::gpu::SnappyPlacement::Host {
+            0
+        } else {
+            plan.chunks
+                .iter()
+                .filter(|c| {
+                    md.row_group(c.row_group).column(c.column).compression()
+                        == parquet::basic::Compression::SNAPPY
+                })
+                .map(|c| c.len())
+                .sum()
+        };
+        let waves = waves(plan, wave_target(total, device_compressed, self.wave_bytes));
         let (batches, gpu_decode, io, decode_time) = if waves.len() > 1 {
             let mut batches = Vec::with_capacity(plan.row_groups.len());
             let mut gpu_decode = GpuDecodeReport::default();
@@ -1736,7 +1745,7 @@ mod tests {
         assert_eq!(wave_target(2 << 30, 0, None), u64::MAX);
         assert_eq!(wave_target(2 << 30, 1 << 29, None), u64::MAX);
         assert_eq!(wave_target(16 << 30, 0, None), 1 << 30);
-        // mostly compressed loads: two waves from 128 MiB, below it one
+        // loads mostly decompressed by the device: two waves from 128 MiB, below it one
         assert_eq!(wave_target(550 << 20, 550 << 20, None), 275 << 20);
         assert_eq!(wave_target(550 << 20, 275 << 20, None), 275 << 20);
         assert_eq!(wave_target(100 << 20, 100 << 20, None), u64::MAX);
