@@ -219,6 +219,21 @@ impl IoSettings {
     }
 }
 
+/// A setting of one of a few named values from the environment variable `name`: `default`
+/// when it is unset; a value `parse` refuses is an error naming the variable and saying what
+/// is `expected`.
+pub fn env_choice<T>(
+    name: &str,
+    default: T,
+    parse: impl Fn(&str) -> std::result::Result<T, String>,
+    expected: &str,
+) -> Result<T> {
+    match std::env::var(name) {
+        Ok(v) => parse(&v).map_err(|_| Error::setting(name, &v, expected)),
+        Err(_) => Ok(default),
+    }
+}
+
 /// Parses a thread count: a positive integer.
 pub fn parse_count(name: &str, value: &str) -> Result<usize> {
     match value.trim().parse::<usize>() {

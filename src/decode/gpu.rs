@@ -527,12 +527,12 @@ impl SnappyPlacement {
 
     /// From `CUPARQUET_SNAPPY` (default auto); an unknown value is an error that names it.
     pub fn from_env() -> Result<Self> {
-        match std::env::var("CUPARQUET_SNAPPY") {
-            Ok(v) => Self::parse(&v).map_err(|_| {
-                Error::setting("CUPARQUET_SNAPPY", &v, "expected auto, device or host")
-            }),
-            Err(_) => Ok(Self::Auto),
-        }
+        crate::config::env_choice(
+            "CUPARQUET_SNAPPY",
+            Self::Auto,
+            Self::parse,
+            "expected auto, device or host",
+        )
     }
 }
 

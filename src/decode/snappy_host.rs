@@ -299,6 +299,47 @@ mod tests {
     }
 
     #[test]
+    fn corrupted_streams_succeed_or_fail_exactly_as_snap_does() {
+        // a stream with every element kind: long literals, short copies, long runs
+        let mut r = lcg(3);
+        let data: Vec<u8> = (0..PARALLEL_MIN * 3)
+            .map(|i| match (i / 4096) % 3 {
+                0 => r() as u8,
+                1 => (i % 97) as u8,
+                _ => ((i / 8) as u32).to_le_bytes()[i % 4],
+            })
+            .collect();
+        let good = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+        let mut r = lcg(5);
+        let (mut decoded, mut refused) = (0, 0);
+        for round in 0..200 {
+            let mut bad = good.clone();
+            for _ in 0..1 + round % 3 {
+                let at = 4 + (r() as usize) % (bad.len() - 4);
+                bad[at] ^= 1 << (r() % 8);
+            }
+            let mut want = vec![0u8; data.len()];
+            let snap_says = snap::raw::Decoder::new().decompress(&bad, &mut want);
+            let mut got = vec![0u8; data.len()];
+            match (decompress_into(&bad, &mut got, true), snap_says) {
+                (Ok(()), Ok(n)) => {
+                    assert_eq!(n, data.len(), "round {round}");
+                    assert!(got == want, "round {round}: bytes differ from snap's");
+                    decoded += 1;
+                }
+                (Err(_), Err(_)) => refused += 1,
+                (Err(e), Ok(_)) => panic!("round {round}: snap decodes it, we fail: {e}"),
+                (Ok(()), Err(e)) => panic!("round {round}: snap fails ({e}), we decode it"),
+            }
+        }
+        // flips in literal bytes still decode, flips in element headers mostly do not
+        assert!(
+            decoded > 20 && refused > 20,
+            "{decoded} decoded, {refused} refused"
+        );
+    }
+
+    #[test]
     fn copies_across_blocks_and_bad_streams_fall_back_to_one_walk() {
         // hand-made: a literal of 65,536 bytes, then a copy reaching into the first block
         // (valid SNAPPY, but not block-shaped), padded with literals to be large enough

@@ -160,16 +160,12 @@ impl HostWait {
 
     /// From `CUPARQUET_CUDA_WAIT` (default yield); an unknown value is an error naming it.
     pub fn from_env() -> Result<Self> {
-        match std::env::var("CUPARQUET_CUDA_WAIT") {
-            Ok(v) => Self::parse(&v).map_err(|_| {
-                Error::setting(
-                    "CUPARQUET_CUDA_WAIT",
-                    &v,
-                    "expected auto, spin, yield or block",
-                )
-            }),
-            Err(_) => Ok(Self::Yield),
-        }
+        crate::config::env_choice(
+            "CUPARQUET_CUDA_WAIT",
+            Self::Yield,
+            Self::parse,
+            "expected auto, spin, yield or block",
+        )
     }
 
     /// Sets the current context's scheduling flag, keeping its other flags.

@@ -230,6 +230,19 @@ mod tests {
     }
 
     #[test]
+    fn host_wait_names() {
+        assert_eq!(HostWait::parse(" Yield "), Ok(HostWait::Yield));
+        assert_eq!(HostWait::parse("spin"), Ok(HostWait::Spin));
+        assert_eq!(HostWait::parse("blocking"), Ok(HostWait::Block));
+        assert_eq!(HostWait::parse("auto"), Ok(HostWait::Auto));
+        let e = HostWait::parse("fast").unwrap_err();
+        assert!(
+            e.contains("\"fast\"") && e.contains("auto, spin, yield or block"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn parse() {
         assert_eq!("auto".parse::<Device>().unwrap(), Device::Auto);
         assert_eq!("HOST".parse::<Device>().unwrap(), Device::Host);
