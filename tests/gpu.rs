@@ -664,7 +664,7 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
     use cuparquet::decode::gpu_plan::{place_columns, Placement};
     use cuparquet::decode::kernels::conversion_code;
     let (files, _dir) = all_files(false);
-    let (mut cols_ok, mut rejected, mut failures) = (0, 0, Vec::new());
+    let (mut cols_ok, mut rejected, mut failures) = (0, Vec::new(), Vec::new());
     for f in &files {
         let Ok(r) = ParquetGpuReader::builder(f)
             .with_device(Device::Cuda(0))
@@ -698,8 +698,7 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
         let tables = match cuparquet::decode::gpu::page_tables(chunks, f) {
             Ok(t) => t,
             Err(e) if oracle(f, &Projection::All, None).is_err() => {
-                rejected += 1; // arrow-rs rejects the file too
-                let _ = e;
+                rejected.push(format!("{} ({e})", f.display())); // arrow-rs rejects it too
                 continue;
             }
             Err(e) => {
@@ -727,7 +726,7 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
             (Err(e), _) | (_, Err(e)) => {
                 let e = e.to_string();
                 if oracle(f, &Projection::All, None).is_err() {
-                    rejected += 1; // arrow-rs rejects the file too
+                    rejected.push(format!("{} ({e})", f.display())); // arrow-rs rejects it too
                     continue;
                 }
                 failures.push(format!("{e} (arrow-rs reads the file)"));
@@ -768,7 +767,12 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
     }
     eprintln!(
         "fixed-width and string columns decoded on the GPU, equal to the reference: {cols_ok}; \
-         files rejected by the GPU and arrow-rs: {rejected}"
+         files rejected by the GPU and arrow-rs: {}{}",
+        rejected.len(),
+        rejected
+            .iter()
+            .map(|r| format!("\n  {r}"))
+            .collect::<String>()
     );
     assert!(failures.is_empty(), "{failures:#?}");
     assert!(cols_ok > 200, "{cols_ok}");
