@@ -608,6 +608,42 @@ pub fn generate_corpus(dir: &Path) -> Vec<(String, PathBuf)> {
         vec![flat.slice(0, 800)],
         base().set_bloom_filter_enabled(true).build(),
     );
+    // PLAIN strings of every size around the GPU walk's 1 KiB window: empty, tiny, just
+    // under, at and over it, and several KiB; with nulls; SNAPPY and uncompressed
+    let long = {
+        let mut r = Rng(99);
+        let lens = [0usize, 1, 3, 1019, 1020, 1021, 1024, 1025, 2047, 5000];
+        let strings: StringArray = (0..1200)
+            .map(|i| {
+                let v = r.next();
+                (!v.is_multiple_of(11)).then(|| {
+                    let n = lens[(v >> 8) as usize % lens.len()];
+                    (0..n)
+                        .map(|j| (b'a' + ((i + j) % 26) as u8) as char)
+                        .collect::<String>()
+                })
+            })
+            .collect();
+        let ids: Int32Array = (0..1200).collect();
+        RecordBatch::try_from_iter([
+            ("id", Arc::new(ids) as ArrayRef),
+            ("s", Arc::new(strings) as ArrayRef),
+        ])
+        .unwrap()
+    };
+    for (cname, codec) in [
+        ("uncompressed", Compression::UNCOMPRESSED),
+        ("snappy", Compression::SNAPPY),
+    ] {
+        add(
+            format!("long_strings_{cname}"),
+            vec![long.clone()],
+            base()
+                .set_compression(codec)
+                .set_dictionary_enabled(false)
+                .build(),
+        );
+    }
     out
 }
 
