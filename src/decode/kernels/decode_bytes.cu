@@ -22,97 +22,43 @@ struct BytesColumn {        // 48 bytes; mirrored by BytesColumn in src/decode/k
 static_assert(sizeof(BytesColumn) == 48, "BytesColumn must match its Rust mirror");
 
 // PLAIN byte arrays are length-prefixed, so where value k starts depends on every value before
-// it. The block takes the values WALK_WIN bytes at a time, staged in shared memory, from the
-// start of the next value: for every position p of the window, the position after a value
-// whose prefix would start at p (or "exit" past the window); the values of the window are the
-// chain 0 → next(0) → …, and value i of it starts at next^i(0), which every thread computes
-// for its indices by composing next^(2^level) (pointer doubling: WALK_LEVELS passes over the
-// window, fewer when the chain leaves it sooner). A value whose bytes reach past the window
-// ends its round; the next round starts where it ends. Writes value k's offset (of its 4-byte
-// prefix, from `vals`) to pos[k]; checks every length against `vlen` and returns E_VALUES (to
-// every thread) when the values run past it. Thread counts up to WALK_WIN / 4 work; more
-// threads only idle in the element passes.
-#define WALK_WIN 1024
-#define WALK_LEVELS 8   // 2^8 = WALK_WIN / 4: at most that many values start in a window
-__device__ static u32 walk_plain(const u8* vals, u64 vlen, int count, u32* pos)
+// it. The block stages the bytes in shared memory, WALK_STAGE at a time (coalesced loads), and
+// thread 0 walks the prefixes there (a shared-memory hop per value instead of a global load),
+// writing value k's offset (of its 4-byte prefix, from `vals`) to pos[k]. Checks every length
+// against `vlen`; returns E_VALUES (to every thread) when the values run past it.
+#define WALK_STAGE 4096
+__device__ static u32 walk_plain(const u8* vals, u64 vlen, int count, u32* pos,
+                                 u8* stage, u64* shared_at, u32* shared_err)
 {
-    __shared__ u8 stage[WALK_WIN + 4];
-    __shared__ unsigned short jmp[2][WALK_WIN + 1];
-    __shared__ u64 base_s;
-    __shared__ int k0_s;
-    __shared__ u32 err_s;
-    __shared__ int done_s;
     const int threads = blockDim.x;
-    const int tid = threadIdx.x;
-    if (tid == 0) { base_s = 0; k0_s = 0; err_s = 0; done_s = count <= 0; }
+    if (threadIdx.x == 0) { *shared_at = 0; *shared_err = 0; }
+    int k = 0;   // thread 0's next value
     __syncthreads();
-    while (!done_s && !err_s) {
-        const u64 base = base_s;
-        const int k0 = k0_s;
-        const u64 avail = vlen - base;   // bytes left from the window's start
-        for (int i = tid; i < WALK_WIN + 4; i += threads)
-            stage[i] = (u64)i < avail ? vals[base + i] : 0;
+    while (true) {
+        const u64 base = *shared_at;
+        if (*shared_err || base == ~0ull) break;
+        for (int i = threadIdx.x; i < WALK_STAGE; i += threads)
+            stage[i] = base + i < vlen ? vals[base + i] : 0;
         __syncthreads();
-        for (int p = tid; p <= WALK_WIN; p += threads) {
-            unsigned short nx = WALK_WIN;
-            if (p < WALK_WIN && (u64)p + 4 <= avail) {
-                const u64 len = (u64)stage[p] | ((u64)stage[p + 1] << 8) |
-                                ((u64)stage[p + 2] << 16) | ((u64)stage[p + 3] << 24);
-                const u64 end = (u64)p + 4 + len;
-                if (end < WALK_WIN) nx = (unsigned short)end;
+        if (threadIdx.x == 0) {
+            u64 at = base;
+            u32 e = 0;
+            while (k < count) {
+                if (vlen - at < 4) { e = E_VALUES; break; }
+                if (at + 4 > base + WALK_STAGE) break;   // the prefix is past the stage
+                const u32 o = (u32)(at - base);
+                const u64 len = (u64)stage[o] | ((u64)stage[o + 1] << 8) |
+                                ((u64)stage[o + 2] << 16) | ((u64)stage[o + 3] << 24);
+                if (len > vlen - at - 4) { e = E_VALUES; break; }
+                pos[k++] = (u32)at;
+                at += 4 + len;
             }
-            jmp[0][p] = nx;
+            *shared_err = e;
+            *shared_at = k < count ? at : ~0ull;
         }
-        __syncthreads();
-        // value indices of this thread: i = tid + t * threads, below WALK_WIN / 4
-        constexpr int MAX_T = (WALK_WIN / 4 + 31) / 32;   // enough for 32 or more threads
-        unsigned short x[MAX_T];
-        const int per = (WALK_WIN / 4 + threads - 1) / threads;
-        for (int t = 0; t < MAX_T; t++) x[t] = 0;
-        int cur = 0;
-        for (int lvl = 0; lvl < WALK_LEVELS; lvl++) {
-            // jmp[cur] is next^(2^lvl); once it leaves the window from 0, no value index at or
-            // above 2^lvl starts in it (every thread reads the same entry: uniform)
-            if (jmp[cur][0] >= WALK_WIN) {
-                for (int t = 0; t < per && t < MAX_T; t++)
-                    if ((tid + t * threads) >> lvl) x[t] = WALK_WIN;
-                break;
-            }
-            for (int t = 0; t < per && t < MAX_T; t++)
-                if (((tid + t * threads) >> lvl) & 1) x[t] = jmp[cur][x[t]];
-            if (lvl + 1 < WALK_LEVELS) {
-                for (int p = tid; p <= WALK_WIN; p += threads)
-                    jmp[cur ^ 1][p] = jmp[cur][jmp[cur][p]];
-                __syncthreads();
-                cur ^= 1;
-            }
-        }
-        // every value of the window: checked, recorded; the last one sets the next round
-        u32 bad = 0;
-        for (int t = 0; t < per && t < MAX_T; t++) {
-            const int i = tid + t * threads;
-            if (i >= WALK_WIN / 4 || x[t] >= WALK_WIN) continue;
-            const int k = k0 + i;
-            if (k >= count) continue;
-            const u32 p = x[t];
-            if ((u64)p + 4 > avail) { bad |= E_VALUES; continue; }
-            const u64 len = (u64)stage[p] | ((u64)stage[p + 1] << 8) |
-                            ((u64)stage[p + 2] << 16) | ((u64)stage[p + 3] << 24);
-            if (len > avail - p - 4) { bad |= E_VALUES; continue; }
-            pos[k] = (u32)(base + p);
-            const u64 end = (u64)p + 4 + len;
-            if (k + 1 == count) {
-                done_s = 1;
-            } else if (end >= WALK_WIN) {
-                // the window's last value (exactly one: every value before it ends inside)
-                base_s = base + end;
-                k0_s = k + 1;
-            }
-        }
-        if (bad) atomicOr(&err_s, bad);
         __syncthreads();
     }
-    const u32 e = err_s;
+    const u32 e = *shared_err;
     __syncthreads();
     return e;
 }
@@ -122,6 +68,9 @@ extern "C" __global__ void dict_entries(
     const u64* dict_data, const u64* dict_len_bytes, const int* dict_count,
     u64* const* entries_out, int num_dicts, u32* errors)
 {
+    __shared__ u8 stage[WALK_STAGE];
+    __shared__ u64 at_s;
+    __shared__ u32 err_s;
     const int d = blockIdx.x;
     if (d >= num_dicts) return;
     const u8* p = (const u8*)dict_data[d];
@@ -134,7 +83,7 @@ extern "C" __global__ void dict_entries(
     }
     // the walk's offsets go to the first half of each entry, then become (address, length)
     u32* pos = (u32*)out;
-    const u32 e = walk_plain(p, len, count, pos);
+    const u32 e = walk_plain(p, len, count, pos, stage, &at_s, &err_s);
     if (e) {
         if (threadIdx.x == 0) errors[d] |= e;
         return;
@@ -255,7 +204,10 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     if (pj.encoding == 0) {
         // value k's prefix offset into idxs[k] (free again: the marks are in src), then every
         // valid row gets its value through the same compaction as dictionary indices
-        u32 e = vlen >= 0xffffffffull ? E_VALUES : walk_plain(vals, vlen, cnt, idxs);
+        __shared__ u8 stage[WALK_STAGE];
+        __shared__ u64 at_s;
+        __shared__ u32 err_s;
+        u32 e = vlen >= 0xffffffffull ? E_VALUES : walk_plain(vals, vlen, cnt, idxs, stage, &at_s, &err_s);
         if (e) {
             if (threadIdx.x == 0) err |= e;
         } else {
