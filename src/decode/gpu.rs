@@ -467,12 +467,18 @@ fn decompress_and_upload(
         .collect::<std::result::Result<Vec<usize>, _>>()
         .map_err(|e| fail(e.to_string()))?;
     let len: usize = sizes.iter().sum();
-    let up = gpu.alloc(len)?;
+    // the sizes come from the page headers: a failed allocation names the chunk that asked
+    let room = |e: Error| {
+        fail(format!(
+            "its page headers promise {len} bytes of decompressed pages, which could not be allocated: {e}"
+        ))
+    };
+    let up = gpu.alloc(len).map_err(room)?;
     let mut spans = vec![(0u64, 0u64); entries.len()];
     if len == 0 {
         return Ok(((spans, 0), up));
     }
-    let mut pinned = gpu.pinned(len)?;
+    let mut pinned = gpu.pinned(len).map_err(room)?;
     let mut parts = Vec::with_capacity(entries.len());
     let mut rest = &mut pinned.as_mut_slice()[..len];
     let mut at = 0u64;
