@@ -168,6 +168,7 @@ fn blocks(src: &[u8], len: usize) -> Option<Vec<(usize, usize)>> {
         .collect();
     let mut out_blocks = vec![(head, 0usize)];
     let (mut e, mut out) = (head, 0usize);
+    // the next block boundary to find; always at or past `out`
     let mut next = BLOCK;
     for (k, w) in walks.iter().enumerate() {
         let seg_end = (head + (k + 1) * SEGMENT).min(src.len());
@@ -191,14 +192,17 @@ fn blocks(src: &[u8], len: usize) -> Option<Vec<(usize, usize)>> {
                 break;
             }
             let (i, o) = element(src, e)?;
-            if out == next {
+            if out == next && next < len {
                 out_blocks.push((e, out));
-            }
-            if out >= next {
-                next = (out / BLOCK + 1) * BLOCK;
+                next += BLOCK;
             }
             e += i;
             out += o;
+            // an element straddling boundaries joins their blocks to the one before; `next`
+            // stays at or past `out` (what the joining branch above counts from)
+            if next < out {
+                next = out.div_ceil(BLOCK) * BLOCK;
+            }
         }
     }
     (e == src.len() && out == len).then_some(out_blocks)
@@ -337,6 +341,122 @@ mod tests {
             decoded > 20 && refused > 20,
             "{decoded} decoded, {refused} refused"
         );
+    }
+
+    /// A hand-made stream (not the reference compressor's shape): its varint length, then
+    /// `parts` (Ok: a literal of these bytes; Err((offset, len)): a copy), and what it
+    /// decompresses to.
+    fn stream(parts: &[std::result::Result<Vec<u8>, (usize, usize)>]) -> (Vec<u8>, Vec<u8>) {
+        let mut want = Vec::new();
+        let mut body = Vec::new();
+        for p in parts {
+            match p {
+                Ok(bytes) => {
+                    let m = bytes.len() - 1;
+                    body.push(62 << 2);
+                    body.extend_from_slice(&(m as u32).to_le_bytes()[..3]);
+                    body.extend_from_slice(bytes);
+                    want.extend_from_slice(bytes);
+                }
+                Err((offset, len)) => {
+                    body.push(((*len as u8 - 1) << 2) | 2);
+                    body.extend_from_slice(&(*offset as u16).to_le_bytes());
+                    for _ in 0..*len {
+                        want.push(want[want.len() - offset]);
+                    }
+                }
+            }
+        }
+        let mut s = Vec::new();
+        let mut n = want.len();
+        while n >= 0x80 {
+            s.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        s.push(n as u8);
+        s.extend_from_slice(&body);
+        (s, want)
+    }
+
+    #[test]
+    fn elements_straddling_blocks_then_joining_a_walk_decode_right() {
+        // a literal straddling the 131,072 output boundary and ending exactly where a
+        // segment's walk starts (so the chain joins that walk at once), then many short
+        // literals: the boundaries after it are found or merged, never miscounted. Input:
+        // 4-byte header + 65,536 bytes, a 3-byte copy, a 4-byte header + 65,525 bytes =
+        // 131,072 bytes after the 3-byte varint
+        let lit =
+            |n: usize, seed: usize| Ok((0..n).map(|i| ((i * 7 + seed) % 251) as u8).collect());
+        let mut parts = vec![lit(BLOCK, 1), Err((1000, 64)), lit(65_525, 2)];
+        for k in 0..30_000 {
+            parts.push(lit(9 + k % 5, k));
+        }
+        let (s, want) = stream(&parts);
+        let mut got = vec![0u8; want.len()];
+        decompress_into(&s, &mut got, true).unwrap();
+        assert!(got == want);
+    }
+
+    #[test]
+    fn random_block_shaped_streams_with_occasional_violations_equal_snap() {
+        // streams shaped like the reference compressor's (elements inside 64 KiB output
+        // blocks, copies within their block), some with one violation: a copy into the block
+        // before, or a literal across a boundary
+        let mut r = lcg(17);
+        for round in 0..40 {
+            let total = PARALLEL_MIN + (r() as usize % (3 * BLOCK));
+            let violate = round % 4; // 0, 3: none; 1: a cross-block copy; 2: a straddling literal
+            let mut parts = Vec::new();
+            let mut made = 0usize;
+            let mut violated = false;
+            while made < total {
+                let in_block = made % BLOCK;
+                let room = (BLOCK - in_block).min(total - made);
+                let pick = r() % 10;
+                if !violated && violate == 1 && made > BLOCK && in_block == 0 {
+                    parts.push(Err((in_block + 8, 8)));
+                    made += 8;
+                    violated = true;
+                } else if !violated && violate == 2 && made > BLOCK && room < 2000 {
+                    let n = room + 100;
+                    parts.push(Ok((0..n).map(|_| r() as u8).collect()));
+                    made += n;
+                    violated = true;
+                } else if pick < 4 || in_block < 8 {
+                    let n = (1 + r() as usize % if pick == 0 { 5000 } else { 40 }).min(room);
+                    parts.push(Ok((0..n).map(|_| (r() % 7) as u8).collect()));
+                    made += n;
+                } else {
+                    let len = (4 + r() as usize % 61).min(room);
+                    if len == 0 {
+                        continue;
+                    }
+                    let offset = 1 + r() as usize % in_block.min(60_000);
+                    parts.push(Err((offset, len)));
+                    made += len;
+                }
+            }
+            let (s, want) = stream(&parts);
+            let mut check = vec![0u8; want.len()];
+            snap::raw::Decoder::new()
+                .decompress(&s, &mut check)
+                .unwrap_or_else(|e| panic!("round {round}: the test stream is bad: {e}"));
+            assert!(check == want, "round {round}: the test's own expectation");
+            if violate == 0 || violate == 3 {
+                // block-shaped: every boundary found, every block decodes alone
+                let b = blocks(&s, want.len()).expect("the walk reaches the end");
+                assert_eq!(b.len(), want.len().div_ceil(BLOCK), "round {round}");
+                let mut blockwise = vec![0u8; want.len()];
+                assert!(decompress_blocks(&s, &mut blockwise, &b), "round {round}");
+                assert!(blockwise == want, "round {round}");
+            }
+            let mut got = vec![0u8; want.len()];
+            decompress_into(&s, &mut got, true).unwrap();
+            assert!(
+                got == want,
+                "round {round} (violation {violate}): bytes differ"
+            );
+        }
     }
 
     #[test]
