@@ -88,15 +88,25 @@ fn upload(gpu: &Arc<Gpu>, bytes: &[u8]) -> Result<DeviceBuffer> {
     Ok(b)
 }
 
+/// Uploads a table of kernel jobs, each serialised into its C layout by `to_bytes`.
+fn upload_table<T, const N: usize>(
+    gpu: &Arc<Gpu>,
+    items: &[T],
+    to_bytes: impl Fn(&T) -> [u8; N],
+) -> Result<DeviceBuffer> {
+    upload(gpu, &items.iter().flat_map(to_bytes).collect::<Vec<u8>>())
+}
+
 fn u64s(v: impl IntoIterator<Item = u64>) -> Vec<u8> {
     v.into_iter().flat_map(u64::to_le_bytes).collect()
 }
 
-fn i32s_from(bytes: &[u8]) -> Vec<i32> {
-    bytes
+/// The i32 values of a device array of `n` (one copy): kernels' error words and counts.
+fn i32s_from_device(b: &DeviceBuffer, n: usize) -> Result<Vec<i32>> {
+    Ok(b.copy_to_host(0..n * 4)?
         .chunks_exact(4)
         .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+        .collect())
 }
 
 /// A zero-filled device allocation of at least `len` bytes.
@@ -263,9 +273,9 @@ pub fn page_tables(chunks: &DeviceChunks, path: &std::path::Path) -> Result<Vec<
     };
     // pass 1: count
     launch(0, 0)?;
-    let errs = i32s_from(&errors.copy_to_host(0..n * 4)?);
+    let errs = i32s_from_device(&errors, n)?;
     check_errors(chunks, path, &errs)?;
-    let page_counts = i32s_from(&counts.copy_to_host(0..n * 4)?);
+    let page_counts = i32s_from_device(&counts, n)?;
     let mut starts = Vec::with_capacity(n);
     let mut total: u64 = 0;
     for &c in &page_counts {
@@ -278,7 +288,7 @@ pub fn page_tables(chunks: &DeviceChunks, path: &std::path::Path) -> Result<Vec<
     let pages = gpu.alloc((total as usize * size).max(size))?;
     // pass 2: fill
     launch(starts_buf.device_ptr(), pages.device_ptr())?;
-    let errs = i32s_from(&errors.copy_to_host(0..n * 4)?);
+    let errs = i32s_from_device(&errors, n)?;
     check_errors(chunks, path, &errs)?;
     let host = pages.copy_to_host(0..total as usize * size)?;
     let all: Vec<PageInfo> = host.chunks_exact(size).map(page_info_from).collect();
@@ -679,10 +689,7 @@ fn snappy_on_device(
         let module = gpu.load_module("snappy", SNAPPY, &[])?;
         let threads = SNAPPY_THREADS;
         let run = |kernel: &str, jobs: &[SnappyJob]| -> Result<Vec<i32>> {
-            let jobs_buf = upload(
-                &gpu,
-                &jobs.iter().flat_map(|j| j.to_bytes()).collect::<Vec<u8>>(),
-            )?;
+            let jobs_buf = upload_table(&gpu, jobs, |j| j.to_bytes())?;
             let errors = zeroed(&gpu, jobs.len() * 4)?;
             // SAFETY: `snappy_pages` / `snappy_fragments(const SnappyJob*, int, u32*)` (the int
             // in a 64-bit slot, read as its low 4 bytes); one block of `threads` per job; every
@@ -703,7 +710,7 @@ fn snappy_on_device(
                     ],
                 )?
             };
-            Ok(i32s_from(&errors.copy_to_host(0..jobs.len() * 4)?))
+            i32s_from_device(&errors, jobs.len())
         };
         let failed = |j: usize, bits: i32| {
             let (ci, pi) = job_pages[j];
@@ -740,13 +747,7 @@ fn snappy_on_device(
                 (v, t + c)
             });
             let large_jobs: Vec<SnappyJob> = large.iter().map(|&j| jobs[j]).collect();
-            let jobs_buf = upload(
-                &gpu,
-                &large_jobs
-                    .iter()
-                    .flat_map(|j| j.to_bytes())
-                    .collect::<Vec<u8>>(),
-            )?;
+            let jobs_buf = upload_table(&gpu, &large_jobs, |j| j.to_bytes())?;
             let base_buf = upload(&gpu, &u64s(bases.iter().copied()))?;
             let mut splits = gpu.alloc(n_splits as usize * 8)?;
             splits.fill(0xff)?;
@@ -771,7 +772,7 @@ fn snappy_on_device(
                     ],
                 )?
             };
-            let errs = i32s_from(&errors.copy_to_host(0..large.len() * 4)?);
+            let errs = i32s_from_device(&errors, large.len())?;
             if let Some(k) = errs.iter().position(|&b| b != 0) {
                 return Err(failed(large[k], errs[k]));
             }
@@ -1077,20 +1078,8 @@ pub fn decode_fixed_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         return Ok(outputs);
     }
     let module = gpu.load_module("decode_fixed", DECODE_FIXED, &[])?;
-    let pages_buf = upload(
-        &gpu,
-        &page_jobs
-            .iter()
-            .flat_map(|p| p.to_bytes())
-            .collect::<Vec<u8>>(),
-    )?;
-    let cols_buf = upload(
-        &gpu,
-        &col_jobs
-            .iter()
-            .flat_map(|c| c.to_bytes())
-            .collect::<Vec<u8>>(),
-    )?;
+    let pages_buf = upload_table(&gpu, &page_jobs, |j| j.to_bytes())?;
+    let cols_buf = upload_table(&gpu, &col_jobs, |j| j.to_bytes())?;
     let (base, total) = row_bases(&page_jobs);
     let base_buf = upload(&gpu, &u64s(base))?;
     let defs = gpu.alloc((total as usize).max(1))?;
@@ -1118,7 +1107,7 @@ pub fn decode_fixed_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
             ],
         )?
     };
-    let errs = i32s_from(&errors.copy_to_host(0..page_jobs.len() * 4)?);
+    let errs = i32s_from_device(&errors, page_jobs.len())?;
     page_errors(path, &errs, &page_names, DECODE_FIXED_ERRORS)?;
     for (o, n) in outputs
         .iter_mut()
@@ -1331,22 +1320,13 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
                 ],
             )?
         };
-        let errs = i32s_from(&d_err.copy_to_host(0..dicts.len() * 4)?);
+        let errs = i32s_from_device(&d_err, dicts.len())?;
         page_errors(path, &errs, &dict_names, DECODE_FIXED_ERRORS)?;
     }
     // 2. sizes
     let (base, total) = row_bases(&page_jobs);
-    let pages_buf = upload(
-        &gpu,
-        &page_jobs
-            .iter()
-            .flat_map(|p| p.to_bytes())
-            .collect::<Vec<u8>>(),
-    )?;
-    let cols_buf = upload(
-        &gpu,
-        &cols.iter().flat_map(|c| c.to_bytes()).collect::<Vec<u8>>(),
-    )?;
+    let pages_buf = upload_table(&gpu, &page_jobs, |j| j.to_bytes())?;
+    let cols_buf = upload_table(&gpu, &cols, |j| j.to_bytes())?;
     let base_buf = upload(&gpu, &u64s(base))?;
     let idx = gpu.alloc((total as usize * 4).max(4))?;
     let src = gpu.alloc((total as usize * 16).max(16))?;
@@ -1372,7 +1352,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
             ],
         )?
     };
-    let errs = i32s_from(&errors.copy_to_host(0..page_jobs.len() * 4)?);
+    let errs = i32s_from_device(&errors, page_jobs.len())?;
     page_errors(path, &errs, &page_names, DECODE_FIXED_ERRORS)?;
     // 3. offsets on the device: span sums of every column (launched back to back, one wait,
     // one copy), a host scan of those, then the offsets of every column; character buffers

@@ -335,28 +335,26 @@ impl Gpu {
             Ok(v) => crate::config::parse_size("CUPARQUET_DEVICE_POOL_RETAIN", &v)?,
             Err(_) => total_memory as u64 / 4,
         };
-        // SAFETY: the pool is live; the release threshold attribute is a u64.
-        unsafe {
-            cu::mem_pool::set_attribute(
-                pool,
-                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                (&mut retain as *mut u64).cast(),
-            )
-        }
-        .map_err(|e| driver_error(ordinal, "cuMemPoolSetAttribute", e))?;
+        let set = |attr: sys::CUmemPool_attribute, value: *mut std::ffi::c_void| {
+            // SAFETY: the pool is live; `value` points to a live value of the attribute's type
+            // (checked at each call below) for the duration of the call.
+            unsafe { cu::mem_pool::set_attribute(pool, attr, value) }
+                .map_err(|e| driver_error(ordinal, "cuMemPoolSetAttribute", e))
+        };
+        use sys::CUmemPool_attribute as A;
+        // the release threshold is a u64
+        set(
+            A::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut retain as *mut u64).cast(),
+        )?;
         // memory freed on one decode stream while its kernels still run must not be handed to
         // an allocation (which waits on its stream) behind them: that would serialise the
-        // decoding threads; such an allocation takes fresh memory instead
+        // decoding threads; such an allocation takes fresh memory instead (an int boolean)
         let mut no: i32 = 0;
-        // SAFETY: the pool is live; the attribute is an int (boolean).
-        unsafe {
-            cu::mem_pool::set_attribute(
-                pool,
-                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
-                (&mut no as *mut i32).cast(),
-            )
-        }
-        .map_err(|e| driver_error(ordinal, "cuMemPoolSetAttribute", e))?;
+        set(
+            A::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+            (&mut no as *mut i32).cast(),
+        )?;
         let raw = cu::stream::create(cu::stream::StreamKind::NonBlocking)
             .map_err(|e| driver_error(ordinal, "cuStreamCreate", e))?;
         Ok(Some((pool, Stream { raw })))
@@ -423,28 +421,23 @@ impl Gpu {
     /// Waits for the work of the calling thread's decode stream (kernels, and the frees
     /// ordered after them).
     pub fn synchronize_decode(&self) -> Result<()> {
-        self.bind()?;
-        // SAFETY: the stream is live (owned by self).
-        unsafe { cu::stream::synchronize(self.decode_stream().raw) }
-            .map_err(|e| driver_error(self.ordinal, "cuStreamSynchronize", e))
+        self.wait_for([self.decode_stream()])
     }
 
     /// Waits for the work of every decode stream.
     pub fn synchronize_all_decode(&self) -> Result<()> {
-        self.bind()?;
-        for s in &self.decode {
-            // SAFETY: the stream is live (owned by self).
-            unsafe { cu::stream::synchronize(s.raw) }
-                .map_err(|e| driver_error(self.ordinal, "cuStreamSynchronize", e))?;
-        }
-        Ok(())
+        self.wait_for(&self.decode)
     }
 
     /// Waits for all work on the copy streams.
     pub fn synchronize(&self) -> Result<()> {
+        self.wait_for(&self.streams)
+    }
+
+    fn wait_for<'a>(&self, streams: impl IntoIterator<Item = &'a Stream>) -> Result<()> {
         self.bind()?;
-        for s in &self.streams {
-            // SAFETY: the stream is live (owned by self).
+        for s in streams {
+            // SAFETY: the stream is live (owned by self, which outlives the call).
             unsafe { cu::stream::synchronize(s.raw) }
                 .map_err(|e| driver_error(self.ordinal, "cuStreamSynchronize", e))?;
         }
