@@ -149,9 +149,11 @@ impl ReaderBuilder {
 
     /// Device loads: read and decode in waves of whole row groups of about `bytes` (reading
     /// the next wave while decoding the last; 0: one wave). Default from
-    /// `CUPARQUET_DEVICE_WAVE_BYTES`, else two waves for loads of 128 MiB to 4 GiB mostly in
-    /// SNAPPY chunks (decompressed by the device), one wave for other loads up to 4 GiB, and
-    /// waves of 1 GiB above.
+    /// `CUPARQUET_DEVICE_WAVE_BYTES`, else, for loads of 128 MiB to 4 GiB: one wave when
+    /// mostly in chunks the host decompresses, two waves when mostly in SNAPPY chunks
+    /// (decompressed by the device), waves of 250 MiB otherwise; one wave below 128 MiB and
+    /// waves of 1 GiB above 4 GiB. Up to 4 GiB the waves are read as one stream into one
+    /// allocation (where every range is staged), each handed to a decoder as soon as it is in.
     pub fn with_wave_bytes(mut self, bytes: u64) -> Self {
         self.wave_bytes = Some(bytes);
         self
@@ -447,26 +449,75 @@ struct Wave {
     bytes: u64,
 }
 
-/// Bytes per wave of a device load that reads `total` bytes, `compressed` of them in chunks
-/// the device decompresses (SNAPPY): `set` (the builder's, else
-/// `CUPARQUET_DEVICE_WAVE_BYTES`; 0: never pipeline); else waves of 1 GiB above 4 GiB (which
-/// also bounds the device memory a huge load holds in still-encoded chunks); else, for loads
-/// of at least 128 MiB mostly decompressed by the device, two waves, so that the second is
-/// read while the first is decompressed and decoded. Measured on the H200
-/// (benches/RESULTS.md): the SNAPPY lineitem file (550 MB) loads 13 % faster in two waves
-/// than in one; the ZSTD file (host-decompressed) 4–10 % slower; the uncompressed file gains
-/// nothing from waves of any size, because its reads are the bottleneck and slow down while
-/// kernels run.
-fn wave_target(total: u64, compressed: u64, set: Option<u64>) -> u64 {
+/// Bytes per wave of a device load of mostly uncompressed chunks ([`wave_target`]).
+const UNCOMPRESSED_WAVE_BYTES: u64 = 250 << 20;
+
+/// Bytes per wave of a device load that reads `total` bytes, `device_compressed` of them in
+/// chunks the device decompresses (SNAPPY) and `host_compressed` in chunks the host
+/// decompresses: `set` (the builder's, else `CUPARQUET_DEVICE_WAVE_BYTES`; 0: never pipeline);
+/// else waves of 1 GiB above 4 GiB (which also bounds the device memory a huge load holds in
+/// still-encoded chunks); else one wave below 128 MiB or when mostly host-decompressed; else
+/// two waves when mostly decompressed by the device, and waves of
+/// [`UNCOMPRESSED_WAVE_BYTES`] otherwise, each handed to a decoder as soon as the streamed
+/// read has it. Measured on the H200 (benches/RESULTS.md): the SNAPPY lineitem file (550 MB)
+/// loads 13 % faster in two waves than in one; the ZSTD file (host-decompressed) 4–10 %
+/// slower, its decompression keeping busy the cores the reads need; the uncompressed file
+/// (1.87 GB) 15–30 % faster in 250 MiB waves of a streamed read than in one wave.
+fn wave_target(total: u64, device_compressed: u64, host_compressed: u64, set: Option<u64>) -> u64 {
     if let Some(v) = set {
         return if v == 0 { u64::MAX } else { v };
     }
     if total > 4 << 30 {
         1 << 30
-    } else if total >= 128 << 20 && compressed.saturating_mul(2) >= total {
+    } else if total < 128 << 20 || host_compressed.saturating_mul(2) >= total {
+        u64::MAX
+    } else if device_compressed.saturating_mul(2) >= total {
         total.div_ceil(2)
     } else {
-        u64::MAX
+        UNCOMPRESSED_WAVE_BYTES
+    }
+}
+
+/// Pipelined device loads up to this many bytes read as one stream into one allocation
+/// ([`ParquetGpuReader::pipelined`]); larger ones (waves of 1 GiB) read wave by wave, each into
+/// an allocation of its own, which bounds the device memory their still-encoded chunks hold.
+const STREAM_MAX_BYTES: u64 = 4 << 30;
+
+/// With `CUPARQUET_PROFILE` set: spans of a pipelined load (what, start, end), printed to
+/// stderr relative to its start.
+struct Timeline {
+    t0: Instant,
+    spans: Option<Mutex<Vec<(String, Duration, Duration)>>>,
+}
+
+impl Timeline {
+    fn from_env() -> Self {
+        let on = std::env::var_os("CUPARQUET_PROFILE").is_some_and(|v| v != "0");
+        Timeline {
+            t0: Instant::now(),
+            spans: on.then(|| Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Records `what` as running from `start` until now.
+    fn add(&self, what: String, start: Instant) {
+        if let Some(v) = &self.spans {
+            let span = (what, start - self.t0, self.t0.elapsed());
+            v.lock().unwrap_or_else(|p| p.into_inner()).push(span);
+        }
+    }
+
+    fn print(&self) {
+        if let Some(v) = &self.spans {
+            let mut v = v.lock().unwrap_or_else(|p| p.into_inner());
+            v.sort_by_key(|s| s.1);
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            let line: Vec<String> = v
+                .iter()
+                .map(|(w, a, b)| format!("{w} {:.1}-{:.1}", ms(*a), ms(*b)))
+                .collect();
+            eprintln!("timeline (ms): {}", line.join(", "));
+        }
     }
 }
 
@@ -548,7 +599,8 @@ impl std::fmt::Debug for ParquetGpuReader {
 /// [`ParquetGpuReader::decode_on_gpu`] decodes them into device batches;
 /// [`ParquetGpuReader::decode_on_host`] decodes a device→host copy (a cross-check).
 pub struct DeviceChunks {
-    buffer: DeviceBuffer,
+    /// Shared by the waves of a streamed pipelined load, which read into one allocation.
+    buffer: Arc<DeviceBuffer>,
     chunks: Vec<ColumnChunkPlan>,
 }
 
@@ -1079,7 +1131,7 @@ impl ParquetGpuReader {
         let io = reader.read(&self.file, &plan.requests, Dest::Device(&mut buffer))?;
         Ok((
             DeviceChunks {
-                buffer,
+                buffer: Arc::new(buffer),
                 chunks: plan.chunks.clone(),
             },
             io,
@@ -1114,13 +1166,22 @@ impl ParquetGpuReader {
                 c
             })
             .collect();
-        Ok((DeviceChunks { buffer, chunks }, io))
+        Ok((
+            DeviceChunks {
+                buffer: Arc::new(buffer),
+                chunks,
+            },
+            io,
+        ))
     }
 
-    /// Reads and decodes wave after wave ([`waves`]): one thread reads (into a device
-    /// allocation per wave, at most one wave ahead of the decoders), [`decoders_from_env`]
+    /// Reads and decodes wave after wave ([`waves`]): one thread reads, [`decoders_from_env`]
     /// threads decode, each on a decode stream of its own, so reading, decoding and the tails of
-    /// decoding kernels overlap. Returns per wave, in order, its batches and reports.
+    /// decoding kernels overlap. Loads up to [`STREAM_MAX_BYTES`] read as one stream into one
+    /// allocation where the reader can ([`RangeReader::read_stream`]: every thread reads on
+    /// across wave boundaries, and each wave is handed over as soon as its bytes are in);
+    /// otherwise each wave is read into an allocation of its own, at most one wave ahead of
+    /// the decoders. Returns per wave, in order, its batches and reports.
     #[allow(clippy::type_complexity)]
     fn pipelined(
         &self,
@@ -1129,22 +1190,87 @@ impl ParquetGpuReader {
         waves: &[Wave],
     ) -> Result<Vec<(Vec<LoadedBatch>, GpuDecodeReport, IoReport, Duration)>> {
         use std::sync::atomic::AtomicBool;
+        use std::sync::Condvar;
+        let plan = &self.plan;
+        // never blocks a sender: a streamed read's waves arrive as they complete; the
+        // wave-by-wave reader limits itself below
         let (tx, rx) =
-            std::sync::mpsc::sync_channel::<(usize, Result<(DeviceChunks, IoReport)>)>(1);
+            std::sync::mpsc::sync_channel::<(usize, Result<(DeviceChunks, IoReport)>)>(waves.len());
         let rx = Mutex::new(rx);
         let stop = AtomicBool::new(false);
         let results: Mutex<Vec<Option<Result<_>>>> =
             Mutex::new((0..waves.len()).map(|_| None).collect());
         let read_so_far = AtomicU64::new(0);
         let done_so_far = AtomicUsize::new(0);
+        // waves taken by the decoders, for the wave-by-wave reader's limit
+        let taken = (Mutex::new(0usize), Condvar::new());
+        // the streamed read's one allocation: its last reference is dropped here, after every
+        // decode stream has finished with it
+        let total = plan.request_bytes();
+        let shared: Mutex<Option<Arc<DeviceBuffer>>> = Mutex::new(None);
+        if total <= STREAM_MAX_BYTES {
+            let gpu = device::gpu(ordinal)?;
+            *shared.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some(Arc::new(gpu.alloc(total as usize)?));
+        }
+        // with CUPARQUET_PROFILE: when each wave was read and decoded, printed at the end
+        let timeline = Timeline::from_env();
         std::thread::scope(|s| {
             let stop = &stop;
+            let timeline = &timeline;
+            let (taken, shared) = (&taken, &shared);
             s.spawn(move || {
+                let buffer = shared.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                if let Some(buffer) = buffer {
+                    let parts: Vec<Vec<usize>> =
+                        waves.iter().map(|w| w.requests.clone().collect()).collect();
+                    let delivered: Vec<AtomicBool> =
+                        waves.iter().map(|_| AtomicBool::new(false)).collect();
+                    let t = Instant::now();
+                    let streamed = reader.read_stream(
+                        &self.file,
+                        &plan.requests,
+                        &parts,
+                        &buffer,
+                        &|i, io| {
+                            delivered[i].store(true, Relaxed);
+                            timeline.add(format!("read {i} (streamed)"), t);
+                            let chunks = DeviceChunks {
+                                buffer: Arc::clone(&buffer),
+                                chunks: plan.chunks[waves[i].chunks.clone()].to_vec(),
+                            };
+                            let _ = tx.send((i, Ok((chunks, io))));
+                        },
+                    );
+                    match streamed {
+                        Some(Ok(())) => return,
+                        Some(Err(e)) => {
+                            if let Some(i) = delivered.iter().position(|d| !d.load(Relaxed)) {
+                                let _ = tx.send((i, Err(e)));
+                            }
+                            return;
+                        }
+                        // this reader reads wave by wave: no shared allocation
+                        None => {
+                            drop(buffer);
+                            *shared.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                        }
+                    }
+                }
                 for (i, w) in waves.iter().enumerate() {
+                    // at most one wave read and not yet taken by a decoder
+                    let (n, cv) = taken;
+                    let mut n = n.lock().unwrap_or_else(|p| p.into_inner());
+                    while *n + 1 < i && !stop.load(Relaxed) {
+                        n = cv.wait(n).unwrap_or_else(|p| p.into_inner());
+                    }
+                    drop(n);
                     if stop.load(Relaxed) {
                         break;
                     }
+                    let t = Instant::now();
                     let r = self.read_wave(reader, ordinal, w);
+                    timeline.add(format!("read {i} ({} MB)", w.bytes / 1_000_000), t);
                     let failed = r.is_err();
                     if tx.send((i, r)).is_err() || failed {
                         break;
@@ -1157,6 +1283,11 @@ impl ParquetGpuReader {
                 s.spawn(move || loop {
                     let msg = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
                     let Ok((i, r)) = msg else { break };
+                    {
+                        let (n, cv) = taken;
+                        *n.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+                        cv.notify_all();
+                    }
                     let out = r.and_then(|(chunks, io)| {
                         let t = Instant::now();
                         // the chunks are dropped on this slot's stream, after its kernels
@@ -1165,10 +1296,12 @@ impl ParquetGpuReader {
                             drop(chunks);
                             d
                         });
+                        timeline.add(format!("decode {i} (slot {slot})"), t);
                         d.map(|(b, g)| (b, g, io, t.elapsed()))
                     });
                     if out.is_err() {
                         stop.store(true, Relaxed);
+                        taken.1.notify_all();
                     } else {
                         let bytes = read_so_far.fetch_add(waves[i].bytes, Relaxed);
                         let rgs = done_so_far.fetch_add(waves[i].row_groups.len(), Relaxed);
@@ -1178,6 +1311,12 @@ impl ParquetGpuReader {
                 });
             }
         });
+        if let Some(buffer) = shared.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            // decoders may have enqueued work that still reads it
+            buffer.gpu().synchronize_all_decode()?;
+            drop(buffer);
+        }
+        timeline.print();
         let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
         let mut out = Vec::with_capacity(waves.len());
         for (i, r) in results.into_iter().enumerate() {
@@ -1214,19 +1353,19 @@ impl ParquetGpuReader {
         // overlap reads with kernels; host-decompressed codecs keep the cores busy that the
         // reads need, and measured slower in waves
         let md = &self.meta.metadata;
-        let device_compressed: u64 = if self.snappy == crate::decode::gpu::SnappyPlacement::Host {
-            0
-        } else {
-            plan.chunks
-                .iter()
-                .filter(|c| {
-                    md.row_group(c.row_group).column(c.column).compression()
-                        == parquet::basic::Compression::SNAPPY
-                })
-                .map(|c| c.len())
-                .sum()
-        };
-        let waves = waves(plan, wave_target(total, device_compressed, self.wave_bytes));
+        let (mut device_compressed, mut host_compressed) = (0u64, 0u64);
+        for c in &plan.chunks {
+            use parquet::basic::Compression;
+            match md.row_group(c.row_group).column(c.column).compression() {
+                Compression::UNCOMPRESSED => {}
+                Compression::SNAPPY if self.snappy != crate::decode::gpu::SnappyPlacement::Host => {
+                    device_compressed += c.len()
+                }
+                _ => host_compressed += c.len(),
+            }
+        }
+        let target = wave_target(total, device_compressed, host_compressed, self.wave_bytes);
+        let waves = waves(plan, target);
         let (batches, gpu_decode, io, decode_time) = if waves.len() > 1 {
             let mut batches = Vec::with_capacity(plan.row_groups.len());
             let mut gpu_decode = GpuDecodeReport::default();
@@ -1740,19 +1879,25 @@ mod tests {
                 }
             }
         }
-        // uncompressed loads: one wave up to 4 GiB, then 1 GiB waves
-        assert_eq!(wave_target(100 << 20, 0, None), u64::MAX);
-        assert_eq!(wave_target(2 << 30, 0, None), u64::MAX);
-        assert_eq!(wave_target(2 << 30, 1 << 29, None), u64::MAX);
-        assert_eq!(wave_target(16 << 30, 0, None), 1 << 30);
+        const MIB: u64 = 1 << 20;
+        let wave = UNCOMPRESSED_WAVE_BYTES;
+        // uncompressed loads: one wave below 128 MiB, streamed waves up to 4 GiB, then 1 GiB
+        assert_eq!(wave_target(100 * MIB, 0, 0, None), u64::MAX);
+        assert_eq!(wave_target(2 << 30, 0, 0, None), wave);
+        assert_eq!(wave_target(16 << 30, 0, 0, None), 1 << 30);
         // loads mostly decompressed by the device: two waves from 128 MiB, below it one
-        assert_eq!(wave_target(550 << 20, 550 << 20, None), 275 << 20);
-        assert_eq!(wave_target(550 << 20, 275 << 20, None), 275 << 20);
-        assert_eq!(wave_target(100 << 20, 100 << 20, None), u64::MAX);
-        assert_eq!(wave_target(16 << 30, 16 << 30, None), 1 << 30);
+        assert_eq!(wave_target(550 * MIB, 550 * MIB, 0, None), 275 * MIB);
+        assert_eq!(wave_target(550 * MIB, 275 * MIB, 0, None), 275 * MIB);
+        assert_eq!(wave_target(100 * MIB, 100 * MIB, 0, None), u64::MAX);
+        assert_eq!(wave_target(16 << 30, 16 << 30, 0, None), 1 << 30);
+        // loads mostly decompressed by the host: one wave up to 4 GiB
+        assert_eq!(wave_target(550 * MIB, 0, 300 * MIB, None), u64::MAX);
+        assert_eq!(wave_target(550 * MIB, 0, 275 * MIB, None), u64::MAX);
+        assert_eq!(wave_target(550 * MIB, 100 * MIB, 200 * MIB, None), wave);
+        assert_eq!(wave_target(16 << 30, 0, 16 << 30, None), 1 << 30);
         // a setting wins; 0 never pipelines
-        assert_eq!(wave_target(550 << 20, 550 << 20, Some(0)), u64::MAX);
-        assert_eq!(wave_target(2 << 30, 2 << 30, Some(1 << 20)), 1 << 20);
+        assert_eq!(wave_target(550 * MIB, 550 * MIB, 0, Some(0)), u64::MAX);
+        assert_eq!(wave_target(2 << 30, 2 << 30, 0, Some(MIB)), MIB);
     }
 
     #[test]

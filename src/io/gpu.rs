@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::IoSettings;
-use crate::device::{gpu, Gpu};
+use crate::device::{gpu, DeviceBuffer, Gpu};
 use crate::error::{Error, Result};
 use crate::io::cufile::{self, CufileReader};
 use crate::io::policy::{decide, Fact, MachineFacts, PathDecision, PlannedPath, Target};
-use crate::io::staged::StagedReader;
+use crate::io::staged::{StagedReader, STREAM_SPARE_THREADS};
 use crate::io::{check_destinations, Dest, IoPath, IoReport, RangeReader};
 use crate::plan::IoRequest;
 use crate::source::ParquetFile;
@@ -224,6 +224,67 @@ impl RangeReader for GpuReader {
 
     fn name(&self) -> &'static str {
         "gpu"
+    }
+
+    /// Streams when every request is staged (the path policy sends none to cuFile, as on
+    /// machines without nvidia-fs): [`StagedReader::read_stream`].
+    fn read_stream(
+        &self,
+        file: &ParquetFile,
+        requests: &[IoRequest],
+        parts: &[Vec<usize>],
+        dest: &DeviceBuffer,
+        done: &(dyn Fn(usize, IoReport) + Sync),
+    ) -> Option<Result<()>> {
+        if dest.gpu().ordinal() != self.gpu.ordinal() {
+            return None;
+        }
+        if let Err(e) = check_destinations(file, requests, dest.len() as u64) {
+            return Some(Err(e));
+        }
+        // a plan that would register the file with cuFile is not streamed
+        let wants_cufile = std::cell::Cell::new(false);
+        let plan = plan_paths(&self.settings, &self.facts, file.path(), requests, || {
+            wants_cufile.set(true);
+            Err::<((), String), _>(Fact::no("streamed reads are staged"))
+        });
+        if wants_cufile.get() {
+            return None;
+        }
+        let decisions = match plan {
+            Ok(p) if p.to_cufile.is_empty() => p.decisions,
+            Ok(_) => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        let last_done = std::sync::Mutex::new(Instant::now());
+        Some(
+            self.staged
+                .read_stream(file, requests, parts, dest, &|i, records| {
+                    let threads = self.settings.nthreads;
+                    let mut report = IoReport {
+                        threads: threads.saturating_sub(STREAM_SPARE_THREADS).max(1),
+                        direct_io: self.settings.direct_io,
+                        ..IoReport::default()
+                    };
+                    for r in &records {
+                        let reason = &decisions[r.index].reason;
+                        report.note_decision(r.path, reason, r.range.end - r.range.start);
+                    }
+                    report.requests = records
+                        .into_iter()
+                        .enumerate()
+                        .map(|(k, mut r)| {
+                            r.index = k;
+                            r
+                        })
+                        .collect();
+                    let mut last = last_done.lock().unwrap_or_else(|p| p.into_inner());
+                    report.wall = last.elapsed();
+                    *last = Instant::now();
+                    drop(last);
+                    done(i, report);
+                }),
+        )
     }
 }
 

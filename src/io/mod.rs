@@ -252,6 +252,23 @@ pub trait RangeReader: fmt::Debug + Send + Sync {
 
     /// Short name for reports (`host`, `staged`, ...).
     fn name(&self) -> &'static str;
+
+    /// Reads `parts` of `requests` (each a list of request indices) into `dest` as one stream,
+    /// calling `done(i, report)` as soon as every byte of part `i` is in `dest` — so the caller
+    /// can use a part while later ones are read — with the part's records numbered from 0 in
+    /// its order and walls that add up to the stream's. After an error the parts not yet done
+    /// stay undone and the error is returned. `None`: this reader does not stream (the caller
+    /// reads part by part with [`RangeReader::read`]).
+    fn read_stream(
+        &self,
+        _file: &ParquetFile,
+        _requests: &[IoRequest],
+        _parts: &[Vec<usize>],
+        _dest: &DeviceBuffer,
+        _done: &(dyn Fn(usize, IoReport) + Sync),
+    ) -> Option<Result<()>> {
+        None
+    }
 }
 
 /// One piece of work done by a reader thread: (request index, start, end, pieces it counts as).

@@ -277,6 +277,188 @@ impl StagedReader {
         Ok(spans)
     }
 
+    /// Reads `parts` (each a list of indices into `requests`) into `dest` as one stream of
+    /// bounce-buffer fills: every reader thread takes the next fill in order, parts one after
+    /// another, so no thread idles at the end of a part while the next waits. `done(i, r)` is
+    /// called (from a reader thread) once every copy of part `i` has completed, with its
+    /// records; after an error, parts not yet done are left undone and the error returned.
+    /// Destinations are assumed checked by the caller.
+    pub(crate) fn read_stream(
+        &self,
+        file: &ParquetFile,
+        requests: &[IoRequest],
+        parts: &[Vec<usize>],
+        dest: &DeviceBuffer,
+        done: &(dyn Fn(usize, Vec<RequestRecord>) + Sync),
+    ) -> Result<()> {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+        let size = self.settings.bounce_buffer_size;
+        // (part, fill) in order
+        let fills: Vec<(usize, crate::io::staging::StagingSlot)> = parts
+            .iter()
+            .enumerate()
+            .flat_map(|(p, sel)| {
+                plan_staging(requests, sel, size)
+                    .into_iter()
+                    .map(move |f| (p, f))
+            })
+            .collect();
+        let left: Vec<AtomicUsize> = parts.iter().map(|_| AtomicUsize::new(0)).collect();
+        for (p, _) in &fills {
+            left[*p].fetch_add(1, SeqCst);
+        }
+        let spans: Vec<Mutex<Vec<Span>>> = parts.iter().map(|_| Mutex::new(Vec::new())).collect();
+        let finish_part = |p: usize| -> Result<()> {
+            // every copy of the part is enqueued: an event after them on each copy stream
+            for stream in self.gpu.streams() {
+                let ev = self.gpu.event()?;
+                ev.record(stream)?;
+                ev.synchronize()?;
+            }
+            let spans = std::mem::take(&mut *spans[p].lock().unwrap_or_else(|e| e.into_inner()));
+            done(
+                p,
+                records_from_spans(requests, parts[p].iter().copied(), spans, IoPath::Staged),
+            );
+            Ok(())
+        };
+        for (p, l) in left.iter().enumerate() {
+            if l.load(SeqCst) == 0 {
+                finish_part(p)?;
+            }
+        }
+        if fills.is_empty() {
+            return Ok(());
+        }
+        // cores left to the threads that decode the parts already read: with every core
+        // reading, their waits for a core stretched a wave's decoding from ~8 to ~40 ms on the
+        // H200 machine (16 cores; 14 readers measured best, benches/RESULTS.md)
+        let threads = self
+            .settings
+            .nthreads
+            .saturating_sub(STREAM_SPARE_THREADS)
+            .max(1)
+            .min(fills.len());
+        let count = (self.settings.bounce_buffer_count * threads).max(1);
+        let largest = fills
+            .iter()
+            .map(|(_, s)| s.dest.end - s.dest.start)
+            .max()
+            .unwrap_or(0) as usize;
+        let ring = Ring::new(&self.gpu, count, largest)?;
+        let direct = if self.settings.direct_io {
+            Some(open_direct(file)?)
+        } else {
+            None
+        };
+        let streams = self.gpu.streams();
+        // per part, `threads` contiguous runs of its fills, each with a cursor: (cursor, end)
+        let mut part_start = vec![0usize; parts.len() + 1];
+        for (p, _) in &fills {
+            part_start[p + 1] += 1;
+        }
+        for p in 0..parts.len() {
+            part_start[p + 1] += part_start[p];
+        }
+        let runs: Vec<Vec<(AtomicUsize, usize)>> = (0..parts.len())
+            .map(|p| {
+                let (a, b) = (part_start[p], part_start[p + 1]);
+                (0..threads)
+                    .map(|j| {
+                        let lo = a + (b - a) * j / threads;
+                        let hi = a + (b - a) * (j + 1) / threads;
+                        (AtomicUsize::new(lo), hi)
+                    })
+                    .collect()
+            })
+            .collect();
+        let stop = AtomicBool::new(false);
+        let first_err: Mutex<Option<Error>> = Mutex::new(None);
+        let fail = |e: Error| {
+            stop.store(true, SeqCst);
+            first_err
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(e);
+        };
+        let work = |me: usize| -> Result<()> {
+            self.gpu.bind()?;
+            let mut part = 0;
+            while !stop.load(SeqCst) {
+                // this thread's run of the part first, then what is left of the others' (each
+                // thread reading on through the file, as `read_bounced`'s split does, measured
+                // faster on the H200 machine than all threads taking fills in file order)
+                let mut got = None;
+                while got.is_none() && part < parts.len() {
+                    got = (0..threads).find_map(|r| {
+                        let (cur, end) = &runs[part][(me + r) % threads];
+                        let k = cur.fetch_add(1, SeqCst);
+                        (k < *end).then_some(k)
+                    });
+                    if got.is_none() {
+                        part += 1;
+                    }
+                }
+                let k = got.unwrap_or(fills.len());
+                let Some((p, slot)) = fills.get(k) else { break };
+                let mut held = ring.acquire()?;
+                let s = held.slot();
+                let mut got = Vec::with_capacity(slot.reads.len());
+                for r in &slot.reads {
+                    let t = Instant::now();
+                    let off = r.bounce_offset as usize;
+                    let len = (r.file.end - r.file.start) as usize;
+                    let buf = &mut s.buf.as_mut_slice()[off..off + len];
+                    match &direct {
+                        Some(f) => read_direct(f, buf, r.file.start),
+                        None => read_fully_at(file.file(), buf, r.file.start),
+                    }
+                    .map_err(|e| file.read_error(r.file.clone(), "", e))?;
+                    got.push((r.request, t, Instant::now(), 1));
+                }
+                let len = (slot.dest.end - slot.dest.start) as usize;
+                let stream = &streams[k % streams.len()];
+                // SAFETY: as in `read_bounced`: the buffer is not reused or freed until its
+                // event has completed (`pending`, `acquire`, `finish`), and `dest` outlives
+                // the read, which waits for every copy before returning.
+                unsafe {
+                    s.buf
+                        .copy_to_device_async(0..len, dest, slot.dest.start as usize, stream)?;
+                }
+                s.pending = true;
+                if let Err(e) = s.event.record(stream) {
+                    if self.gpu.synchronize().is_ok() {
+                        held.slot().pending = false;
+                    } else if let Some(lost) = held.slot.take() {
+                        std::mem::forget(lost.buf);
+                    }
+                    return Err(e);
+                }
+                drop(held);
+                spans[*p]
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend(got);
+                if left[*p].fetch_sub(1, SeqCst) == 1 {
+                    finish_part(*p)?;
+                }
+            }
+            Ok(())
+        };
+        self.pool.install(|| {
+            (0..threads).into_par_iter().for_each(|me| {
+                if let Err(e) = work(me) {
+                    fail(e);
+                }
+            })
+        });
+        let finished = ring.finish(&self.gpu);
+        if let Some(e) = first_err.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(e);
+        }
+        finished
+    }
+
     fn read_mapped(
         &self,
         file: &ParquetFile,
@@ -328,6 +510,10 @@ impl StagedReader {
 }
 
 const PAGE: u64 = 4096;
+
+/// Reader threads a streamed read ([`StagedReader::read_stream`]) leaves idle of
+/// `nthreads`, for the threads decoding what it has read.
+pub const STREAM_SPARE_THREADS: usize = 2;
 
 /// Which selected requests are copied from the mapped page cache, which go through bounce
 /// buffers, and how many threads the mapped part uses.

@@ -73,6 +73,9 @@ inline unsigned __ballot_sync(unsigned, int pred) {
 }
 
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
+    return (unsigned)((((unsigned long long)hi << 32) | lo) >> (shift & 31));
+}
 template <typename T>
 inline T __ldg(const T* p) { return *p; }
 

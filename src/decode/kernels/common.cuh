@@ -205,3 +205,16 @@ __device__ static u32 rle_hybrid_block(const u8* p, u64 len, int bw, u32* out, i
         if (err || got >= n || runs == 0) return err;
     }
 }
+
+// Validity bits of a warp's 32 consecutive rows, row0 being lane 0's: one ballot, then lane 0
+// sets them with at most two atomics (the rows may straddle two words) instead of one per row.
+// Every lane of the warp must call it; `valid`: this lane's row exists and is valid.
+__device__ static inline void set_valid_bits(u32* words, u64 row0, bool valid) {
+    const unsigned bits = __ballot_sync(0xffffffffu, valid);
+    if ((threadIdx.x & 31) == 0 && bits) {
+        const u64 w = row0 >> 5;
+        const unsigned s = (unsigned)(row0 & 31);
+        atomicOr(&words[w], bits << s);
+        if (s && (bits >> (32 - s))) atomicOr(&words[w + 1], bits >> (32 - s));
+    }
+}

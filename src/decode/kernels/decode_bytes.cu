@@ -22,45 +22,131 @@ struct BytesColumn {        // 48 bytes; mirrored by BytesColumn in src/decode/k
 static_assert(sizeof(BytesColumn) == 48, "BytesColumn must match its Rust mirror");
 
 // PLAIN byte arrays are length-prefixed, so where value k starts depends on every value before
-// it. The block stages the bytes in shared memory, WALK_STAGE at a time (coalesced loads), and
-// thread 0 walks the prefixes there (a shared-memory hop per value instead of a global load),
-// writing value k's offset (of its 4-byte prefix, from `vals`) to pos[k]. Checks every length
-// against `vlen`; returns E_VALUES (to every thread) when the values run past it.
-#define WALK_STAGE 4096
-__device__ static u32 walk_plain(const u8* vals, u64 vlen, int count, u32* pos,
-                                 u8* stage, u64* shared_at, u32* shared_err)
+// it: one thread (thread 0) must hop from prefix to prefix. It hops in shared memory, through a
+// ring of two WALK_WINDOW-byte windows of the values (windows aligned to 4 bytes of the
+// values' address, so loads are whole aligned words): while it walks one window, the other
+// warps load the next, so the walk never waits for a load except after a value longer than a
+// window (then the window it landed in is loaded by every thread first). A prefix that
+// straddles two windows is read from global memory. The offsets found in a round (of each
+// value's 4-byte prefix, from `vals`) collect in shared memory and the block writes them to
+// pos[k] between rounds. Every length is checked against `vlen` (< 2^31, checked by the
+// callers); returns E_VALUES (to every thread) when the values run past it.
+#define WALK_WINDOW 4096
+#define WALK_WORDS (WALK_WINDOW / 4)
+struct WalkState {
+    u32 at;        // the next prefix's offset; ~0 once every value is found
+    u32 err;
+    int loaded;    // the window the ring holds for the walker (-1: none)
+    int found;     // offsets found in the last round, waiting in `found`
+    int found_k;   // the index of the first of them
+};
+
+// Threads t0, t0 + nt, ... load window w of the values (x: byte offset from `base`, valid in
+// [lo, hi)) into its half of the ring; bytes outside [lo, hi) read as 0.
+__device__ static void load_window(const u8* base, u32 lo, u32 hi, int w, u32* ring, int t0,
+                                   int nt)
 {
-    const int threads = blockDim.x;
-    if (threadIdx.x == 0) { *shared_at = 0; *shared_err = 0; }
-    int k = 0;   // thread 0's next value
-    __syncthreads();
+    u32* half = ring + (w & 1) * WALK_WORDS;
+    const u32 x_w = (u32)w * WALK_WINDOW;
+    for (int i0 = t0; i0 < WALK_WORDS; i0 += 4 * nt) {
+        u32 v[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {   // the loads first, then the stores: one round trip
+            const int i = i0 + j * nt;
+            const u32 x = x_w + 4 * (u32)i;
+            v[j] = 0;
+            if (i >= WALK_WORDS) continue;
+            if (x >= lo && x + 4 <= hi) v[j] = __ldg((const u32*)(base + x));
+            else
+                for (u32 b = 0; b < 4; b++)
+                    if (x + b >= lo && x + b < hi) v[j] |= (u32)base[x + b] << (8 * b);
+        }
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            if (i0 + j * nt < WALK_WORDS) half[i0 + j * nt] = v[j];
+    }
+}
+
+__device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos)
+{
+    __shared__ u32 ring[2 * WALK_WORDS];
+    __shared__ u32 found[WALK_WINDOW / 4];   // a round finds at most one value per 4 bytes
+    __shared__ WalkState st;
+    const int t = threadIdx.x;
+    // loaders: the warps after the walker's, so the walk is never interleaved with their loads
+    const int first_loader = blockDim.x >= 64 ? 32 : 1;
+    const int loaders = (int)blockDim.x - first_loader;
+    const u32 mis = (u32)((u64)vals & 3);
+    const u8* base = vals - mis;
+    const u32 lo = mis, hi = mis + vlen;
+    const int last = (int)((hi + WALK_WINDOW - 1) / WALK_WINDOW) - 1;
+    // the walker's own state, in thread 0's registers; the block sees it through `st`, which
+    // thread 0 writes only between a round's second barrier and the next round's first
+    u32 at = 0, e = 0;
+    int k = 0;
+    if (t == 0) {
+        st.at = count > 0 ? 0 : ~0u;
+        st.err = 0;
+        st.loaded = -1;
+        st.found = 0;
+        st.found_k = 0;
+    }
     while (true) {
-        const u64 base = *shared_at;
-        if (*shared_err || base == ~0ull) break;
-        for (int i = threadIdx.x; i < WALK_STAGE; i += threads)
-            stage[i] = base + i < vlen ? vals[base + i] : 0;
         __syncthreads();
-        if (threadIdx.x == 0) {
-            u64 at = base;
-            u32 e = 0;
-            while (k < count) {
-                if (vlen - at < 4) { e = E_VALUES; break; }
-                if (at + 4 > base + WALK_STAGE) break;   // the prefix is past the stage
-                const u32 o = (u32)(at - base);
-                const u64 len = (u64)stage[o] | ((u64)stage[o + 1] << 8) |
-                                ((u64)stage[o + 2] << 16) | ((u64)stage[o + 3] << 24);
-                if (len > vlen - at - 4) { e = E_VALUES; break; }
-                pos[k++] = (u32)at;
-                at += 4 + len;
+        const u32 at0 = st.at;
+        const int held = st.loaded;
+        if (st.err || at0 == ~0u) break;
+        const int w = (int)((at0 + mis) / WALK_WINDOW);
+        int now_held;
+        if (w != held) {
+            // the walker's window is not in the ring (the first, or after a long value): load it
+            load_window(base, lo, hi, w, ring, t, (int)blockDim.x);
+            if (t == 0) st.found = 0;
+            now_held = w;
+        } else {
+            const int next = w + 1;
+            if (t == 0) {
+                const u32* half = ring + (w & 1) * WALK_WORDS;
+                const u32 w_end = (u32)(w + 1) * WALK_WINDOW;   // in x
+                const int k0 = k;
+                while (k < count) {
+                    if (vlen - at < 4) { e = E_VALUES; break; }
+                    const u32 x = at + mis;
+                    if (x >= w_end) break;   // past this window: the next round
+                    u32 len;
+                    if (x + 4 <= w_end) {
+                        const u32 wi = (x / 4) % WALK_WORDS;
+                        const u32 lo_w = half[wi];
+                        const u32 hi_w = half[wi + 1 < WALK_WORDS ? wi + 1 : wi];
+                        len = __funnelshift_r(lo_w, hi_w, 8 * (x % 4));
+                    } else {   // straddles into the window being loaded: from global memory
+                        const u8* q = vals + at;
+                        len = (u32)q[0] | ((u32)q[1] << 8) | ((u32)q[2] << 16) | ((u32)q[3] << 24);
+                    }
+                    if (len > vlen - at - 4) { e = E_VALUES; break; }
+                    found[k - k0] = at;
+                    k++;
+                    at += 4 + len;
+                }
+                st.found = k - k0;
+                st.found_k = k0;
+            } else if (t >= first_loader && next <= last) {
+                load_window(base, lo, hi, next, ring, t - first_loader, loaders);
             }
-            *shared_err = e;
-            *shared_at = k < count ? at : ~0ull;
+            now_held = next;
         }
         __syncthreads();
+        const int n_found = st.found, k_found = st.found_k;
+        for (int i = t; i < n_found; i += blockDim.x) pos[k_found + i] = found[i];
+        if (t == 0) {
+            st.at = k < count ? at : ~0u;
+            st.err = e;
+            st.loaded = now_held;
+        }
     }
-    const u32 e = *shared_err;
+    const u32 err = st.err;
     __syncthreads();
-    return e;
+    return err;
 }
 
 // One block per dictionary page: entries[k] = (device address, length) of entry k.
@@ -68,22 +154,19 @@ extern "C" __global__ void dict_entries(
     const u64* dict_data, const u64* dict_len_bytes, const int* dict_count,
     u64* const* entries_out, int num_dicts, u32* errors)
 {
-    __shared__ u8 stage[WALK_STAGE];
-    __shared__ u64 at_s;
-    __shared__ u32 err_s;
     const int d = blockIdx.x;
     if (d >= num_dicts) return;
     const u8* p = (const u8*)dict_data[d];
     const u64 len = dict_len_bytes[d];
     const int count = dict_count[d] > 0 ? dict_count[d] : 0;
     u64* out = entries_out[d];
-    if (len >= 0xffffffffull) {   // offsets are kept in 32 bits
+    if (len >= 0x7fffffffull) {   // offsets are kept in 32 bits (pages are smaller)
         if (threadIdx.x == 0) errors[d] |= E_VALUES;
         return;
     }
     // the walk's offsets go to the first half of each entry, then become (address, length)
     u32* pos = (u32*)out;
-    const u32 e = walk_plain(p, len, count, pos, stage, &at_s, &err_s);
+    const u32 e = walk_plain(p, (u32)len, count, pos);
     if (e) {
         if (threadIdx.x == 0) errors[d] |= e;
         return;
@@ -141,7 +224,7 @@ __device__ static void for_each_valid(int n, bool dense, const u64* src, int* wa
 // Per data page (one block of SIZES_THREADS): validity, and for every row its source
 // (address, length) in src_scratch (2 u64 per row, indexed from scratch_base[page]) and its
 // length in lengths[row]. Levels and dictionary indices are decoded block-parallel; PLAIN
-// values are found by the block's staged walk (walk_plain).
+// values are found by the block's walk (walk_plain).
 extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     const PageJob* pages, const BytesColumn* cols, u32* idx_scratch, u64* src_scratch,
     const u64* scratch_base, u32* errors)
@@ -204,10 +287,7 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     if (pj.encoding == 0) {
         // value k's prefix offset into idxs[k] (free again: the marks are in src), then every
         // valid row gets its value through the same compaction as dictionary indices
-        __shared__ u8 stage[WALK_STAGE];
-        __shared__ u64 at_s;
-        __shared__ u32 err_s;
-        u32 e = vlen >= 0xffffffffull ? E_VALUES : walk_plain(vals, vlen, cnt, idxs, stage, &at_s, &err_s);
+        u32 e = vlen >= 0x7fffffffull ? E_VALUES : walk_plain(vals, (u32)vlen, cnt, idxs);
         if (e) {
             if (threadIdx.x == 0) err |= e;
         } else {
@@ -255,12 +335,16 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     // lengths, and validity: a valid row has a non-zero source address (even an empty
     // string's), a null row a zero one
     unsigned long long nulls = 0;
-    for (int i = threadIdx.x; i < n; i += SIZES_THREADS) {
-        u64 row = pj.row_start + (u64)i;
-        lengths[row] = (i64)src[2 * i + 1];
-        bool valid = pj.max_def == 0 || src[2 * i] != 0;
-        if (valid) { if (valid_words) atomicOr(&valid_words[row >> 5], 1u << (row & 31)); }
-        else nulls++;
+    for (int i0 = 0; i0 < n; i0 += SIZES_THREADS) {
+        const int i = i0 + threadIdx.x;
+        bool valid = false;
+        if (i < n) {
+            lengths[pj.row_start + (u64)i] = (i64)src[2 * i + 1];
+            valid = pj.max_def == 0 || src[2 * i] != 0;
+            if (!valid) nulls++;
+        }
+        if (valid_words)   // the same for the whole block: every lane gets here
+            set_valid_bits(valid_words, pj.row_start + (u64)(i0 + (threadIdx.x & ~31)), valid);
     }
     if (nulls) atomicAdd(&nulls_s, nulls);
     __syncthreads();

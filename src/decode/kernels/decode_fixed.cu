@@ -216,11 +216,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
                     else src = (const u8*)cj.dict + (u64)idxs[k] * cj.phys_width;
                     convert(cj.conversion, src, cj.phys_width, out + row * cj.out_width, cj.out_width);
                 }
-                if (valid_words) atomicOr(&valid_words[row >> 5], 1u << (row & 31));
             } else {
                 nulls++;
             }
         }
+        if (valid_words)   // the same for the whole block: every lane gets here
+            set_valid_bits(valid_words, pj.row_start + (u64)(tile + (threadIdx.x & ~31)), v);
         carry += tile_total;
     }
     if (nulls) atomicAdd((unsigned long long*)cj.null_count, (unsigned long long)nulls);
