@@ -7,6 +7,9 @@
 //! user of that buffer when it may refill it, so reads of the next slots overlap the copies of
 //! the previous ones. Small ranges laid end to end share a slot and move with one copy.
 //!
+//! [`StagedReader::read_stream`] reads the waves of a pipelined device load as one stream of
+//! fills, handing each wave over as soon as its copies complete.
+//!
 //! [`StagingMode::Mapped`] is a zero-copy variant for large ranges of a page-cached file: map
 //! the file read-only, register it block by block (16 MiB) with
 //! `cuMemHostRegister(READ_ONLY)` and copy straight from the page cache — one pass over host
@@ -278,11 +281,12 @@ impl StagedReader {
     }
 
     /// Reads `parts` (each a list of indices into `requests`) into `dest` as one stream of
-    /// bounce-buffer fills: every reader thread takes the next fill in order, parts one after
-    /// another, so no thread idles at the end of a part while the next waits. `done(i, r)` is
-    /// called (from a reader thread) once every copy of part `i` has completed, with its
-    /// records; after an error, parts not yet done are left undone and the error returned.
-    /// Destinations are assumed checked by the caller.
+    /// bounce-buffer fills, parts one after another: each reader thread takes the fills of its
+    /// own run of the current part, then what is left of the others' runs, then moves on to
+    /// the next part — so no thread idles at the end of a part while the next waits. `done(i,
+    /// r)` is called (from a reader thread) once every copy of part `i` has completed, with
+    /// its records; after an error, parts not yet done are left undone and the error
+    /// returned. Destinations are assumed checked by the caller.
     pub(crate) fn read_stream(
         &self,
         file: &ParquetFile,
@@ -331,8 +335,8 @@ impl StagedReader {
             return Ok(());
         }
         // cores left to the threads that decode the parts already read: with every core
-        // reading, their waits for a core stretched a wave's decoding from ~8 to ~40 ms on the
-        // H200 machine (16 cores; 14 readers measured best, benches/RESULTS.md)
+        // reading, decoding the first waves stalled until the reads ended on the H200 machine
+        // (25–40 ms a wave instead of ~8; 16 cores, 14 readers measured best: RESULTS.md)
         let threads = self
             .settings
             .nthreads
@@ -401,6 +405,7 @@ impl StagedReader {
                 }
                 let k = got.unwrap_or(fills.len());
                 let Some((p, slot)) = fills.get(k) else { break };
+                // the fill itself: as in `read_bounced` (one copy per filled buffer)
                 let mut held = ring.acquire()?;
                 let s = held.slot();
                 let mut got = Vec::with_capacity(slot.reads.len());
