@@ -483,6 +483,11 @@ fn wave_target(total: u64, device_compressed: u64, host_compressed: u64, set: Op
 /// an allocation of its own, which bounds the device memory their still-encoded chunks hold.
 const STREAM_MAX_BYTES: u64 = 4 << 30;
 
+/// Whether `CUPARQUET_PROFILE` asks for stage times (set, and not `0`).
+fn profile_requested() -> bool {
+    std::env::var_os("CUPARQUET_PROFILE").is_some_and(|v| v != "0")
+}
+
 /// With `CUPARQUET_PROFILE` set: spans of a pipelined load (what, start, end), printed to
 /// stderr relative to its start.
 struct Timeline {
@@ -492,17 +497,16 @@ struct Timeline {
 
 impl Timeline {
     fn from_env() -> Self {
-        let on = std::env::var_os("CUPARQUET_PROFILE").is_some_and(|v| v != "0");
         Timeline {
             t0: Instant::now(),
-            spans: on.then(|| Mutex::new(Vec::new())),
+            spans: profile_requested().then(|| Mutex::new(Vec::new())),
         }
     }
 
-    /// Records `what` as running from `start` until now.
-    fn add(&self, what: String, start: Instant) {
+    /// Records `what()` as running from `start` until now (named only when recording).
+    fn add(&self, what: impl FnOnce() -> String, start: Instant) {
         if let Some(v) = &self.spans {
-            let span = (what, start - self.t0, self.t0.elapsed());
+            let span = (what(), start - self.t0, self.t0.elapsed());
             v.lock().unwrap_or_else(|p| p.into_inner()).push(span);
         }
     }
@@ -1234,7 +1238,7 @@ impl ParquetGpuReader {
                         &buffer,
                         &|i, io| {
                             delivered[i].store(true, Relaxed);
-                            timeline.add(format!("read {i} (streamed)"), t);
+                            timeline.add(|| format!("read {i} (streamed)"), t);
                             let chunks = DeviceChunks {
                                 buffer: Arc::clone(&buffer),
                                 chunks: plan.chunks[waves[i].chunks.clone()].to_vec(),
@@ -1270,7 +1274,7 @@ impl ParquetGpuReader {
                     }
                     let t = Instant::now();
                     let r = self.read_wave(reader, ordinal, w);
-                    timeline.add(format!("read {i} ({} MB)", w.bytes / 1_000_000), t);
+                    timeline.add(|| format!("read {i} ({} MB)", w.bytes / 1_000_000), t);
                     let failed = r.is_err();
                     if tx.send((i, r)).is_err() || failed {
                         break;
@@ -1296,7 +1300,7 @@ impl ParquetGpuReader {
                             drop(chunks);
                             d
                         });
-                        timeline.add(format!("decode {i} (slot {slot})"), t);
+                        timeline.add(|| format!("decode {i} (slot {slot})"), t);
                         d.map(|(b, g)| (b, g, io, t.elapsed()))
                     });
                     if out.is_err() {
@@ -1610,7 +1614,7 @@ impl ParquetGpuReader {
             cols.extend(bytes?);
             Ok(cols)
         };
-        let profiling = std::env::var_os("CUPARQUET_PROFILE").is_some_and(|v| v != "0");
+        let profiling = profile_requested();
         let host_time_seen = std::cell::Cell::new(Duration::ZERO);
         if profiling {
             crate::decode::gpu::profile_begin();
