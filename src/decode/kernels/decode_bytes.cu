@@ -29,7 +29,8 @@ static_assert(sizeof(BytesColumn) == 48, "BytesColumn must match its Rust mirror
 // window (then the window it landed in is loaded by every thread first). A prefix that
 // straddles two windows is read from global memory. The offsets found in a round (of each
 // value's 4-byte prefix, from `vals`) collect in shared memory and the block writes them to
-// pos[k] between rounds. Every length is checked against `vlen` (< 2^31, checked by the
+// pos[k] between rounds; the offset just past the last value goes to *end (shared memory, read
+// by the block after the call). Every length is checked against `vlen` (< 2^31, checked by the
 // callers); returns E_VALUES (to every thread) when the values run past it.
 #define WALK_WINDOW 4096
 #define WALK_WORDS (WALK_WINDOW / 4)
@@ -67,7 +68,7 @@ __device__ static void load_window(const u8* base, u32 lo, u32 hi, int w, u32* r
     }
 }
 
-__device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos)
+__device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos, u32* end)
 {
     __shared__ u32 ring[2 * WALK_WORDS];
     __shared__ u32 found[WALK_WINDOW / 4];   // a round finds at most one value per 4 bytes
@@ -85,6 +86,7 @@ __device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos)
     u32 at = 0, e = 0;
     int k = 0;
     if (t == 0) {
+        *end = 0;
         st.at = count > 0 ? 0 : ~0u;
         st.err = 0;
         st.loaded = -1;
@@ -142,6 +144,7 @@ __device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos)
             st.at = k < count ? at : ~0u;
             st.err = e;
             st.loaded = now_held;
+            if (k == count) *end = at;
         }
     }
     const u32 err = st.err;
@@ -166,7 +169,8 @@ extern "C" __global__ void dict_entries(
     }
     // the walk's offsets go to the first half of each entry, then become (address, length)
     u32* pos = (u32*)out;
-    const u32 e = walk_plain(p, (u32)len, count, pos);
+    __shared__ u32 end;
+    const u32 e = walk_plain(p, (u32)len, count, pos, &end);
     if (e) {
         if (threadIdx.x == 0) errors[d] |= e;
         return;
@@ -287,15 +291,19 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     if (pj.encoding == 0) {
         // value k's prefix offset into idxs[k] (free again: the marks are in src), then every
         // valid row gets its value through the same compaction as dictionary indices
-        u32 e = vlen >= 0x7fffffffull ? E_VALUES : walk_plain(vals, (u32)vlen, cnt, idxs);
+        __shared__ u32 end;
+        u32 e = vlen >= 0x7fffffffull ? E_VALUES : walk_plain(vals, (u32)vlen, cnt, idxs, &end);
         if (e) {
             if (threadIdx.x == 0) err |= e;
         } else {
+            // values lie end to end: value k's length is where value k + 1 starts (or where the
+            // walk ended), less value k's start and prefix; no load from the values themselves
+            const u32 walk_end = end;
             for_each_valid(n, cnt == n, src, warp_counts, [&](int i, int k) {
                 const u64 at = idxs[k];
+                const u64 next = k + 1 < cnt ? idxs[k + 1] : walk_end;
                 src[2 * i] = (u64)(vals + at + 4);
-                src[2 * i + 1] = (u64)vals[at] | ((u64)vals[at + 1] << 8) |
-                                 ((u64)vals[at + 2] << 16) | ((u64)vals[at + 3] << 24);
+                src[2 * i + 1] = next - at - 4;
             });
         }
     } else if (pj.encoding == 2 || pj.encoding == 8) {
