@@ -198,6 +198,56 @@ impl StagedReader {
         ))
     }
 
+    /// Reads one planned fill into a buffer of `ring` and enqueues its one copy to `dest` on
+    /// `stream` (copies every 256 KiB to 4 MiB of a buffer measured slower on the H200
+    /// machine: benches/RESULTS.md). The buffer goes back to the ring with its copy pending.
+    fn fill(
+        &self,
+        file: &ParquetFile,
+        direct: Option<&std::fs::File>,
+        ring: &Ring,
+        slot: &crate::io::staging::StagingSlot,
+        stream: &crate::device::Stream,
+        dest: &DeviceBuffer,
+    ) -> Result<Vec<Span>> {
+        let mut held = ring.acquire()?;
+        let s = held.slot();
+        let mut spans = Vec::with_capacity(slot.reads.len());
+        for r in &slot.reads {
+            let t = Instant::now();
+            let off = r.bounce_offset as usize;
+            let len = (r.file.end - r.file.start) as usize;
+            let buf = &mut s.buf.as_mut_slice()[off..off + len];
+            match direct {
+                Some(f) => read_direct(f, buf, r.file.start),
+                None => read_fully_at(file.file(), buf, r.file.start),
+            }
+            .map_err(|e| file.read_error(r.file.clone(), "", e))?;
+            spans.push((r.request, t, Instant::now(), 1));
+        }
+        let len = (slot.dest.end - slot.dest.start) as usize;
+        // SAFETY: the buffer is not written, dropped or recycled until its event has
+        // completed: `pending` is set as soon as the copy is enqueued, `acquire` and `finish`
+        // wait for the event first, and if recording the event fails the stream is
+        // synchronized here. `dest` outlives the read, which waits for every copy (`finish`)
+        // before returning.
+        unsafe {
+            s.buf
+                .copy_to_device_async(0..len, dest, slot.dest.start as usize, stream)?;
+        }
+        s.pending = true;
+        if let Err(e) = s.event.record(stream) {
+            if self.gpu.synchronize().is_ok() {
+                held.slot().pending = false;
+            } else if let Some(lost) = held.slot.take() {
+                // the copy's state is unknown: never free or reuse its buffer
+                std::mem::forget(lost.buf);
+            }
+            return Err(e);
+        }
+        Ok(spans)
+    }
+
     fn read_bounced(
         &self,
         file: &ParquetFile,
@@ -230,45 +280,14 @@ impl StagedReader {
             .enumerate()
             .map(|(k, slot)| {
                 self.gpu.bind()?;
-                let mut held = ring.acquire()?;
-                let s = held.slot();
-                let mut spans = Vec::with_capacity(slot.reads.len());
-                for r in &slot.reads {
-                    let t = Instant::now();
-                    let off = r.bounce_offset as usize;
-                    let len = (r.file.end - r.file.start) as usize;
-                    let buf = &mut s.buf.as_mut_slice()[off..off + len];
-                    match &direct {
-                        Some(f) => read_direct(f, buf, r.file.start),
-                        None => read_fully_at(file.file(), buf, r.file.start),
-                    }
-                    .map_err(|e| file.read_error(r.file.clone(), "", e))?;
-                    spans.push((r.request, t, Instant::now(), 1));
-                }
-                // one copy per filled buffer (copies every 256 KiB to 4 MiB of a buffer
-                // measured slower on the H200 machine: benches/RESULTS.md)
-                let len = (slot.dest.end - slot.dest.start) as usize;
-                let stream = &streams[k % streams.len()];
-                // SAFETY: the buffer is not written, dropped or recycled until its event has
-                // completed: `pending` is set as soon as the copy is enqueued, `acquire` and
-                // `finish` wait for the event first, and if recording the event fails the
-                // stream is synchronized here. `dest` outlives the read, which waits for every
-                // copy (`finish`) before returning.
-                unsafe {
-                    s.buf
-                        .copy_to_device_async(0..len, dest, slot.dest.start as usize, stream)?;
-                }
-                s.pending = true;
-                if let Err(e) = s.event.record(stream) {
-                    if self.gpu.synchronize().is_ok() {
-                        held.slot().pending = false;
-                    } else if let Some(lost) = held.slot.take() {
-                        // the copy's state is unknown: never free or reuse its buffer
-                        std::mem::forget(lost.buf);
-                    }
-                    return Err(e);
-                }
-                Ok(spans)
+                self.fill(
+                    file,
+                    direct.as_ref(),
+                    &ring,
+                    slot,
+                    &streams[k % streams.len()],
+                    dest,
+                )
             })
             .collect();
         let finished = ring.finish(&self.gpu);
@@ -405,45 +424,12 @@ impl StagedReader {
                 }
                 let k = got.unwrap_or(fills.len());
                 let Some((p, slot)) = fills.get(k) else { break };
-                // the fill itself: as in `read_bounced` (one copy per filled buffer)
-                let mut held = ring.acquire()?;
-                let s = held.slot();
-                let mut got = Vec::with_capacity(slot.reads.len());
-                for r in &slot.reads {
-                    let t = Instant::now();
-                    let off = r.bounce_offset as usize;
-                    let len = (r.file.end - r.file.start) as usize;
-                    let buf = &mut s.buf.as_mut_slice()[off..off + len];
-                    match &direct {
-                        Some(f) => read_direct(f, buf, r.file.start),
-                        None => read_fully_at(file.file(), buf, r.file.start),
-                    }
-                    .map_err(|e| file.read_error(r.file.clone(), "", e))?;
-                    got.push((r.request, t, Instant::now(), 1));
-                }
-                let len = (slot.dest.end - slot.dest.start) as usize;
                 let stream = &streams[k % streams.len()];
-                // SAFETY: as in `read_bounced`: the buffer is not reused or freed until its
-                // event has completed (`pending`, `acquire`, `finish`), and `dest` outlives
-                // the read, which waits for every copy before returning.
-                unsafe {
-                    s.buf
-                        .copy_to_device_async(0..len, dest, slot.dest.start as usize, stream)?;
-                }
-                s.pending = true;
-                if let Err(e) = s.event.record(stream) {
-                    if self.gpu.synchronize().is_ok() {
-                        held.slot().pending = false;
-                    } else if let Some(lost) = held.slot.take() {
-                        std::mem::forget(lost.buf);
-                    }
-                    return Err(e);
-                }
-                drop(held);
+                let read = self.fill(file, direct.as_ref(), &ring, slot, stream, dest)?;
                 spans[*p]
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .extend(got);
+                    .extend(read);
                 if left[*p].fetch_sub(1, SeqCst) == 1 {
                     finish_part(*p)?;
                 }
