@@ -792,29 +792,7 @@ fn emulated_byte_array_kernels_equal_the_reference_decoder() {
     let keep = |g: &cuparquet::decode::gpu_plan::GpuColumn| g.conversion == Conversion::Bytes;
     let (mut cols_ok, mut pages_run) = (0usize, 0usize);
     for (f, chunks) in flat_chunks(keep, 100, 100_000) {
-        let (mut cols, mut pages) = (Vec::new(), Vec::new());
-        let (mut n_pages, mut n_dicts) = (0, 0);
-        for (k, c) in chunks.iter().enumerate() {
-            let col = &c.col;
-            let (dict, n) =
-                serialize_pages(&c.table, &c.data, k as u32, col.max_def_level, &mut pages);
-            n_pages += n;
-            cols.put_u64(c.rows as u64);
-            for v in [
-                col.max_def_level > 0,
-                col.large_offsets,
-                col.utf8,
-                dict.is_some(),
-            ] {
-                cols.put_u32(u32::from(v));
-            }
-            n_dicts += usize::from(dict.is_some());
-            let (entries, dict_bytes) = dict.unwrap_or_default();
-            cols.put_i32(entries);
-            cols.put_u64(dict_bytes.len() as u64);
-            cols.extend(&dict_bytes);
-        }
-        let inp = pass_input(chunks.len(), cols, n_pages, pages);
+        let (inp, n_dicts, n_pages) = byte_array_input(&chunks);
         let out = run_emulator(&emu, &inp, &f.display().to_string());
         let mut cur = Cursor(&out, 0);
         let stage = cur.u32();
@@ -859,6 +837,78 @@ fn emulated_byte_array_kernels_equal_the_reference_decoder() {
     }
     eprintln!("emulated byte-array kernels: {cols_ok} column chunks, {pages_run} pages equal to the reference");
     assert!(cols_ok > 50, "{cols_ok}");
+}
+
+/// The byte-array kernels' input for `chunks` (one column each): (input, dictionaries, pages).
+fn byte_array_input(chunks: &[FlatChunk]) -> (Vec<u8>, usize, u32) {
+    let (mut cols, mut pages) = (Vec::new(), Vec::new());
+    let (mut n_pages, mut n_dicts) = (0, 0);
+    for (k, c) in chunks.iter().enumerate() {
+        let col = &c.col;
+        let (dict, n) = serialize_pages(&c.table, &c.data, k as u32, col.max_def_level, &mut pages);
+        n_pages += n;
+        cols.put_u64(c.rows as u64);
+        for v in [
+            col.max_def_level > 0,
+            col.large_offsets,
+            col.utf8,
+            dict.is_some(),
+        ] {
+            cols.put_u32(u32::from(v));
+        }
+        n_dicts += usize::from(dict.is_some());
+        let (entries, dict_bytes) = dict.unwrap_or_default();
+        cols.put_i32(entries);
+        cols.put_u64(dict_bytes.len() as u64);
+        cols.extend(&dict_bytes);
+    }
+    (
+        pass_input(chunks.len(), cols, n_pages, pages),
+        n_dicts,
+        n_pages,
+    )
+}
+
+/// The byte-array kernels on corrupted pages (bytes of every page and dictionary changed at
+/// random, lengths included): under the sanitizers, the emulator never reads or writes out of
+/// bounds (it exits cleanly), and some pages are reported bad.
+#[test]
+fn emulated_byte_array_kernels_survive_corrupted_pages() {
+    let Some(emu) = emulator("decode_bytes") else {
+        return;
+    };
+    use cuparquet::decode::gpu_plan::Conversion;
+    let keep = |g: &cuparquet::decode::gpu_plan::GpuColumn| g.conversion == Conversion::Bytes;
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let (mut runs, mut reported) = (0usize, 0usize);
+    for (f, mut chunks) in flat_chunks(keep, 20, 20_000).into_iter().take(40) {
+        for c in &mut chunks {
+            for d in &mut c.data {
+                let mut b = d.bytes.to_vec();
+                for _ in 0..b.len().div_ceil(64) {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let at = (state >> 33) as usize % b.len().max(1);
+                    if let Some(x) = b.get_mut(at) {
+                        *x ^= (state >> 13) as u8 | 1;
+                    }
+                }
+                d.bytes = b.into();
+            }
+        }
+        let (inp, _, _) = byte_array_input(&chunks);
+        let out = run_emulator(&emu, &inp, &format!("{} (corrupted)", f.display()));
+        runs += 1;
+        reported += usize::from(out.first_chunk::<4>().is_some_and(|s| *s != [0; 4]));
+    }
+    eprintln!(
+        "emulated byte-array kernels on corrupted pages: {runs} files, {reported} reported errors"
+    );
+    assert!(
+        runs > 10 && reported > 0,
+        "{runs} runs, {reported} with errors"
+    );
 }
 
 /// The page-header kernel (count pass, fill pass) against its host twin: on every column chunk
