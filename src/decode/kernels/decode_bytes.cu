@@ -110,27 +110,36 @@ __device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos, 
             if (t == 0) {
                 const u32* half = ring + (w & 1) * WALK_WORDS;
                 const u32 w_end = (u32)(w + 1) * WALK_WINDOW;   // in x
+                const u32 lim = w_end < hi ? w_end : hi;       // prefixes wholly before it are fast
+                const u32 BAD = ~0u - 8;                       // x after a length past the values
+                u32 x = at + mis;
+                u32* f = found;
                 const int k0 = k;
-                while (k < count) {
-                    if (vlen - at < 4) { e = E_VALUES; break; }
-                    const u32 x = at + mis;
-                    if (x >= w_end) break;   // past this window: the next round
-                    u32 len;
-                    if (x + 4 <= w_end) {
+                while (true) {
+                    // the hot loop: no branch but its condition; a bad length ends it through x
+                    while (k < count && x + 4 <= lim) {
                         const u32 wi = (x / 4) % WALK_WORDS;
                         const u32 lo_w = half[wi];
                         const u32 hi_w = half[wi + 1 < WALK_WORDS ? wi + 1 : wi];
-                        len = __funnelshift_r(lo_w, hi_w, 8 * (x % 4));
-                    } else {   // straddles into the window being loaded: from global memory
-                        const u8* q = vals + at;
-                        len = (u32)q[0] | ((u32)q[1] << 8) | ((u32)q[2] << 16) | ((u32)q[3] << 24);
+                        const u32 len = __funnelshift_r(lo_w, hi_w, 8 * (x % 4));
+                        *f++ = x - mis;
+                        k++;
+                        x = len > hi - x - 4 ? BAD : x + 4 + len;
                     }
-                    if (len > vlen - at - 4) { e = E_VALUES; break; }
-                    found[k - k0] = at;
+                    if (x == BAD) { e = E_VALUES; break; }
+                    if (k >= count) break;
+                    if (x >= w_end) break;   // past this window: the next round
+                    if (x + 4 > hi) { e = E_VALUES; break; }
+                    // the prefix straddles into the window being loaded: from global memory
+                    const u8* q = vals + (x - mis);
+                    const u32 len = (u32)q[0] | ((u32)q[1] << 8) | ((u32)q[2] << 16) | ((u32)q[3] << 24);
+                    if (len > hi - x - 4) { e = E_VALUES; break; }
+                    *f++ = x - mis;
                     k++;
-                    at += 4 + len;
+                    x += 4 + len;
                 }
-                st.found = k - k0;
+                at = x - mis;
+                st.found = (int)(f - found);
                 st.found_k = k0;
             } else if (t >= first_loader && next <= last) {
                 load_window(base, lo, hi, next, ring, t - first_loader, loaders);
