@@ -356,12 +356,7 @@ impl StagedReader {
         // cores left to the threads that decode the parts already read: with every core
         // reading, decoding the first waves stalled until the reads ended on the H200 machine
         // (25–40 ms a wave instead of ~8; 16 cores, 14 readers measured best: RESULTS.md)
-        let threads = self
-            .settings
-            .nthreads
-            .saturating_sub(STREAM_SPARE_THREADS)
-            .max(1)
-            .min(fills.len());
+        let threads = stream_threads(self.settings.nthreads).min(fills.len());
         let count = (self.settings.bounce_buffer_count * threads).max(1);
         let largest = fills
             .iter()
@@ -505,6 +500,12 @@ const PAGE: u64 = 4096;
 /// Reader threads a streamed read ([`StagedReader::read_stream`]) leaves idle of
 /// `nthreads`, for the threads decoding what it has read.
 pub const STREAM_SPARE_THREADS: usize = 2;
+
+/// Reader threads of a streamed read for `nthreads`: all but [`STREAM_SPARE_THREADS`], at
+/// least one.
+pub(crate) fn stream_threads(nthreads: usize) -> usize {
+    nthreads.saturating_sub(STREAM_SPARE_THREADS).max(1)
+}
 
 /// Which selected requests are copied from the mapped page cache, which go through bounce
 /// buffers, and how many threads the mapped part uses.
