@@ -242,15 +242,30 @@ pub fn page_tables(chunks: &DeviceChunks, path: &std::path::Path) -> Result<Vec<
     let module = gpu.load_module("page_headers", PAGE_HEADERS, &[])?;
     let offsets = upload(&gpu, &u64s(chunks.chunks().iter().map(|c| c.dest_offset)))?;
     let lens = upload(&gpu, &u64s(chunks.chunks().iter().map(|c| c.len())))?;
-    let counts = zeroed(&gpu, n * 4)?;
-    let errors = zeroed(&gpu, n * 4)?;
+    // counts (in: capacities) then error bits, n i32 each: one copy back per pass
+    let mut meta = gpu.alloc(n * 8)?;
     let grid = (n as u32).div_ceil(THREADS);
-    let launch = |starts: u64, pages: u64| -> Result<()> {
+    let size = std::mem::size_of::<PageInfo>();
+    // one fill pass into capacities estimated from the footer; only where one falls short are
+    // the pages counted and filled again
+    let mut caps: Vec<i32> = chunks.chunks().iter().map(page_capacity).collect();
+    for pass in 0..2 {
+        let mut starts = Vec::with_capacity(n);
+        let mut total: u64 = 0;
+        for &c in &caps {
+            starts.push(total);
+            total += c.max(0) as u64;
+        }
+        let starts_buf = upload(&gpu, &u64s(starts.iter().copied()))?;
+        let pages = gpu.alloc((total as usize * size).max(size))?;
+        let mut init: Vec<u8> = caps.iter().flat_map(|c| c.to_le_bytes()).collect();
+        init.resize(n * 8, 0);
+        meta.copy_from_host(0, &init)?;
         // SAFETY: the arguments match `page_headers(const u8*, const u64*, const u64*, int,
         // int*, const long long*, PageInfo*, u32*)` (the int in a 64-bit slot, read as its low
-        // 4 bytes); every pointer is a live device allocation of the size the kernel indexes
-        // (n chunk entries; `starts`/`pages` sized from the counts of the first pass, or null in
-        // it); all stay alive until `launch64` returns.
+        // 4 bytes); `meta` holds n counts then n error words; `starts` holds n entries and
+        // `pages` the sum of the capacities in `meta`, which the kernel never writes past; all
+        // stay alive until `launch64` returns.
         unsafe {
             launch64(
                 &gpu,
@@ -263,40 +278,54 @@ pub fn page_tables(chunks: &DeviceChunks, path: &std::path::Path) -> Result<Vec<
                     offsets.device_ptr(),
                     lens.device_ptr(),
                     n as u64,
-                    counts.device_ptr(),
-                    starts,
-                    pages,
-                    errors.device_ptr(),
+                    meta.device_ptr(),
+                    starts_buf.device_ptr(),
+                    pages.device_ptr(),
+                    meta.device_ptr() + 4 * n as u64,
                 ],
-            )
+            )?
+        };
+        let got = i32s_from_device(&meta, 2 * n)?;
+        let (counts, errs) = got.split_at(n);
+        check_errors(chunks, path, errs)?;
+        if counts.iter().zip(&caps).all(|(c, cap)| c <= cap) {
+            let host = pages.copy_to_host(0..total as usize * size)?;
+            return Ok(counts
+                .iter()
+                .zip(&starts)
+                .map(|(&c, &s)| {
+                    host[s as usize * size..(s as usize + c.max(0) as usize) * size]
+                        .chunks_exact(size)
+                        .map(page_info_from)
+                        .collect()
+                })
+                .collect());
         }
-    };
-    // pass 1: count
-    launch(0, 0)?;
-    let errs = i32s_from_device(&errors, n)?;
-    check_errors(chunks, path, &errs)?;
-    let page_counts = i32s_from_device(&counts, n)?;
-    let mut starts = Vec::with_capacity(n);
-    let mut total: u64 = 0;
-    for &c in &page_counts {
-        starts.push(total);
-        total += c.max(0) as u64;
+        if pass == 1 {
+            // the same bytes held more pages than the count before: never on a working device
+            let bad: Vec<i32> = counts
+                .iter()
+                .zip(&caps)
+                .map(|(c, cap)| if c > cap { 0x40 } else { 0 })
+                .collect();
+            check_errors(chunks, path, &bad)?;
+        }
+        caps = counts.to_vec();
     }
+    unreachable!("the second pass returns or fails")
+}
 
-    let starts_buf = upload(&gpu, &u64s(starts.iter().copied()))?;
-    let size = std::mem::size_of::<PageInfo>();
-    let pages = gpu.alloc((total as usize * size).max(size))?;
-    // pass 2: fill
-    launch(starts_buf.device_ptr(), pages.device_ptr())?;
-    let errs = i32s_from_device(&errors, n)?;
-    check_errors(chunks, path, &errs)?;
-    let host = pages.copy_to_host(0..total as usize * size)?;
-    let all: Vec<PageInfo> = host.chunks_exact(size).map(page_info_from).collect();
-    Ok(page_counts
-        .iter()
-        .zip(&starts)
-        .map(|(&c, &s)| all[s as usize..s as usize + c.max(0) as usize].to_vec())
-        .collect())
+/// Chunk `c`'s page-table capacity for the first fill pass: its pages when the page index was
+/// loaded (plus a dictionary page), else an estimate for writers that cut pages at 20,000 rows
+/// or 1 MiB (arrow-rs, parquet-mr, cuDF). A chunk with more pages gets a second pass.
+fn page_capacity(c: &crate::plan::ColumnChunkPlan) -> i32 {
+    let est = match &c.pages {
+        Some(p) => p.len() as u64 + 1,
+        None => (c.num_values.max(0) as u64) / 20_000 + c.len() / (1 << 20) + 8,
+    };
+    // a page takes at least a few bytes: never more slots than that, however large the footer's
+    // count
+    est.min(c.len() / 8 + 1).min(1 << 20) as i32
 }
 
 fn check_errors(chunks: &DeviceChunks, path: &std::path::Path, errs: &[i32]) -> Result<()> {

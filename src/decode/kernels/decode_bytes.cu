@@ -30,10 +30,11 @@ static_assert(sizeof(BytesColumn) == 48, "BytesColumn must match its Rust mirror
 // straddles two windows is read from global memory. The offsets found in a round (of each
 // value's 4-byte prefix, from `vals`) collect in shared memory and the block writes them to
 // pos[k] between rounds; the offset just past the last value goes to *end (shared memory, read
-// by the block after the call). Every length is checked against `vlen` (< 2^31, checked by the
-// callers); returns E_VALUES (to every thread) when the values run past it.
+// by the block after the call). Every length is checked against `vlen` (< WALK_MAX_BYTES,
+// checked by the callers); returns E_VALUES (to every thread) when the values run past it.
 #define WALK_WINDOW 4096
 #define WALK_WORDS (WALK_WINDOW / 4)
+#define WALK_MAX_BYTES 0x7ffffff0u   // values longer than this are refused (a page is < 2^31)
 struct WalkState {
     u32 at;        // the next prefix's offset; ~0 once every value is found
     u32 err;
@@ -70,7 +71,7 @@ __device__ static void load_window(const u8* base, u32 lo, u32 hi, int w, u32* r
 
 __device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos, u32* end)
 {
-    __shared__ u32 ring[2 * WALK_WORDS];
+    __shared__ u32 ring[2 * WALK_WORDS + 1];   // + a pad word, read by the walk's second load
     __shared__ u32 found[WALK_WINDOW / 4];   // a round finds at most one value per 4 bytes
     __shared__ WalkState st;
     const int t = threadIdx.x;
@@ -89,6 +90,7 @@ __device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos, 
         *end = 0;
         st.at = count > 0 ? 0 : ~0u;
         st.err = 0;
+        ring[2 * WALK_WORDS] = 0;
         st.loaded = -1;
         st.found = 0;
         st.found_k = 0;
@@ -108,25 +110,25 @@ __device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos, 
         } else {
             const int next = w + 1;
             if (t == 0) {
-                const u32* half = ring + (w & 1) * WALK_WORDS;
                 const u32 w_end = (u32)(w + 1) * WALK_WINDOW;   // in x
                 const u32 lim = w_end < hi ? w_end : hi;       // prefixes wholly before it are fast
-                const u32 BAD = ~0u - 8;                       // x after a length past the values
                 u32 x = at + mis;
                 u32* f = found;
                 const int k0 = k;
                 while (true) {
-                    // the hot loop: no branch but its condition; a bad length ends it through x
+                    // the hot loop: no branch but its condition. The ring is indexed by x itself
+                    // (window w sits in half w & 1), its pad word makes the second load safe when
+                    // x is word-aligned (the funnel shift then ignores it), and a length is
+                    // clamped to hi so that x + 4 + len cannot wrap (hi < 2^31 - 8): a bad
+                    // length ends the loop with x > hi
                     while (k < count && x + 4 <= lim) {
-                        const u32 wi = (x / 4) % WALK_WORDS;
-                        const u32 lo_w = half[wi];
-                        const u32 hi_w = half[wi + 1 < WALK_WORDS ? wi + 1 : wi];
-                        const u32 len = __funnelshift_r(lo_w, hi_w, 8 * (x % 4));
+                        const u32* q = ring + ((x >> 2) & (2 * WALK_WORDS - 1));
+                        const u32 len = __funnelshift_r(q[0], q[1], 8 * (x & 3));
                         *f++ = x - mis;
                         k++;
-                        x = len > hi - x - 4 ? BAD : x + 4 + len;
+                        x += 4 + min(len, hi);
                     }
-                    if (x == BAD) { e = E_VALUES; break; }
+                    if (x > hi) { e = E_VALUES; break; }
                     if (k >= count) break;
                     if (x >= w_end) break;   // past this window: the next round
                     if (x + 4 > hi) { e = E_VALUES; break; }
@@ -172,7 +174,7 @@ extern "C" __global__ void dict_entries(
     const u64 len = dict_len_bytes[d];
     const int count = dict_count[d] > 0 ? dict_count[d] : 0;
     u64* out = entries_out[d];
-    if (len >= 0x7fffffffull) {   // offsets are kept in 32 bits (pages are smaller)
+    if (len >= WALK_MAX_BYTES) {   // offsets are kept in 32 bits (pages are smaller)
         if (threadIdx.x == 0) errors[d] |= E_VALUES;
         return;
     }
@@ -301,7 +303,7 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
         // value k's prefix offset into idxs[k] (free again: the marks are in src), then every
         // valid row gets its value through the same compaction as dictionary indices
         __shared__ u32 end;
-        u32 e = vlen >= 0x7fffffffull ? E_VALUES : walk_plain(vals, (u32)vlen, cnt, idxs, &end);
+        u32 e = vlen >= WALK_MAX_BYTES ? E_VALUES : walk_plain(vals, (u32)vlen, cnt, idxs, &end);
         if (e) {
             if (threadIdx.x == 0) err |= e;
         } else {
