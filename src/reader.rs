@@ -151,8 +151,7 @@ impl ReaderBuilder {
     /// the next wave while decoding the last; 0: one wave). Default from
     /// `CUPARQUET_DEVICE_WAVE_BYTES`, else, for loads of 128 MiB to 4 GiB: one wave when
     /// mostly in chunks the host decompresses, two waves when mostly in SNAPPY chunks
-    /// (decompressed by the device), waves of 250 MiB otherwise (tapering: each of the last
-    /// ones half of what is left); one wave below 128 MiB and
+    /// (decompressed by the device), waves of 250 MiB otherwise; one wave below 128 MiB and
     /// waves of 1 GiB above 4 GiB. Up to 4 GiB the waves are read as one stream into one
     /// allocation (where every range is staged), each handed to a decoder as soon as it is in.
     pub fn with_wave_bytes(mut self, bytes: u64) -> Self {
@@ -464,28 +463,18 @@ const UNCOMPRESSED_WAVE_BYTES: u64 = 250 << 20;
 /// loads 13 % faster in two waves than in one; the ZSTD file (host-decompressed) 4–10 %
 /// slower, its decompression keeping busy the cores the reads need; the uncompressed file
 /// (1.87 GB) 15–30 % faster in 250 MiB waves of a streamed read than in one wave.
-///
-/// Also says whether the waves taper ([`waves`]): only the [`UNCOMPRESSED_WAVE_BYTES`] ones,
-/// whose last wave's decode is what the load waits for once the read ends (measured on the
-/// H200: ~5 ms for a 312 MB wave of the uncompressed file, whatever its size above a few row
-/// groups, because each page's length prefixes are walked by one thread).
-fn wave_target(
-    total: u64,
-    device_compressed: u64,
-    host_compressed: u64,
-    set: Option<u64>,
-) -> (u64, bool) {
+fn wave_target(total: u64, device_compressed: u64, host_compressed: u64, set: Option<u64>) -> u64 {
     if let Some(v) = set {
-        return (if v == 0 { u64::MAX } else { v }, false);
+        return if v == 0 { u64::MAX } else { v };
     }
     if total > 4 << 30 {
-        (1 << 30, false)
+        1 << 30
     } else if total < 128 << 20 || host_compressed.saturating_mul(2) >= total {
-        (u64::MAX, false)
+        u64::MAX
     } else if device_compressed.saturating_mul(2) >= total {
-        (total.div_ceil(2), false)
+        total.div_ceil(2)
     } else {
-        (UNCOMPRESSED_WAVE_BYTES, true)
+        UNCOMPRESSED_WAVE_BYTES
     }
 }
 
@@ -555,14 +544,7 @@ impl Timeline {
 
 /// The plan's units grouped into waves of about `target` bytes that hold whole row groups; one
 /// wave (or none, with no units) when the plan cannot be split.
-///
-/// With `taper`, a wave ends once it holds `target` bytes or half of what is left to read
-/// (itself included), whichever is less: the waves shrink towards the end (24 equal row groups
-/// of 78 MB in 250 MiB waves: 4, 4, 4, 4, 4, 2, 1 and 1 row groups), so that the decode the
-/// load still waits for after its read ends is a small one.
-fn waves(plan: &ReadPlan, target: u64, taper: bool) -> Vec<Wave> {
-    let total: u64 = plan.units.iter().map(|u| u.bytes).sum();
-    let mut before = 0u64; // bytes of the waves already closed
+fn waves(plan: &ReadPlan, target: u64) -> Vec<Wave> {
     let mut out: Vec<Wave> = Vec::new();
     let mut cur: Option<Wave> = None;
     for (k, u) in plan.units.iter().enumerate() {
@@ -589,13 +571,7 @@ fn waves(plan: &ReadPlan, target: u64, taper: bool) -> Vec<Wave> {
             (Some(n), Some(l)) => n > l,
             _ => true,
         };
-        let goal = if taper {
-            target.min((total - before) / 2)
-        } else {
-            target
-        };
-        if whole && w.bytes >= goal {
-            before += w.bytes;
+        if whole && w.bytes >= target {
             out.extend(cur.take());
         }
     }
@@ -1412,9 +1388,8 @@ impl ParquetGpuReader {
                 _ => host_compressed += c.len(),
             }
         }
-        let (target, taper) =
-            wave_target(total, device_compressed, host_compressed, self.wave_bytes);
-        let waves = waves(plan, target, taper);
+        let target = wave_target(total, device_compressed, host_compressed, self.wave_bytes);
+        let waves = waves(plan, target);
         let (batches, gpu_decode, io, decode_time) = if waves.len() > 1 {
             let mut batches = Vec::with_capacity(plan.row_groups.len());
             let mut gpu_decode = GpuDecodeReport::default();
@@ -1879,56 +1854,6 @@ mod tests {
     }
 
     #[test]
-    fn tapered_waves_shrink_towards_the_end() {
-        let f = int_file(&["a", "b"], 24 * 4096, 4096); // 24 row groups
-        let cfg = crate::plan::CoalesceConfig {
-            unit_target_bytes: 1,
-            ..Default::default()
-        };
-        let reader = ParquetGpuReader::builder(f.path())
-            .with_device(Device::Host)
-            .with_coalescing(cfg)
-            .build()
-            .unwrap();
-        let plan = reader.plan();
-        let total = plan.request_bytes();
-        let rg_bytes: Vec<u64> = plan
-            .row_groups
-            .iter()
-            .map(|&rg| {
-                plan.chunks_of_row_group(rg)
-                    .map(|c| plan.chunks[c].len())
-                    .sum()
-            })
-            .collect();
-        let target = total * 10 / 72; // 3.3 row groups
-        let w = waves(plan, target, true);
-        let counts: Vec<usize> = w.iter().map(|w| w.row_groups.len()).collect();
-        let rgs: Vec<usize> = w.iter().flat_map(|w| w.row_groups.clone()).collect();
-        assert_eq!(rgs, plan.row_groups);
-        assert_eq!(w.iter().map(|w| w.bytes).sum::<u64>(), total);
-        // each wave ends with the row group that brings it to its goal
-        let mut left = total;
-        let mut at = 0;
-        for x in &w[..w.len() - 1] {
-            let goal = target.min(left / 2);
-            let n = x.row_groups.len();
-            assert!(x.bytes >= goal, "{counts:?}");
-            assert!(x.bytes - rg_bytes[at + n - 1] < goal, "{counts:?}");
-            left -= x.bytes;
-            at += n;
-        }
-        // with row groups of about equal size: full waves, then halves down to one row group
-        assert_eq!(counts, [4, 4, 4, 4, 4, 2, 1, 1], "{rg_bytes:?}");
-        // without the taper: full waves, and the rest
-        let flat: Vec<usize> = waves(plan, target, false)
-            .iter()
-            .map(|w| w.row_groups.len())
-            .collect();
-        assert_eq!(flat, [4, 4, 4, 4, 4, 4]);
-    }
-
-    #[test]
     fn waves_hold_whole_row_groups_and_cover_the_plan() {
         let f = int_file(&["a", "b", "c"], 40_000, 2_500); // 16 row groups
         for (unit, within) in [(1u64, false), (2 << 20, false), (32 << 20, true)] {
@@ -1945,12 +1870,12 @@ mod tests {
             let plan = reader.plan();
             let total = plan.request_bytes();
             // one wave when the target is the whole load
-            let one = waves(plan, u64::MAX, false);
+            let one = waves(plan, u64::MAX);
             assert_eq!(one.len(), 1);
             assert_eq!(one[0].row_groups, plan.row_groups);
             assert_eq!(one[0].bytes, total);
             for target in [1, total / 5, total / 2] {
-                let w = waves(plan, target, false);
+                let w = waves(plan, target);
                 // a unit is never split: with 2 MiB units this file is one unit, one wave
                 assert!(
                     w.len() > 1 || plan.units.len() == 1,
@@ -1981,27 +1906,22 @@ mod tests {
         const MIB: u64 = 1 << 20;
         let wave = UNCOMPRESSED_WAVE_BYTES;
         // uncompressed loads: one wave below 128 MiB, streamed waves up to 4 GiB, then 1 GiB
-        assert_eq!(wave_target(100 * MIB, 0, 0, None).0, u64::MAX);
-        assert_eq!(wave_target(2 << 30, 0, 0, None).0, wave);
-        assert_eq!(wave_target(16 << 30, 0, 0, None).0, 1 << 30);
+        assert_eq!(wave_target(100 * MIB, 0, 0, None), u64::MAX);
+        assert_eq!(wave_target(2 << 30, 0, 0, None), wave);
+        assert_eq!(wave_target(16 << 30, 0, 0, None), 1 << 30);
         // loads mostly decompressed by the device: two waves from 128 MiB, below it one
-        assert_eq!(wave_target(550 * MIB, 550 * MIB, 0, None).0, 275 * MIB);
-        assert_eq!(wave_target(550 * MIB, 275 * MIB, 0, None).0, 275 * MIB);
-        assert_eq!(wave_target(100 * MIB, 100 * MIB, 0, None).0, u64::MAX);
-        assert_eq!(wave_target(16 << 30, 16 << 30, 0, None).0, 1 << 30);
+        assert_eq!(wave_target(550 * MIB, 550 * MIB, 0, None), 275 * MIB);
+        assert_eq!(wave_target(550 * MIB, 275 * MIB, 0, None), 275 * MIB);
+        assert_eq!(wave_target(100 * MIB, 100 * MIB, 0, None), u64::MAX);
+        assert_eq!(wave_target(16 << 30, 16 << 30, 0, None), 1 << 30);
         // loads mostly decompressed by the host: one wave up to 4 GiB
-        assert_eq!(wave_target(550 * MIB, 0, 300 * MIB, None).0, u64::MAX);
-        assert_eq!(wave_target(550 * MIB, 0, 275 * MIB, None).0, u64::MAX);
-        assert_eq!(wave_target(550 * MIB, 100 * MIB, 200 * MIB, None).0, wave);
-        assert_eq!(wave_target(16 << 30, 0, 16 << 30, None).0, 1 << 30);
+        assert_eq!(wave_target(550 * MIB, 0, 300 * MIB, None), u64::MAX);
+        assert_eq!(wave_target(550 * MIB, 0, 275 * MIB, None), u64::MAX);
+        assert_eq!(wave_target(550 * MIB, 100 * MIB, 200 * MIB, None), wave);
+        assert_eq!(wave_target(16 << 30, 0, 16 << 30, None), 1 << 30);
         // a setting wins; 0 never pipelines
-        assert_eq!(wave_target(550 * MIB, 550 * MIB, 0, Some(0)).0, u64::MAX);
-        assert_eq!(wave_target(2 << 30, 2 << 30, 0, Some(MIB)).0, MIB);
-        // only the uncompressed waves taper
-        assert!(wave_target(2 << 30, 0, 0, None).1);
-        assert!(!wave_target(550 * MIB, 550 * MIB, 0, None).1);
-        assert!(!wave_target(2 << 30, 0, 0, Some(MIB)).1);
-        assert!(!wave_target(16 << 30, 0, 0, None).1);
+        assert_eq!(wave_target(550 * MIB, 550 * MIB, 0, Some(0)), u64::MAX);
+        assert_eq!(wave_target(2 << 30, 2 << 30, 0, Some(MIB)), MIB);
     }
 
     #[test]

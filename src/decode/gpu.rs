@@ -73,13 +73,21 @@ pub fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
     }
     let t = std::time::Instant::now();
     let r = f();
-    let d = t.elapsed();
+    since(name, t);
+    r
+}
+
+/// While profiling, records stage `name` as running from `start` until now.
+fn since(name: &str, start: std::time::Instant) {
+    if !profiling() {
+        return;
+    }
+    let d = start.elapsed();
     PROFILE.with(|p| {
         if let Some(v) = p.borrow_mut().as_mut() {
             v.push((name.to_string(), d));
         }
     });
-    r
 }
 
 fn upload(gpu: &Arc<Gpu>, bytes: &[u8]) -> Result<DeviceBuffer> {
@@ -1228,6 +1236,7 @@ unsafe fn launch64_now(
 /// chunks of a device load: sizes first, offsets from their sum, then the characters written in
 /// place.
 pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
+    let t_setup = std::time::Instant::now();
     let Pass {
         chunks,
         tables,
@@ -1315,6 +1324,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         return Ok(Vec::new());
     }
     let module = gpu.load_module("decode_bytes", DECODE_BYTES, &[])?;
+    since("byte-array setup", t_setup);
     // 1. dictionary entries
     if !dicts.is_empty() {
         let d_data = upload(&gpu, &u64s(dicts.iter().map(|d| d.0)))?;
@@ -1353,6 +1363,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         page_errors(path, &errs, &dict_names, DECODE_FIXED_ERRORS)?;
     }
     // 2. sizes
+    let t_sizes = std::time::Instant::now();
     let (base, total) = row_bases(&page_jobs);
     let pages_buf = upload_table(&gpu, &page_jobs, |j| j.to_bytes())?;
     let cols_buf = upload_table(&gpu, &cols, |j| j.to_bytes())?;
@@ -1360,6 +1371,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     let idx = gpu.alloc((total as usize * 4).max(4))?;
     let src = gpu.alloc((total as usize * 16).max(16))?;
     let errors = zeroed(&gpu, page_jobs.len() * 4)?;
+    since("sizes setup", t_sizes);
     // SAFETY: `bytes_sizes(const PageJob*, const BytesColumn*, u32*, u64*, const u64*, u32*)`;
     // one block per page; the scratch arrays hold 1 u32 and 2 u64 per row of every page (base
     // is their prefix sum); each column's lengths and validity are sized from its rows, which
@@ -1385,6 +1397,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     page_errors(path, &errs, &page_names, DECODE_FIXED_ERRORS)?;
     // 3. offsets on the device: span sums of every column (launched back to back, one wait,
     // one copy), a host scan of those, then the offsets of every column; character buffers
+    let t_offsets = std::time::Instant::now();
     const SPAN: usize = 256 * 16; // SCAN_THREADS * SCAN_PER_THREAD in decode_bytes.cu
     let spans_of: Vec<usize> = outs.iter().map(|o| (o.rows + 1).div_ceil(SPAN)).collect();
     let span_total: usize = spans_of.iter().sum();
@@ -1489,6 +1502,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     // 4. characters
     let col_offsets = upload(&gpu, &u64s(offsets64.iter().copied()))?;
     let col_chars = upload(&gpu, &u64s(chars.iter().map(|c| c.0.device_ptr())))?;
+    since("offsets and character buffers", t_offsets);
     // SAFETY: `bytes_chars(const PageJob*, const u64*, const u64*, const u64*, const u64*)`; the
     // offsets of every column are the prefix sums of the lengths written by `bytes_sizes`, and
     // each character buffer holds their total, so every row's copy lands inside it; the sources

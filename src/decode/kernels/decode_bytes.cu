@@ -371,8 +371,12 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
 }
 
 // Per data page: every row's bytes copied to chars + offsets[row] (offsets are i64 here;
-// 32-bit offset columns get theirs from write_offsets). Each warp takes 32 rows and copies
-// them one after the other, its lanes splitting each row's bytes (coalesced loads and stores).
+// 32-bit offset columns get theirs from write_offsets). Each warp takes 32 rows; its lanes split
+// each row's bytes (coalesced loads and stores), CHARS_BATCH rows at a time: the first 32 bytes
+// of each row of a batch are loaded before any is stored, so a warp has that many loads in
+// flight instead of one (the stores could alias the loads, so the compiler keeps them in
+// order); the bytes past 32 of a longer row follow, row by row.
+#define CHARS_BATCH 8
 extern "C" __global__ void bytes_chars(
     const PageJob* pages, const u64* src_scratch, const u64* scratch_base,
     const u64* col_offsets, const u64* col_chars)
@@ -390,11 +394,22 @@ extern "C" __global__ void bytes_chars(
             from = src[2 * i];
             to = (u64)(chars + offsets[pj.row_start + (u64)i]);
         }
-        for (int r = 0; r < 32; r++) {
-            const u64 l = __shfl_sync(0xffffffffu, len, r);
-            const u8* f = (const u8*)__shfl_sync(0xffffffffu, from, r);
-            u8* t = (u8*)__shfl_sync(0xffffffffu, to, r);
-            for (u64 b = lane; b < l; b += 32) t[b] = f[b];
+        for (int r0 = 0; r0 < 32; r0 += CHARS_BATCH) {
+            u64 l[CHARS_BATCH], f[CHARS_BATCH], t[CHARS_BATCH];
+            u8 v[CHARS_BATCH];
+#pragma unroll
+            for (int j = 0; j < CHARS_BATCH; j++) {
+                l[j] = __shfl_sync(0xffffffffu, len, r0 + j);
+                f[j] = __shfl_sync(0xffffffffu, from, r0 + j);
+                t[j] = __shfl_sync(0xffffffffu, to, r0 + j);
+                v[j] = (u64)lane < l[j] ? ((const u8*)f[j])[lane] : 0;
+            }
+#pragma unroll
+            for (int j = 0; j < CHARS_BATCH; j++)
+                if ((u64)lane < l[j]) ((u8*)t[j])[lane] = v[j];
+#pragma unroll
+            for (int j = 0; j < CHARS_BATCH; j++)
+                for (u64 b = 32 + lane; b < l[j]; b += 32) ((u8*)t[j])[b] = ((const u8*)f[j])[b];
         }
     }
 }
