@@ -331,11 +331,16 @@ impl StagedReader {
             left[*p].fetch_add(1, SeqCst);
         }
         let spans: Vec<Mutex<Vec<Span>>> = parts.iter().map(|_| Mutex::new(Vec::new())).collect();
+        // per part, an event recorded after each of its copies, on that copy's stream
+        let copied: Vec<Mutex<Vec<crate::device::Event>>> =
+            parts.iter().map(|_| Mutex::new(Vec::new())).collect();
         let finish_part = |p: usize| -> Result<()> {
-            // every copy of the part is enqueued: an event after them on each copy stream
-            for stream in self.gpu.streams() {
-                let ev = self.gpu.event()?;
-                ev.record(stream)?;
+            // every copy of the part is enqueued and followed by an event: wait for those
+            // events, not for the copy streams, which by now also carry later parts' copies
+            // (waiting for the streams held each wave back by the ring's depth of copies:
+            // ~3 ms on the H200 machine)
+            let events = std::mem::take(&mut *copied[p].lock().unwrap_or_else(|e| e.into_inner()));
+            for ev in events {
                 ev.synchronize()?;
             }
             let spans = std::mem::take(&mut *spans[p].lock().unwrap_or_else(|e| e.into_inner()));
@@ -421,6 +426,12 @@ impl StagedReader {
                 let Some((p, slot)) = fills.get(k) else { break };
                 let stream = &streams[k % streams.len()];
                 let read = self.fill(file, direct.as_ref(), &ring, slot, stream, dest)?;
+                let ev = self.gpu.event()?;
+                ev.record(stream)?;
+                copied[*p]
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(ev);
                 spans[*p]
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
