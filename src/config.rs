@@ -28,9 +28,11 @@ pub const ENV_STAGING: &str = "CUPARQUET_STAGING";
 pub const DEFAULT_TASK_SIZE: u64 = 4 << 20;
 /// Default smallest range sent to cuFile: 16 KiB, like KvikIO.
 pub const DEFAULT_GDS_THRESHOLD: u64 = 16 << 10;
-/// Default size of one pinned bounce buffer: 8 MiB (the fastest of 1/4/8/16 MiB on the H200
-/// machine, benches/RESULTS.md).
-pub const DEFAULT_BOUNCE_BUFFER_SIZE: u64 = 8 << 20;
+/// Default size of one pinned bounce buffer: 4 MiB. On the H200 machine (benches/RESULTS.md) a
+/// bare whole-file read was 4 % faster with 8 MiB, but a device load that decodes while it
+/// reads was 25 % faster with 4 MiB (the uncompressed lineitem file: 42.4 against 34.1 GB/s,
+/// median), and 2 MiB or 3 MiB were no better.
+pub const DEFAULT_BOUNCE_BUFFER_SIZE: u64 = 4 << 20;
 /// Default pinned bounce buffers per reader thread: 2 (one filling while the other's copy runs).
 pub const DEFAULT_BOUNCE_BUFFER_COUNT: usize = 2;
 

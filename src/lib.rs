@@ -97,7 +97,7 @@
 //! | `CUPARQUET_DIRECT_IO` | [`with_direct_io`](ReaderBuilder::with_direct_io) | false |
 //! | `CUPARQUET_COMPAT_MODE` | [`with_compat_mode`](ReaderBuilder::with_compat_mode) | `auto` (device targets) |
 //! | `CUPARQUET_GDS_THRESHOLD` | [`with_gds_threshold`](ReaderBuilder::with_gds_threshold) | 16 KiB |
-//! | `CUPARQUET_BOUNCE_BUFFER_SIZE`, `_COUNT` | [`with_bounce_buffers`](ReaderBuilder::with_bounce_buffers) | 8 MiB × 2 per thread |
+//! | `CUPARQUET_BOUNCE_BUFFER_SIZE`, `_COUNT` | [`with_bounce_buffers`](ReaderBuilder::with_bounce_buffers) | 4 MiB × 2 per thread |
 //! | `CUPARQUET_STAGING` | [`with_staging`](ReaderBuilder::with_staging) | `bounce` (`mapped`: mmap + register, measured slower) |
 //! | `CUPARQUET_KERNEL_CACHE` | — | `$XDG_CACHE_HOME/cuparquet/kernels` |
 //!

@@ -493,13 +493,16 @@ fn profile_requested() -> bool {
 struct Timeline {
     t0: Instant,
     spans: Option<Mutex<Vec<(String, Duration, Duration)>>>,
+    notes: Option<Mutex<Vec<(usize, String)>>>,
 }
 
 impl Timeline {
     fn from_env() -> Self {
+        let on = profile_requested();
         Timeline {
             t0: Instant::now(),
-            spans: profile_requested().then(|| Mutex::new(Vec::new())),
+            spans: on.then(|| Mutex::new(Vec::new())),
+            notes: on.then(|| Mutex::new(Vec::new())),
         }
     }
 
@@ -508,6 +511,18 @@ impl Timeline {
         if let Some(v) = &self.spans {
             let span = (what(), start - self.t0, self.t0.elapsed());
             v.lock().unwrap_or_else(|p| p.into_inner()).push(span);
+        }
+    }
+
+    /// Records wave `i`'s decode stages (seconds each), printed after the spans.
+    fn note(&self, i: usize, stages: &[(String, f64)]) {
+        if let Some(v) = &self.notes {
+            let st: Vec<String> = stages
+                .iter()
+                .map(|(n, s)| format!("{n} {:.2}", s * 1e3))
+                .collect();
+            let note = format!("wave {i} stages (ms): {}", st.join(", "));
+            v.lock().unwrap_or_else(|p| p.into_inner()).push((i, note));
         }
     }
 
@@ -521,6 +536,13 @@ impl Timeline {
                 .map(|(w, a, b)| format!("{w} {:.1}-{:.1}", ms(*a), ms(*b)))
                 .collect();
             eprintln!("timeline (ms): {}", line.join(", "));
+        }
+        if let Some(v) = &self.notes {
+            let mut v = v.lock().unwrap_or_else(|p| p.into_inner());
+            v.sort();
+            for (_, note) in v.iter() {
+                eprintln!("  {note}");
+            }
         }
     }
 }
@@ -1301,6 +1323,9 @@ impl ParquetGpuReader {
                             d
                         });
                         timeline.add(|| format!("decode {i} (slot {slot})"), t);
+                        if let Ok((_, g)) = &d {
+                            timeline.note(i, &g.stages);
+                        }
                         d.map(|(b, g)| (b, g, io, t.elapsed()))
                     });
                     if out.is_err() {

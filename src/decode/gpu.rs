@@ -73,13 +73,21 @@ pub fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
     }
     let t = std::time::Instant::now();
     let r = f();
-    let d = t.elapsed();
+    since(name, t);
+    r
+}
+
+/// While profiling, records stage `name` as running from `start` until now.
+fn since(name: &str, start: std::time::Instant) {
+    if !profiling() {
+        return;
+    }
+    let d = start.elapsed();
     PROFILE.with(|p| {
         if let Some(v) = p.borrow_mut().as_mut() {
             v.push((name.to_string(), d));
         }
     });
-    r
 }
 
 fn upload(gpu: &Arc<Gpu>, bytes: &[u8]) -> Result<DeviceBuffer> {
@@ -242,15 +250,30 @@ pub fn page_tables(chunks: &DeviceChunks, path: &std::path::Path) -> Result<Vec<
     let module = gpu.load_module("page_headers", PAGE_HEADERS, &[])?;
     let offsets = upload(&gpu, &u64s(chunks.chunks().iter().map(|c| c.dest_offset)))?;
     let lens = upload(&gpu, &u64s(chunks.chunks().iter().map(|c| c.len())))?;
-    let counts = zeroed(&gpu, n * 4)?;
-    let errors = zeroed(&gpu, n * 4)?;
+    // counts (in: capacities) then error bits, n i32 each: one copy back per pass
+    let mut meta = gpu.alloc(n * 8)?;
     let grid = (n as u32).div_ceil(THREADS);
-    let launch = |starts: u64, pages: u64| -> Result<()> {
+    let size = std::mem::size_of::<PageInfo>();
+    // one fill pass into capacities estimated from the footer; only where one falls short are
+    // the pages counted and filled again
+    let mut caps: Vec<i32> = chunks.chunks().iter().map(page_capacity).collect();
+    for pass in 0..2 {
+        let mut starts = Vec::with_capacity(n);
+        let mut total: u64 = 0;
+        for &c in &caps {
+            starts.push(total);
+            total += c.max(0) as u64;
+        }
+        let starts_buf = upload(&gpu, &u64s(starts.iter().copied()))?;
+        let pages = gpu.alloc((total as usize * size).max(size))?;
+        let mut init: Vec<u8> = caps.iter().flat_map(|c| c.to_le_bytes()).collect();
+        init.resize(n * 8, 0);
+        meta.copy_from_host(0, &init)?;
         // SAFETY: the arguments match `page_headers(const u8*, const u64*, const u64*, int,
         // int*, const long long*, PageInfo*, u32*)` (the int in a 64-bit slot, read as its low
-        // 4 bytes); every pointer is a live device allocation of the size the kernel indexes
-        // (n chunk entries; `starts`/`pages` sized from the counts of the first pass, or null in
-        // it); all stay alive until `launch64` returns.
+        // 4 bytes); `meta` holds n counts then n error words; `starts` holds n entries and
+        // `pages` the sum of the capacities in `meta`, which the kernel never writes past; all
+        // stay alive until `launch64` returns.
         unsafe {
             launch64(
                 &gpu,
@@ -263,40 +286,54 @@ pub fn page_tables(chunks: &DeviceChunks, path: &std::path::Path) -> Result<Vec<
                     offsets.device_ptr(),
                     lens.device_ptr(),
                     n as u64,
-                    counts.device_ptr(),
-                    starts,
-                    pages,
-                    errors.device_ptr(),
+                    meta.device_ptr(),
+                    starts_buf.device_ptr(),
+                    pages.device_ptr(),
+                    meta.device_ptr() + 4 * n as u64,
                 ],
-            )
+            )?
+        };
+        let got = i32s_from_device(&meta, 2 * n)?;
+        let (counts, errs) = got.split_at(n);
+        check_errors(chunks, path, errs)?;
+        if counts.iter().zip(&caps).all(|(c, cap)| c <= cap) {
+            let host = pages.copy_to_host(0..total as usize * size)?;
+            return Ok(counts
+                .iter()
+                .zip(&starts)
+                .map(|(&c, &s)| {
+                    host[s as usize * size..(s as usize + c.max(0) as usize) * size]
+                        .chunks_exact(size)
+                        .map(page_info_from)
+                        .collect()
+                })
+                .collect());
         }
-    };
-    // pass 1: count
-    launch(0, 0)?;
-    let errs = i32s_from_device(&errors, n)?;
-    check_errors(chunks, path, &errs)?;
-    let page_counts = i32s_from_device(&counts, n)?;
-    let mut starts = Vec::with_capacity(n);
-    let mut total: u64 = 0;
-    for &c in &page_counts {
-        starts.push(total);
-        total += c.max(0) as u64;
+        if pass == 1 {
+            // the same bytes held more pages than the count before: never on a working device
+            let bad: Vec<i32> = counts
+                .iter()
+                .zip(&caps)
+                .map(|(c, cap)| if c > cap { 0x40 } else { 0 })
+                .collect();
+            check_errors(chunks, path, &bad)?;
+        }
+        caps = counts.to_vec();
     }
+    unreachable!("the second pass returns or fails")
+}
 
-    let starts_buf = upload(&gpu, &u64s(starts.iter().copied()))?;
-    let size = std::mem::size_of::<PageInfo>();
-    let pages = gpu.alloc((total as usize * size).max(size))?;
-    // pass 2: fill
-    launch(starts_buf.device_ptr(), pages.device_ptr())?;
-    let errs = i32s_from_device(&errors, n)?;
-    check_errors(chunks, path, &errs)?;
-    let host = pages.copy_to_host(0..total as usize * size)?;
-    let all: Vec<PageInfo> = host.chunks_exact(size).map(page_info_from).collect();
-    Ok(page_counts
-        .iter()
-        .zip(&starts)
-        .map(|(&c, &s)| all[s as usize..s as usize + c.max(0) as usize].to_vec())
-        .collect())
+/// Chunk `c`'s page-table capacity for the first fill pass: its pages when the page index was
+/// loaded (plus a dictionary page), else an estimate for writers that cut pages at 20,000 rows
+/// or 1 MiB (arrow-rs, parquet-mr, cuDF). A chunk with more pages gets a second pass.
+fn page_capacity(c: &crate::plan::ColumnChunkPlan) -> i32 {
+    let est = match &c.pages {
+        Some(p) => p.len() as u64 + 1,
+        None => (c.num_values.max(0) as u64) / 20_000 + c.len() / (1 << 20) + 8,
+    };
+    // a page takes at least a few bytes: never more slots than that, however large the footer's
+    // count
+    est.min(c.len() / 8 + 1).min(1 << 20) as i32
 }
 
 fn check_errors(chunks: &DeviceChunks, path: &std::path::Path, errs: &[i32]) -> Result<()> {
@@ -1199,6 +1236,7 @@ unsafe fn launch64_now(
 /// chunks of a device load: sizes first, offsets from their sum, then the characters written in
 /// place.
 pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
+    let t_setup = std::time::Instant::now();
     let Pass {
         chunks,
         tables,
@@ -1286,6 +1324,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         return Ok(Vec::new());
     }
     let module = gpu.load_module("decode_bytes", DECODE_BYTES, &[])?;
+    since("byte-array setup", t_setup);
     // 1. dictionary entries
     if !dicts.is_empty() {
         let d_data = upload(&gpu, &u64s(dicts.iter().map(|d| d.0)))?;
@@ -1324,6 +1363,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         page_errors(path, &errs, &dict_names, DECODE_FIXED_ERRORS)?;
     }
     // 2. sizes
+    let t_sizes = std::time::Instant::now();
     let (base, total) = row_bases(&page_jobs);
     let pages_buf = upload_table(&gpu, &page_jobs, |j| j.to_bytes())?;
     let cols_buf = upload_table(&gpu, &cols, |j| j.to_bytes())?;
@@ -1331,6 +1371,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     let idx = gpu.alloc((total as usize * 4).max(4))?;
     let src = gpu.alloc((total as usize * 16).max(16))?;
     let errors = zeroed(&gpu, page_jobs.len() * 4)?;
+    since("sizes setup", t_sizes);
     // SAFETY: `bytes_sizes(const PageJob*, const BytesColumn*, u32*, u64*, const u64*, u32*)`;
     // one block per page; the scratch arrays hold 1 u32 and 2 u64 per row of every page (base
     // is their prefix sum); each column's lengths and validity are sized from its rows, which
@@ -1356,6 +1397,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     page_errors(path, &errs, &page_names, DECODE_FIXED_ERRORS)?;
     // 3. offsets on the device: span sums of every column (launched back to back, one wait,
     // one copy), a host scan of those, then the offsets of every column; character buffers
+    let t_offsets = std::time::Instant::now();
     const SPAN: usize = 256 * 16; // SCAN_THREADS * SCAN_PER_THREAD in decode_bytes.cu
     let spans_of: Vec<usize> = outs.iter().map(|o| (o.rows + 1).div_ceil(SPAN)).collect();
     let span_total: usize = spans_of.iter().sum();
@@ -1460,6 +1502,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     // 4. characters
     let col_offsets = upload(&gpu, &u64s(offsets64.iter().copied()))?;
     let col_chars = upload(&gpu, &u64s(chars.iter().map(|c| c.0.device_ptr())))?;
+    since("offsets and character buffers", t_offsets);
     // SAFETY: `bytes_chars(const PageJob*, const u64*, const u64*, const u64*, const u64*)`; the
     // offsets of every column are the prefix sums of the lengths written by `bytes_sizes`, and
     // each character buffer holds their total, so every row's copy lands inside it; the sources

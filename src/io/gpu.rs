@@ -16,7 +16,7 @@ use crate::device::{gpu, DeviceBuffer, Gpu};
 use crate::error::{Error, Result};
 use crate::io::cufile::{self, CufileReader};
 use crate::io::policy::{decide, Fact, MachineFacts, PathDecision, PlannedPath, Target};
-use crate::io::staged::{StagedReader, STREAM_SPARE_THREADS};
+use crate::io::staged::{stream_threads, StagedReader};
 use crate::io::{check_destinations, Dest, IoPath, IoReport, RangeReader};
 use crate::plan::IoRequest;
 use crate::source::ParquetFile;
@@ -260,9 +260,8 @@ impl RangeReader for GpuReader {
         Some(
             self.staged
                 .read_stream(file, requests, parts, dest, &|i, records| {
-                    let threads = self.settings.nthreads;
                     let mut report = IoReport {
-                        threads: threads.saturating_sub(STREAM_SPARE_THREADS).max(1),
+                        threads: stream_threads(self.settings.nthreads),
                         direct_io: self.settings.direct_io,
                         ..IoReport::default()
                     };

@@ -198,6 +198,56 @@ impl StagedReader {
         ))
     }
 
+    /// Reads one planned fill into a buffer of `ring` and enqueues its one copy to `dest` on
+    /// `stream` (copies every 256 KiB to 4 MiB of a buffer measured slower on the H200
+    /// machine: benches/RESULTS.md). The buffer goes back to the ring with its copy pending.
+    fn fill(
+        &self,
+        file: &ParquetFile,
+        direct: Option<&std::fs::File>,
+        ring: &Ring,
+        slot: &crate::io::staging::StagingSlot,
+        stream: &crate::device::Stream,
+        dest: &DeviceBuffer,
+    ) -> Result<Vec<Span>> {
+        let mut held = ring.acquire()?;
+        let s = held.slot();
+        let mut spans = Vec::with_capacity(slot.reads.len());
+        for r in &slot.reads {
+            let t = Instant::now();
+            let off = r.bounce_offset as usize;
+            let len = (r.file.end - r.file.start) as usize;
+            let buf = &mut s.buf.as_mut_slice()[off..off + len];
+            match direct {
+                Some(f) => read_direct(f, buf, r.file.start),
+                None => read_fully_at(file.file(), buf, r.file.start),
+            }
+            .map_err(|e| file.read_error(r.file.clone(), "", e))?;
+            spans.push((r.request, t, Instant::now(), 1));
+        }
+        let len = (slot.dest.end - slot.dest.start) as usize;
+        // SAFETY: the buffer is not written, dropped or recycled until its event has
+        // completed: `pending` is set as soon as the copy is enqueued, `acquire` and `finish`
+        // wait for the event first, and if recording the event fails the stream is
+        // synchronized here. `dest` outlives the read, which waits for every copy (`finish`)
+        // before returning.
+        unsafe {
+            s.buf
+                .copy_to_device_async(0..len, dest, slot.dest.start as usize, stream)?;
+        }
+        s.pending = true;
+        if let Err(e) = s.event.record(stream) {
+            if self.gpu.synchronize().is_ok() {
+                held.slot().pending = false;
+            } else if let Some(lost) = held.slot.take() {
+                // the copy's state is unknown: never free or reuse its buffer
+                std::mem::forget(lost.buf);
+            }
+            return Err(e);
+        }
+        Ok(spans)
+    }
+
     fn read_bounced(
         &self,
         file: &ParquetFile,
@@ -230,45 +280,14 @@ impl StagedReader {
             .enumerate()
             .map(|(k, slot)| {
                 self.gpu.bind()?;
-                let mut held = ring.acquire()?;
-                let s = held.slot();
-                let mut spans = Vec::with_capacity(slot.reads.len());
-                for r in &slot.reads {
-                    let t = Instant::now();
-                    let off = r.bounce_offset as usize;
-                    let len = (r.file.end - r.file.start) as usize;
-                    let buf = &mut s.buf.as_mut_slice()[off..off + len];
-                    match &direct {
-                        Some(f) => read_direct(f, buf, r.file.start),
-                        None => read_fully_at(file.file(), buf, r.file.start),
-                    }
-                    .map_err(|e| file.read_error(r.file.clone(), "", e))?;
-                    spans.push((r.request, t, Instant::now(), 1));
-                }
-                // one copy per filled buffer (copies every 256 KiB to 4 MiB of a buffer
-                // measured slower on the H200 machine: benches/RESULTS.md)
-                let len = (slot.dest.end - slot.dest.start) as usize;
-                let stream = &streams[k % streams.len()];
-                // SAFETY: the buffer is not written, dropped or recycled until its event has
-                // completed: `pending` is set as soon as the copy is enqueued, `acquire` and
-                // `finish` wait for the event first, and if recording the event fails the
-                // stream is synchronized here. `dest` outlives the read, which waits for every
-                // copy (`finish`) before returning.
-                unsafe {
-                    s.buf
-                        .copy_to_device_async(0..len, dest, slot.dest.start as usize, stream)?;
-                }
-                s.pending = true;
-                if let Err(e) = s.event.record(stream) {
-                    if self.gpu.synchronize().is_ok() {
-                        held.slot().pending = false;
-                    } else if let Some(lost) = held.slot.take() {
-                        // the copy's state is unknown: never free or reuse its buffer
-                        std::mem::forget(lost.buf);
-                    }
-                    return Err(e);
-                }
-                Ok(spans)
+                self.fill(
+                    file,
+                    direct.as_ref(),
+                    &ring,
+                    slot,
+                    &streams[k % streams.len()],
+                    dest,
+                )
             })
             .collect();
         let finished = ring.finish(&self.gpu);
@@ -312,11 +331,16 @@ impl StagedReader {
             left[*p].fetch_add(1, SeqCst);
         }
         let spans: Vec<Mutex<Vec<Span>>> = parts.iter().map(|_| Mutex::new(Vec::new())).collect();
+        // per part, an event recorded after each of its copies, on that copy's stream
+        let copied: Vec<Mutex<Vec<crate::device::Event>>> =
+            parts.iter().map(|_| Mutex::new(Vec::new())).collect();
         let finish_part = |p: usize| -> Result<()> {
-            // every copy of the part is enqueued: an event after them on each copy stream
-            for stream in self.gpu.streams() {
-                let ev = self.gpu.event()?;
-                ev.record(stream)?;
+            // every copy of the part is enqueued and followed by an event: wait for those
+            // events, not for the copy streams, which by now also carry later parts' copies
+            // (waiting for the streams held each wave back by the ring's depth of copies:
+            // ~3 ms on the H200 machine)
+            let events = std::mem::take(&mut *copied[p].lock().unwrap_or_else(|e| e.into_inner()));
+            for ev in events {
                 ev.synchronize()?;
             }
             let spans = std::mem::take(&mut *spans[p].lock().unwrap_or_else(|e| e.into_inner()));
@@ -337,12 +361,7 @@ impl StagedReader {
         // cores left to the threads that decode the parts already read: with every core
         // reading, decoding the first waves stalled until the reads ended on the H200 machine
         // (25–40 ms a wave instead of ~8; 16 cores, 14 readers measured best: RESULTS.md)
-        let threads = self
-            .settings
-            .nthreads
-            .saturating_sub(STREAM_SPARE_THREADS)
-            .max(1)
-            .min(fills.len());
+        let threads = stream_threads(self.settings.nthreads).min(fills.len());
         let count = (self.settings.bounce_buffer_count * threads).max(1);
         let largest = fills
             .iter()
@@ -405,45 +424,18 @@ impl StagedReader {
                 }
                 let k = got.unwrap_or(fills.len());
                 let Some((p, slot)) = fills.get(k) else { break };
-                // the fill itself: as in `read_bounced` (one copy per filled buffer)
-                let mut held = ring.acquire()?;
-                let s = held.slot();
-                let mut got = Vec::with_capacity(slot.reads.len());
-                for r in &slot.reads {
-                    let t = Instant::now();
-                    let off = r.bounce_offset as usize;
-                    let len = (r.file.end - r.file.start) as usize;
-                    let buf = &mut s.buf.as_mut_slice()[off..off + len];
-                    match &direct {
-                        Some(f) => read_direct(f, buf, r.file.start),
-                        None => read_fully_at(file.file(), buf, r.file.start),
-                    }
-                    .map_err(|e| file.read_error(r.file.clone(), "", e))?;
-                    got.push((r.request, t, Instant::now(), 1));
-                }
-                let len = (slot.dest.end - slot.dest.start) as usize;
                 let stream = &streams[k % streams.len()];
-                // SAFETY: as in `read_bounced`: the buffer is not reused or freed until its
-                // event has completed (`pending`, `acquire`, `finish`), and `dest` outlives
-                // the read, which waits for every copy before returning.
-                unsafe {
-                    s.buf
-                        .copy_to_device_async(0..len, dest, slot.dest.start as usize, stream)?;
-                }
-                s.pending = true;
-                if let Err(e) = s.event.record(stream) {
-                    if self.gpu.synchronize().is_ok() {
-                        held.slot().pending = false;
-                    } else if let Some(lost) = held.slot.take() {
-                        std::mem::forget(lost.buf);
-                    }
-                    return Err(e);
-                }
-                drop(held);
+                let read = self.fill(file, direct.as_ref(), &ring, slot, stream, dest)?;
+                let ev = self.gpu.event()?;
+                ev.record(stream)?;
+                copied[*p]
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(ev);
                 spans[*p]
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .extend(got);
+                    .extend(read);
                 if left[*p].fetch_sub(1, SeqCst) == 1 {
                     finish_part(*p)?;
                 }
@@ -519,6 +511,12 @@ const PAGE: u64 = 4096;
 /// Reader threads a streamed read ([`StagedReader::read_stream`]) leaves idle of
 /// `nthreads`, for the threads decoding what it has read.
 pub const STREAM_SPARE_THREADS: usize = 2;
+
+/// Reader threads of a streamed read for `nthreads`: all but [`STREAM_SPARE_THREADS`], at
+/// least one.
+pub(crate) fn stream_threads(nthreads: usize) -> usize {
+    nthreads.saturating_sub(STREAM_SPARE_THREADS).max(1)
+}
 
 /// Which selected requests are copied from the mapped page cache, which go through bounce
 /// buffers, and how many threads the mapped part uses.

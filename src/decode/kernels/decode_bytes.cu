@@ -29,10 +29,12 @@ static_assert(sizeof(BytesColumn) == 48, "BytesColumn must match its Rust mirror
 // window (then the window it landed in is loaded by every thread first). A prefix that
 // straddles two windows is read from global memory. The offsets found in a round (of each
 // value's 4-byte prefix, from `vals`) collect in shared memory and the block writes them to
-// pos[k] between rounds. Every length is checked against `vlen` (< 2^31, checked by the
-// callers); returns E_VALUES (to every thread) when the values run past it.
+// pos[k] between rounds; the offset just past the last value goes to *end (shared memory, read
+// by the block after the call). Every length is checked against `vlen` (< WALK_MAX_BYTES,
+// checked by the callers); returns E_VALUES (to every thread) when the values run past it.
 #define WALK_WINDOW 4096
 #define WALK_WORDS (WALK_WINDOW / 4)
+#define WALK_MAX_BYTES 0x7ffffff0u   // values longer than this are refused (a page is < 2^31)
 struct WalkState {
     u32 at;        // the next prefix's offset; ~0 once every value is found
     u32 err;
@@ -67,9 +69,9 @@ __device__ static void load_window(const u8* base, u32 lo, u32 hi, int w, u32* r
     }
 }
 
-__device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos)
+__device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos, u32* end)
 {
-    __shared__ u32 ring[2 * WALK_WORDS];
+    __shared__ u32 ring[2 * WALK_WORDS + 1];   // + a pad word, read by the walk's second load
     __shared__ u32 found[WALK_WINDOW / 4];   // a round finds at most one value per 4 bytes
     __shared__ WalkState st;
     const int t = threadIdx.x;
@@ -85,8 +87,10 @@ __device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos)
     u32 at = 0, e = 0;
     int k = 0;
     if (t == 0) {
+        *end = 0;
         st.at = count > 0 ? 0 : ~0u;
         st.err = 0;
+        ring[2 * WALK_WORDS] = 0;
         st.loaded = -1;
         st.found = 0;
         st.found_k = 0;
@@ -106,29 +110,38 @@ __device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos)
         } else {
             const int next = w + 1;
             if (t == 0) {
-                const u32* half = ring + (w & 1) * WALK_WORDS;
                 const u32 w_end = (u32)(w + 1) * WALK_WINDOW;   // in x
+                const u32 lim = w_end < hi ? w_end : hi;       // prefixes wholly before it are fast
+                u32 x = at + mis;
+                u32* f = found;
                 const int k0 = k;
-                while (k < count) {
-                    if (vlen - at < 4) { e = E_VALUES; break; }
-                    const u32 x = at + mis;
-                    if (x >= w_end) break;   // past this window: the next round
-                    u32 len;
-                    if (x + 4 <= w_end) {
-                        const u32 wi = (x / 4) % WALK_WORDS;
-                        const u32 lo_w = half[wi];
-                        const u32 hi_w = half[wi + 1 < WALK_WORDS ? wi + 1 : wi];
-                        len = __funnelshift_r(lo_w, hi_w, 8 * (x % 4));
-                    } else {   // straddles into the window being loaded: from global memory
-                        const u8* q = vals + at;
-                        len = (u32)q[0] | ((u32)q[1] << 8) | ((u32)q[2] << 16) | ((u32)q[3] << 24);
+                while (true) {
+                    // the hot loop: no branch but its condition. The ring is indexed by x itself
+                    // (window w sits in half w & 1), its pad word makes the second load safe when
+                    // x is word-aligned (the funnel shift then ignores it), and a length is
+                    // clamped to hi so that x + 4 + len cannot wrap (hi < 2^31 - 8): a bad
+                    // length ends the loop with x > hi
+                    while (k < count && x + 4 <= lim) {
+                        const u32* q = ring + ((x >> 2) & (2 * WALK_WORDS - 1));
+                        const u32 len = __funnelshift_r(q[0], q[1], 8 * (x & 3));
+                        *f++ = x - mis;
+                        k++;
+                        x += 4 + min(len, hi);
                     }
-                    if (len > vlen - at - 4) { e = E_VALUES; break; }
-                    found[k - k0] = at;
+                    if (x > hi) { e = E_VALUES; break; }
+                    if (k >= count) break;
+                    if (x >= w_end) break;   // past this window: the next round
+                    if (x + 4 > hi) { e = E_VALUES; break; }
+                    // the prefix straddles into the window being loaded: from global memory
+                    const u8* q = vals + (x - mis);
+                    const u32 len = (u32)q[0] | ((u32)q[1] << 8) | ((u32)q[2] << 16) | ((u32)q[3] << 24);
+                    if (len > hi - x - 4) { e = E_VALUES; break; }
+                    *f++ = x - mis;
                     k++;
-                    at += 4 + len;
+                    x += 4 + len;
                 }
-                st.found = k - k0;
+                at = x - mis;
+                st.found = (int)(f - found);
                 st.found_k = k0;
             } else if (t >= first_loader && next <= last) {
                 load_window(base, lo, hi, next, ring, t - first_loader, loaders);
@@ -142,6 +155,7 @@ __device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos)
             st.at = k < count ? at : ~0u;
             st.err = e;
             st.loaded = now_held;
+            if (k == count) *end = at;
         }
     }
     const u32 err = st.err;
@@ -160,13 +174,14 @@ extern "C" __global__ void dict_entries(
     const u64 len = dict_len_bytes[d];
     const int count = dict_count[d] > 0 ? dict_count[d] : 0;
     u64* out = entries_out[d];
-    if (len >= 0x7fffffffull) {   // offsets are kept in 32 bits (pages are smaller)
+    if (len >= WALK_MAX_BYTES) {   // offsets are kept in 32 bits (pages are smaller)
         if (threadIdx.x == 0) errors[d] |= E_VALUES;
         return;
     }
     // the walk's offsets go to the first half of each entry, then become (address, length)
     u32* pos = (u32*)out;
-    const u32 e = walk_plain(p, (u32)len, count, pos);
+    __shared__ u32 end;
+    const u32 e = walk_plain(p, (u32)len, count, pos, &end);
     if (e) {
         if (threadIdx.x == 0) errors[d] |= e;
         return;
@@ -287,15 +302,19 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     if (pj.encoding == 0) {
         // value k's prefix offset into idxs[k] (free again: the marks are in src), then every
         // valid row gets its value through the same compaction as dictionary indices
-        u32 e = vlen >= 0x7fffffffull ? E_VALUES : walk_plain(vals, (u32)vlen, cnt, idxs);
+        __shared__ u32 end;
+        u32 e = vlen >= WALK_MAX_BYTES ? E_VALUES : walk_plain(vals, (u32)vlen, cnt, idxs, &end);
         if (e) {
             if (threadIdx.x == 0) err |= e;
         } else {
+            // values lie end to end: value k's length is where value k + 1 starts (or where the
+            // walk ended), less value k's start and prefix; no load from the values themselves
+            const u32 walk_end = end;
             for_each_valid(n, cnt == n, src, warp_counts, [&](int i, int k) {
                 const u64 at = idxs[k];
+                const u64 next = k + 1 < cnt ? idxs[k + 1] : walk_end;
                 src[2 * i] = (u64)(vals + at + 4);
-                src[2 * i + 1] = (u64)vals[at] | ((u64)vals[at + 1] << 8) |
-                                 ((u64)vals[at + 2] << 16) | ((u64)vals[at + 3] << 24);
+                src[2 * i + 1] = next - at - 4;
             });
         }
     } else if (pj.encoding == 2 || pj.encoding == 8) {
@@ -352,8 +371,12 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
 }
 
 // Per data page: every row's bytes copied to chars + offsets[row] (offsets are i64 here;
-// 32-bit offset columns get theirs from write_offsets). Each warp takes 32 rows and copies
-// them one after the other, its lanes splitting each row's bytes (coalesced loads and stores).
+// 32-bit offset columns get theirs from write_offsets). Each warp takes 32 rows; its lanes split
+// each row's bytes (coalesced loads and stores), CHARS_BATCH rows at a time: the first 32 bytes
+// of each row of a batch are loaded before any is stored, so a warp has that many loads in
+// flight instead of one (the stores could alias the loads, so the compiler keeps them in
+// order); the bytes past 32 of a longer row follow, row by row.
+#define CHARS_BATCH 8
 extern "C" __global__ void bytes_chars(
     const PageJob* pages, const u64* src_scratch, const u64* scratch_base,
     const u64* col_offsets, const u64* col_chars)
@@ -371,11 +394,22 @@ extern "C" __global__ void bytes_chars(
             from = src[2 * i];
             to = (u64)(chars + offsets[pj.row_start + (u64)i]);
         }
-        for (int r = 0; r < 32; r++) {
-            const u64 l = __shfl_sync(0xffffffffu, len, r);
-            const u8* f = (const u8*)__shfl_sync(0xffffffffu, from, r);
-            u8* t = (u8*)__shfl_sync(0xffffffffu, to, r);
-            for (u64 b = lane; b < l; b += 32) t[b] = f[b];
+        for (int r0 = 0; r0 < 32; r0 += CHARS_BATCH) {
+            u64 l[CHARS_BATCH], f[CHARS_BATCH], t[CHARS_BATCH];
+            u8 v[CHARS_BATCH];
+#pragma unroll
+            for (int j = 0; j < CHARS_BATCH; j++) {
+                l[j] = __shfl_sync(0xffffffffu, len, r0 + j);
+                f[j] = __shfl_sync(0xffffffffu, from, r0 + j);
+                t[j] = __shfl_sync(0xffffffffu, to, r0 + j);
+                v[j] = (u64)lane < l[j] ? ((const u8*)f[j])[lane] : 0;
+            }
+#pragma unroll
+            for (int j = 0; j < CHARS_BATCH; j++)
+                if ((u64)lane < l[j]) ((u8*)t[j])[lane] = v[j];
+#pragma unroll
+            for (int j = 0; j < CHARS_BATCH; j++)
+                for (u64 b = 32 + lane; b < l[j]; b += 32) ((u8*)t[j])[b] = ((const u8*)f[j])[b];
         }
     }
 }

@@ -1,9 +1,10 @@
 // Page headers parsed on the device: the device twin of src/decode/page_header.rs.
 //
 // One thread per column chunk walks its pages (headers are sequential: each page's position
-// depends on the previous header). Two launches over the same chunks: with `pages == NULL` the
-// kernel only counts pages into `page_counts`; after a prefix sum on the host it fills
-// `pages[page_start[c] ...]`. Every length and offset is checked against the chunk; a problem
+// depends on the previous header). With `pages == NULL` the kernel only counts each chunk's
+// pages into `page_counts`; otherwise `page_counts[c]` is chunk c's capacity, the kernel fills
+// `pages[page_start[c] ...]` up to it and writes the count back (the host estimates the
+// capacities, and counts first only when an estimate fell short). Every length and offset is checked against the chunk; a problem
 // sets a bit in `errors[c]` and stops that chunk's walk, never reading or writing out of
 // bounds. Thrift compact protocol, as in the host twin.
 
@@ -19,7 +20,7 @@ typedef unsigned long long u64;
 #define ERR_PAST_END       0x8u   // page data runs past the chunk
 #define ERR_TOO_DEEP       0x10u  // nesting deeper than MAX_DEPTH
 #define ERR_MISSING        0x20u  // a required field is missing
-#define ERR_COUNT_MISMATCH 0x40u  // the fill pass found more pages than the count pass
+#define ERR_COUNT_MISMATCH 0x40u  // (set by the host) a second fill pass found more pages than the first
 
 #define MAX_DEPTH 16
 
@@ -285,21 +286,17 @@ extern "C" __global__ void page_headers(
     r.pos = 0;
     r.err = 0;
     int n = 0;
-    int capacity = pages ? page_counts[c] : 0x7fffffff;
+    const int capacity = pages ? page_counts[c] : 0;
     while (r.pos < r.len) {
         PageInfo pi;
         parse_header(r, pi);
         if (r.err) break;
         u64 end = (u64)pi.data_offset + (u64)pi.compressed_size;
         if (end > r.len) { r.err |= ERR_PAST_END; break; }
-        if (pages) {
-            if (n >= capacity) { r.err |= ERR_COUNT_MISMATCH; break; }
-            pages[page_start[c] + n] = pi;
-        }
+        if (pages && n < capacity) pages[page_start[c] + n] = pi;
         n++;
         r.pos = end;
     }
-    if (!pages) page_counts[c] = n;
-    else if (!r.err && n != capacity) r.err |= ERR_COUNT_MISMATCH;
+    page_counts[c] = n;   // more than the capacity: the host runs the fill pass again
     if (r.err) errors[c] |= r.err;
 }
