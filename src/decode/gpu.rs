@@ -254,13 +254,12 @@ pub fn page_tables(chunks: &DeviceChunks, path: &std::path::Path) -> Result<Vec<
     let mut meta = gpu.alloc(n * 8)?;
     let grid = (n as u32).div_ceil(THREADS);
     let size = std::mem::size_of::<PageInfo>();
-    // one fill pass into capacities estimated from the footer; only where one falls short are
-    // the pages counted and filled again
-    let mut caps: Vec<i32> = chunks.chunks().iter().map(page_capacity).collect();
-    for pass in 0..2 {
+    // one pass fills tables of `caps` pages per chunk and returns the counts, where they start
+    // and the tables
+    let mut fill = |caps: &[i32]| -> Result<(Vec<i32>, Vec<u64>, DeviceBuffer)> {
         let mut starts = Vec::with_capacity(n);
         let mut total: u64 = 0;
-        for &c in &caps {
+        for &c in caps {
             starts.push(total);
             total += c.max(0) as u64;
         }
@@ -293,35 +292,44 @@ pub fn page_tables(chunks: &DeviceChunks, path: &std::path::Path) -> Result<Vec<
                 ],
             )?
         };
-        let got = i32s_from_device(&meta, 2 * n)?;
-        let (counts, errs) = got.split_at(n);
-        check_errors(chunks, path, errs)?;
-        if counts.iter().zip(&caps).all(|(c, cap)| c <= cap) {
-            let host = pages.copy_to_host(0..total as usize * size)?;
-            return Ok(counts
-                .iter()
-                .zip(&starts)
-                .map(|(&c, &s)| {
-                    host[s as usize * size..(s as usize + c.max(0) as usize) * size]
-                        .chunks_exact(size)
-                        .map(page_info_from)
-                        .collect()
-                })
-                .collect());
-        }
-        if pass == 1 {
-            // the same bytes held more pages than the count before: never on a working device
-            let bad: Vec<i32> = counts
-                .iter()
-                .zip(&caps)
-                .map(|(c, cap)| if c > cap { 0x40 } else { 0 })
+        let mut got = i32s_from_device(&meta, 2 * n)?;
+        check_errors(chunks, path, &got[n..])?;
+        got.truncate(n);
+        Ok((got, starts, pages))
+    };
+    // first into capacities estimated from the footer; only when a chunk has more pages than
+    // its estimate, once more into the counts that pass found
+    let mut caps: Vec<i32> = chunks.chunks().iter().map(page_capacity).collect();
+    let over = |counts: &[i32], caps: &[i32]| counts.iter().zip(caps).any(|(c, cap)| c > cap);
+    let (mut counts, mut starts, mut pages) = fill(&caps)?;
+    if over(&counts, &caps) {
+        caps = counts;
+        (counts, starts, pages) = fill(&caps)?;
+        if over(&counts, &caps) {
+            // the same bytes held more pages than the pass before: never on a working device
+            let bad: Vec<i32> = (counts.iter().zip(&caps))
+                .map(|(c, cap)| if c > cap { ERR_PAGE_COUNT_CHANGED } else { 0 })
                 .collect();
             check_errors(chunks, path, &bad)?;
         }
-        caps = counts.to_vec();
     }
-    unreachable!("the second pass returns or fails")
+    let total: u64 = caps.iter().map(|&c| c.max(0) as u64).sum();
+    let host = pages.copy_to_host(0..total as usize * size)?;
+    Ok(counts
+        .iter()
+        .zip(&starts)
+        .map(|(&c, &s)| {
+            host[s as usize * size..(s as usize + c.max(0) as usize) * size]
+                .chunks_exact(size)
+                .map(page_info_from)
+                .collect()
+        })
+        .collect())
 }
+
+/// The page-header error bit the host sets when a second fill pass finds more pages than the
+/// first counted ([`PAGE_HEADER_ERRORS`]).
+const ERR_PAGE_COUNT_CHANGED: i32 = 0x40;
 
 /// Chunk `c`'s page-table capacity for the first fill pass: its pages when the page index was
 /// loaded (plus a dictionary page), else an estimate for writers that cut pages at 20,000 rows

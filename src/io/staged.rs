@@ -198,6 +198,28 @@ impl StagedReader {
         ))
     }
 
+    /// What a bounced read needs: a ring of `count` (at least one) pinned buffers as large as
+    /// the largest of `fills`, and the file opened for `O_DIRECT` when the settings ask.
+    fn staging<'a>(
+        &self,
+        file: &ParquetFile,
+        count: usize,
+        fills: impl IntoIterator<Item = &'a crate::io::staging::StagingSlot>,
+    ) -> Result<(Ring, Option<std::fs::File>)> {
+        let largest = fills
+            .into_iter()
+            .map(|s| s.dest.end - s.dest.start)
+            .max()
+            .unwrap_or(0) as usize;
+        let ring = Ring::new(&self.gpu, count.max(1), largest)?;
+        let direct = if self.settings.direct_io {
+            Some(open_direct(file)?)
+        } else {
+            None
+        };
+        Ok((ring, direct))
+    }
+
     /// Reads one planned fill into a buffer of `ring` and enqueues its one copy to `dest` on
     /// `stream` (copies every 256 KiB to 4 MiB of a buffer measured slower on the H200
     /// machine: benches/RESULTS.md). The buffer goes back to the ring with its copy pending.
@@ -260,20 +282,8 @@ impl StagedReader {
         }
         let size = self.settings.bounce_buffer_size;
         let slots = plan_staging(requests, selected, size);
-        let count = (self.settings.bounce_buffer_count * self.settings.nthreads)
-            .min(slots.len())
-            .max(1);
-        let largest = slots
-            .iter()
-            .map(|s| s.dest.end - s.dest.start)
-            .max()
-            .unwrap_or(0) as usize;
-        let ring = Ring::new(&self.gpu, count, largest)?;
-        let direct = if self.settings.direct_io {
-            Some(open_direct(file)?)
-        } else {
-            None
-        };
+        let count = (self.settings.bounce_buffer_count * self.settings.nthreads).min(slots.len());
+        let (ring, direct) = self.staging(file, count, &slots)?;
         let streams = self.gpu.streams();
         let results: Vec<Result<Vec<Span>>> = slots
             .par_iter()
@@ -326,10 +336,19 @@ impl StagedReader {
                     .map(move |f| (p, f))
             })
             .collect();
-        let left: Vec<AtomicUsize> = parts.iter().map(|_| AtomicUsize::new(0)).collect();
+        // fills are in part order: part p's are fills[part_start[p]..part_start[p + 1]]
+        let mut part_start = vec![0usize; parts.len() + 1];
         for (p, _) in &fills {
-            left[*p].fetch_add(1, SeqCst);
+            part_start[p + 1] += 1;
         }
+        for p in 0..parts.len() {
+            part_start[p + 1] += part_start[p];
+        }
+        // fills of each part not yet copied
+        let left: Vec<AtomicUsize> = part_start
+            .windows(2)
+            .map(|w| AtomicUsize::new(w[1] - w[0]))
+            .collect();
         let spans: Vec<Mutex<Vec<Span>>> = parts.iter().map(|_| Mutex::new(Vec::new())).collect();
         // per part, an event recorded after each of its copies, on that copy's stream
         let copied: Vec<Mutex<Vec<crate::device::Event>>> =
@@ -362,27 +381,13 @@ impl StagedReader {
         // reading, decoding the first waves stalled until the reads ended on the H200 machine
         // (25–40 ms a wave instead of ~8; 16 cores, 14 readers measured best: RESULTS.md)
         let threads = stream_threads(self.settings.nthreads).min(fills.len());
-        let count = (self.settings.bounce_buffer_count * threads).max(1);
-        let largest = fills
-            .iter()
-            .map(|(_, s)| s.dest.end - s.dest.start)
-            .max()
-            .unwrap_or(0) as usize;
-        let ring = Ring::new(&self.gpu, count, largest)?;
-        let direct = if self.settings.direct_io {
-            Some(open_direct(file)?)
-        } else {
-            None
-        };
+        let (ring, direct) = self.staging(
+            file,
+            self.settings.bounce_buffer_count * threads,
+            fills.iter().map(|(_, s)| s),
+        )?;
         let streams = self.gpu.streams();
         // per part, `threads` contiguous runs of its fills, each with a cursor: (cursor, end)
-        let mut part_start = vec![0usize; parts.len() + 1];
-        for (p, _) in &fills {
-            part_start[p + 1] += 1;
-        }
-        for p in 0..parts.len() {
-            part_start[p + 1] += part_start[p];
-        }
         let runs: Vec<Vec<(AtomicUsize, usize)>> = (0..parts.len())
             .map(|p| {
                 let (a, b) = (part_start[p], part_start[p + 1]);

@@ -4,9 +4,10 @@
 // depends on the previous header). With `pages == NULL` the kernel only counts each chunk's
 // pages into `page_counts`; otherwise `page_counts[c]` is chunk c's capacity, the kernel fills
 // `pages[page_start[c] ...]` up to it and writes the count back (the host estimates the
-// capacities, and counts first only when an estimate fell short). Every length and offset is checked against the chunk; a problem
-// sets a bit in `errors[c]` and stops that chunk's walk, never reading or writing out of
-// bounds. Thrift compact protocol, as in the host twin.
+// capacities, and fills again into the counts only when an estimate fell short). Every length
+// and offset is checked against the chunk; a problem sets a bit in `errors[c]` and stops that
+// chunk's walk, never reading or writing out of bounds. Thrift compact protocol, as in the
+// host twin.
 
 typedef unsigned char u8;
 typedef unsigned int u32;
