@@ -31,7 +31,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use cuparquet::device_array::DeviceRecordBatch;
+use cuparquet::array::DeviceRecordBatch;
 use cuparquet::{Device, ParquetGpuReader};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;

@@ -114,6 +114,84 @@ impl std::str::FromStr for CompatMode {
     }
 }
 
+/// Where SNAPPY pages are decompressed on device loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub enum SnappyPlacement {
+    /// By [`snappy_on_host`]'s model, per pass: the device kernel for large loads, the host's
+    /// cores for small loads whose largest page would make the kernel wait (the default).
+    #[default]
+    Auto,
+    /// Always the device kernel.
+    Device,
+    /// Always the host (then uploaded, and reported as host-decompressed).
+    Host,
+}
+
+impl SnappyPlacement {
+    /// `auto`, `device` or `host`.
+    pub fn parse(s: &str) -> std::result::Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "device" | "gpu" => Ok(Self::Device),
+            "host" | "cpu" => Ok(Self::Host),
+            other => Err(format!(
+                "unknown SNAPPY placement {other:?} (expected auto, device or host)"
+            )),
+        }
+    }
+
+    /// From `CUPARQUET_SNAPPY` (default auto); an unknown value is an error that names it.
+    pub fn from_env() -> Result<Self> {
+        env_choice(
+            "CUPARQUET_SNAPPY",
+            Self::Auto,
+            Self::parse,
+            "expected auto, device or host",
+        )
+    }
+}
+
+/// How a thread waiting for the device (a stream, an event, a synchronous copy) waits, from
+/// `CUPARQUET_CUDA_WAIT`: the context's scheduling flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostWait {
+    /// The driver's choice (spins while the process has fewer contexts than cores).
+    Auto,
+    /// Spin: the lowest latency, but a waiting thread keeps its core.
+    Spin,
+    /// Spin, yielding the core to other runnable threads between polls (the default): a
+    /// decoding thread that waits for its kernels leaves its core to the threads reading the
+    /// next part of the file.
+    Yield,
+    /// Sleep until the device signals: no core used, tens of microseconds more per wait.
+    Block,
+}
+
+impl HostWait {
+    /// `auto`, `spin`, `yield` or `block`.
+    pub fn parse(s: &str) -> std::result::Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "spin" => Ok(Self::Spin),
+            "yield" => Ok(Self::Yield),
+            "block" | "blocking" => Ok(Self::Block),
+            other => Err(format!(
+                "unknown wait {other:?} (expected auto, spin, yield or block)"
+            )),
+        }
+    }
+
+    /// From `CUPARQUET_CUDA_WAIT` (default yield); an unknown value is an error naming it.
+    pub fn from_env() -> Result<Self> {
+        env_choice(
+            "CUPARQUET_CUDA_WAIT",
+            Self::Yield,
+            Self::parse,
+            "expected auto, spin, yield or block",
+        )
+    }
+}
+
 /// How the I/O stage runs.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct IoSettings {
@@ -277,9 +355,38 @@ pub fn parse_size(name: &str, value: &str) -> Result<u64> {
     n.checked_mul(mult).ok_or_else(bad)
 }
 
+/// Formats a byte count for people: `1.5 MiB`.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_wait_names() {
+        assert_eq!(HostWait::parse(" Yield "), Ok(HostWait::Yield));
+        assert_eq!(HostWait::parse("spin"), Ok(HostWait::Spin));
+        assert_eq!(HostWait::parse("blocking"), Ok(HostWait::Block));
+        assert_eq!(HostWait::parse("auto"), Ok(HostWait::Auto));
+        let e = HostWait::parse("fast").unwrap_err();
+        assert!(
+            e.contains("\"fast\"") && e.contains("auto, spin, yield or block"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn sizes() {

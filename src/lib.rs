@@ -132,7 +132,6 @@ pub mod config;
 pub mod decode;
 #[allow(unsafe_code)] // the CUDA driver and NVRTC (see the module docs)
 pub mod device;
-pub mod device_array;
 pub mod doctor;
 pub mod error;
 pub mod io;

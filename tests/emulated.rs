@@ -67,7 +67,7 @@ fn build_emulator(name: &str) -> Option<PathBuf> {
             .arg("-I")
             .arg(root.join("tests/emu"))
             .arg("-I")
-            .arg(root.join("src/decode/kernels"))
+            .arg(root.join("src/decode/gpu/kernels"))
             .arg(&src)
             .arg("-o")
             .arg(&out)
@@ -705,8 +705,8 @@ fn emulated_fixed_width_kernel_equals_the_reference_decoder() {
     let Some(emu) = emulator("decode_fixed") else {
         return;
     };
+    use cuparquet::decode::gpu::kernels::conversion_code;
     use cuparquet::decode::gpu_plan::Conversion;
-    use cuparquet::decode::kernels::conversion_code;
     let keep = |g: &cuparquet::decode::gpu_plan::GpuColumn| {
         conversion_code(g.conversion).is_some()
             && !(g.conversion == Conversion::BigEndianDecimal && g.physical == "BYTE_ARRAY")

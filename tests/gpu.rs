@@ -661,8 +661,8 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
     if !gpu_available("GPU fixed-width decode test") {
         return;
     }
+    use cuparquet::decode::gpu::kernels::conversion_code;
     use cuparquet::decode::gpu_plan::{place_columns, Placement};
-    use cuparquet::decode::kernels::conversion_code;
     let (files, _dir) = all_files(false);
     let (mut cols_ok, mut rejected, mut failures) = (0, Vec::new(), Vec::new());
     for f in &files {
@@ -783,7 +783,7 @@ fn gpu_device_batches_round_trip_every_type() {
     if !gpu_available("device batch round trip") {
         return;
     }
-    use cuparquet::device_array::DeviceRecordBatch;
+    use cuparquet::array::DeviceRecordBatch;
     let g = gpu(0).unwrap();
     let (files, _dir) = all_files(false);
     let mut n = 0;

@@ -8,7 +8,7 @@
 //! [`page_header`] (the host twin of the device page-header parser), [`decompress`] (host
 //! decompression of the codecs the GPU does not decode), [`gpu_plan`] (which columns the GPU
 //! takes, with arrow-rs's exact conversions), [`reference`] (the CPU twin of the kernels,
-//! equal to arrow-rs), [`kernels`] (the CUDA sources) and [`gpu`] (their launches).
+//! equal to arrow-rs) and [`gpu`] (the CUDA kernels and their launches).
 
 pub mod chunks;
 pub mod decompress;
@@ -16,7 +16,6 @@ pub mod decompress;
 pub mod gpu;
 pub mod gpu_plan;
 pub mod host;
-pub mod kernels;
 pub mod page_header;
 pub(crate) mod panic_guard;
 pub mod reference;

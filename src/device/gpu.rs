@@ -13,6 +13,7 @@ use cudarc::driver::result as cu;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, DriverError};
 
+use crate::config::HostWait;
 use crate::device::probe_cuda;
 use crate::error::{Error, Result};
 
@@ -128,67 +129,26 @@ fn with_stream_index<R>(slot: usize, f: impl FnOnce() -> R) -> R {
     r
 }
 
-/// How a thread waiting for the device (a stream, an event, a synchronous copy) waits, from
-/// `CUPARQUET_CUDA_WAIT`: the context's scheduling flag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostWait {
-    /// The driver's choice (spins while the process has fewer contexts than cores).
-    Auto,
-    /// Spin: the lowest latency, but a waiting thread keeps its core.
-    Spin,
-    /// Spin, yielding the core to other runnable threads between polls (the default): a
-    /// decoding thread that waits for its kernels leaves its core to the threads reading the
-    /// next part of the file.
-    Yield,
-    /// Sleep until the device signals: no core used, tens of microseconds more per wait.
-    Block,
-}
-
-impl HostWait {
-    /// `auto`, `spin`, `yield` or `block`.
-    pub fn parse(s: &str) -> std::result::Result<Self, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(Self::Auto),
-            "spin" => Ok(Self::Spin),
-            "yield" => Ok(Self::Yield),
-            "block" | "blocking" => Ok(Self::Block),
-            other => Err(format!(
-                "unknown wait {other:?} (expected auto, spin, yield or block)"
-            )),
-        }
-    }
-
-    /// From `CUPARQUET_CUDA_WAIT` (default yield); an unknown value is an error naming it.
-    pub fn from_env() -> Result<Self> {
-        crate::config::env_choice(
-            "CUPARQUET_CUDA_WAIT",
-            Self::Yield,
-            Self::parse,
-            "expected auto, spin, yield or block",
-        )
-    }
-
-    /// Sets the current context's scheduling flag, keeping its other flags.
-    fn apply(self, ordinal: usize) -> Result<()> {
-        use sys::CUctx_flags as F;
-        let sched = match self {
-            Self::Auto => F::CU_CTX_SCHED_AUTO,
-            Self::Spin => F::CU_CTX_SCHED_SPIN,
-            Self::Yield => F::CU_CTX_SCHED_YIELD,
-            Self::Block => F::CU_CTX_SCHED_BLOCKING_SYNC,
-        } as u32;
-        let mut flags = 0u32;
-        // SAFETY: the device's context is current on this thread (bound by the caller) and
-        // `flags` is a valid place for the driver to write the context's flags.
-        unsafe { sys::cuCtxGetFlags(&mut flags) }
-            .result()
-            .map_err(|e| driver_error(ordinal, "cuCtxGetFlags", e))?;
-        let mask = F::CU_CTX_SCHED_MASK as u32;
-        // SAFETY: as above; only the scheduling bits change, to one of the driver's values.
-        unsafe { sys::cuCtxSetFlags((flags & !mask) | sched) }
-            .result()
-            .map_err(|e| driver_error(ordinal, "cuCtxSetFlags", e))
-    }
+/// Sets the current context's scheduling flag to `wait`'s, keeping its other flags.
+fn apply_host_wait(wait: HostWait, ordinal: usize) -> Result<()> {
+    use sys::CUctx_flags as F;
+    let sched = match wait {
+        HostWait::Auto => F::CU_CTX_SCHED_AUTO,
+        HostWait::Spin => F::CU_CTX_SCHED_SPIN,
+        HostWait::Yield => F::CU_CTX_SCHED_YIELD,
+        HostWait::Block => F::CU_CTX_SCHED_BLOCKING_SYNC,
+    } as u32;
+    let mut flags = 0u32;
+    // SAFETY: the device's context is current on this thread (bound by the caller) and
+    // `flags` is a valid place for the driver to write the context's flags.
+    unsafe { sys::cuCtxGetFlags(&mut flags) }
+        .result()
+        .map_err(|e| driver_error(ordinal, "cuCtxGetFlags", e))?;
+    let mask = F::CU_CTX_SCHED_MASK as u32;
+    // SAFETY: as above; only the scheduling bits change, to one of the driver's values.
+    unsafe { sys::cuCtxSetFlags((flags & !mask) | sched) }
+        .result()
+        .map_err(|e| driver_error(ordinal, "cuCtxSetFlags", e))
 }
 
 /// One CUDA device, opened once per process by [`gpu`].
@@ -265,7 +225,7 @@ impl Gpu {
         let ctx = CudaContext::new(ordinal).map_err(|e| driver_error(ordinal, "cuCtx", e))?;
         ctx.bind_to_thread()
             .map_err(|e| driver_error(ordinal, "cuCtxSetCurrent", e))?;
-        sched.apply(ordinal)?;
+        apply_host_wait(sched, ordinal)?;
         let name = ctx.name().unwrap_or_else(|_| format!("cuda:{ordinal}"));
         let compute_capability = ctx
             .compute_capability()
@@ -501,9 +461,9 @@ impl Gpu {
                 device: format!("cuda:{}", self.ordinal),
                 reason: format!(
                     "allocating {} of device memory failed ({e}; {} free of {})",
-                    crate::plan::human_bytes(len as u64),
-                    crate::plan::human_bytes(free as u64),
-                    crate::plan::human_bytes(self.total_memory as u64)
+                    crate::config::human_bytes(len as u64),
+                    crate::config::human_bytes(free as u64),
+                    crate::config::human_bytes(self.total_memory as u64)
                 ),
             }
         })?;
@@ -535,7 +495,7 @@ impl Gpu {
             device: format!("cuda:{}", self.ordinal),
             reason: format!(
                 "allocating {} of pinned host memory failed ({e}); lower CUPARQUET_BOUNCE_BUFFER_SIZE or _COUNT",
-                crate::plan::human_bytes(n as u64)
+                crate::config::human_bytes(n as u64)
             ),
         })?;
         Ok(PinnedBuffer {

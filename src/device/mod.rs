@@ -13,16 +13,34 @@ mod gpu;
 pub mod nvrtc;
 
 pub use gpu::{
-    gpu, with_companion_stream, with_decode_slot, DeviceBuffer, Event, Gpu, HostWait, PinnedBuffer,
-    Stream, COPY_STREAMS, DECODE_STREAMS, PINNED_POOL_RETAIN,
+    gpu, with_companion_stream, with_decode_slot, DeviceBuffer, Event, Gpu, PinnedBuffer, Stream,
+    COPY_STREAMS, DECODE_STREAMS, PINNED_POOL_RETAIN,
 };
 
 use std::fmt;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
-use crate::array::Location;
 use crate::error::{Error, Result};
+
+/// Where a batch's buffers live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Location {
+    /// Host memory.
+    Host,
+    /// Memory of CUDA device `n`.
+    Cuda(usize),
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Host => f.write_str("host"),
+            Location::Cuda(n) => write!(f, "cuda:{n}"),
+        }
+    }
+}
 
 /// The target a caller asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -227,19 +245,6 @@ mod tests {
             detail: format!("{devices} devices"),
             nvrtc_missing: None,
         }
-    }
-
-    #[test]
-    fn host_wait_names() {
-        assert_eq!(HostWait::parse(" Yield "), Ok(HostWait::Yield));
-        assert_eq!(HostWait::parse("spin"), Ok(HostWait::Spin));
-        assert_eq!(HostWait::parse("blocking"), Ok(HostWait::Block));
-        assert_eq!(HostWait::parse("auto"), Ok(HostWait::Auto));
-        let e = HostWait::parse("fast").unwrap_err();
-        assert!(
-            e.contains("\"fast\"") && e.contains("auto, spin, yield or block"),
-            "{e}"
-        );
     }
 
     #[test]

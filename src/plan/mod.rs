@@ -486,21 +486,7 @@ fn top_level_names(md: &ParquetMetaData) -> String {
     names.join(", ")
 }
 
-/// Formats a byte count for people: `1.5 MiB`.
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
+pub use crate::config::human_bytes;
 
 impl fmt::Display for ReadPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -1,5 +1,5 @@
-// The BYTE_ARRAY kernels (src/decode/kernels/decode_bytes.cu, with common.cuh) run on the host
-// by tests/emulated.rs, orchestrated as src/decode/gpu.rs does: dictionary entries, sizes,
+// The BYTE_ARRAY kernels (src/decode/gpu/kernels/decode_bytes.cu, with common.cuh) run on the host
+// by tests/emulated.rs, orchestrated as src/decode/gpu/ does: dictionary entries, sizes,
 // offsets (span sums, a host scan, offsets), characters, UTF-8 check.
 // Input: u32 columns; per column: u64 rows, u32 optional, u32 large, u32 utf8, u32 has_dict,
 //   i32 dict_entries, u64 dict_bytes, dict bytes.

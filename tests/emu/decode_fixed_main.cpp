@@ -1,4 +1,4 @@
-// The fixed-width decode kernel (src/decode/kernels/decode_fixed.cu, with common.cuh) run on
+// The fixed-width decode kernel (src/decode/gpu/kernels/decode_fixed.cu, with common.cuh) run on
 // the host by tests/emulated.rs.
 // Input (little-endian): u32 columns; per column: i32 conversion, phys_width, out_width,
 //   u64 rows, u32 optional, u32 has_dict, i32 dict_entries, u64 dict_bytes, dict bytes,

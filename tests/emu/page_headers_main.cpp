@@ -1,5 +1,5 @@
-// The page-header kernel (src/decode/kernels/page_headers.cu) run on the host by
-// tests/emulated.rs: the count pass, then the fill pass, as src/decode/gpu.rs launches them.
+// The page-header kernel (src/decode/gpu/kernels/page_headers.cu) run on the host by
+// tests/emulated.rs: the count pass, then the fill pass, as src/decode/gpu/ launches them.
 // Input: u32 chunks; per chunk u64 len, bytes (laid end to end in one buffer).
 // Output: per chunk u32 error bits (of either pass), i32 pages; then every PageInfo (64 bytes)
 //   of the chunks without errors, in chunk order.

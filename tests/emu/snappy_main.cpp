@@ -1,4 +1,4 @@
-// The SNAPPY kernels (src/decode/kernels/snappy.cu) run on the host by tests/emulated.rs.
+// The SNAPPY kernels (src/decode/gpu/kernels/snappy.cu) run on the host by tests/emulated.rs.
 // Usage: snappy_emu IN OUT [pages|split|fragments] (default pages).
 // Input file: u32 jobs, then per job u64 src_len, u64 dst_len, src bytes.
 // Output file, pages / fragments: per job u32 error bits, dst_len bytes, u32 the byte after the

@@ -112,20 +112,6 @@ impl DeviceArray {
         })
     }
 
-    /// A column decoded on the device (its buffers become the array's; the validity bitmap is
-    /// dropped when there are no nulls).
-    pub fn from_decoded(c: crate::decode::gpu::DeviceColumn) -> Self {
-        DeviceArray {
-            data_type: c.data_type,
-            len: c.len,
-            null_count: c.null_count,
-            validity: if c.null_count > 0 { c.validity } else { None },
-            buffers: c.buffers,
-            children: Vec::new(),
-            dictionary: None,
-        }
-    }
-
     /// Device bytes held, children included.
     pub fn device_bytes(&self) -> usize {
         self.buffers.iter().map(|(_, n)| n).sum::<usize>()

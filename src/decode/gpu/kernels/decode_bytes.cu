@@ -10,7 +10,7 @@
 //   bytes_chars:   one block per data page: every row's bytes copied to chars + offsets[row].
 // Every length is checked against the page; errors are bits in errors[page].
 
-struct BytesColumn {        // 48 bytes; mirrored by BytesColumn in src/decode/kernels.rs
+struct BytesColumn {        // 48 bytes; mirrored by BytesColumn in src/decode/gpu/kernels.rs
     u64 dict_entries;       // device address of (u64 start address, u64 len) pairs, 0 if none
     u64 lengths;            // i64 per row of the column
     u64 out_valid;          // validity words, 0 when required

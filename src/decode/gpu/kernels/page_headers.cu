@@ -14,7 +14,7 @@ typedef unsigned int u32;
 typedef long long i64;
 typedef unsigned long long u64;
 
-// Error bits (mirrored in src/decode/kernels.rs).
+// Error bits (mirrored in src/decode/gpu/kernels.rs).
 #define ERR_TRUNCATED      0x1u   // a header ends past the chunk
 #define ERR_BAD_FIELD      0x2u   // a field of an unexpected type, an unknown type, a bad value
 #define ERR_NEGATIVE       0x4u   // a negative size or count
@@ -46,7 +46,7 @@ typedef unsigned long long u64;
 #define KIND_DICTIONARY 2
 #define KIND_DATA_V2 3
 
-// 64 bytes; mirrored by PageInfo in src/decode/kernels.rs.
+// 64 bytes; mirrored by PageInfo in src/decode/gpu/kernels.rs.
 struct PageInfo {
     i64 header_offset;       // from the start of the chunk
     i64 data_offset;         // header_offset + header_len

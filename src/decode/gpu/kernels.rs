@@ -2,7 +2,7 @@
 //! for the device's architecture (cached on disk by [`device::nvrtc`](crate::device::nvrtc)),
 //! with the Rust mirrors of the structures they share with the host.
 
-/// Page headers parsed on the device (the twin of [`page_header`](super::page_header)).
+/// Page headers parsed on the device (the twin of [`page_header`](crate::decode::page_header)).
 pub const PAGE_HEADERS: &str = include_str!("kernels/page_headers.cu");
 
 /// Fixed-width flat columns: levels, PLAIN and dictionary values, conversions.
@@ -208,8 +208,8 @@ impl ColumnJob {
 }
 
 /// The kernel's number for a conversion, or `None` for those `decode_fixed` does not do.
-pub fn conversion_code(c: super::gpu_plan::Conversion) -> Option<i32> {
-    use super::gpu_plan::Conversion as C;
+pub fn conversion_code(c: crate::decode::gpu_plan::Conversion) -> Option<i32> {
+    use crate::decode::gpu_plan::Conversion as C;
     Some(match c {
         C::Copy => 0,
         C::Truncate8 => 1,

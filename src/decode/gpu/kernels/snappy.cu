@@ -28,7 +28,7 @@ typedef unsigned long long u64;
 #define S_BAD_OFFSET 0x4u   // a copy reaches before the start of the output (or offset 0)
 #define S_SIZE       0x8u   // the stream's own length, or the bytes written, differ from the page's
 
-struct SnappyJob {          // 32 bytes; mirrored by SnappyJob in src/decode/kernels.rs
+struct SnappyJob {          // 32 bytes; mirrored by SnappyJob in src/decode/gpu/kernels.rs
     u64 src;
     u64 src_len;
     u64 dst;
@@ -37,7 +37,7 @@ struct SnappyJob {          // 32 bytes; mirrored by SnappyJob in src/decode/ker
 static_assert(sizeof(SnappyJob) == 32, "SnappyJob must match its Rust mirror");
 
 // Tunables (-D options override them, e.g. for the emulator's CUPARQUET_EMU_DEFINES; the host
-// launches SNAPPY_THREADS as src/decode/kernels.rs says):
+// launches SNAPPY_THREADS as src/decode/gpu/kernels.rs says):
 // (measured on the H200, lineitem SNAPPY file: 256 / 10 / 8192 decodes in 0.65x the time of
 // 128 / 10 / 4096 and 0.37x that of 64 / 9 / 2048)
 #ifndef SNAPPY_THREADS

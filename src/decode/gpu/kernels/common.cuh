@@ -1,12 +1,12 @@
 // Shared by the value-decoding kernels (decode_fixed.cu, decode_bytes.cu); prepended to each
-// when it is embedded (src/decode/kernels.rs).
+// when it is embedded (src/decode/gpu/kernels.rs).
 
 typedef unsigned char u8;
 typedef unsigned int u32;
 typedef long long i64;
 typedef unsigned long long u64;
 
-// Error bits (mirrored in src/decode/kernels.rs).
+// Error bits (mirrored in src/decode/gpu/kernels.rs).
 #define E_LEVELS      0x1u   // definition levels run past the page
 #define E_RLE         0x2u   // an RLE/bit-packed run is cut short or malformed
 #define E_DICT_INDEX  0x4u   // a dictionary index out of range
@@ -15,7 +15,7 @@ typedef unsigned long long u64;
 #define E_BIT_WIDTH   0x20u  // a bit width over 32
 #define E_NO_DICT     0x40u  // dictionary-encoded values without a dictionary
 
-struct PageJob {            // 64 bytes; mirrored by PageJob in src/decode/kernels.rs
+struct PageJob {            // 64 bytes; mirrored by PageJob in src/decode/gpu/kernels.rs
     u64 data;               // device address of the page data (levels + values)
     u64 data_len;
     u64 row_start;          // first row of the page in its column's output

@@ -24,6 +24,7 @@ use rayon::prelude::*;
 
 use crate::array::{LoadedBatch, Location};
 use crate::config::{IoSettings, StagingMode};
+use crate::decode::gpu::DeviceChunks;
 use crate::decode::host::HostDecoder;
 use crate::decode::panic_guard::contain;
 use crate::device::{self, Device, DeviceBuffer, DeviceChoice};
@@ -33,9 +34,7 @@ use crate::io::host::HostReader;
 use crate::io::policy::MachineFacts;
 use crate::io::{Dest, IoReport, RangeReader};
 use crate::metadata::{read_metadata, FileMetadata};
-use crate::plan::{
-    plan_with, CoalesceConfig, ColumnChunkPlan, IoRequest, ReadPlan, ReadUnit, Selection,
-};
+use crate::plan::{plan_with, CoalesceConfig, IoRequest, ReadPlan, ReadUnit, Selection};
 use crate::source::ParquetFile;
 
 /// Default maximum rows per batch.
@@ -620,59 +619,11 @@ impl std::fmt::Debug for ParquetGpuReader {
     }
 }
 
-/// Column chunks in device memory, still encoded: one allocation holding every planned
-/// request at its plan destination offset ([`ParquetGpuReader::load_chunks`]).
-/// [`ParquetGpuReader::decode_on_gpu`] decodes them into device batches;
-/// [`ParquetGpuReader::decode_on_host`] decodes a device→host copy (a cross-check).
-pub struct DeviceChunks {
-    /// Shared by the waves of a streamed pipelined load, which read into one allocation.
-    buffer: Arc<DeviceBuffer>,
-    chunks: Vec<ColumnChunkPlan>,
-}
-
-impl std::fmt::Debug for DeviceChunks {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceChunks")
-            .field("buffer", &self.buffer)
-            .field("chunks", &self.chunks.len())
-            .finish()
-    }
-}
-
-impl DeviceChunks {
-    /// The device allocation.
-    pub fn buffer(&self) -> &DeviceBuffer {
-        &self.buffer
-    }
-
-    /// The plan entries of the chunks: chunk `c`'s bytes are at
-    /// `buffer[c.dest_offset .. c.dest_offset + c.len()]`.
-    pub fn chunks(&self) -> &[ColumnChunkPlan] {
-        &self.chunks
-    }
-
-    /// The device address of chunk `i`'s first byte and its length.
-    pub fn chunk_ptr(&self, i: usize) -> Option<(u64, u64)> {
-        let c = self.chunks.get(i)?;
-        Some((self.buffer.device_ptr() + c.dest_offset, c.len()))
-    }
-
-    /// A host copy of chunk `i`'s bytes.
-    pub fn chunk_to_host(&self, i: usize) -> Result<Vec<u8>> {
-        let c = self.chunks.get(i).ok_or_else(|| Error::Device {
-            device: format!("cuda:{}", self.buffer.gpu().ordinal()),
-            reason: format!("no chunk {i} (the load holds {})", self.chunks.len()),
-        })?;
-        let start = c.dest_offset as usize;
-        self.buffer.copy_to_host(start..start + c.len() as usize)
-    }
-}
-
 /// What a load produced.
 #[derive(Debug, Clone)]
 pub struct Loaded {
     /// The batches, in row-group order: in host memory for a host load; for a device load
-    /// one [`DeviceRecordBatch`](crate::device_array::DeviceRecordBatch) per row group.
+    /// one [`DeviceRecordBatch`](crate::array::DeviceRecordBatch) per row group.
     pub batches: Vec<LoadedBatch>,
     /// Their Arrow schema (also when there are no batches).
     pub schema: SchemaRef,
@@ -1155,13 +1106,7 @@ impl ParquetGpuReader {
         let plan = &self.plan;
         let mut buffer = device::gpu(ordinal)?.alloc(plan.request_bytes() as usize)?;
         let io = reader.read(&self.file, &plan.requests, Dest::Device(&mut buffer))?;
-        Ok((
-            DeviceChunks {
-                buffer: Arc::new(buffer),
-                chunks: plan.chunks.clone(),
-            },
-            io,
-        ))
+        Ok((DeviceChunks::new(Arc::new(buffer), plan.chunks.clone()), io))
     }
 
     /// Reads the requests of `wave` into a device allocation of their own: its chunks, rebased.
@@ -1192,13 +1137,7 @@ impl ParquetGpuReader {
                 c
             })
             .collect();
-        Ok((
-            DeviceChunks {
-                buffer: Arc::new(buffer),
-                chunks,
-            },
-            io,
-        ))
+        Ok((DeviceChunks::new(Arc::new(buffer), chunks), io))
     }
 
     /// Reads and decodes wave after wave ([`waves`]): one thread reads, [`decoders_from_env`]
@@ -1261,10 +1200,10 @@ impl ParquetGpuReader {
                         &|i, io| {
                             delivered[i].store(true, Relaxed);
                             timeline.add(|| format!("read {i} (streamed)"), t);
-                            let chunks = DeviceChunks {
-                                buffer: Arc::clone(&buffer),
-                                chunks: plan.chunks[waves[i].chunks.clone()].to_vec(),
-                            };
+                            let chunks = DeviceChunks::new(
+                                Arc::clone(&buffer),
+                                plan.chunks[waves[i].chunks.clone()].to_vec(),
+                            );
                             let _ = tx.send((i, Ok((chunks, io))));
                         },
                     );
@@ -1447,10 +1386,10 @@ impl ParquetGpuReader {
     /// An error unless `chunks` hold exactly this reader's plan.
     fn check_chunks(&self, chunks: &DeviceChunks) -> Result<()> {
         let plan = &self.plan;
-        let same = chunks.buffer.len() as u64 == plan.request_bytes()
-            && chunks.chunks.len() == plan.chunks.len()
+        let same = chunks.buffer().len() as u64 == plan.request_bytes()
+            && chunks.chunks().len() == plan.chunks.len()
             && chunks
-                .chunks
+                .chunks()
                 .iter()
                 .zip(&plan.chunks)
                 .all(|(a, b)| a.range == b.range && a.dest_offset == b.dest_offset);
@@ -1458,7 +1397,7 @@ impl ParquetGpuReader {
             return Ok(());
         }
         Err(Error::Device {
-            device: format!("cuda:{}", chunks.buffer.gpu().ordinal()),
+            device: format!("cuda:{}", chunks.buffer().gpu().ordinal()),
             reason: format!(
                 "these device chunks were not loaded by this reader's plan of {}",
                 self.file.path().display()
@@ -1486,14 +1425,14 @@ impl ParquetGpuReader {
         chunks: &DeviceChunks,
         row_groups: &[usize],
     ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
+        use crate::array::{DeviceArray, DeviceRecordBatch};
         use crate::decode::gpu_plan::{field_leaves, place_columns, Placement};
-        use crate::device_array::{DeviceArray, DeviceRecordBatch};
         let plan = &self.plan;
         let path = self.file.path();
         let md = &self.meta.metadata;
         let schema = self.decoder.schema().clone();
         let fields = schema.fields().to_vec();
-        let gpu = Arc::clone(chunks.buffer.gpu());
+        let gpu = Arc::clone(chunks.buffer().gpu());
         let mut placements = place_columns(md, &fields, &plan.leaves, row_groups);
         // arrow-rs caps what it returns by the file's row count; where the footer's counts
         // disagree, decode everything as arrow-rs does, on the host
@@ -1561,7 +1500,7 @@ impl ParquetGpuReader {
                     .par_iter()
                     .map(|&rg| {
                         let mut bytes = Vec::new();
-                        for (i, c) in chunks.chunks.iter().enumerate() {
+                        for (i, c) in chunks.chunks().iter().enumerate() {
                             if c.row_group == rg && !c.is_empty() && host_leaves.contains(&c.column)
                             {
                                 bytes
@@ -1680,7 +1619,7 @@ impl ParquetGpuReader {
         // assemble: per row group, fields in schema order
         let mut by_key: std::collections::HashMap<(usize, usize), DeviceArray> = dev_cols
             .into_iter()
-            .map(|c| ((c.field, c.row_group), DeviceArray::from_decoded(c)))
+            .map(|c| ((c.field, c.row_group), c.into_array()))
             .collect();
         let mut host_cols = host_cols.into_iter();
         let mut out = Vec::with_capacity(row_groups.len());
@@ -1751,8 +1690,8 @@ impl ParquetGpuReader {
     pub fn decode_on_host(&self, chunks: &DeviceChunks) -> Result<Vec<LoadedBatch>> {
         self.check_chunks(chunks)?;
         let plan = &self.plan;
-        let mut host = take_buffer(chunks.buffer.len());
-        chunks.buffer.copy_into(0, &mut host)?;
+        let mut host = take_buffer(chunks.buffer().len());
+        chunks.buffer().copy_into(0, &mut host)?;
         let data = Bytes::from(host);
         let parts: Vec<Result<Vec<RowGroupPart>>> = self.host_reader.pool().install(|| {
             plan.units

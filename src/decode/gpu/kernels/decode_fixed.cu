@@ -23,7 +23,7 @@
 #define C_BE_DECIMAL 9     // FLBA big-endian two's complement → little-endian, sign-extended
 #define C_BOOLEAN 10       // bit-packed (PLAIN) or RLE (encoding 3) booleans → bitmap words
 
-struct ColumnJob {          // 48 bytes; mirrored by ColumnJob in src/decode/kernels.rs
+struct ColumnJob {          // 48 bytes; mirrored by ColumnJob in src/decode/gpu/kernels.rs
     u64 out_values;         // rows * out_width bytes, zeroed
     u64 out_valid;          // validity bitmap (u32 words, zeroed), 0 when required
     u64 dict;               // dictionary values (dict_len * phys_width bytes), 0 when none

@@ -7,34 +7,16 @@
 //!
 //! [`to_host`]: LoadedBatch::to_host
 
-use std::fmt;
+mod device_batch;
 
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 
-use crate::device_array::DeviceRecordBatch;
+pub use crate::device::Location;
 use crate::error::Result;
-
-/// Where a batch's buffers live.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Location {
-    /// Host memory.
-    Host,
-    /// Memory of CUDA device `n`.
-    Cuda(usize),
-}
-
-impl fmt::Display for Location {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Location::Host => f.write_str("host"),
-            Location::Cuda(n) => write!(f, "cuda:{n}"),
-        }
-    }
-}
+pub use device_batch::{DeviceArray, DeviceRecordBatch};
 
 #[derive(Debug, Clone)]
 enum BatchData {

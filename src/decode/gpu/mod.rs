@@ -16,15 +16,71 @@
 //! bit flags per page, checked once after the stage, and a bad page is an error naming the
 //! file, row group, column and page.
 
+pub mod kernels;
+
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use crate::decode::kernels::{
+use crate::array::DeviceArray;
+use crate::decode::gpu::kernels::{
     describe_errors, PageInfo, PageJob, PAGE_HEADERS, PAGE_HEADER_ERRORS,
 };
 use crate::device::{DeviceBuffer, Gpu};
 use crate::error::{Error, Result};
-use crate::reader::DeviceChunks;
+use crate::plan::ColumnChunkPlan;
+
+/// Column chunks in device memory, still encoded: one allocation holding every planned
+/// request at its plan destination offset (`ParquetGpuReader::load_chunks`).
+/// `ParquetGpuReader::decode_on_gpu` decodes them into device batches;
+/// `ParquetGpuReader::decode_on_host` decodes a device→host copy (a cross-check).
+pub struct DeviceChunks {
+    /// Shared by the waves of a streamed pipelined load, which read into one allocation.
+    buffer: Arc<DeviceBuffer>,
+    chunks: Vec<ColumnChunkPlan>,
+}
+
+impl std::fmt::Debug for DeviceChunks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceChunks")
+            .field("buffer", &self.buffer)
+            .field("chunks", &self.chunks.len())
+            .finish()
+    }
+}
+
+impl DeviceChunks {
+    /// Chunks `chunks` held in `buffer` at their destination offsets.
+    pub(crate) fn new(buffer: Arc<DeviceBuffer>, chunks: Vec<ColumnChunkPlan>) -> Self {
+        DeviceChunks { buffer, chunks }
+    }
+
+    /// The device allocation.
+    pub fn buffer(&self) -> &DeviceBuffer {
+        &self.buffer
+    }
+
+    /// The plan entries of the chunks: chunk `c`'s bytes are at
+    /// `buffer[c.dest_offset .. c.dest_offset + c.len()]`.
+    pub fn chunks(&self) -> &[ColumnChunkPlan] {
+        &self.chunks
+    }
+
+    /// The device address of chunk `i`'s first byte and its length.
+    pub fn chunk_ptr(&self, i: usize) -> Option<(u64, u64)> {
+        let c = self.chunks.get(i)?;
+        Some((self.buffer.device_ptr() + c.dest_offset, c.len()))
+    }
+
+    /// A host copy of chunk `i`'s bytes.
+    pub fn chunk_to_host(&self, i: usize) -> Result<Vec<u8>> {
+        let c = self.chunks.get(i).ok_or_else(|| Error::Device {
+            device: format!("cuda:{}", self.buffer.gpu().ordinal()),
+            reason: format!("no chunk {i} (the load holds {})", self.chunks.len()),
+        })?;
+        let start = c.dest_offset as usize;
+        self.buffer.copy_to_host(start..start + c.len() as usize)
+    }
+}
 
 const THREADS: u32 = 128;
 
@@ -560,42 +616,7 @@ fn decompress_and_upload(
     Ok(((spans, host_pages), up))
 }
 
-/// Where SNAPPY pages are decompressed on device loads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
-pub enum SnappyPlacement {
-    /// By [`snappy_on_host`]'s model, per pass: the device kernel for large loads, the host's
-    /// cores for small loads whose largest page would make the kernel wait (the default).
-    #[default]
-    Auto,
-    /// Always the device kernel.
-    Device,
-    /// Always the host (then uploaded, and reported as host-decompressed).
-    Host,
-}
-
-impl SnappyPlacement {
-    /// `auto`, `device` or `host`.
-    pub fn parse(s: &str) -> std::result::Result<Self, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(Self::Auto),
-            "device" | "gpu" => Ok(Self::Device),
-            "host" | "cpu" => Ok(Self::Host),
-            other => Err(format!(
-                "unknown SNAPPY placement {other:?} (expected auto, device or host)"
-            )),
-        }
-    }
-
-    /// From `CUPARQUET_SNAPPY` (default auto); an unknown value is an error that names it.
-    pub fn from_env() -> Result<Self> {
-        crate::config::env_choice(
-            "CUPARQUET_SNAPPY",
-            Self::Auto,
-            Self::parse,
-            "expected auto, device or host",
-        )
-    }
-}
+pub use crate::config::SnappyPlacement;
 
 /// Whether the SNAPPY pages of a pass (`total` bytes decompressed, the largest page `largest`)
 /// are decompressed faster on the host's `cores` than by the device kernel, by a model of
@@ -628,7 +649,7 @@ pub fn snappy_fragments_of(
     src_len: u64,
     dst_len: u64,
 ) -> Option<Vec<(u64, u64, u64, u64)>> {
-    use crate::decode::kernels::SNAPPY_FRAGMENT;
+    use crate::decode::gpu::kernels::SNAPPY_FRAGMENT;
     let starts: Vec<(u64, u64)> = splits
         .iter()
         .enumerate()
@@ -661,7 +682,7 @@ fn snappy_on_device(
     fail: &dyn Fn(usize, String) -> Error,
     uploads: &mut Vec<DeviceBuffer>,
 ) -> Result<Vec<Vec<(u64, u64)>>> {
-    use crate::decode::kernels::{
+    use crate::decode::gpu::kernels::{
         SnappyJob, SNAPPY, SNAPPY_ERRORS, SNAPPY_FRAGMENT, SNAPPY_THREADS,
     };
     let buf = chunks.buffer();
@@ -903,6 +924,24 @@ impl std::fmt::Debug for DeviceColumn {
 }
 
 impl DeviceColumn {
+    /// The column as a device array: its buffers become the array's; the validity bitmap is
+    /// dropped when there are no nulls.
+    pub(crate) fn into_array(self) -> DeviceArray {
+        DeviceArray {
+            data_type: self.data_type,
+            len: self.len,
+            null_count: self.null_count,
+            validity: if self.null_count > 0 {
+                self.validity
+            } else {
+                None
+            },
+            buffers: self.buffers,
+            children: Vec::new(),
+            dictionary: None,
+        }
+    }
+
     /// The column as an arrow-rs array in host memory (a device→host copy).
     pub fn to_host(&self) -> Result<arrow::array::ArrayRef> {
         use arrow::array::{make_array, ArrayData};
@@ -1044,8 +1083,10 @@ pub fn decode_fixed_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         rows_of,
         ..
     } = *pass;
+    use crate::decode::gpu::kernels::{
+        conversion_code, ColumnJob, DECODE_FIXED, DECODE_FIXED_ERRORS,
+    };
     use crate::decode::gpu_plan::Conversion;
-    use crate::decode::kernels::{conversion_code, ColumnJob, DECODE_FIXED, DECODE_FIXED_ERRORS};
     let gpu = Arc::clone(chunks.buffer().gpu());
     let mut page_jobs: Vec<PageJob> = Vec::new();
     let mut page_names: Vec<PageName> = Vec::new();
@@ -1253,8 +1294,8 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         rows_of,
         ..
     } = *pass;
+    use crate::decode::gpu::kernels::{BytesColumn, DECODE_BYTES, DECODE_FIXED_ERRORS};
     use crate::decode::gpu_plan::Conversion;
-    use crate::decode::kernels::{BytesColumn, DECODE_BYTES, DECODE_FIXED_ERRORS};
     let gpu = Arc::clone(chunks.buffer().gpu());
     let mut page_jobs: Vec<PageJob> = Vec::new();
     let mut page_names: Vec<PageName> = Vec::new();
