@@ -24,7 +24,8 @@ use rayon::prelude::*;
 
 use crate::array::{LoadedBatch, Location};
 use crate::config::{IoSettings, StagingMode};
-use crate::decode::gpu::DeviceChunks;
+use crate::decode::gpu::{decode_pass, DeviceChunks, PassInput};
+pub use crate::decode::gpu::{FieldDecode, GpuDecodeReport, HostDecompressed};
 use crate::decode::host::HostDecoder;
 use crate::decode::panic_guard::contain;
 use crate::device::{self, Device, DeviceBuffer, DeviceChoice};
@@ -694,82 +695,6 @@ impl LoadReport {
     }
 }
 
-/// Where each field of a device load was decoded.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct GpuDecodeReport {
-    /// One entry per projected field, in schema order.
-    pub fields: Vec<FieldDecode>,
-    /// Pages decompressed on the host (codecs other than SNAPPY) and uploaded for the GPU
-    /// decoder.
-    pub host_decompressed_pages: usize,
-    /// Which: per field and codec, the pages decompressed on the host.
-    pub host_decompressed: Vec<HostDecompressed>,
-    /// With `CUPARQUET_PROFILE` set: wall seconds per stage of the GPU decoder (each kernel
-    /// waited for), in first-run order; empty otherwise.
-    pub stages: Vec<(String, f64)>,
-}
-
-impl GpuDecodeReport {
-    /// Counts `h`'s pages under its (field, codec) entry, added when new.
-    fn add_host_decompressed(&mut self, h: HostDecompressed) {
-        match self
-            .host_decompressed
-            .iter_mut()
-            .find(|x| x.field == h.field && x.codec == h.codec)
-        {
-            Some(x) => x.pages += h.pages,
-            None => self.host_decompressed.push(h),
-        }
-    }
-
-    /// Adds the report of another part of the same load (a wave of a pipelined load): a field
-    /// decoded on the host in any part is reported so, with that part's reason; pages and stage
-    /// times are summed.
-    pub fn absorb(&mut self, other: GpuDecodeReport) {
-        if self.fields.is_empty() {
-            self.fields = other.fields;
-        } else {
-            for (mine, theirs) in self.fields.iter_mut().zip(other.fields) {
-                if mine.on_gpu && !theirs.on_gpu {
-                    *mine = theirs;
-                }
-            }
-        }
-        self.host_decompressed_pages += other.host_decompressed_pages;
-        for h in other.host_decompressed {
-            self.add_host_decompressed(h);
-        }
-        for (name, t) in other.stages {
-            match self.stages.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, x)) => *x += t,
-                None => self.stages.push((name, t)),
-            }
-        }
-    }
-}
-
-/// Pages of one field decompressed on the host before the GPU decoded them.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct HostDecompressed {
-    /// The field.
-    pub field: String,
-    /// The codec (e.g. `ZSTD(ZstdLevel(1))`).
-    pub codec: String,
-    /// Pages, over all row groups loaded.
-    pub pages: usize,
-}
-
-/// Where one field was decoded.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct FieldDecode {
-    /// The field.
-    pub name: String,
-    /// Decoded by the GPU kernels (else on the host by arrow-rs, then uploaded).
-    pub on_gpu: bool,
-    /// For the GPU: the conversion; for the host: why.
-    pub reason: String,
-}
-
 /// Decoded batches of one row group, for some of its fields.
 type RowGroupPart = (usize, Vec<RecordBatch>);
 
@@ -1425,263 +1350,24 @@ impl ParquetGpuReader {
         chunks: &DeviceChunks,
         row_groups: &[usize],
     ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
-        use crate::array::{DeviceArray, DeviceRecordBatch};
-        use crate::decode::gpu_plan::{field_leaves, place_columns, Placement};
-        let plan = &self.plan;
-        let path = self.file.path();
-        let md = &self.meta.metadata;
-        let schema = self.decoder.schema().clone();
-        let fields = schema.fields().to_vec();
-        let gpu = Arc::clone(chunks.buffer().gpu());
-        let mut placements = place_columns(md, &fields, &plan.leaves, row_groups);
-        // arrow-rs caps what it returns by the file's row count; where the footer's counts
-        // disagree, decode everything as arrow-rs does, on the host
-        let file_rows = md.file_metadata().num_rows();
-        let rg_rows: i64 = md.row_groups().iter().map(|g| g.num_rows()).sum();
-        let consistent = file_rows == rg_rows;
-        if !consistent {
-            for p in placements.iter_mut() {
-                if let Placement::Gpu(c) = p {
-                    *p = Placement::Host {
-                        field: c.field,
-                        reason: format!(
-                            "the footer says {file_rows} rows but its row groups hold {rg_rows}: \
-                             decoded on the host, as arrow-rs reads it"
-                        ),
-                    };
-                }
-            }
-        }
-        let leaves_of = field_leaves(md, &fields, &plan.leaves);
-        let mut report = GpuDecodeReport::default();
-        let mut gpu_cols = Vec::new();
-        let mut host_fields = Vec::new();
-        for p in placements {
-            match p {
-                Placement::Gpu(c) => {
-                    report.fields.push(FieldDecode {
-                        name: fields[c.field].name().clone(),
-                        on_gpu: true,
-                        reason: format!("{} → {} ({:?})", c.physical, c.arrow, c.conversion),
-                    });
-                    gpu_cols.push(c);
-                }
-                Placement::Host { field, reason } => {
-                    report.fields.push(FieldDecode {
-                        name: fields[field].name().clone(),
-                        on_gpu: false,
-                        reason,
-                    });
-                    host_fields.push(field);
-                }
-            }
-        }
-        let host_leaves: Vec<usize> = host_fields
-            .iter()
-            .flat_map(|&f| leaves_of[f].iter().copied())
-            .collect();
-        let rows_of = |rg: usize| md.row_group(rg).num_rows().max(0) as usize;
-        let codec_of = |rg: usize, leaf: usize| md.row_group(rg).column(leaf).compression();
-        // host part: one batch per row group holding the host fields
-        // the schema of the host-decoded fields, for joining their batches
-        let host_schema = Arc::new(arrow::datatypes::Schema::new(
-            host_fields
-                .iter()
-                .map(|&f| fields[f].clone())
-                .collect::<Vec<_>>(),
-        ));
-        type HostColumns = (Vec<arrow::array::ArrayRef>, usize);
-        let host_part = || -> Result<Vec<HostColumns>> {
-            if host_leaves.is_empty() && consistent {
-                return Ok(Vec::new());
-            }
-            let per_rg: Vec<Result<HostColumns>> = self.host_reader.pool().install(|| {
-                row_groups
-                    .par_iter()
-                    .map(|&rg| {
-                        let mut bytes = Vec::new();
-                        for (i, c) in chunks.chunks().iter().enumerate() {
-                            if c.row_group == rg && !c.is_empty() && host_leaves.contains(&c.column)
-                            {
-                                bytes
-                                    .push((c.range.clone(), Bytes::from(chunks.chunk_to_host(i)?)));
-                            }
-                        }
-                        let batches = self.decoder.decode_leaves(rg, &host_leaves, &bytes)?;
-                        let one = arrow::compute::concat_batches(&host_schema, &batches).map_err(
-                            |e| Error::Decode {
-                                path: path.to_path_buf(),
-                                row_group: Some(rg),
-                                column: None,
-                                reason: format!("joining host-decoded batches: {e}"),
-                            },
-                        )?;
-                        Ok((one.columns().to_vec(), one.num_rows()))
-                    })
-                    .collect()
-            });
-            per_rg.into_iter().collect()
+        let pass = PassInput {
+            path: self.file.path(),
+            metadata: &self.meta.metadata,
+            leaves: &self.plan.leaves,
+            decoder: &self.decoder,
+            pool: self.host_reader.pool(),
+            snappy: self.snappy,
+            profile: profile_requested(),
         };
-        let gpu_part = || -> Result<Vec<crate::decode::gpu::DeviceColumn>> {
-            use crate::decode::gpu as dg;
-            if gpu_cols.is_empty() {
-                return Ok(Vec::new());
-            }
-            let tables = dg::timed("page tables", || dg::page_tables(chunks, path))?;
-            let pass = dg::Pass {
-                chunks,
-                tables: &tables,
-                path,
-                columns: &gpu_cols,
-                fields: &fields,
-                codec_of: &codec_of,
-                rows_of: &rows_of,
-                snappy: self.snappy,
-            };
-            // the byte-array columns on a helper thread, its kernels on the companion stream,
-            // so that they fill the device beside the fixed-width pass (whose SNAPPY pages
-            // finish unevenly) instead of after it
-            let profiling = dg::profiling();
-            let (fixed, bytes) = std::thread::scope(|s| {
-                let helper = s.spawn(|| {
-                    device::with_companion_stream(|| {
-                        if profiling {
-                            dg::profile_begin();
-                        }
-                        let r = dg::timed("byte-array columns", || dg::decode_bytes_columns(&pass));
-                        (
-                            r,
-                            if profiling {
-                                dg::profile_end()
-                            } else {
-                                Vec::new()
-                            },
-                        )
-                    })
-                });
-                let fixed = dg::timed("fixed-width columns", || dg::decode_fixed_columns(&pass));
-                let bytes = match helper.join() {
-                    Ok((r, stages)) => {
-                        dg::profile_absorb(stages);
-                        r
-                    }
-                    Err(_) => Err(Error::Decode {
-                        path: path.to_path_buf(),
-                        row_group: None,
-                        column: None,
-                        reason: "the byte-array decoder thread panicked".into(),
-                    }),
-                };
-                (fixed, bytes)
-            });
-            let mut cols = fixed?;
-            cols.extend(bytes?);
-            Ok(cols)
-        };
-        let profiling = profile_requested();
-        let host_time_seen = std::cell::Cell::new(Duration::ZERO);
-        if profiling {
-            crate::decode::gpu::profile_begin();
-        }
-        let (host_cols, dev_cols) = std::thread::scope(|s| {
-            let h = s.spawn(|| {
-                let t = Instant::now();
-                (host_part(), t.elapsed())
-            });
-            let d = gpu_part();
-            let (h, host_time) = h.join().unwrap_or_else(|_| {
-                let e = Error::Decode {
-                    path: path.to_path_buf(),
-                    row_group: None,
-                    column: None,
-                    reason: "the host decoder thread panicked".into(),
-                };
-                (Err(e), Duration::ZERO)
-            });
-            host_time_seen.set(host_time);
-            (h, d)
-        });
-        let (host_cols, dev_cols) = (host_cols?, dev_cols?);
-        let t_assemble = Instant::now();
-        report.host_decompressed_pages = dev_cols.iter().map(|c| c.host_decompressed_pages).sum();
-        for c in dev_cols.iter().filter(|c| c.host_decompressed_pages > 0) {
-            let leaf = gpu_cols.iter().find(|g| g.field == c.field).map(|g| g.leaf);
-            let codec = leaf.map_or_else(
-                || "unknown".to_string(),
-                |l| codec_of(c.row_group, l).to_string(),
-            );
-            report.add_host_decompressed(HostDecompressed {
-                field: fields[c.field].name().clone(),
-                codec,
-                pages: c.host_decompressed_pages,
-            });
-        }
-        // assemble: per row group, fields in schema order
-        let mut by_key: std::collections::HashMap<(usize, usize), DeviceArray> = dev_cols
+        let (batches, report) = decode_pass(&pass, chunks, row_groups)?;
+        let batches = batches
             .into_iter()
-            .map(|c| ((c.field, c.row_group), c.into_array()))
+            .map(|(rg, b)| {
+                let ordinal = chunks.buffer().gpu().ordinal();
+                LoadedBatch::device(b, ordinal, rg)
+            })
             .collect();
-        let mut host_cols = host_cols.into_iter();
-        let mut out = Vec::with_capacity(row_groups.len());
-        for &rg in row_groups {
-            let (host_arrays, host_rows) = host_cols.next().unwrap_or_default();
-            let num_rows = if consistent { rows_of(rg) } else { host_rows };
-            let mut host_arrays = host_arrays.into_iter();
-            let mut columns = Vec::with_capacity(fields.len());
-            for (fi, f) in fields.iter().enumerate() {
-                let col = if host_fields.contains(&fi) {
-                    let a = host_arrays.next().ok_or_else(|| Error::Decode {
-                        path: path.to_path_buf(),
-                        row_group: Some(rg),
-                        column: Some(f.name().clone()),
-                        reason: "the host decoder returned fewer columns than planned".into(),
-                    })?;
-                    DeviceArray::upload(&gpu, a.as_ref())?
-                } else {
-                    by_key.remove(&(fi, rg)).ok_or_else(|| Error::Decode {
-                        path: path.to_path_buf(),
-                        row_group: Some(rg),
-                        column: Some(f.name().clone()),
-                        reason: "the GPU decoder produced no column for this field".into(),
-                    })?
-                };
-                if col.len != num_rows {
-                    return Err(Error::Decode {
-                        path: path.to_path_buf(),
-                        row_group: Some(rg),
-                        column: Some(f.name().clone()),
-                        reason: format!(
-                            "decoded {} values for a row group of {num_rows} rows",
-                            col.len
-                        ),
-                    });
-                }
-                columns.push(col);
-            }
-            let batch = DeviceRecordBatch {
-                schema: schema.clone(),
-                columns,
-                num_rows,
-            };
-            out.push(LoadedBatch::device(batch, gpu.ordinal(), rg));
-        }
-        if profiling {
-            report.stages = crate::decode::gpu::profile_end()
-                .into_iter()
-                .map(|(n, d)| (n, d.as_secs_f64()))
-                .collect();
-            if !host_leaves.is_empty() || !consistent {
-                report.stages.push((
-                    "host-decoded fields (another thread, overlapping the GPU)".into(),
-                    host_time_seen.get().as_secs_f64(),
-                ));
-            }
-            report.stages.push((
-                "assemble batches, upload host-decoded fields".into(),
-                t_assemble.elapsed().as_secs_f64(),
-            ));
-        }
-        Ok((out, report))
+        Ok((batches, report))
     }
 
     /// Decodes column chunks loaded into device memory on the host, from one device→host copy

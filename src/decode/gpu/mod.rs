@@ -17,6 +17,11 @@
 //! file, row group, column and page.
 
 pub mod kernels;
+mod pass;
+mod report;
+
+pub(crate) use pass::{decode_pass, PassInput};
+pub use report::{FieldDecode, GpuDecodeReport, HostDecompressed};
 
 use std::ffi::c_void;
 use std::sync::Arc;

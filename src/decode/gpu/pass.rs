@@ -1,0 +1,295 @@
+//! One decoding pass: the column chunks of some row groups in device memory in, one device
+//! batch per row group out. The fields the GPU kernels decode ([`place_columns`]) go through
+//! the page-header, fixed-width and byte-array stages of this module; the others are decoded by
+//! arrow-rs on the host from a copy of their chunks (on another thread, at the same time) and
+//! uploaded. The report names where each field was decoded and why.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parquet::file::metadata::ParquetMetaData;
+use rayon::prelude::*;
+
+use super::{DeviceChunks, FieldDecode, GpuDecodeReport, HostDecompressed, SnappyPlacement};
+use crate::array::{DeviceArray, DeviceRecordBatch};
+use crate::decode::gpu_plan::{field_leaves, place_columns, Placement};
+use crate::decode::host::HostDecoder;
+use crate::device;
+use crate::error::{Error, Result};
+
+/// What a pass needs besides its chunks: the file (named in errors), its footer, the planned
+/// leaf columns, the host decoder (the projected schema, and the fields the GPU leaves to the
+/// host), the thread pool those run on, where SNAPPY pages go, and whether to time the stages.
+#[derive(Debug)]
+pub(crate) struct PassInput<'a> {
+    pub(crate) path: &'a std::path::Path,
+    pub(crate) metadata: &'a ParquetMetaData,
+    pub(crate) leaves: &'a [usize],
+    pub(crate) decoder: &'a HostDecoder,
+    pub(crate) pool: &'a rayon::ThreadPool,
+    pub(crate) snappy: SnappyPlacement,
+    pub(crate) profile: bool,
+}
+
+/// Decodes `chunks`, holding every planned chunk of `row_groups`, into one device batch per row
+/// group (with its row group), and reports where each field was decoded.
+pub(crate) fn decode_pass(
+    input: &PassInput<'_>,
+    chunks: &DeviceChunks,
+    row_groups: &[usize],
+) -> Result<(Vec<(usize, DeviceRecordBatch)>, GpuDecodeReport)> {
+    let path = input.path;
+    let md = input.metadata;
+    let schema = input.decoder.schema().clone();
+    let fields = schema.fields().to_vec();
+    let gpu = Arc::clone(chunks.buffer().gpu());
+    let mut placements = place_columns(md, &fields, input.leaves, row_groups);
+    // arrow-rs caps what it returns by the file's row count; where the footer's counts
+    // disagree, decode everything as arrow-rs does, on the host
+    let file_rows = md.file_metadata().num_rows();
+    let rg_rows: i64 = md.row_groups().iter().map(|g| g.num_rows()).sum();
+    let consistent = file_rows == rg_rows;
+    if !consistent {
+        for p in placements.iter_mut() {
+            if let Placement::Gpu(c) = p {
+                *p = Placement::Host {
+                    field: c.field,
+                    reason: format!(
+                        "the footer says {file_rows} rows but its row groups hold {rg_rows}: \
+                         decoded on the host, as arrow-rs reads it"
+                    ),
+                };
+            }
+        }
+    }
+    let leaves_of = field_leaves(md, &fields, input.leaves);
+    let mut report = GpuDecodeReport::default();
+    let mut gpu_cols = Vec::new();
+    let mut host_fields = Vec::new();
+    for p in placements {
+        match p {
+            Placement::Gpu(c) => {
+                report.fields.push(FieldDecode {
+                    name: fields[c.field].name().clone(),
+                    on_gpu: true,
+                    reason: format!("{} → {} ({:?})", c.physical, c.arrow, c.conversion),
+                });
+                gpu_cols.push(c);
+            }
+            Placement::Host { field, reason } => {
+                report.fields.push(FieldDecode {
+                    name: fields[field].name().clone(),
+                    on_gpu: false,
+                    reason,
+                });
+                host_fields.push(field);
+            }
+        }
+    }
+    let host_leaves: Vec<usize> = host_fields
+        .iter()
+        .flat_map(|&f| leaves_of[f].iter().copied())
+        .collect();
+    let rows_of = |rg: usize| md.row_group(rg).num_rows().max(0) as usize;
+    let codec_of = |rg: usize, leaf: usize| md.row_group(rg).column(leaf).compression();
+    // host part: one batch per row group holding the host fields
+    // the schema of the host-decoded fields, for joining their batches
+    let host_schema = Arc::new(arrow::datatypes::Schema::new(
+        host_fields
+            .iter()
+            .map(|&f| fields[f].clone())
+            .collect::<Vec<_>>(),
+    ));
+    type HostColumns = (Vec<arrow::array::ArrayRef>, usize);
+    let host_part = || -> Result<Vec<HostColumns>> {
+        if host_leaves.is_empty() && consistent {
+            return Ok(Vec::new());
+        }
+        let per_rg: Vec<Result<HostColumns>> = input.pool.install(|| {
+            row_groups
+                .par_iter()
+                .map(|&rg| {
+                    let mut bytes = Vec::new();
+                    for (i, c) in chunks.chunks().iter().enumerate() {
+                        if c.row_group == rg && !c.is_empty() && host_leaves.contains(&c.column) {
+                            bytes.push((c.range.clone(), Bytes::from(chunks.chunk_to_host(i)?)));
+                        }
+                    }
+                    let batches = input.decoder.decode_leaves(rg, &host_leaves, &bytes)?;
+                    let one =
+                        arrow::compute::concat_batches(&host_schema, &batches).map_err(|e| {
+                            Error::Decode {
+                                path: path.to_path_buf(),
+                                row_group: Some(rg),
+                                column: None,
+                                reason: format!("joining host-decoded batches: {e}"),
+                            }
+                        })?;
+                    Ok((one.columns().to_vec(), one.num_rows()))
+                })
+                .collect()
+        });
+        per_rg.into_iter().collect()
+    };
+    let gpu_part = || -> Result<Vec<super::DeviceColumn>> {
+        use crate::decode::gpu as dg;
+        if gpu_cols.is_empty() {
+            return Ok(Vec::new());
+        }
+        let tables = dg::timed("page tables", || dg::page_tables(chunks, path))?;
+        let pass = dg::Pass {
+            chunks,
+            tables: &tables,
+            path,
+            columns: &gpu_cols,
+            fields: &fields,
+            codec_of: &codec_of,
+            rows_of: &rows_of,
+            snappy: input.snappy,
+        };
+        // the byte-array columns on a helper thread, its kernels on the companion stream,
+        // so that they fill the device beside the fixed-width pass (whose SNAPPY pages
+        // finish unevenly) instead of after it
+        let profiling = dg::profiling();
+        let (fixed, bytes) = std::thread::scope(|s| {
+            let helper = s.spawn(|| {
+                device::with_companion_stream(|| {
+                    if profiling {
+                        dg::profile_begin();
+                    }
+                    let r = dg::timed("byte-array columns", || dg::decode_bytes_columns(&pass));
+                    (
+                        r,
+                        if profiling {
+                            dg::profile_end()
+                        } else {
+                            Vec::new()
+                        },
+                    )
+                })
+            });
+            let fixed = dg::timed("fixed-width columns", || dg::decode_fixed_columns(&pass));
+            let bytes = match helper.join() {
+                Ok((r, stages)) => {
+                    dg::profile_absorb(stages);
+                    r
+                }
+                Err(_) => Err(Error::Decode {
+                    path: path.to_path_buf(),
+                    row_group: None,
+                    column: None,
+                    reason: "the byte-array decoder thread panicked".into(),
+                }),
+            };
+            (fixed, bytes)
+        });
+        let mut cols = fixed?;
+        cols.extend(bytes?);
+        Ok(cols)
+    };
+    let profiling = input.profile;
+    let host_time_seen = std::cell::Cell::new(Duration::ZERO);
+    if profiling {
+        super::profile_begin();
+    }
+    let (host_cols, dev_cols) = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            let t = Instant::now();
+            (host_part(), t.elapsed())
+        });
+        let d = gpu_part();
+        let (h, host_time) = h.join().unwrap_or_else(|_| {
+            let e = Error::Decode {
+                path: path.to_path_buf(),
+                row_group: None,
+                column: None,
+                reason: "the host decoder thread panicked".into(),
+            };
+            (Err(e), Duration::ZERO)
+        });
+        host_time_seen.set(host_time);
+        (h, d)
+    });
+    let (host_cols, dev_cols) = (host_cols?, dev_cols?);
+    let t_assemble = Instant::now();
+    report.host_decompressed_pages = dev_cols.iter().map(|c| c.host_decompressed_pages).sum();
+    for c in dev_cols.iter().filter(|c| c.host_decompressed_pages > 0) {
+        let leaf = gpu_cols.iter().find(|g| g.field == c.field).map(|g| g.leaf);
+        let codec = leaf.map_or_else(
+            || "unknown".to_string(),
+            |l| codec_of(c.row_group, l).to_string(),
+        );
+        report.add_host_decompressed(HostDecompressed {
+            field: fields[c.field].name().clone(),
+            codec,
+            pages: c.host_decompressed_pages,
+        });
+    }
+    // assemble: per row group, fields in schema order
+    let mut by_key: std::collections::HashMap<(usize, usize), DeviceArray> = dev_cols
+        .into_iter()
+        .map(|c| ((c.field, c.row_group), c.into_array()))
+        .collect();
+    let mut host_cols = host_cols.into_iter();
+    let mut out = Vec::with_capacity(row_groups.len());
+    for &rg in row_groups {
+        let (host_arrays, host_rows) = host_cols.next().unwrap_or_default();
+        let num_rows = if consistent { rows_of(rg) } else { host_rows };
+        let mut host_arrays = host_arrays.into_iter();
+        let mut columns = Vec::with_capacity(fields.len());
+        for (fi, f) in fields.iter().enumerate() {
+            let col = if host_fields.contains(&fi) {
+                let a = host_arrays.next().ok_or_else(|| Error::Decode {
+                    path: path.to_path_buf(),
+                    row_group: Some(rg),
+                    column: Some(f.name().clone()),
+                    reason: "the host decoder returned fewer columns than planned".into(),
+                })?;
+                DeviceArray::upload(&gpu, a.as_ref())?
+            } else {
+                by_key.remove(&(fi, rg)).ok_or_else(|| Error::Decode {
+                    path: path.to_path_buf(),
+                    row_group: Some(rg),
+                    column: Some(f.name().clone()),
+                    reason: "the GPU decoder produced no column for this field".into(),
+                })?
+            };
+            if col.len != num_rows {
+                return Err(Error::Decode {
+                    path: path.to_path_buf(),
+                    row_group: Some(rg),
+                    column: Some(f.name().clone()),
+                    reason: format!(
+                        "decoded {} values for a row group of {num_rows} rows",
+                        col.len
+                    ),
+                });
+            }
+            columns.push(col);
+        }
+        let batch = DeviceRecordBatch {
+            schema: schema.clone(),
+            columns,
+            num_rows,
+        };
+        out.push((rg, batch));
+    }
+    if profiling {
+        report.stages = super::profile_end()
+            .into_iter()
+            .map(|(n, d)| (n, d.as_secs_f64()))
+            .collect();
+        if !host_leaves.is_empty() || !consistent {
+            report.stages.push((
+                "host-decoded fields (another thread, overlapping the GPU)".into(),
+                host_time_seen.get().as_secs_f64(),
+            ));
+        }
+        report.stages.push((
+            "assemble batches, upload host-decoded fields".into(),
+            t_assemble.elapsed().as_secs_f64(),
+        ));
+    }
+    Ok((out, report))
+}
