@@ -10,7 +10,7 @@
 //! Workloads: ceilings (pinned host→device copy of 1 GiB; page-cache `pread` and `O_DIRECT`
 //! `pread` of the whole file into host memory, 16 threads); the whole file into device memory
 //! as 32 MiB requests (the coalescer's largest) — warm at default settings, at 1/4/16 threads,
-//! mapped staging, bounce sizes — and cold (`O_DIRECT`); many small random page-aligned ranges
+//! bounce sizes — and cold (`O_DIRECT`); many small random page-aligned ranges
 //! (4/16/64 KiB) in one read call. Each figure is the best of the rounds after one warm-up;
 //! the median is printed too.
 
@@ -18,7 +18,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use cuparquet::config::{IoSettings, StagingMode};
+use cuparquet::config::IoSettings;
 use cuparquet::device::gpu;
 use cuparquet::io::gpu::GpuReader;
 use cuparquet::io::host::HostReader;
@@ -248,11 +248,6 @@ fn main() {
         };
         run(&mut out, "warm", &format!("{threads} threads"), s, rounds);
     }
-    let s = IoSettings {
-        staging: StagingMode::Mapped,
-        ..IoSettings::default()
-    };
-    run(&mut out, "warm", "mapped staging", s, rounds);
     for (size, count) in [(MIB, 4), (4 * MIB, 2), (8 * MIB, 2), (16 * MIB, 1)] {
         let s = IoSettings {
             bounce_buffer_size: size,

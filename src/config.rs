@@ -19,10 +19,8 @@ pub const ENV_COMPAT_MODE: &str = "CUPARQUET_COMPAT_MODE";
 pub const ENV_GDS_THRESHOLD: &str = "CUPARQUET_GDS_THRESHOLD";
 /// Environment variable for [`IoSettings::bounce_buffer_size`].
 pub const ENV_BOUNCE_BUFFER_SIZE: &str = "CUPARQUET_BOUNCE_BUFFER_SIZE";
-/// Environment variable for [`IoSettings::bounce_buffer_count`].
-pub const ENV_BOUNCE_BUFFER_COUNT: &str = "CUPARQUET_BOUNCE_BUFFER_COUNT";
-/// Environment variable for [`IoSettings::staging`].
-pub const ENV_STAGING: &str = "CUPARQUET_STAGING";
+/// Environment variable for [`Tuning`]: `key=value` pairs separated by commas.
+pub const ENV_TUNING: &str = "CUPARQUET_TUNING";
 
 /// Default size of the pieces a large request is split into: 4 MiB.
 pub const DEFAULT_TASK_SIZE: u64 = 4 << 20;
@@ -35,42 +33,6 @@ pub const DEFAULT_GDS_THRESHOLD: u64 = 16 << 10;
 pub const DEFAULT_BOUNCE_BUFFER_SIZE: u64 = 4 << 20;
 /// Default pinned bounce buffers per reader thread: 2 (one filling while the other's copy runs).
 pub const DEFAULT_BOUNCE_BUFFER_COUNT: usize = 2;
-
-/// How staged ranges reach the device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StagingMode {
-    /// `pread` into pinned bounce buffers, then one copy per filled buffer.
-    #[default]
-    Bounce,
-    /// Large ranges: map the page-cached file read-only, register the mapping with the driver
-    /// and copy straight from the page cache (one pass over host memory). Small ranges and
-    /// `O_DIRECT` reads still use bounce buffers. Measured slower than `bounce` on the H200
-    /// machine (registration is the bottleneck); a file truncated by another process during
-    /// the read can kill the process (SIGBUS), as with any mmap reader.
-    Mapped,
-}
-
-impl std::fmt::Display for StagingMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            StagingMode::Bounce => "bounce",
-            StagingMode::Mapped => "mapped",
-        })
-    }
-}
-
-impl std::str::FromStr for StagingMode {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "bounce" => Ok(StagingMode::Bounce),
-            "mapped" | "mmap" => Ok(StagingMode::Mapped),
-            _ => Err(Error::setting(ENV_STAGING, s, "expected bounce or mapped")),
-        }
-    }
-}
 
 /// When cuFile may be used (see DESIGN.md, "Path choice, per range").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -139,21 +101,12 @@ impl SnappyPlacement {
             )),
         }
     }
-
-    /// From `CUPARQUET_SNAPPY` (default auto); an unknown value is an error that names it.
-    pub fn from_env() -> Result<Self> {
-        env_choice(
-            "CUPARQUET_SNAPPY",
-            Self::Auto,
-            Self::parse,
-            "expected auto, device or host",
-        )
-    }
 }
 
-/// How a thread waiting for the device (a stream, an event, a synchronous copy) waits, from
-/// `CUPARQUET_CUDA_WAIT`: the context's scheduling flag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a thread waiting for the device (a stream, an event, a synchronous copy) waits: the
+/// context's scheduling flag ([`Tuning::cuda_wait`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum HostWait {
     /// The driver's choice (spins while the process has fewer contexts than cores).
     Auto,
@@ -180,15 +133,153 @@ impl HostWait {
             )),
         }
     }
+}
 
-    /// From `CUPARQUET_CUDA_WAIT` (default yield); an unknown value is an error naming it.
+/// Switches for measuring alternatives, not settings a user needs: each default is the
+/// measured best on the H200 machine (benches/RESULTS.md), and an experiment that lost is
+/// deleted rather than kept as a switch. Set from one variable, [`ENV_TUNING`]
+/// (`CUPARQUET_TUNING`), as comma-separated `key=value` pairs named like the fields, e.g.
+/// `CUPARQUET_TUNING=snappy=host,decode_threads=3,wave_bytes=0`; or with
+/// `ReaderBuilder::with_tuning`. An unknown key or a bad value is an error naming the variable.
+///
+/// `cuda_wait`, `device_pool` and `device_pool_retain` belong to the process: they are read
+/// from the environment when a device is first opened (its context and memory pool are shared
+/// by every reader), and a builder's values for them are not applied.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Tuning {
+    /// `bounce_buffer_count`: pinned bounce buffers per reader thread (default 2: one filling
+    /// while the other's copy runs).
+    pub bounce_buffer_count: usize,
+    /// `wave_bytes`: device loads read and decode in waves of whole row groups of about this
+    /// many bytes, the next wave read while the last decodes; `0`: one wave. Default (`None`):
+    /// for loads of 128 MiB to 4 GiB one wave when mostly in chunks the host decompresses, two
+    /// waves when mostly in SNAPPY chunks, waves of 250 MiB otherwise; one wave below 128 MiB;
+    /// waves of 1 GiB above 4 GiB.
+    pub wave_bytes: Option<u64>,
+    /// `decode_threads`: threads decoding the waves of a pipelined device load, each on a decode
+    /// stream of its own (1 to 4, default 2).
+    pub decode_threads: usize,
+    /// `snappy`: where device loads decompress SNAPPY pages (`auto`, `device`, `host`).
+    pub snappy: SnappyPlacement,
+    /// `cuda_wait`: how a thread waits for the device (`yield`, the default; `spin`, `block`,
+    /// `auto`). Process-wide.
+    pub cuda_wait: HostWait,
+    /// `device_pool`: allocate device memory from cuparquet's own stream-ordered pool (default
+    /// true). Process-wide.
+    pub device_pool: bool,
+    /// `device_pool_retain`: device memory the pool keeps for reuse (default `None`: a quarter
+    /// of the device). Process-wide.
+    pub device_pool_retain: Option<u64>,
+}
+
+/// Most decode threads [`Tuning::decode_threads`] may ask for: the decode streams a device has.
+pub const MAX_DECODE_THREADS: usize = 4;
+
+/// The variables [`Tuning`] replaced, with the key that took each one's place: a process that
+/// still sets one gets an error saying so, rather than a setting silently ignored.
+const RETIRED: &[(&str, &str)] = &[
+    ("CUPARQUET_BOUNCE_BUFFER_COUNT", "bounce_buffer_count"),
+    ("CUPARQUET_DEVICE_WAVE_BYTES", "wave_bytes"),
+    ("CUPARQUET_DECODE_THREADS", "decode_threads"),
+    ("CUPARQUET_SNAPPY", "snappy"),
+    ("CUPARQUET_CUDA_WAIT", "cuda_wait"),
+    ("CUPARQUET_DEVICE_POOL", "device_pool"),
+    ("CUPARQUET_DEVICE_POOL_RETAIN", "device_pool_retain"),
+    ("CUPARQUET_STAGING", ""),
+];
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            bounce_buffer_count: DEFAULT_BOUNCE_BUFFER_COUNT,
+            wave_bytes: None,
+            decode_threads: 2,
+            snappy: SnappyPlacement::Auto,
+            cuda_wait: HostWait::Yield,
+            device_pool: true,
+            device_pool_retain: None,
+        }
+    }
+}
+
+impl Tuning {
+    /// The defaults, overridden by `CUPARQUET_TUNING`.
     pub fn from_env() -> Result<Self> {
-        env_choice(
-            "CUPARQUET_CUDA_WAIT",
-            Self::Yield,
-            Self::parse,
-            "expected auto, spin, yield or block",
-        )
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Like [`Tuning::from_env`], reading variables through `get` (for tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        for (old, key) in RETIRED {
+            if let Some(v) = get(old) {
+                let why = if key.is_empty() {
+                    "this setting was removed (its alternative measured slower)".to_string()
+                } else {
+                    format!("this setting moved: use {ENV_TUNING}={key}=…")
+                };
+                return Err(Error::setting(*old, v, why));
+            }
+        }
+        match get(ENV_TUNING) {
+            Some(v) => Tuning::default().with_pairs(&v),
+            None => Ok(Tuning::default()),
+        }
+    }
+
+    /// `self` with the comma-separated `key=value` pairs of `spec` applied.
+    pub fn with_pairs(mut self, spec: &str) -> Result<Self> {
+        for pair in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let bad = |why: String| Error::setting(ENV_TUNING, spec, why);
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| bad(format!("{pair:?} is not key=value")))?;
+            let (key, value) = (key.trim(), value.trim());
+            let name = format!("{ENV_TUNING} {key}");
+            match key {
+                "bounce_buffer_count" => self.bounce_buffer_count = parse_count(&name, value)?,
+                "wave_bytes" => self.wave_bytes = Some(parse_size(&name, value)?),
+                "decode_threads" => self.decode_threads = parse_count(&name, value)?,
+                "snappy" => {
+                    self.snappy = SnappyPlacement::parse(value).map_err(|_| {
+                        Error::setting(&name, value, "expected auto, device or host")
+                    })?
+                }
+                "cuda_wait" => {
+                    self.cuda_wait = HostWait::parse(value).map_err(|_| {
+                        Error::setting(&name, value, "expected auto, spin, yield or block")
+                    })?
+                }
+                "device_pool" => self.device_pool = parse_bool(&name, value)?,
+                "device_pool_retain" => self.device_pool_retain = Some(parse_size(&name, value)?),
+                _ => {
+                    return Err(bad(format!(
+                        "unknown key {key:?} (known: bounce_buffer_count, wave_bytes, \
+                         decode_threads, snappy, cuda_wait, device_pool, device_pool_retain)"
+                    )))
+                }
+            }
+        }
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// Checks the values are usable.
+    pub fn validate(&self) -> Result<()> {
+        if self.bounce_buffer_count == 0 || self.bounce_buffer_count > 16 {
+            return Err(Error::setting(
+                "bounce_buffer_count",
+                self.bounce_buffer_count.to_string(),
+                "must be between 1 and 16 (buffers per reader thread)",
+            ));
+        }
+        if self.decode_threads == 0 || self.decode_threads > MAX_DECODE_THREADS {
+            return Err(Error::setting(
+                "decode_threads",
+                self.decode_threads.to_string(),
+                format!("must be between 1 and {MAX_DECODE_THREADS}"),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -207,10 +298,9 @@ pub struct IoSettings {
     pub gds_threshold: u64,
     /// Size of one pinned bounce buffer of the staging ring.
     pub bounce_buffer_size: u64,
-    /// Pinned bounce buffers per reader thread (the ring holds `count × nthreads`).
+    /// Pinned bounce buffers per reader thread (the ring holds `count × nthreads`); set from
+    /// [`Tuning::bounce_buffer_count`].
     pub bounce_buffer_count: usize,
-    /// How staged ranges reach the device.
-    pub staging: StagingMode,
 }
 
 impl Default for IoSettings {
@@ -223,7 +313,6 @@ impl Default for IoSettings {
             gds_threshold: DEFAULT_GDS_THRESHOLD,
             bounce_buffer_size: DEFAULT_BOUNCE_BUFFER_SIZE,
             bounce_buffer_count: DEFAULT_BOUNCE_BUFFER_COUNT,
-            staging: StagingMode::Bounce,
         }
     }
 }
@@ -255,12 +344,7 @@ impl IoSettings {
         if let Some(v) = get(ENV_BOUNCE_BUFFER_SIZE) {
             s.bounce_buffer_size = parse_size(ENV_BOUNCE_BUFFER_SIZE, &v)?;
         }
-        if let Some(v) = get(ENV_BOUNCE_BUFFER_COUNT) {
-            s.bounce_buffer_count = parse_count(ENV_BOUNCE_BUFFER_COUNT, &v)?;
-        }
-        if let Some(v) = get(ENV_STAGING) {
-            s.staging = v.parse()?;
-        }
+        s.bounce_buffer_count = Tuning::from_lookup(&get)?.bounce_buffer_count;
         s.validate()?;
         Ok(s)
     }
@@ -296,21 +380,6 @@ impl IoSettings {
             ));
         }
         Ok(())
-    }
-}
-
-/// A setting of one of a few named values from the environment variable `name`: `default`
-/// when it is unset; a value `parse` refuses is an error naming the variable and saying what
-/// is `expected`.
-pub fn env_choice<T>(
-    name: &str,
-    default: T,
-    parse: impl Fn(&str) -> std::result::Result<T, String>,
-    expected: &str,
-) -> Result<T> {
-    match std::env::var(name) {
-        Ok(v) => parse(&v).map_err(|_| Error::setting(name, &v, expected)),
-        Err(_) => Ok(default),
     }
 }
 
@@ -389,6 +458,54 @@ mod tests {
     }
 
     #[test]
+    fn tuning_from_one_variable() {
+        let get = |v: &'static str| move |k: &str| (k == ENV_TUNING).then(|| v.to_string());
+        assert_eq!(Tuning::from_lookup(|_| None).unwrap(), Tuning::default());
+        let t = Tuning::from_lookup(get(
+            " snappy=host, wave_bytes=250MiB,decode_threads=3 ,cuda_wait=spin,device_pool=false,\
+             device_pool_retain=1GiB,bounce_buffer_count=4,",
+        ))
+        .unwrap();
+        assert_eq!(
+            t,
+            Tuning {
+                bounce_buffer_count: 4,
+                wave_bytes: Some(250 << 20),
+                decode_threads: 3,
+                snappy: SnappyPlacement::Host,
+                cuda_wait: HostWait::Spin,
+                device_pool: false,
+                device_pool_retain: Some(1 << 30),
+            }
+        );
+        for (spec, want) in [
+            ("snappy", "is not key=value"),
+            ("fast=1", "unknown key \"fast\""),
+            ("snappy=gzip", "expected auto, device or host"),
+            ("decode_threads=5", "between 1 and 4"),
+            ("wave_bytes=lots", "CUPARQUET_TUNING wave_bytes"),
+        ] {
+            let e = Tuning::from_lookup(get(spec)).unwrap_err().to_string();
+            assert!(e.contains(want), "{spec}: {e}");
+        }
+        // a variable Tuning replaced is an error that says where it went, never ignored
+        let e = Tuning::from_lookup(|k| (k == "CUPARQUET_SNAPPY").then(|| "host".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("CUPARQUET_SNAPPY") && e.contains("CUPARQUET_TUNING=snappy="),
+            "{e}"
+        );
+        let e = IoSettings::from_lookup(|k| (k == "CUPARQUET_STAGING").then(|| "mapped".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("CUPARQUET_STAGING") && e.contains("removed"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn sizes() {
         assert_eq!(parse_size("x", "4096").unwrap(), 4096);
         assert_eq!(parse_size("x", "16KiB").unwrap(), 16 << 10);
@@ -436,10 +553,14 @@ mod tests {
             e.contains(ENV_COMPAT_MODE) && e.contains("auto, on or off"),
             "{e}"
         );
-        let e = IoSettings::from_lookup(|k| (k == ENV_BOUNCE_BUFFER_COUNT).then(|| "0".into()))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains(ENV_BOUNCE_BUFFER_COUNT), "{e}");
+        let e =
+            IoSettings::from_lookup(|k| (k == ENV_TUNING).then(|| "bounce_buffer_count=0".into()))
+                .unwrap_err()
+                .to_string();
+        assert!(
+            e.contains(ENV_TUNING) && e.contains("bounce_buffer_count"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -451,19 +572,10 @@ mod tests {
             ENV_COMPAT_MODE => Some("OFF".into()),
             ENV_GDS_THRESHOLD => Some("64KiB".into()),
             ENV_BOUNCE_BUFFER_SIZE => Some("8MiB".into()),
-            ENV_BOUNCE_BUFFER_COUNT => Some("3".into()),
-            ENV_STAGING => Some("mmap".into()),
+            ENV_TUNING => Some("bounce_buffer_count=3".into()),
             _ => None,
         })
         .unwrap();
-        assert_eq!(s.staging, StagingMode::Mapped);
-        let e = IoSettings::from_lookup(|k| (k == ENV_STAGING).then(|| "dma".into()))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains(ENV_STAGING) && e.contains("bounce or mapped"),
-            "{e}"
-        );
         assert_eq!(s.compat_mode, CompatMode::Off);
         assert_eq!(s.gds_threshold, 64 << 10);
         assert_eq!(s.bounce_buffer_size, 8 << 20);

@@ -167,14 +167,13 @@ pub fn run(opts: &DoctorOptions) -> Vec<Check> {
                 Status::Ok,
                 "settings",
                 format!(
-                    "compat_mode={} gds_threshold={} task_size={} nthreads={} bounce_buffers={}x{} per thread staging={} direct_io={}",
+                    "compat_mode={} gds_threshold={} task_size={} nthreads={} bounce_buffers={}x{} per thread direct_io={}",
                     s.compat_mode,
                     s.gds_threshold,
                     s.task_size,
                     s.nthreads,
                     s.bounce_buffer_count,
                     s.bounce_buffer_size,
-                    s.staging,
                     s.direct_io
                 ),
                 None,

@@ -4,10 +4,11 @@
 //! host memory through the very same pipeline.
 //!
 //! ```text
-//!  file ──footer──▶ metadata ──▶ plan ──IoRequests──▶ io ──chunk bytes──▶ decode ──▶ array
-//!                   (one tail     (pure: projection,   (RangeReader:      (arrow-rs on   (LoadedBatch,
-//!                    read)         row-group pruning,   host pread pool;   the host; GPU  to_host())
-//!                                  coalescing)          GPU paths next)    kernels next)
+//!  file ─footer─▶ metadata ─▶ plan ─IoRequests─▶ io ─chunk bytes─▶ decode ─▶ array ─▶ reader
+//!                 (one tail   (pure: projection,  (RangeReader:    (GPU kernels  (LoadedBatch,  (builder, host
+//!                  read)       row-group pruning,  host pread,      or arrow-rs)  DeviceArray)   and device load
+//!                              coalescing)         staged, cuFile)                               drivers, report)
+//!                                      device: contexts, streams, memory, NVRTC (used by io, decode, array)
 //! ```
 //!
 //! * [`metadata`] reads the footer with one speculative read of the file's last 64 KiB.
@@ -15,26 +16,32 @@
 //!   pruning predicate) into a [`ReadPlan`](plan::ReadPlan): one
 //!   [`ColumnChunkPlan`](plan::ColumnChunkPlan) per (row group, leaf column) and the coalesced
 //!   [`IoRequest`](plan::IoRequest)s that read them. It does no I/O: `cuparquet plan` prints it.
-//! * [`io`] executes the requests through a [`RangeReader`](io::RangeReader); the
-//!   [`HostReader`](io::host::HostReader) uses a pool of `pread` threads (optionally
-//!   `O_DIRECT`).
-//!   [`io::policy`] decides per range between cuFile and pinned staging (a pure function of
-//!   settings, machine facts and the range), and [`io::staging`] plans the staged copies.
-//! * [`decode`] turns the fetched bytes into Arrow arrays without touching the file again.
+//! * [`io`] executes the requests through a [`RangeReader`](io::RangeReader): the
+//!   [`HostReader`](io::host::HostReader) (a pool of `pread` threads, optionally `O_DIRECT`) or
+//!   the [`GpuReader`](io::gpu::GpuReader), which decides per range between cuFile and pinned
+//!   staging ([`io::policy`], a pure function of settings, machine facts and the range) and
+//!   reports the path every byte really took.
+//! * The decoder (crate-private) turns the fetched bytes into Arrow arrays without touching the
+//!   file again: our CUDA kernels on the device, arrow-rs on the host.
+//! * [`array`] holds the results: [`LoadedBatch`] (host or device), [`DeviceArray`] and
+//!   [`DeviceRecordBatch`] (Arrow layout in device memory).
 //! * [`reader`] is the facade most users want: [`ParquetGpuReader`].
+//! * [`device`] is the only module that touches CUDA: devices, memory, streams, kernels.
 //!
 //! ## Which API
 //!
 //! | you want | use |
 //! |---|---|
-//! | load columns into memory | [`ParquetGpuReader::builder`] … [`build`](ReaderBuilder::build) → [`load`](ParquetGpuReader::load) |
-//! | see which bytes a query needs, without reading them | [`metadata::read_metadata`] + [`plan::plan`] |
-//! | read byte ranges into a buffer of your own | [`io::host::HostReader`] (host) or [`io::gpu::GpuReader`] (device, per-range path choice) through [`io::RangeReader`] |
-//! | Arrow batches in GPU memory | [`Device::Cuda`] → [`load`](ParquetGpuReader::load): one [`DeviceRecordBatch`](device_array::DeviceRecordBatch) per row group ([`LoadedBatch::as_device`](array::LoadedBatch::as_device)) |
+//! | load columns into memory | [`ParquetGpuReader::builder`] … [`build`](ReaderBuilder::build) → [`load`](ParquetGpuReader::load) → [`Loaded`] |
+//! | see which bytes a query needs, without reading them | [`metadata::read_metadata`] + [`plan::plan`], or [`ParquetGpuReader::plan`] |
+//! | read byte ranges into a buffer of your own | [`io::host::HostReader`] (host) or [`io::gpu::GpuReader`] (device, per-range path choice) through [`io::RangeReader`]; [`io::recording::RecordingReader`] logs the ranges asked for |
+//! | Arrow batches in GPU memory | [`Device::Cuda`] → [`load`](ParquetGpuReader::load): one [`DeviceRecordBatch`] per row group ([`LoadedBatch::as_device`]) |
 //! | column chunks in GPU memory, still encoded | [`ParquetGpuReader::load_chunks`] ([`reader::DeviceChunks`]), then [`decode_on_gpu`](ParquetGpuReader::decode_on_gpu) |
 //! | device memory, pinned memory, kernels of your own | [`device::gpu`] → [`device::Gpu`] (`alloc`, `pinned`, `load_module`) |
-//! | Arrow arrays / batches in device memory | [`device_array::DeviceArray`], [`device_array::DeviceRecordBatch`] (`upload`, `to_host`) |
-//! | know where batches went and why | [`LoadReport`] (`device`, per-request `io` records) |
+//! | Arrow arrays / batches in device memory | [`DeviceArray`], [`DeviceRecordBatch`] (`upload`, `to_host`) |
+//! | know where batches went and why | [`LoadReport`] (`device`, per-request `io` records, `gpu_decode`) |
+//! | what this machine offers, which path a range would take | [`doctor::run`] (`cuparquet doctor`), [`io::cufile::machine_facts`] |
+//! | settings and experiments | [`config::IoSettings`], [`config::Tuning`] |
 //!
 //! ## Example
 //!
@@ -79,7 +86,7 @@
 //! [`Device::Host`] loads into host memory. [`Device::Cuda`] moves the planned column chunks
 //! into one device allocation through the GPU range reader ([`io::gpu::GpuReader`]: pinned
 //! staging or cuFile per range, the path of every byte in [`LoadReport::io`]) and decodes them
-//! there with the kernels of [`decode::gpu`] into one device batch per row group; fields the
+//! there with our CUDA kernels into one device batch per row group; fields the
 //! kernels do not decode yet are decoded on the host by arrow-rs and uploaded, and
 //! [`LoadReport::gpu_decode`] names each with its reason. [`Device::Auto`] (the default) picks
 //! `cuda:0` when a device is present and NVRTC can compile the kernels, else the host, and
@@ -97,12 +104,19 @@
 //! | `CUPARQUET_DIRECT_IO` | [`with_direct_io`](ReaderBuilder::with_direct_io) | false |
 //! | `CUPARQUET_COMPAT_MODE` | [`with_compat_mode`](ReaderBuilder::with_compat_mode) | `auto` (device targets) |
 //! | `CUPARQUET_GDS_THRESHOLD` | [`with_gds_threshold`](ReaderBuilder::with_gds_threshold) | 16 KiB |
-//! | `CUPARQUET_BOUNCE_BUFFER_SIZE`, `_COUNT` | [`with_bounce_buffers`](ReaderBuilder::with_bounce_buffers) | 4 MiB × 2 per thread |
-//! | `CUPARQUET_STAGING` | [`with_staging`](ReaderBuilder::with_staging) | `bounce` (`mapped`: mmap + register, measured slower) |
+//! | `CUPARQUET_BOUNCE_BUFFER_SIZE` | [`with_bounce_buffer_size`](ReaderBuilder::with_bounce_buffer_size) | 4 MiB |
 //! | `CUPARQUET_KERNEL_CACHE` | — | `$XDG_CACHE_HOME/cuparquet/kernels` |
+//! | `CUPARQUET_TUNING` | [`with_tuning`](ReaderBuilder::with_tuning) | see [`config::Tuning`] |
+//! | `CUPARQUET_PROFILE` | — | off (`1`: stage times of the GPU decoder in the report) |
 //!
 //! Sizes take a suffix (`64KiB`, `4MiB`, `1GiB`); an invalid value is an error naming the
 //! variable.
+//!
+//! [`config::Tuning`] holds the switches that exist to measure alternatives (bounce buffers per
+//! thread, device waves, decode threads, SNAPPY placement, how threads wait for the device,
+//! the device memory pool), all from one variable: `CUPARQUET_TUNING=snappy=host,wave_bytes=0`.
+//! Their defaults are the measured best (`benches/RESULTS.md`). Variables that used to set them
+//! one by one are an error that names their new key.
 //!
 //! ## Memory
 //!
@@ -140,7 +154,7 @@ pub mod plan;
 pub mod reader;
 pub mod source;
 
-pub use array::{LoadedBatch, Location};
+pub use array::{DeviceArray, DeviceRecordBatch, LoadedBatch, Location};
 pub use device::Device;
 pub use error::{Error, Result};
-pub use reader::{LoadReport, Loaded, ParquetGpuReader, ReaderBuilder};
+pub use reader::{LoadReport, Loaded, ParquetGpuReader, Progress, ReaderBuilder};

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use arrow::array::RecordBatchReader;
 use common::*;
-use cuparquet::decode::gpu::SnappyPlacement;
+use cuparquet::config::{SnappyPlacement, Tuning};
 use cuparquet::{Device, ParquetGpuReader};
 
 /// Files both readers refuse, with the reason asserted in `documented_failures`.
@@ -100,8 +100,11 @@ fn load(
     let backend = backend.into();
     let mut b = ParquetGpuReader::builder(path)
         .with_device(backend.device)
-        .with_snappy(backend.snappy)
         .with_batch_rows(1000);
+    let mut tuning = Tuning {
+        snappy: backend.snappy,
+        ..Tuning::default()
+    };
     if backend.tiny_units {
         let cfg = cuparquet::plan::CoalesceConfig {
             unit_target_bytes: 1,
@@ -110,8 +113,9 @@ fn load(
         b = b.with_coalescing(cfg);
     }
     if backend.pipelined {
-        b = b.with_wave_bytes(1);
+        tuning.wave_bytes = Some(1);
     }
+    b = b.with_tuning(tuning);
     if let Some(c) = columns {
         b = b.with_columns(c);
     }

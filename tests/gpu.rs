@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::*;
-use cuparquet::config::{CompatMode, IoSettings, StagingMode};
+use cuparquet::config::{CompatMode, IoSettings, Tuning};
 use cuparquet::device::{gpu, DeviceBuffer};
 use cuparquet::io::cufile;
 use cuparquet::io::gpu::GpuReader;
@@ -163,14 +163,9 @@ fn gpu_staged_paths_are_byte_exact() {
     for _ in 0..4 {
         cases.push(random_requests(&mut r, len, 40, 64 * MIB));
     }
-    for (staging, direct) in [
-        (StagingMode::Bounce, false),
-        (StagingMode::Mapped, false),
-        (StagingMode::Bounce, true),
-    ] {
+    for direct in [false, true] {
         for threads in [1, 16] {
             let s = IoSettings {
-                staging,
                 direct_io: direct,
                 ..settings(threads)
             };
@@ -180,7 +175,7 @@ fn gpu_staged_paths_are_byte_exact() {
                 assert!(rep.requests.iter().all(|q| q.path == IoPath::Staged));
             }
         }
-        eprintln!("staging {staging}, O_DIRECT {direct}: byte-exact");
+        eprintln!("staging bounce, O_DIRECT {direct}: byte-exact");
     }
     // small bounce buffers: ranges span many buffers and the ring wraps many times
     let s = IoSettings {
@@ -890,7 +885,10 @@ fn gpu_large_pages_equal_arrow_rs() {
             // model place it: these loads are small, so mostly the host)
             let all = ParquetGpuReader::builder(&p)
                 .with_device(Device::Cuda(0))
-                .with_snappy(cuparquet::decode::gpu::SnappyPlacement::Device)
+                .with_tuning(Tuning {
+                    snappy: cuparquet::config::SnappyPlacement::Device,
+                    ..Tuning::default()
+                })
                 .build()
                 .and_then(|r| r.load())
                 .and_then(|l| {

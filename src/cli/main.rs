@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use cuparquet::config::{CompatMode, StagingMode};
+use cuparquet::config::CompatMode;
 use cuparquet::io::IoPath;
 use cuparquet::metadata::read_metadata;
 use cuparquet::plan::{human_bytes, parse_row_groups, plan, Selection};
@@ -91,11 +91,11 @@ enum Cmd {
         /// Dictionary(Int32, _) arrays.
         #[arg(long)]
         keep_dictionaries: bool,
-        /// Device loads: where SNAPPY pages are decompressed — auto (by a model of both:
-        /// the device kernel for large loads, the host's cores for small ones with large
-        /// pages), device, or host (default: CUPARQUET_SNAPPY or auto).
-        #[arg(long, value_parser = cuparquet::decode::gpu::SnappyPlacement::parse)]
-        snappy: Option<cuparquet::decode::gpu::SnappyPlacement>,
+        /// Switches for measuring alternatives, as comma-separated key=value pairs applied over
+        /// CUPARQUET_TUNING, e.g. `snappy=host,decode_threads=3,wave_bytes=0` (keys:
+        /// bounce_buffer_count, wave_bytes, decode_threads, snappy; see the crate docs).
+        #[arg(long)]
+        tuning: Option<String>,
         /// Reader threads (default: CUPARQUET_NTHREADS or the number of cores).
         #[arg(long)]
         threads: Option<usize>,
@@ -109,9 +109,6 @@ enum Cmd {
         /// when it cannot be). Default: CUPARQUET_COMPAT_MODE or auto.
         #[arg(long, value_parser = parse_compat)]
         compat_mode: Option<CompatMode>,
-        /// Device targets: how staged ranges reach the device: bounce or mapped.
-        #[arg(long, value_parser = parse_staging)]
-        staging: Option<StagingMode>,
     },
 }
 
@@ -155,10 +152,6 @@ fn parse_device(s: &str) -> Result<Device, String> {
 }
 
 fn parse_compat(s: &str) -> Result<CompatMode, String> {
-    s.parse().map_err(|e: Error| e.to_string())
-}
-
-fn parse_staging(s: &str) -> Result<StagingMode, String> {
     s.parse().map_err(|e: Error| e.to_string())
 }
 
@@ -247,12 +240,11 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             quiet,
             batch_rows,
             keep_dictionaries,
-            snappy,
+            tuning,
             threads,
             task_size,
             direct_io,
             compat_mode,
-            staging,
         } => {
             let mut b = ParquetGpuReader::builder(&file)
                 .with_device(device)
@@ -273,8 +265,8 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             if keep_dictionaries {
                 b = b.with_keep_dictionaries(true);
             }
-            if let Some(p) = snappy {
-                b = b.with_snappy(p);
+            if let Some(t) = tuning {
+                b = b.with_tuning(cuparquet::config::Tuning::from_env()?.with_pairs(&t)?);
             }
             if let Some(n) = threads {
                 b = b.with_nthreads(n);
@@ -287,9 +279,6 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             }
             if let Some(m) = compat_mode {
                 b = b.with_compat_mode(m);
-            }
-            if let Some(m) = staging {
-                b = b.with_staging(m);
             }
             let bar = (!quiet && !json).then(ProgressBar::new);
             if let Some(bar) = &bar {
@@ -533,12 +522,11 @@ fn summary(r: &LoadReport, requests: bool, output: Option<&Path>) -> String {
             String::new()
         } else {
             format!(
-                ", compat mode {}, gds threshold {}, bounce buffers {} × {} per thread, staging {}",
+                ", compat mode {}, gds threshold {}, bounce buffers {} × {} per thread",
                 r.settings.compat_mode,
                 human_bytes(r.settings.gds_threshold),
                 r.settings.bounce_buffer_count,
-                human_bytes(r.settings.bounce_buffer_size),
-                r.settings.staging
+                human_bytes(r.settings.bounce_buffer_size)
             )
         }
     );

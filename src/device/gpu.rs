@@ -13,7 +13,7 @@ use cudarc::driver::result as cu;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, DriverError};
 
-use crate::config::HostWait;
+use crate::config::{HostWait, Tuning};
 use crate::device::probe_cuda;
 use crate::error::{Error, Result};
 
@@ -102,7 +102,7 @@ impl Drop for Event {
 }
 
 /// Decode streams per device: up to this many decoding threads run their kernels at once.
-pub const DECODE_STREAMS: usize = 4;
+pub(crate) const DECODE_STREAMS: usize = crate::config::MAX_DECODE_THREADS;
 
 thread_local! {
     static DECODE_SLOT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
@@ -110,14 +110,14 @@ thread_local! {
 
 /// Runs `f` with the calling thread's decoding kernels on decode stream `slot` (modulo
 /// [`DECODE_STREAMS`]); the thread's previous slot is restored after.
-pub fn with_decode_slot<R>(slot: usize, f: impl FnOnce() -> R) -> R {
+pub(crate) fn with_decode_slot<R>(slot: usize, f: impl FnOnce() -> R) -> R {
     with_stream_index(slot % DECODE_STREAMS, f)
 }
 
 /// Runs `f` on the companion stream of the calling thread's decode slot: a second stream per
 /// slot, so that a decoding thread can hand part of its pass (the byte-array columns) to a
 /// helper thread whose kernels run beside its own.
-pub fn with_companion_stream<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn with_companion_stream<R>(f: impl FnOnce() -> R) -> R {
     let slot = DECODE_SLOT.with(|s| s.get()) % DECODE_STREAMS;
     with_stream_index(DECODE_STREAMS + slot, f)
 }
@@ -221,7 +221,8 @@ pub fn gpu(ordinal: usize) -> Result<Arc<Gpu>> {
 
 impl Gpu {
     fn open(ordinal: usize) -> Result<Self> {
-        let sched = HostWait::from_env()?;
+        let tuning = Tuning::from_env()?;
+        let sched = tuning.cuda_wait;
         let ctx = CudaContext::new(ordinal).map_err(|e| driver_error(ordinal, "cuCtx", e))?;
         ctx.bind_to_thread()
             .map_err(|e| driver_error(ordinal, "cuCtxSetCurrent", e))?;
@@ -240,7 +241,7 @@ impl Gpu {
                 .map_err(|e| driver_error(ordinal, "cuStreamCreate", e))?;
             streams.push(Stream { raw });
         }
-        let pool = Self::open_pool(&ctx, ordinal, total_memory)?;
+        let pool = Self::open_pool(&ctx, ordinal, total_memory, &tuning)?;
         // a stream per decode slot and its companion ([`with_companion_stream`])
         let mut decode = Vec::with_capacity(2 * DECODE_STREAMS);
         for _ in 0..2 * DECODE_STREAMS {
@@ -263,7 +264,7 @@ impl Gpu {
     }
 
     /// cuparquet's device memory pool: freed memory stays in it (up to
-    /// `CUPARQUET_DEVICE_POOL_RETAIN` bytes, default a quarter of the device's memory) for the
+    /// `Tuning::device_pool_retain` bytes, default a quarter of the device's memory) for the
     /// next allocation, so the many buffers of a load cost neither cuMemAlloc's mapping nor
     /// cuMemFree's device-wide synchronisation. Its own pool, so other libraries' use of the
     /// device's default pool is left alone.
@@ -271,15 +272,12 @@ impl Gpu {
         ctx: &Arc<CudaContext>,
         ordinal: usize,
         total_memory: usize,
+        tuning: &Tuning,
     ) -> Result<Option<(sys::CUmemoryPool, Stream)>> {
         let supported = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
             .unwrap_or(0);
-        let pool_on = match std::env::var("CUPARQUET_DEVICE_POOL") {
-            Ok(v) => crate::config::parse_bool("CUPARQUET_DEVICE_POOL", &v)?,
-            Err(_) => true,
-        };
-        if supported == 0 || !pool_on {
+        if supported == 0 || !tuning.device_pool {
             return Ok(None);
         }
         // SAFETY: an all-zero CUmemPoolProps is its documented default (no handle types, no
@@ -291,10 +289,7 @@ impl Gpu {
         // SAFETY: the context is current (CudaContext::new binds it); props is initialised.
         let pool = unsafe { cu::mem_pool::create(&props) }
             .map_err(|e| driver_error(ordinal, "cuMemPoolCreate", e))?;
-        let mut retain: u64 = match std::env::var("CUPARQUET_DEVICE_POOL_RETAIN") {
-            Ok(v) => crate::config::parse_size("CUPARQUET_DEVICE_POOL_RETAIN", &v)?,
-            Err(_) => total_memory as u64 / 4,
-        };
+        let mut retain: u64 = tuning.device_pool_retain.unwrap_or(total_memory as u64 / 4);
         let set = |attr: sys::CUmemPool_attribute, value: *mut std::ffi::c_void| {
             // SAFETY: the pool is live; `value` points to a live value of the attribute's type
             // (checked at each call below) for the duration of the call.
@@ -374,18 +369,18 @@ impl Gpu {
 
     /// The stream the calling thread's decoding kernels run on (its [`with_decode_slot`], or
     /// the slot's companion inside [`with_companion_stream`]).
-    pub fn decode_stream(&self) -> &Stream {
+    pub(crate) fn decode_stream(&self) -> &Stream {
         &self.decode[DECODE_SLOT.with(|s| s.get()) % self.decode.len()]
     }
 
     /// Waits for the work of the calling thread's decode stream (kernels, and the frees
     /// ordered after them).
-    pub fn synchronize_decode(&self) -> Result<()> {
+    pub(crate) fn synchronize_decode(&self) -> Result<()> {
         self.wait_for([self.decode_stream()])
     }
 
     /// Waits for the work of every decode stream.
-    pub fn synchronize_all_decode(&self) -> Result<()> {
+    pub(crate) fn synchronize_all_decode(&self) -> Result<()> {
         self.wait_for(&self.decode)
     }
 
@@ -414,7 +409,7 @@ impl Gpu {
     /// [`DeviceBuffer`] are issued there, and the device's non-blocking streams do not wait
     /// for it (a host-to-device copy from pageable memory may return before its bytes land).
     /// Kernels call this before they launch.
-    pub fn synchronize_default_stream(&self) -> Result<()> {
+    pub(crate) fn synchronize_default_stream(&self) -> Result<()> {
         self.bind()?;
         // SAFETY: the null stream is the context's legacy default stream, always valid.
         unsafe { cu::stream::synchronize(std::ptr::null_mut()) }

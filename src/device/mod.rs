@@ -13,9 +13,9 @@ mod gpu;
 pub mod nvrtc;
 
 pub use gpu::{
-    gpu, with_companion_stream, with_decode_slot, DeviceBuffer, Event, Gpu, PinnedBuffer, Stream,
-    COPY_STREAMS, DECODE_STREAMS, PINNED_POOL_RETAIN,
+    gpu, DeviceBuffer, Event, Gpu, PinnedBuffer, Stream, COPY_STREAMS, PINNED_POOL_RETAIN,
 };
+pub(crate) use gpu::{with_companion_stream, with_decode_slot};
 
 use std::fmt;
 use std::str::FromStr;

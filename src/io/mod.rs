@@ -16,9 +16,9 @@ pub mod gpu;
 pub mod host;
 pub mod policy;
 pub mod recording;
-#[allow(unsafe_code)] // mmap + cuMemHostRegister of the page cache (see the module docs)
+#[allow(unsafe_code)] // asynchronous copies out of pinned buffers (see the module docs)
 pub mod staged;
-pub mod staging;
+pub(crate) mod staging;
 
 use std::fmt;
 use std::ops::Range;

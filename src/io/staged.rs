@@ -10,23 +10,18 @@
 //! [`StagedReader::read_stream`] reads the waves of a pipelined device load as one stream of
 //! fills, handing each wave over as soon as its copies complete.
 //!
-//! [`StagingMode::Mapped`] is a zero-copy variant for large ranges of a page-cached file: map
-//! the file read-only, register it block by block (16 MiB) with
-//! `cuMemHostRegister(READ_ONLY)` and copy straight from the page cache — one pass over host
-//! memory instead of `pread`'s copy plus the DMA read. On the H200 machine it measured 17–21
-//! GB/s against 45–48 GB/s for bounce buffers (registration does not scale over threads), so it
-//! is opt-in (`CUPARQUET_STAGING=mapped`), not the default. Unsafe code here: the mapping and
-//! its registration.
+//! A zero-copy variant (map the page-cached file, `cuMemHostRegister(READ_ONLY)` it, copy
+//! straight from the page cache) measured 17–21 GB/s against 45–48 GB/s for bounce buffers on
+//! the H200 machine and was deleted (benches/RESULTS.md). Unsafe code here: enqueueing copies
+//! out of pinned buffers that must outlive them.
 
 use std::collections::VecDeque;
-use std::ops::Range;
-use std::os::fd::AsRawFd;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use rayon::prelude::*;
 
-use crate::config::{IoSettings, StagingMode};
+use crate::config::IoSettings;
 use crate::device::{gpu, DeviceBuffer, Event, Gpu, PinnedBuffer};
 use crate::error::{Error, Result};
 use crate::io::host::{open_direct, read_direct, shared_pool};
@@ -37,10 +32,6 @@ use crate::io::{
 };
 use crate::plan::IoRequest;
 use crate::source::{read_fully_at, ParquetFile};
-
-/// In [`StagingMode::Mapped`], requests at least this large are copied from the mapped page
-/// cache; smaller ones go through bounce buffers (registration has a fixed cost per call).
-pub const MAPPED_MIN_BYTES: u64 = 1 << 20;
 
 /// Reads requests into device memory through pinned bounce buffers.
 #[derive(Debug, Clone)]
@@ -181,15 +172,9 @@ impl StagedReader {
         if selected.is_empty() {
             return Ok(Vec::new());
         }
-        let (mapped, bounced, mapped_threads) = split_mapped(&self.settings, requests, selected);
-        let (a, b) = self.pool.install(|| {
-            rayon::join(
-                || self.read_bounced(file, requests, &bounced, dest),
-                || self.read_mapped(file, requests, &mapped, dest, mapped_threads),
-            )
-        });
-        let mut spans = a?;
-        spans.extend(b?);
+        let spans = self
+            .pool
+            .install(|| self.read_bounced(file, requests, selected, dest))?;
         Ok(records_from_spans(
             requests,
             selected.iter().copied(),
@@ -460,58 +445,7 @@ impl StagedReader {
         }
         finished
     }
-
-    fn read_mapped(
-        &self,
-        file: &ParquetFile,
-        requests: &[IoRequest],
-        selected: &[usize],
-        dest: &DeviceBuffer,
-        threads: usize,
-    ) -> Result<Vec<Span>> {
-        if selected.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut order: Vec<usize> = selected.to_vec();
-        order.sort_by_key(|&i| requests[i].range.start);
-        let span_start = requests[order[0]].range.start / PAGE * PAGE;
-        let span_end = order
-            .iter()
-            .map(|&i| requests[i].range.end)
-            .max()
-            .unwrap_or(span_start);
-        let mapping = Mapping::new(file, span_start..span_end)?;
-        let blocks = mapped_blocks(requests, &order, span_start, MAPPED_BLOCK_BYTES);
-        // One contiguous run of blocks per thread, registered and copied as a pipeline.
-        let per = blocks.len().div_ceil(threads.max(1)).max(1);
-        let streams = self.gpu.streams();
-        let spans: Vec<Result<Vec<Span>>> = blocks
-            .chunks(per)
-            .enumerate()
-            .collect::<Vec<_>>()
-            .into_par_iter()
-            .map(|(k, run)| {
-                self.gpu.bind()?;
-                let stream = &streams[k % streams.len()];
-                copy_blocks(&self.gpu, file, &mapping, run, dest, stream)
-            })
-            .collect();
-        let mut out = Vec::new();
-        let mut first_err = None;
-        for s in spans {
-            match s {
-                Ok(v) => out.extend(v),
-                Err(e) => {
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-        drop(mapping);
-        first_err.map_or(Ok(out), Err)
-    }
 }
-
-const PAGE: u64 = 4096;
 
 /// Reader threads a streamed read ([`StagedReader::read_stream`]) leaves idle of
 /// `nthreads`, for the threads decoding what it has read.
@@ -521,219 +455,6 @@ pub const STREAM_SPARE_THREADS: usize = 2;
 /// least one.
 pub(crate) fn stream_threads(nthreads: usize) -> usize {
     nthreads.saturating_sub(STREAM_SPARE_THREADS).max(1)
-}
-
-/// Which selected requests are copied from the mapped page cache, which go through bounce
-/// buffers, and how many threads the mapped part uses.
-fn split_mapped(
-    s: &IoSettings,
-    requests: &[IoRequest],
-    selected: &[usize],
-) -> (Vec<usize>, Vec<usize>, usize) {
-    let large = |i: usize| !s.direct_io && requests[i].len() >= MAPPED_MIN_BYTES;
-    match s.staging {
-        StagingMode::Bounce => (Vec::new(), selected.to_vec(), 0),
-        StagingMode::Mapped => {
-            let (m, b) = selected.iter().partition(|&&i| large(i));
-            (m, b, s.nthreads)
-        }
-    }
-}
-
-/// Registration blocks of [`StagingMode::Mapped`]: 16 MiB of the mapping each.
-pub const MAPPED_BLOCK_BYTES: u64 = 16 << 20;
-
-/// A page-aligned block of the mapping registered once, and the copies out of it:
-/// (request, file range, destination offset).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Block {
-    /// Page-aligned file range registered (within one block of the mapping).
-    pages: Range<u64>,
-    copies: Vec<(usize, Range<u64>, u64)>,
-}
-
-/// Cuts the requests into blocks aligned to `block` bytes from `base` (at most the first
-/// request's start, page-aligned); each block's registered pages are the page-rounded span of
-/// the bytes it copies within its window, so blocks never overlap — requests that share pages,
-/// or overlap in the file, share the window's block — and every page is registered once.
-fn mapped_blocks(requests: &[IoRequest], order: &[usize], base: u64, block: u64) -> Vec<Block> {
-    let mut blocks: std::collections::BTreeMap<u64, Block> = Default::default();
-    for &i in order {
-        let q = &requests[i];
-        let mut off = q.range.start;
-        while off < q.range.end {
-            let b = (off - base) / block;
-            let end = q.range.end.min(base + (b + 1) * block);
-            let dest = q.dest_offset + (off - q.range.start);
-            let lo = (off / PAGE * PAGE).max(base + b * block);
-            let hi = end.div_ceil(PAGE) * PAGE;
-            let e = blocks.entry(b).or_insert_with(|| Block {
-                pages: lo..hi,
-                copies: Vec::new(),
-            });
-            e.pages = e.pages.start.min(lo)..e.pages.end.max(hi);
-            e.copies.push((i, off..end, dest));
-            off = end;
-        }
-    }
-    blocks.into_values().collect()
-}
-
-/// A read-only shared mapping of a file range (page-aligned start), unmapped on drop.
-struct Mapping {
-    addr: *mut libc::c_void,
-    len: usize,
-    file_start: u64,
-}
-
-// SAFETY: the mapping is read-only memory owned by this value; threads only read through it
-// (the driver's DMA reads it) and it is unmapped once, on drop, after every user is done.
-unsafe impl Sync for Mapping {}
-
-impl Mapping {
-    fn new(file: &ParquetFile, range: Range<u64>) -> Result<Self> {
-        let len = (range.end - range.start) as usize;
-        // SAFETY: maps `len` bytes of the open file read-only at a kernel-chosen address;
-        // `range.start` is page-aligned and the range lies inside the file (the caller checked
-        // requests against its length). The result is checked before use.
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len.max(1),
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                file.file().as_raw_fd(),
-                range.start as libc::off_t,
-            )
-        };
-        if addr == libc::MAP_FAILED {
-            return Err(file.read_error(range, "", std::io::Error::last_os_error()));
-        }
-        Ok(Mapping {
-            addr,
-            len: len.max(1),
-            file_start: range.start,
-        })
-    }
-
-    /// The address of file byte `offset` (inside the mapping).
-    fn at(&self, offset: u64) -> *mut u8 {
-        // wrapping_add: no unsafe needed to compute the address; callers pass offsets inside
-        // the mapped range before dereferencing (through the driver) anything.
-        self.addr
-            .cast::<u8>()
-            .wrapping_add((offset - self.file_start) as usize)
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping created in `new`, once; no registration of it is
-        // left (every block is unregistered after its copies complete).
-        unsafe { libc::munmap(self.addr, self.len) };
-    }
-}
-
-/// Registers each block, enqueues its copies, and unregisters it once they are done, keeping
-/// two blocks in flight so registering the next overlaps copying the previous.
-fn copy_blocks(
-    gpu: &Gpu,
-    file: &ParquetFile,
-    mapping: &Mapping,
-    run: &[Block],
-    dest: &DeviceBuffer,
-    stream: &crate::device::Stream,
-) -> Result<Vec<Span>> {
-    use cudarc::driver::sys as cu;
-    let fail = |range: Range<u64>, what: &str, detail: String| {
-        file.read_error(
-            range,
-            "",
-            std::io::Error::other(format!("{what}: {detail}")),
-        )
-    };
-    let mut inflight: std::collections::VecDeque<(*mut u8, Event)> = Default::default();
-    let retire = |(ptr, ev): (*mut u8, Event)| -> Result<()> {
-        let r = ev.synchronize();
-        // SAFETY: `ptr` was registered below and its copies have completed (or failed), so it
-        // is unregistered once, here.
-        unsafe { cu::cuMemHostUnregister(ptr.cast()) };
-        r
-    };
-    let mut spans = Vec::new();
-    let mut result = Ok(());
-    for b in run {
-        let t = Instant::now();
-        let ptr = mapping.at(b.pages.start);
-        let len = (b.pages.end - b.pages.start) as usize;
-        // SAFETY: registers `len` bytes of the live mapping from a page-aligned address; blocks
-        // are disjoint, so no page is registered twice.
-        let r =
-            unsafe { cu::cuMemHostRegister_v2(ptr.cast(), len, cu::CU_MEMHOSTREGISTER_READ_ONLY) };
-        if r != cu::CUresult::CUDA_SUCCESS {
-            result = Err(fail(
-                b.pages.clone(),
-                "cuMemHostRegister(READ_ONLY)",
-                format!("{r:?}"),
-            ));
-            break;
-        }
-        let issued = (|| {
-            for (i, range, dest_off) in &b.copies {
-                let n = (range.end - range.start) as usize;
-                if *dest_off as usize + n > dest.len() {
-                    return Err(fail(
-                        range.clone(),
-                        "copy",
-                        "outside the device buffer".into(),
-                    ));
-                }
-                // SAFETY: the source bytes lie in the block registered above (inside the live
-                // mapping); the destination lies inside `dest` (checked above); the block stays
-                // registered and mapped until the event recorded after these copies completes.
-                unsafe {
-                    let src = std::slice::from_raw_parts(mapping.at(range.start) as *const u8, n);
-                    cudarc::driver::result::memcpy_htod_async(
-                        dest.device_ptr() + dest_off,
-                        src,
-                        stream.raw(),
-                    )
-                }
-                .map_err(|e| fail(range.clone(), "cuMemcpyHtoDAsync", e.to_string()))?;
-                spans.push((*i, t, Instant::now(), 1));
-            }
-            let ev = gpu.event()?;
-            ev.record(stream)?;
-            Ok(ev)
-        })();
-        match issued {
-            Ok(ev) => inflight.push_back((ptr, ev)),
-            Err(e) => {
-                // wait for anything enqueued from this block before unregistering it
-                let _ = gpu.synchronize();
-                // SAFETY: registered above; its copies (if any) are complete after the
-                // synchronize.
-                unsafe { cu::cuMemHostUnregister(ptr.cast()) };
-                result = Err(e);
-                break;
-            }
-        }
-        if inflight.len() > 2 {
-            if let Some(x) = inflight.pop_front() {
-                if let Err(e) = retire(x) {
-                    result = Err(e);
-                    break;
-                }
-            }
-        }
-    }
-    while let Some(x) = inflight.pop_front() {
-        let r = retire(x);
-        if result.is_ok() {
-            result = r;
-        }
-    }
-    result.map(|()| spans)
 }
 
 impl RangeReader for StagedReader {
@@ -757,66 +478,14 @@ impl RangeReader for StagedReader {
             direct_io: self.settings.direct_io,
             ..IoReport::default()
         };
-        let reason = format!("staged reader ({} staging)", self.settings.staging);
+        let reason = "staged reader (bounce staging)";
         for q in requests {
-            report.note_decision(IoPath::Staged, &reason, q.len());
+            report.note_decision(IoPath::Staged, reason, q.len());
         }
         Ok(report)
     }
 
     fn name(&self) -> &'static str {
         "staged"
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mapped_blocks_are_disjoint_and_cover_every_byte() {
-        let mut x = 0x1234_5678u64;
-        let mut next = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n.max(1)
-        };
-        for _ in 0..200 {
-            // sorted, disjoint requests, sometimes touching or sharing a page
-            let mut reqs = Vec::new();
-            let mut off = next(10_000);
-            let mut dest = 0;
-            for _ in 0..1 + next(20) {
-                let len = 1 + next(5 << 20);
-                reqs.push(IoRequest {
-                    range: off..off + len,
-                    dest_offset: dest,
-                    chunks: vec![],
-                });
-                dest += len;
-                off += len + [0, 1, 100, 70_000][next(4) as usize];
-            }
-            let order: Vec<usize> = (0..reqs.len()).collect();
-            let base = reqs[0].range.start / PAGE * PAGE;
-            let block = [PAGE, 64 << 10, 1 << 20][next(3) as usize];
-            let blocks = mapped_blocks(&reqs, &order, base, block);
-            let mut covered = 0;
-            for (k, b) in blocks.iter().enumerate() {
-                assert_eq!(b.pages.start % PAGE, 0);
-                assert_eq!(b.pages.end % PAGE, 0);
-                assert!(b.pages.end - b.pages.start <= block, "{b:?}");
-                if k > 0 {
-                    assert!(blocks[k - 1].pages.end <= b.pages.start, "overlap");
-                }
-                for (i, r, d) in &b.copies {
-                    assert!(r.start >= b.pages.start && r.end <= b.pages.end);
-                    let q = &reqs[*i];
-                    assert_eq!(*d, q.dest_offset + (r.start - q.range.start));
-                    covered += r.end - r.start;
-                }
-            }
-            assert_eq!(covered, reqs.iter().map(|q| q.len()).sum::<u64>());
-        }
     }
 }

@@ -12,27 +12,27 @@ use crate::plan::IoRequest;
 
 /// A file read into a bounce buffer.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct StagedRead {
+pub(crate) struct StagedRead {
     /// Index of the request the bytes belong to.
-    pub request: usize,
+    pub(crate) request: usize,
     /// File bytes.
-    pub file: Range<u64>,
+    pub(crate) file: Range<u64>,
     /// Where they land in the bounce buffer.
-    pub bounce_offset: u64,
+    pub(crate) bounce_offset: u64,
 }
 
 /// One fill of a bounce buffer and the one copy that empties it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct StagingSlot {
+pub(crate) struct StagingSlot {
     /// Destination bytes the copy writes (bounce bytes `0..dest.len()`).
-    pub dest: Range<u64>,
+    pub(crate) dest: Range<u64>,
     /// Reads that fill the buffer, end to end from offset 0.
-    pub reads: Vec<StagedRead>,
+    pub(crate) reads: Vec<StagedRead>,
 }
 
 /// Plans the staging of `selected` requests (indices into `requests`) through bounce buffers of
 /// `bounce_size` bytes.
-pub fn plan_staging(
+pub(crate) fn plan_staging(
     requests: &[IoRequest],
     selected: &[usize],
     bounce_size: u64,

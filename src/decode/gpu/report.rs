@@ -76,3 +76,53 @@ pub struct FieldDecode {
     /// For the GPU: the conversion; for the host: why.
     pub reason: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decode_reports_of_waves_add_up() {
+        let field = |name: &str, on_gpu: bool, reason: &str| FieldDecode {
+            name: name.into(),
+            on_gpu,
+            reason: reason.into(),
+        };
+        let hd = |field: &str, codec: &str, pages: usize| HostDecompressed {
+            field: field.into(),
+            codec: codec.into(),
+            pages,
+        };
+        let mut a = GpuDecodeReport::default();
+        a.absorb(GpuDecodeReport {
+            fields: vec![field("a", true, "INT64"), field("b", true, "BYTE_ARRAY")],
+            host_decompressed_pages: 3,
+            host_decompressed: vec![hd("a", "ZSTD", 3)],
+            stages: vec![("page tables".into(), 0.5)],
+        });
+        a.absorb(GpuDecodeReport {
+            fields: vec![
+                field("a", true, "INT64"),
+                field("b", false, "DELTA in this part"),
+            ],
+            host_decompressed_pages: 4,
+            host_decompressed: vec![hd("a", "ZSTD", 1), hd("b", "SNAPPY", 3)],
+            stages: vec![("page tables".into(), 0.25), ("kernel x".into(), 1.0)],
+        });
+        assert_eq!(a.fields[0], field("a", true, "INT64"));
+        // a field decoded on the host in any wave is reported so
+        assert_eq!(a.fields[1], field("b", false, "DELTA in this part"));
+        assert_eq!(a.host_decompressed_pages, 7);
+        assert_eq!(
+            a.host_decompressed,
+            vec![hd("a", "ZSTD", 4), hd("b", "SNAPPY", 3)]
+        );
+        assert_eq!(
+            a.stages,
+            vec![
+                ("page tables".to_string(), 0.75),
+                ("kernel x".to_string(), 1.0)
+            ]
+        );
+    }
+}

@@ -1,0 +1,324 @@
+//! [`ReaderBuilder`]: the options of a load, each a `with_*` method, defaults from the
+//! environment; [`build`](ReaderBuilder::build) reads the footer and makes the plan.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parquet::file::metadata::ParquetMetaData;
+
+use super::{ParquetGpuReader, Progress, ProgressFn, DEFAULT_BATCH_ROWS};
+use crate::array::Location;
+use crate::config::{CompatMode, IoSettings, Tuning};
+use crate::decode::host::HostDecoder;
+use crate::decode::panic_guard::contain;
+use crate::device::{self, Device};
+use crate::error::{Error, Result};
+use crate::io::gpu::GpuReader;
+use crate::io::host::HostReader;
+use crate::io::policy::MachineFacts;
+use crate::metadata::read_metadata;
+use crate::plan::{plan_with, CoalesceConfig, ReadPlan, Selection};
+use crate::source::ParquetFile;
+
+/// Builds a [`ParquetGpuReader`]. Settings not given come from the `CUPARQUET_*` environment
+/// variables, then from the defaults.
+pub struct ReaderBuilder {
+    path: PathBuf,
+    selection: Selection,
+    device: Device,
+    batch_rows: usize,
+    keep_dictionaries: bool,
+    tuning: Option<Tuning>,
+    page_index: bool,
+    nthreads: Option<usize>,
+    task_size: Option<u64>,
+    direct_io: Option<bool>,
+    compat_mode: Option<CompatMode>,
+    gds_threshold: Option<u64>,
+    bounce_buffer_size: Option<u64>,
+    machine_facts: Option<MachineFacts>,
+    coalesce: Option<CoalesceConfig>,
+    progress: Option<ProgressFn>,
+}
+
+impl std::fmt::Debug for ReaderBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReaderBuilder")
+            .field("path", &self.path)
+            .field("selection", &self.selection)
+            .field("device", &self.device)
+            .field("batch_rows", &self.batch_rows)
+            .field("page_index", &self.page_index)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReaderBuilder {
+    /// The defaults, for the file at `path`.
+    pub(super) fn new(path: &Path) -> Self {
+        ReaderBuilder {
+            path: path.to_path_buf(),
+            selection: Selection::default(),
+            device: Device::Auto,
+            batch_rows: DEFAULT_BATCH_ROWS,
+            keep_dictionaries: false,
+            tuning: None,
+            page_index: false,
+            nthreads: None,
+            task_size: None,
+            direct_io: None,
+            compat_mode: None,
+            gds_threshold: None,
+            bounce_buffer_size: None,
+            machine_facts: None,
+            coalesce: None,
+            progress: None,
+        }
+    }
+
+    /// Reads only these columns: top-level names or dotted paths to nested fields (a name
+    /// containing dots in backquotes). Output columns keep the file's order.
+    pub fn with_columns<I, S>(mut self, columns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.selection.columns = Some(columns.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Reads only these row groups (combined with the filter: both must keep a row group).
+    pub fn with_row_groups(mut self, row_groups: impl IntoIterator<Item = usize>) -> Self {
+        self.selection.row_groups = Some(row_groups.into_iter().collect());
+        self
+    }
+
+    /// Skips row groups whose statistics prove that no row satisfies `expr`
+    /// (see [`plan::predicate`](crate::plan::predicate)). Rows are not filtered.
+    pub fn with_filter(mut self, expr: impl Into<String>) -> Self {
+        self.selection.filter = Some(expr.into());
+        self
+    }
+
+    /// Where batches go: [`Device::Host`], [`Device::Cuda`] or [`Device::Auto`] (default).
+    pub fn with_device(mut self, device: Device) -> Self {
+        self.device = device;
+        self
+    }
+
+    /// Maximum rows per batch (default [`DEFAULT_BATCH_ROWS`]).
+    pub fn with_batch_rows(mut self, rows: usize) -> Self {
+        self.batch_rows = rows;
+        self
+    }
+
+    /// Keeps dictionaries: top-level string and binary columns stored with a dictionary load
+    /// as `Dictionary(Int32, Utf8 | Binary | …)` arrays (the dictionary of each row group and
+    /// its keys) instead of their decoded values. Off by default. (Device loads decode these
+    /// fields on the host and upload them, and say so in the report, until the GPU keeps
+    /// dictionaries.)
+    pub fn with_keep_dictionaries(mut self, yes: bool) -> Self {
+        self.keep_dictionaries = yes;
+        self
+    }
+
+    /// Switches for measuring alternatives ([`Tuning`]); default from `CUPARQUET_TUNING`.
+    /// Its process-wide fields (`cuda_wait`, `device_pool`, `device_pool_retain`) are not
+    /// applied here: they are read from the environment when a device is first opened.
+    pub fn with_tuning(mut self, tuning: Tuning) -> Self {
+        self.tuning = Some(tuning);
+        self
+    }
+
+    /// Loads the page index and records page locations in the plan.
+    pub fn with_page_index(mut self, yes: bool) -> Self {
+        self.page_index = yes;
+        self
+    }
+
+    /// Reader threads (overrides `CUPARQUET_NTHREADS`).
+    pub fn with_nthreads(mut self, n: usize) -> Self {
+        self.nthreads = Some(n);
+        self
+    }
+
+    /// Piece size large requests are split into (overrides `CUPARQUET_TASK_SIZE`).
+    pub fn with_task_size(mut self, bytes: u64) -> Self {
+        self.task_size = Some(bytes);
+        self
+    }
+
+    /// Read with `O_DIRECT` (overrides `CUPARQUET_DIRECT_IO`).
+    pub fn with_direct_io(mut self, yes: bool) -> Self {
+        self.direct_io = Some(yes);
+        self
+    }
+
+    /// When cuFile may be used, for device targets (overrides `CUPARQUET_COMPAT_MODE`).
+    pub fn with_compat_mode(mut self, mode: CompatMode) -> Self {
+        self.compat_mode = Some(mode);
+        self
+    }
+
+    /// Smallest range sent to cuFile (overrides `CUPARQUET_GDS_THRESHOLD`).
+    pub fn with_gds_threshold(mut self, bytes: u64) -> Self {
+        self.gds_threshold = Some(bytes);
+        self
+    }
+
+    /// Replaces the probed machine facts the path policy uses (for tests: e.g. "nvidia-fs
+    /// loaded" on a machine without it).
+    pub fn with_machine_facts(mut self, facts: MachineFacts) -> Self {
+        self.machine_facts = Some(facts);
+        self
+    }
+
+    /// Size of one pinned bounce buffer for staged reads (overrides
+    /// `CUPARQUET_BOUNCE_BUFFER_SIZE`).
+    pub fn with_bounce_buffer_size(mut self, bytes: u64) -> Self {
+        self.bounce_buffer_size = Some(bytes);
+        self
+    }
+
+    /// Coalescing parameters (default: the documented constants; device loads use units of
+    /// `MAX_REQUEST_SIZE`).
+    pub fn with_coalescing(mut self, cfg: CoalesceConfig) -> Self {
+        self.coalesce = Some(cfg);
+        self
+    }
+
+    /// A callback told of progress during [`ParquetGpuReader::load`].
+    pub fn with_progress(mut self, f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(f));
+        self
+    }
+
+    /// Opens the file, reads the footer, resolves the device and makes the plan.
+    pub fn build(self) -> Result<ParquetGpuReader> {
+        let t0 = Instant::now();
+        let mut settings = IoSettings::from_env()?;
+        if let Some(n) = self.nthreads {
+            settings.nthreads = n;
+        }
+        if let Some(t) = self.task_size {
+            settings.task_size = t;
+        }
+        if let Some(d) = self.direct_io {
+            settings.direct_io = d;
+        }
+        if let Some(m) = self.compat_mode {
+            settings.compat_mode = m;
+        }
+        if let Some(t) = self.gds_threshold {
+            settings.gds_threshold = t;
+        }
+        if let Some(size) = self.bounce_buffer_size {
+            settings.bounce_buffer_size = size;
+        }
+        let tuning = match self.tuning {
+            Some(t) => {
+                t.validate()?;
+                t
+            }
+            None => Tuning::from_env()?,
+        };
+        settings.bounce_buffer_count = tuning.bounce_buffer_count;
+        settings.validate()?;
+        if self.batch_rows == 0 {
+            return Err(Error::setting("batch_rows", "0", "must be at least 1"));
+        }
+        let device = device::resolve(self.device)?;
+        let file = ParquetFile::open(&self.path)?;
+        let meta = contain(|| read_metadata(&file, self.page_index)).map_err(|p| {
+            Error::footer(
+                &self.path,
+                format!("unreadable footer (the parser panicked: {p})"),
+            )
+        })??;
+        let t_footer = t0.elapsed();
+        let coalesce = self.coalesce.unwrap_or_else(|| match device.location {
+            // the GPU decodes whole passes, not units: device loads read in units of the
+            // largest request, so requests are as large as the chunks allow, and units stay
+            // within row groups so that waves of a pipelined load can cut between them
+            Location::Cuda(_) => CoalesceConfig {
+                unit_target_bytes: crate::plan::coalesce::MAX_REQUEST_SIZE,
+                units_within_row_groups: true,
+                ..CoalesceConfig::default()
+            },
+            Location::Host => CoalesceConfig::default(),
+        });
+        let plan = plan_with(&self.path, &meta, &self.selection, &coalesce)?;
+        let decode_meta = sanitize_metadata(&self.path, &meta.metadata, &plan)?;
+        let decoder = HostDecoder::new(
+            &self.path,
+            meta.file_len,
+            decode_meta,
+            &plan.leaves,
+            self.batch_rows,
+            self.keep_dictionaries,
+        )?;
+        let host_reader = HostReader::new(settings.clone())?;
+        let gpu_reader = match device.location {
+            Location::Host => None,
+            Location::Cuda(n) => {
+                let r = GpuReader::new(settings.clone(), n)?;
+                Some(match self.machine_facts {
+                    Some(f) => r.with_facts(f),
+                    None => r,
+                })
+            }
+        };
+        Ok(ParquetGpuReader {
+            gpu_reader,
+            file,
+            meta,
+            plan,
+            device,
+            settings,
+            decoder,
+            host_reader,
+            tuning,
+            progress: self.progress,
+            t_setup: t0.elapsed(),
+            t_footer,
+        })
+    }
+}
+
+/// arrow-rs reads a chunk from its dictionary page offset whenever one is given; where the plan
+/// ignored an impossible one (e.g. 0), drop it so that arrow-rs reads what the plan read.
+fn sanitize_metadata(
+    path: &Path,
+    md: &Arc<ParquetMetaData>,
+    plan: &ReadPlan,
+) -> Result<Arc<ParquetMetaData>> {
+    let fixes: Vec<(usize, usize)> = plan
+        .chunks
+        .iter()
+        .filter(|c| c.ignored_dictionary_offset.is_some())
+        .map(|c| (c.row_group, c.column))
+        .collect();
+    if fixes.is_empty() {
+        return Ok(Arc::clone(md));
+    }
+    let mut builder = md.as_ref().clone().into_builder();
+    let mut groups = builder.take_row_groups();
+    for (rg, col) in fixes {
+        let cols = groups[rg].columns_mut();
+        let fixed = cols[col]
+            .clone()
+            .into_builder()
+            .set_dictionary_page_offset(None)
+            .build()
+            .map_err(|e| Error::BadColumnChunk {
+                path: path.to_path_buf(),
+                row_group: rg,
+                column: cols[col].column_path().string(),
+                range: None,
+                reason: e.to_string(),
+            })?;
+        cols[col] = fixed;
+    }
+    Ok(Arc::new(builder.set_row_groups(groups).build()))
+}

@@ -1,0 +1,221 @@
+//! Device loads: the plan's requests read into device memory (in one pass, or in pipelined
+//! waves), then decoded there by the GPU decoder's pass ([`decode_pass`]).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::timeline::profile_requested;
+use super::waves::{wave_target, waves};
+use super::{LoadReport, Loaded, ParquetGpuReader};
+use crate::array::{LoadedBatch, Location};
+use crate::config::SnappyPlacement;
+use crate::decode::gpu::{decode_pass, DeviceChunks, GpuDecodeReport, PassInput};
+use crate::device;
+use crate::error::{Error, Result};
+use crate::io::{Dest, IoReport, RangeReader};
+use crate::plan::IoRequest;
+
+impl ParquetGpuReader {
+    /// Reads every planned request into one allocation on the device the reader was built
+    /// for: the column chunks, still encoded, and the I/O record. An error for a host reader.
+    pub fn load_chunks(&self) -> Result<(DeviceChunks, IoReport)> {
+        match (&self.gpu_reader, self.device.location) {
+            (Some(g), Location::Cuda(n)) => self.read_chunks(g, n),
+            _ => Err(Error::Device {
+                device: self.device.location.to_string(),
+                reason: format!(
+                    "load_chunks needs a reader built for a CUDA device ({})",
+                    self.device.reason
+                ),
+            }),
+        }
+    }
+
+    pub(super) fn read_chunks(
+        &self,
+        reader: &dyn RangeReader,
+        ordinal: usize,
+    ) -> Result<(DeviceChunks, IoReport)> {
+        let plan = &self.plan;
+        let mut buffer = device::gpu(ordinal)?.alloc(plan.request_bytes() as usize)?;
+        let io = reader.read(&self.file, &plan.requests, Dest::Device(&mut buffer))?;
+        Ok((DeviceChunks::new(Arc::new(buffer), plan.chunks.clone()), io))
+    }
+
+    /// Reads the requests of `wave` into a device allocation of their own: its chunks, rebased.
+    pub(super) fn read_wave(
+        &self,
+        reader: &dyn RangeReader,
+        ordinal: usize,
+        wave: &super::waves::Wave,
+    ) -> Result<(DeviceChunks, IoReport)> {
+        let plan = &self.plan;
+        let base = plan.requests[wave.requests.start].dest_offset;
+        let requests: Vec<IoRequest> = plan.requests[wave.requests.clone()]
+            .iter()
+            .map(|r| IoRequest {
+                range: r.range.clone(),
+                dest_offset: r.dest_offset - base,
+                chunks: r.chunks.iter().map(|c| c - wave.chunks.start).collect(),
+            })
+            .collect();
+        let bytes: u64 = requests.iter().map(|r| r.len()).sum();
+        let mut buffer = device::gpu(ordinal)?.alloc(bytes as usize)?;
+        let io = reader.read(&self.file, &requests, Dest::Device(&mut buffer))?;
+        let chunks = plan.chunks[wave.chunks.clone()]
+            .iter()
+            .map(|c| {
+                let mut c = c.clone();
+                c.dest_offset -= base;
+                c
+            })
+            .collect();
+        Ok((DeviceChunks::new(Arc::new(buffer), chunks), io))
+    }
+
+    /// Reads every planned request onto device `ordinal` through `reader`, then decodes there.
+    /// Large loads are pipelined ([`Self::pipelined`]): the report's `io_time` then sums the
+    /// reads and `decode_time` the decoding of every wave; they overlap, so together they can
+    /// exceed `load_time`.
+    pub(super) fn load_to_device(
+        &self,
+        reader: &dyn RangeReader,
+        ordinal: usize,
+        t0: Instant,
+    ) -> Result<Loaded> {
+        let plan = &self.plan;
+        let total = plan.request_bytes();
+        self.notify(0, 0);
+        // chunks decompressed by the device (SNAPPY unless sent to the host): their waves
+        // overlap reads with kernels; host-decompressed codecs keep the cores busy that the
+        // reads need, and measured slower in waves
+        let md = &self.meta.metadata;
+        let (mut device_compressed, mut host_compressed) = (0u64, 0u64);
+        for c in &plan.chunks {
+            use parquet::basic::Compression;
+            match md.row_group(c.row_group).column(c.column).compression() {
+                Compression::UNCOMPRESSED => {}
+                Compression::SNAPPY if self.tuning.snappy != SnappyPlacement::Host => {
+                    device_compressed += c.len()
+                }
+                _ => host_compressed += c.len(),
+            }
+        }
+        let target = wave_target(
+            total,
+            device_compressed,
+            host_compressed,
+            self.tuning.wave_bytes,
+        );
+        let waves = waves(plan, target);
+        let (batches, gpu_decode, io, decode_time) = if waves.len() > 1 {
+            let mut batches = Vec::with_capacity(plan.row_groups.len());
+            let mut gpu_decode = GpuDecodeReport::default();
+            let mut io = IoReport::default();
+            let mut decode_time = Duration::ZERO;
+            for (b, g, i, d) in self.pipelined(reader, ordinal, &waves)? {
+                batches.extend(b);
+                gpu_decode.absorb(g);
+                io.absorb(i);
+                decode_time += d;
+            }
+            (batches, gpu_decode, io, decode_time)
+        } else {
+            let (chunks, io) = self.read_chunks(reader, ordinal)?;
+            let t_dec = Instant::now();
+            let (batches, gpu_decode) = self.decode_on_gpu(&chunks)?;
+            drop(chunks);
+            (batches, gpu_decode, io, t_dec.elapsed())
+        };
+        self.notify(total, plan.row_groups.len());
+        let schema = self.decoder.schema().clone();
+        let report = LoadReport {
+            path: self.file.path().to_path_buf(),
+            device: self.device.clone(),
+            rows: batches.iter().map(|b| b.num_rows() as u64).sum(),
+            columns: schema.fields().len(),
+            leaf_columns: plan.leaves.len(),
+            row_groups: plan.row_groups.len(),
+            bytes_planned: plan.chunk_bytes(),
+            bytes_read: io.bytes(),
+            footer_bytes: self.meta.reads.iter().map(|r| r.end - r.start).sum(),
+            footer_reads: self.meta.reads.len(),
+            output_bytes: batches.iter().map(|b| b.memory_size() as u64).sum(),
+            settings: self.settings.clone(),
+            io_time: io.wall,
+            io,
+            setup_time: self.t_setup,
+            footer_time: self.t_footer,
+            decode_time,
+            load_time: t0.elapsed(),
+            gpu_decode: Some(gpu_decode),
+        };
+        Ok(Loaded {
+            batches,
+            schema,
+            report,
+        })
+    }
+
+    /// An error unless `chunks` hold exactly this reader's plan.
+    pub(super) fn check_chunks(&self, chunks: &DeviceChunks) -> Result<()> {
+        let plan = &self.plan;
+        let same = chunks.buffer().len() as u64 == plan.request_bytes()
+            && chunks.chunks().len() == plan.chunks.len()
+            && chunks
+                .chunks()
+                .iter()
+                .zip(&plan.chunks)
+                .all(|(a, b)| a.range == b.range && a.dest_offset == b.dest_offset);
+        if same {
+            return Ok(());
+        }
+        Err(Error::Device {
+            device: format!("cuda:{}", chunks.buffer().gpu().ordinal()),
+            reason: format!(
+                "these device chunks were not loaded by this reader's plan of {}",
+                self.file.path().display()
+            ),
+        })
+    }
+
+    /// Decodes column chunks in device memory ([`load_chunks`](Self::load_chunks)) into one
+    /// device batch per row group. Flat columns the GPU decodes are decoded by the kernels of
+    /// [`crate::decode::gpu`]; the others (nested, DELTA_*, BYTE_STREAM_SPLIT, ...) are decoded
+    /// by arrow-rs on the host from a copy of their chunks and uploaded — the report names each
+    /// and why. Both run at once.
+    pub fn decode_on_gpu(
+        &self,
+        chunks: &DeviceChunks,
+    ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
+        self.check_chunks(chunks)?;
+        self.decode_part(chunks, &self.plan.row_groups)
+    }
+
+    /// [`decode_on_gpu`](Self::decode_on_gpu) of `chunks` holding every planned chunk of the
+    /// row groups `row_groups` (a wave of a pipelined load, or the whole plan).
+    pub(super) fn decode_part(
+        &self,
+        chunks: &DeviceChunks,
+        row_groups: &[usize],
+    ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
+        let pass = PassInput {
+            path: self.file.path(),
+            metadata: &self.meta.metadata,
+            leaves: &self.plan.leaves,
+            decoder: &self.decoder,
+            pool: self.host_reader.pool(),
+            snappy: self.tuning.snappy,
+            profile: profile_requested(),
+        };
+        let (batches, report) = decode_pass(&pass, chunks, row_groups)?;
+        let batches = batches
+            .into_iter()
+            .map(|(rg, b)| {
+                let ordinal = chunks.buffer().gpu().ordinal();
+                LoadedBatch::device(b, ordinal, rg)
+            })
+            .collect();
+        Ok((batches, report))
+    }
+}

@@ -1,0 +1,407 @@
+//! Host loads: the plan's units read and decoded in parallel by arrow-rs, each into a buffer
+//! of its own that is recycled once decoded; and the host decode of chunks loaded into device
+//! memory (a cross-check).
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use bytes::Bytes;
+use rayon::prelude::*;
+
+use super::{LoadReport, Loaded, ParquetGpuReader};
+use crate::array::LoadedBatch;
+use crate::decode::gpu::DeviceChunks;
+use crate::error::{Error, Result};
+use crate::io::{Dest, IoReport, RangeReader};
+use crate::plan::{IoRequest, ReadUnit};
+
+/// Unit buffers kept for reuse, across units, loads and readers, up to this many bytes in all:
+/// 256 MiB. On a warm page cache, faulting in fresh pages for every unit costs more than the
+/// reads themselves.
+pub const RETAINED_BUFFER_BYTES: usize = 256 << 20;
+
+static BUFFERS: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+/// A buffer of `len` bytes, recycled when one is free. Its contents are arbitrary: every byte is
+/// overwritten by the unit's requests, which cover it end to end.
+fn take_buffer(len: usize) -> Vec<u8> {
+    let recycled = BUFFERS.lock().ok().and_then(|mut pool| {
+        // the smallest that fits, so that large buffers stay for large units
+        let i = (0..pool.len())
+            .filter(|&i| pool[i].capacity() >= len)
+            .min_by_key(|&i| pool[i].capacity())?;
+        Some(pool.swap_remove(i))
+    });
+    match recycled {
+        Some(mut b) => {
+            b.resize(len, 0);
+            b
+        }
+        None => vec![0u8; len],
+    }
+}
+
+/// Frees the unit buffers kept for reuse (at most [`RETAINED_BUFFER_BYTES`]); returns the bytes
+/// freed. Long-running processes may call it after a burst of loads.
+pub fn release_cached_buffers() -> usize {
+    let mut pool = BUFFERS.lock().unwrap_or_else(|p| p.into_inner());
+    let n = pool.iter().map(Vec::capacity).sum();
+    pool.clear();
+    pool.shrink_to_fit();
+    n
+}
+
+/// Returns a buffer for reuse, unless that would keep more than [`RETAINED_BUFFER_BYTES`].
+fn give_buffer(b: Vec<u8>) {
+    if let Ok(mut pool) = BUFFERS.lock() {
+        let kept: usize = pool.iter().map(Vec::capacity).sum();
+        if kept + b.capacity() <= RETAINED_BUFFER_BYTES {
+            pool.push(b);
+        }
+    }
+}
+
+/// Decoded batches of one row group, for some of its fields.
+type RowGroupPart = (usize, Vec<RecordBatch>);
+
+struct UnitResult {
+    /// Decoded batches per row group, for the unit's fields of that row group.
+    parts: Vec<(usize, Vec<RecordBatch>)>,
+    io: IoReport,
+    decode_time: Duration,
+}
+
+impl ParquetGpuReader {
+    /// Reads one unit's requests into a buffer of its own and decodes its row groups.
+    fn load_unit(&self, reader: &dyn RangeReader, unit: &ReadUnit) -> Result<UnitResult> {
+        let plan = &self.plan;
+        // The unit's requests are laid end to end from the first one's destination offset.
+        let base = plan
+            .requests
+            .get(unit.requests.start)
+            .map_or(0, |q| q.dest_offset);
+        let local: Vec<IoRequest> = plan.requests[unit.requests.clone()]
+            .iter()
+            .map(|q| IoRequest {
+                range: q.range.clone(),
+                dest_offset: q.dest_offset - base,
+                chunks: q.chunks.clone(),
+            })
+            .collect();
+        let mut buf = take_buffer(unit.bytes as usize);
+        let mut io = reader.read(&self.file, &local, Dest::Host(&mut buf))?;
+        for (rec, k) in io.requests.iter_mut().zip(unit.requests.clone()) {
+            rec.index = k;
+        }
+        let t = Instant::now();
+        let data = Bytes::from(buf);
+        let parts = self.decode_unit(unit, data.clone())?;
+        // Recycle the buffer unless decoded arrays still point into it (view types do).
+        if let Ok(m) = data.try_into_mut() {
+            give_buffer(Vec::from(m));
+        }
+        Ok(UnitResult {
+            parts,
+            io,
+            decode_time: t.elapsed(),
+        })
+    }
+
+    /// Decodes one unit from `data`, its requests' bytes laid end to end (as the plan lays
+    /// them from the unit's first destination offset).
+    fn decode_unit(&self, unit: &ReadUnit, data: Bytes) -> Result<Vec<RowGroupPart>> {
+        let plan = &self.plan;
+        let base = plan
+            .requests
+            .get(unit.requests.start)
+            .map_or(0, |q| q.dest_offset);
+        let mut parts = Vec::new();
+        let unit_chunks = &plan.chunks[unit.chunks.clone()];
+        for &rg in &unit.row_groups {
+            let mut leaves = Vec::new();
+            let mut chunks = Vec::new();
+            for c in unit_chunks.iter().filter(|c| c.row_group == rg) {
+                leaves.push(c.column);
+                if c.is_empty() {
+                    continue;
+                }
+                let d = c
+                    .dest_offset
+                    .checked_sub(base)
+                    .filter(|d| d + c.len() <= data.len() as u64)
+                    .ok_or_else(|| Error::BadColumnChunk {
+                        path: self.file.path().to_path_buf(),
+                        row_group: rg,
+                        column: c.path.clone(),
+                        range: Some(c.range.clone()),
+                        reason: "the chunk is not covered by the planned requests".into(),
+                    })? as usize;
+                chunks.push((c.range.clone(), data.slice(d..d + c.len() as usize)));
+            }
+            let decoded = self.decoder.decode_leaves(rg, &leaves, &chunks)?;
+            parts.push((rg, decoded));
+        }
+        Ok(parts)
+    }
+
+    /// Joins the fields of each row group, decoded in different units, into batches of the
+    /// projected schema. `parts` are in unit order, so a row group's parts come in field order.
+    fn join_fields(&self, parts: Vec<(usize, Vec<RecordBatch>)>) -> Result<Vec<LoadedBatch>> {
+        let schema = self.decoder.schema();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < parts.len() {
+            let rg = parts[i].0;
+            let n = parts[i..].iter().take_while(|(r, _)| *r == rg).count();
+            let group = &parts[i..i + n];
+            i += n;
+            if n == 1 {
+                out.extend(group[0].1.iter().cloned().map(|b| LoadedBatch::host(b, rg)));
+                continue;
+            }
+            let mismatch = |what: String| Error::Decode {
+                path: self.file.path().to_path_buf(),
+                row_group: Some(rg),
+                column: None,
+                reason: format!("fields decoded apart do not line up: {what}"),
+            };
+            let batches = group[0].1.len();
+            for (_, p) in group {
+                if p.len() != batches {
+                    return Err(mismatch(format!("{} vs {batches} batches", p.len())));
+                }
+            }
+            for k in 0..batches {
+                let rows = group[0].1[k].num_rows();
+                let mut columns = Vec::with_capacity(schema.fields().len());
+                for (_, p) in group {
+                    if p[k].num_rows() != rows {
+                        return Err(mismatch(format!(
+                            "batch {k}: {} vs {rows} rows",
+                            p[k].num_rows()
+                        )));
+                    }
+                    columns.extend(p[k].columns().iter().cloned());
+                }
+                let opts = RecordBatchOptions::new().with_row_count(Some(rows));
+                let b = RecordBatch::try_new_with_options(schema.clone(), columns, &opts)
+                    .map_err(|e| mismatch(e.to_string()))?;
+                out.push(LoadedBatch::host(b, rg));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads and decodes the plan into host memory through `reader` (see
+    /// [`load_with`](Self::load_with)).
+    pub(super) fn load_to_host(&self, reader: &dyn RangeReader, t0: Instant) -> Result<Loaded> {
+        let plan = &self.plan;
+        let total = plan.request_bytes();
+        let n_rg = plan.row_groups.len();
+        self.notify(0, 0);
+        let units = &plan.units;
+        let read_so_far = AtomicU64::new(0);
+        let done_so_far = AtomicUsize::new(0);
+        // A row group is done when the last of the units holding its fields is.
+        let units_left: Vec<AtomicUsize> = plan
+            .row_groups
+            .iter()
+            .map(|_| AtomicUsize::new(0))
+            .collect();
+        for u in units.iter() {
+            for rg in &u.row_groups {
+                if let Ok(i) = plan.row_groups.binary_search(rg) {
+                    units_left[i].fetch_add(1, Relaxed);
+                }
+            }
+        }
+        let per_unit: Vec<Result<UnitResult>> = self.host_reader.pool().install(|| {
+            units
+                .par_iter()
+                .map(|unit| {
+                    let r = self.load_unit(reader, unit)?;
+                    let b = read_so_far.fetch_add(unit.bytes, Relaxed) + unit.bytes;
+                    let finished = unit
+                        .row_groups
+                        .iter()
+                        .filter_map(|rg| plan.row_groups.binary_search(rg).ok())
+                        .filter(|&i| units_left[i].fetch_sub(1, Relaxed) == 1)
+                        .count();
+                    let d = done_so_far.fetch_add(finished, Relaxed) + finished;
+                    self.notify(b, d);
+                    Ok(r)
+                })
+                .collect()
+        });
+        let mut parts: Vec<(usize, Vec<RecordBatch>)> = Vec::new();
+        let mut records = Vec::with_capacity(plan.requests.len());
+        let (mut io_time, mut decode_time) = (Duration::ZERO, Duration::ZERO);
+        for r in per_unit {
+            let r = r?;
+            parts.extend(r.parts);
+            records.extend(r.io.requests);
+            io_time += r.io.wall;
+            decode_time += r.decode_time;
+        }
+        let t_join = Instant::now();
+        let batches = if units.is_empty() {
+            // No leaf selected: batches carry row counts only; there is nothing to read.
+            let mut v = Vec::new();
+            for &rg in &plan.row_groups {
+                let b = self.decoder.decode_leaves(rg, &[], &[])?;
+                v.extend(b.into_iter().map(|b| LoadedBatch::host(b, rg)));
+            }
+            v
+        } else {
+            self.join_fields(parts)?
+        };
+        decode_time += t_join.elapsed();
+        if units.is_empty() {
+            self.notify(total, n_rg);
+        }
+        records.sort_by_key(|q| q.index);
+        let io = IoReport {
+            requests: records,
+            wall: io_time,
+            threads: self.settings.nthreads,
+            direct_io: self.settings.direct_io,
+            ..IoReport::default()
+        };
+        let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
+        let output_bytes = batches.iter().map(|b| b.memory_size() as u64).sum();
+        let schema = self.decoder.schema().clone();
+        let report = LoadReport {
+            path: self.file.path().to_path_buf(),
+            device: self.device.clone(),
+            rows,
+            columns: schema.fields().len(),
+            leaf_columns: plan.leaves.len(),
+            row_groups: plan.row_groups.len(),
+            bytes_planned: plan.chunk_bytes(),
+            bytes_read: io.bytes(),
+            footer_bytes: self.meta.reads.iter().map(|r| r.end - r.start).sum(),
+            footer_reads: self.meta.reads.len(),
+            output_bytes,
+            settings: self.settings.clone(),
+            io,
+            setup_time: self.t_setup,
+            footer_time: self.t_footer,
+            io_time,
+            decode_time,
+            load_time: t0.elapsed(),
+            gpu_decode: None,
+        };
+        Ok(Loaded {
+            batches,
+            schema,
+            report,
+        })
+    }
+
+    /// Decodes column chunks loaded into device memory on the host, from one device→host copy
+    /// (the round trip GPU decoding will replace). The result equals a host load of the same
+    /// plan.
+    pub fn decode_on_host(&self, chunks: &DeviceChunks) -> Result<Vec<LoadedBatch>> {
+        self.check_chunks(chunks)?;
+        let plan = &self.plan;
+        let mut host = take_buffer(chunks.buffer().len());
+        chunks.buffer().copy_into(0, &mut host)?;
+        let data = Bytes::from(host);
+        let parts: Vec<Result<Vec<RowGroupPart>>> = self.host_reader.pool().install(|| {
+            plan.units
+                .par_iter()
+                .map(|unit| {
+                    let base = plan
+                        .requests
+                        .get(unit.requests.start)
+                        .map_or(0, |q| q.dest_offset) as usize;
+                    let end = (base + unit.bytes as usize).min(data.len());
+                    self.decode_unit(unit, data.slice(base.min(end)..end))
+                })
+                .collect()
+        });
+        let mut all = Vec::new();
+        for p in parts {
+            all.extend(p?);
+        }
+        if plan.units.is_empty() {
+            let mut v = Vec::new();
+            for &rg in &plan.row_groups {
+                let b = self.decoder.decode_leaves(rg, &[], &[])?;
+                v.extend(b.into_iter().map(|b| LoadedBatch::host(b, rg)));
+            }
+            return Ok(v);
+        }
+        self.join_fields(all)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::device::Device;
+    use crate::plan::CoalesceConfig;
+    use crate::reader::tests::int_file;
+
+    #[test]
+    fn unit_buffers_are_kept_and_released() {
+        let f = int_file(&["x"], 10_000, 1 << 20);
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&events);
+        let reader = ParquetGpuReader::builder(f.path())
+            .with_device(Device::Host)
+            .with_progress(move |p| sink.lock().unwrap().push(p))
+            .build()
+            .unwrap();
+        for _ in 0..3 {
+            assert_eq!(reader.load().unwrap().report.rows, 10_000);
+        }
+        // the loads recycled their buffer, which stays cached until released
+        let kept = release_cached_buffers();
+        assert!(kept >= reader.plan().request_bytes() as usize, "{kept}");
+        assert_eq!(release_cached_buffers(), 0);
+        // progress starts at zero and ends with everything read and decoded
+        let ev = events.lock().unwrap().clone();
+        assert_eq!(ev.len(), 6, "{ev:?}");
+        assert_eq!((ev[0].bytes_read, ev[0].row_groups_done), (0, 0));
+        let last = ev[1];
+        assert_eq!(last.bytes_read, last.bytes_total);
+        assert_eq!(last.row_groups_done, last.row_groups_total);
+        assert_eq!(last.row_groups_total, 1);
+    }
+
+    #[test]
+    fn progress_counts_row_groups_whose_fields_span_units() {
+        let f = int_file(&["a", "b", "c"], 1000, 250);
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&events);
+        let reader = ParquetGpuReader::builder(f.path())
+            .with_device(Device::Host)
+            .with_coalescing(CoalesceConfig {
+                unit_target_bytes: 1,
+                ..Default::default()
+            })
+            .with_progress(move |p| sink.lock().unwrap().push(p))
+            .build()
+            .unwrap();
+        assert_eq!(reader.plan().units.len(), 12, "one unit per field");
+        let loaded = reader.load().unwrap();
+        assert_eq!(loaded.report.rows, 1000);
+        let ev = events.lock().unwrap().clone();
+        assert_eq!(ev.len(), 13);
+        let mut done: Vec<usize> = ev.iter().map(|p| p.row_groups_done).collect();
+        assert!(done.iter().all(|&d| d <= 4), "{done:?}");
+        done.sort();
+        assert_eq!(done.last(), Some(&4));
+        let batch = crate::Loaded::to_host(&loaded).unwrap();
+        assert_eq!(batch.len(), 4);
+        assert!(batch
+            .iter()
+            .all(|b| b.num_columns() == 3 && b.num_rows() == 250));
+    }
+}

@@ -1,0 +1,65 @@
+//! [`LoadReport`]: what a load did — where, how many bytes, by which path, how long.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::config::IoSettings;
+use crate::decode::gpu::GpuDecodeReport;
+use crate::device::DeviceChoice;
+use crate::io::IoReport;
+
+/// What a load did: where, how many bytes, by which path, how long.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LoadReport {
+    /// The file.
+    pub path: PathBuf,
+    /// The device chosen and why.
+    pub device: DeviceChoice,
+    /// Rows loaded.
+    pub rows: u64,
+    /// Top-level columns in the result.
+    pub columns: usize,
+    /// Leaf columns read.
+    pub leaf_columns: usize,
+    /// Row groups read.
+    pub row_groups: usize,
+    /// Bytes of the selected column chunks.
+    pub bytes_planned: u64,
+    /// Bytes read (chunks plus alignment padding and coalesced gaps).
+    pub bytes_read: u64,
+    /// Footer bytes read.
+    pub footer_bytes: u64,
+    /// Footer reads.
+    pub footer_reads: usize,
+    /// Bytes of the resulting Arrow buffers.
+    pub output_bytes: u64,
+    /// I/O settings in use.
+    pub settings: IoSettings,
+    /// Per-request I/O record (its `wall`, like `io_time`, is summed over the units read in
+    /// parallel).
+    pub io: IoReport,
+    /// Time to open, read the footer, plan (`build`).
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub setup_time: Duration,
+    /// Of which reading and parsing the footer.
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub footer_time: Duration,
+    /// Time in I/O, summed over the units read in parallel.
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub io_time: Duration,
+    /// Time decoding, summed over the units decoded in parallel.
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub decode_time: Duration,
+    /// Wall time of `load` (I/O + decode).
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub load_time: Duration,
+    /// For a device load: where each field was decoded and why, pages decompressed on the host.
+    pub gpu_decode: Option<GpuDecodeReport>,
+}
+
+impl LoadReport {
+    /// Bytes read per second of load time.
+    pub fn read_throughput(&self) -> f64 {
+        self.bytes_read as f64 / self.load_time.as_secs_f64().max(1e-9)
+    }
+}

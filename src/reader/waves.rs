@@ -1,0 +1,359 @@
+//! Pipelined device loads: the plan's units grouped into waves of whole row groups
+//! ([`waves`], sized by [`wave_target`]), read and decoded so that reading the next wave
+//! overlaps decoding the last ([`ParquetGpuReader::pipelined`]).
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::timeline::Timeline;
+use super::ParquetGpuReader;
+use crate::array::LoadedBatch;
+use crate::decode::gpu::{DeviceChunks, GpuDecodeReport};
+use crate::device::{self, DeviceBuffer};
+use crate::error::{Error, Result};
+use crate::io::{IoReport, RangeReader};
+use crate::plan::ReadPlan;
+
+/// Whole row groups a pipelined device load reads and decodes together, with the consecutive
+/// units ([`ReadPlan::units`]) that carry their chunks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Wave {
+    /// Row groups, ascending.
+    pub(super) row_groups: Vec<usize>,
+    /// Indices into the plan's chunks.
+    pub(super) chunks: std::ops::Range<usize>,
+    /// Indices into the plan's requests (laid end to end in the destination).
+    pub(super) requests: std::ops::Range<usize>,
+    /// Bytes of the requests.
+    pub(super) bytes: u64,
+}
+
+/// Bytes per wave of a device load of mostly uncompressed chunks ([`wave_target`]).
+const UNCOMPRESSED_WAVE_BYTES: u64 = 250 << 20;
+
+/// Bytes per wave of a device load that reads `total` bytes, `device_compressed` of them in
+/// chunks the device decompresses (SNAPPY) and `host_compressed` in chunks the host
+/// decompresses: `set` ([`Tuning::wave_bytes`](crate::config::Tuning::wave_bytes); 0: never pipeline);
+/// else waves of 1 GiB above 4 GiB (which also bounds the device memory a huge load holds in
+/// still-encoded chunks); else one wave below 128 MiB or when mostly host-decompressed; else
+/// two waves when mostly decompressed by the device, and waves of
+/// [`UNCOMPRESSED_WAVE_BYTES`] otherwise, each handed to a decoder as soon as the streamed
+/// read has it. Measured on the H200 (benches/RESULTS.md): the SNAPPY lineitem file (550 MB)
+/// loads 13 % faster in two waves than in one; the ZSTD file (host-decompressed) 4–10 %
+/// slower, its decompression keeping busy the cores the reads need; the uncompressed file
+/// (1.87 GB) 15–30 % faster in 250 MiB waves of a streamed read than in one wave.
+pub(super) fn wave_target(
+    total: u64,
+    device_compressed: u64,
+    host_compressed: u64,
+    set: Option<u64>,
+) -> u64 {
+    if let Some(v) = set {
+        return if v == 0 { u64::MAX } else { v };
+    }
+    if total > 4 << 30 {
+        1 << 30
+    } else if total < 128 << 20 || host_compressed.saturating_mul(2) >= total {
+        u64::MAX
+    } else if device_compressed.saturating_mul(2) >= total {
+        total.div_ceil(2)
+    } else {
+        UNCOMPRESSED_WAVE_BYTES
+    }
+}
+
+/// Pipelined device loads up to this many bytes read as one stream into one allocation
+/// ([`ParquetGpuReader::pipelined`]); larger ones (waves of 1 GiB) read wave by wave, each into
+/// an allocation of its own, which bounds the device memory their still-encoded chunks hold.
+pub(super) const STREAM_MAX_BYTES: u64 = 4 << 30;
+
+/// The plan's units grouped into waves of about `target` bytes that hold whole row groups; one
+/// wave (or none, with no units) when the plan cannot be split.
+pub(super) fn waves(plan: &ReadPlan, target: u64) -> Vec<Wave> {
+    let mut out: Vec<Wave> = Vec::new();
+    let mut cur: Option<Wave> = None;
+    for (k, u) in plan.units.iter().enumerate() {
+        let w = cur.get_or_insert_with(|| Wave {
+            row_groups: Vec::new(),
+            chunks: u.chunks.start..u.chunks.start,
+            requests: u.requests.start..u.requests.start,
+            bytes: 0,
+        });
+        if u.chunks.start != w.chunks.end || u.requests.start != w.requests.end {
+            // not consecutive: no pipelining
+            return vec![];
+        }
+        w.chunks.end = u.chunks.end;
+        w.requests.end = u.requests.end;
+        w.bytes += u.bytes;
+        for &rg in &u.row_groups {
+            if w.row_groups.last() != Some(&rg) {
+                w.row_groups.push(rg);
+            }
+        }
+        let next_first = plan.units.get(k + 1).and_then(|n| n.row_groups.first());
+        let whole = match (next_first, u.row_groups.last()) {
+            (Some(n), Some(l)) => n > l,
+            _ => true,
+        };
+        if whole && w.bytes >= target {
+            out.extend(cur.take());
+        }
+    }
+    out.extend(cur.take());
+    // every planned row group exactly once, and requests that exist, or no pipelining
+    let rgs: Vec<usize> = out
+        .iter()
+        .flat_map(|w| w.row_groups.iter().copied())
+        .collect();
+    if rgs != plan.row_groups || out.iter().any(|w| w.requests.is_empty()) {
+        return vec![];
+    }
+    out
+}
+
+impl ParquetGpuReader {
+    /// Reads and decodes wave after wave ([`waves`]): one thread reads, [`Tuning::decode_threads`](crate::config::Tuning::decode_threads)
+    /// threads decode, each on a decode stream of its own, so reading, decoding and the tails of
+    /// decoding kernels overlap. Loads up to [`STREAM_MAX_BYTES`] read as one stream into one
+    /// allocation where the reader can ([`RangeReader::read_stream`]: every thread reads on
+    /// across wave boundaries, and each wave is handed over as soon as its bytes are in);
+    /// otherwise each wave is read into an allocation of its own, at most one wave ahead of
+    /// the decoders. Returns per wave, in order, its batches and reports.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn pipelined(
+        &self,
+        reader: &dyn RangeReader,
+        ordinal: usize,
+        waves: &[Wave],
+    ) -> Result<Vec<(Vec<LoadedBatch>, GpuDecodeReport, IoReport, Duration)>> {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Condvar;
+        let plan = &self.plan;
+        // never blocks a sender: a streamed read's waves arrive as they complete; the
+        // wave-by-wave reader limits itself below
+        let (tx, rx) =
+            std::sync::mpsc::sync_channel::<(usize, Result<(DeviceChunks, IoReport)>)>(waves.len());
+        let rx = Mutex::new(rx);
+        let stop = AtomicBool::new(false);
+        let results: Mutex<Vec<Option<Result<_>>>> =
+            Mutex::new((0..waves.len()).map(|_| None).collect());
+        let read_so_far = AtomicU64::new(0);
+        let done_so_far = AtomicUsize::new(0);
+        // waves taken by the decoders, for the wave-by-wave reader's limit
+        let taken = (Mutex::new(0usize), Condvar::new());
+        // the streamed read's one allocation: its last reference is dropped here, after every
+        // decode stream has finished with it
+        let total = plan.request_bytes();
+        let shared: Mutex<Option<Arc<DeviceBuffer>>> = Mutex::new(None);
+        if total <= STREAM_MAX_BYTES {
+            let gpu = device::gpu(ordinal)?;
+            *shared.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some(Arc::new(gpu.alloc(total as usize)?));
+        }
+        // with CUPARQUET_PROFILE: when each wave was read and decoded, printed at the end
+        let timeline = Timeline::from_env();
+        std::thread::scope(|s| {
+            let stop = &stop;
+            let timeline = &timeline;
+            let (taken, shared) = (&taken, &shared);
+            s.spawn(move || {
+                let buffer = shared.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                if let Some(buffer) = buffer {
+                    let parts: Vec<Vec<usize>> =
+                        waves.iter().map(|w| w.requests.clone().collect()).collect();
+                    let delivered: Vec<AtomicBool> =
+                        waves.iter().map(|_| AtomicBool::new(false)).collect();
+                    let t = Instant::now();
+                    let streamed = reader.read_stream(
+                        &self.file,
+                        &plan.requests,
+                        &parts,
+                        &buffer,
+                        &|i, io| {
+                            delivered[i].store(true, Relaxed);
+                            timeline.add(|| format!("read {i} (streamed)"), t);
+                            let chunks = DeviceChunks::new(
+                                Arc::clone(&buffer),
+                                plan.chunks[waves[i].chunks.clone()].to_vec(),
+                            );
+                            let _ = tx.send((i, Ok((chunks, io))));
+                        },
+                    );
+                    match streamed {
+                        Some(Ok(())) => return,
+                        Some(Err(e)) => {
+                            if let Some(i) = delivered.iter().position(|d| !d.load(Relaxed)) {
+                                let _ = tx.send((i, Err(e)));
+                            }
+                            return;
+                        }
+                        // this reader reads wave by wave: no shared allocation
+                        None => {
+                            drop(buffer);
+                            *shared.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                        }
+                    }
+                }
+                for (i, w) in waves.iter().enumerate() {
+                    // at most one wave read and not yet taken by a decoder
+                    let (n, cv) = taken;
+                    let mut n = n.lock().unwrap_or_else(|p| p.into_inner());
+                    while *n + 1 < i && !stop.load(Relaxed) {
+                        n = cv.wait(n).unwrap_or_else(|p| p.into_inner());
+                    }
+                    drop(n);
+                    if stop.load(Relaxed) {
+                        break;
+                    }
+                    let t = Instant::now();
+                    let r = self.read_wave(reader, ordinal, w);
+                    timeline.add(|| format!("read {i} ({} MB)", w.bytes / 1_000_000), t);
+                    let failed = r.is_err();
+                    if tx.send((i, r)).is_err() || failed {
+                        break;
+                    }
+                }
+            });
+            for slot in 0..self.tuning.decode_threads {
+                let (rx, results) = (&rx, &results);
+                let (read_so_far, done_so_far) = (&read_so_far, &done_so_far);
+                s.spawn(move || loop {
+                    let msg = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                    let Ok((i, r)) = msg else { break };
+                    {
+                        let (n, cv) = taken;
+                        *n.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+                        cv.notify_all();
+                    }
+                    let out = r.and_then(|(chunks, io)| {
+                        let t = Instant::now();
+                        // the chunks are dropped on this slot's stream, after its kernels
+                        let d = device::with_decode_slot(slot, move || {
+                            let d = self.decode_part(&chunks, &waves[i].row_groups);
+                            drop(chunks);
+                            d
+                        });
+                        timeline.add(|| format!("decode {i} (slot {slot})"), t);
+                        if let Ok((_, g)) = &d {
+                            timeline.note(i, &g.stages);
+                        }
+                        d.map(|(b, g)| (b, g, io, t.elapsed()))
+                    });
+                    if out.is_err() {
+                        stop.store(true, Relaxed);
+                        taken.1.notify_all();
+                    } else {
+                        let bytes = read_so_far.fetch_add(waves[i].bytes, Relaxed);
+                        let rgs = done_so_far.fetch_add(waves[i].row_groups.len(), Relaxed);
+                        self.notify(bytes + waves[i].bytes, rgs + waves[i].row_groups.len());
+                    }
+                    results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(out);
+                });
+            }
+        });
+        if let Some(buffer) = shared.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            // decoders may have enqueued work that still reads it
+            buffer.gpu().synchronize_all_decode()?;
+            drop(buffer);
+        }
+        timeline.print();
+        let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+        let mut out = Vec::with_capacity(waves.len());
+        for (i, r) in results.into_iter().enumerate() {
+            match r {
+                Some(r) => out.push(r?),
+                None => {
+                    return Err(Error::Decode {
+                        path: self.file.path().to_path_buf(),
+                        row_group: waves[i].row_groups.first().copied(),
+                        column: None,
+                        reason: "a wave of the pipelined device load was neither read nor decoded"
+                            .into(),
+                    })
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::Device;
+    use crate::reader::tests::int_file;
+
+    #[test]
+    fn waves_hold_whole_row_groups_and_cover_the_plan() {
+        let f = int_file(&["a", "b", "c"], 40_000, 2_500); // 16 row groups
+        for (unit, within) in [(1u64, false), (2 << 20, false), (32 << 20, true)] {
+            let cfg = crate::plan::CoalesceConfig {
+                unit_target_bytes: unit,
+                units_within_row_groups: within,
+                ..Default::default()
+            };
+            let reader = ParquetGpuReader::builder(f.path())
+                .with_device(Device::Host)
+                .with_coalescing(cfg)
+                .build()
+                .unwrap();
+            let plan = reader.plan();
+            let total = plan.request_bytes();
+            // one wave when the target is the whole load
+            let one = waves(plan, u64::MAX);
+            assert_eq!(one.len(), 1);
+            assert_eq!(one[0].row_groups, plan.row_groups);
+            assert_eq!(one[0].bytes, total);
+            for target in [1, total / 5, total / 2] {
+                let w = waves(plan, target);
+                // a unit is never split: with 2 MiB units this file is one unit, one wave
+                assert!(
+                    w.len() > 1 || plan.units.len() == 1,
+                    "{unit}, {target}: {w:?}"
+                );
+                let rgs: Vec<usize> = w.iter().flat_map(|w| w.row_groups.clone()).collect();
+                assert_eq!(rgs, plan.row_groups);
+                assert_eq!(w.iter().map(|w| w.bytes).sum::<u64>(), total);
+                for (a, b) in w.iter().zip(w.iter().skip(1)) {
+                    assert_eq!(a.chunks.end, b.chunks.start);
+                    assert_eq!(a.requests.end, b.requests.start);
+                    assert!(a.bytes >= target, "only the last wave may be short");
+                }
+                for x in &w {
+                    // the wave's chunks are exactly those of its row groups
+                    assert!(plan.chunks[x.chunks.clone()]
+                        .iter()
+                        .all(|c| x.row_groups.contains(&c.row_group)));
+                    let n: usize = x
+                        .row_groups
+                        .iter()
+                        .map(|&rg| plan.chunks_of_row_group(rg).count())
+                        .sum();
+                    assert_eq!(n, x.chunks.len());
+                }
+            }
+        }
+        const MIB: u64 = 1 << 20;
+        let wave = UNCOMPRESSED_WAVE_BYTES;
+        // uncompressed loads: one wave below 128 MiB, streamed waves up to 4 GiB, then 1 GiB
+        assert_eq!(wave_target(100 * MIB, 0, 0, None), u64::MAX);
+        assert_eq!(wave_target(2 << 30, 0, 0, None), wave);
+        assert_eq!(wave_target(16 << 30, 0, 0, None), 1 << 30);
+        // loads mostly decompressed by the device: two waves from 128 MiB, below it one
+        assert_eq!(wave_target(550 * MIB, 550 * MIB, 0, None), 275 * MIB);
+        assert_eq!(wave_target(550 * MIB, 275 * MIB, 0, None), 275 * MIB);
+        assert_eq!(wave_target(100 * MIB, 100 * MIB, 0, None), u64::MAX);
+        assert_eq!(wave_target(16 << 30, 16 << 30, 0, None), 1 << 30);
+        // loads mostly decompressed by the host: one wave up to 4 GiB
+        assert_eq!(wave_target(550 * MIB, 0, 300 * MIB, None), u64::MAX);
+        assert_eq!(wave_target(550 * MIB, 0, 275 * MIB, None), u64::MAX);
+        assert_eq!(wave_target(550 * MIB, 100 * MIB, 200 * MIB, None), wave);
+        assert_eq!(wave_target(16 << 30, 0, 16 << 30, None), 1 << 30);
+        // a setting wins; 0 never pipelines
+        assert_eq!(wave_target(550 * MIB, 550 * MIB, 0, Some(0)), u64::MAX);
+        assert_eq!(wave_target(2 << 30, 2 << 30, 0, Some(MIB)), MIB);
+    }
+}
