@@ -1,0 +1,32 @@
+//! `cuparquet doctor`: prints the checks of [`cuparquet::doctor`] as lines or JSON.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Exit 0 unless a check fails (no GPU is a warning, not a failure).
+pub(crate) fn doctor(path: &Path, bench: bool, json: bool) -> ExitCode {
+    use cuparquet::doctor::{run, DoctorOptions, Status};
+    let checks = run(&DoctorOptions {
+        path: path.to_path_buf(),
+        bench,
+    });
+    if json {
+        match serde_json::to_string_pretty(&checks) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("cuparquet: error: doctor: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        for c in &checks {
+            println!("{c}");
+        }
+    }
+    let failed = checks.iter().filter(|c| c.status == Status::Fail).count();
+    if failed > 0 {
+        eprintln!("cuparquet: error: doctor: {failed} check(s) failed");
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}

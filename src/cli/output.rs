@@ -1,0 +1,44 @@
+//! What `load` writes besides its summary: the Arrow IPC file of `--output`, and the error for a
+//! failed write.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use cuparquet::Error;
+
+pub(crate) fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Output {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    }
+}
+
+pub(crate) fn write_ipc(out: &Path, loaded: &cuparquet::Loaded) -> Result<(), Error> {
+    let schema = loaded
+        .batches
+        .first()
+        .map(|b| b.schema())
+        .unwrap_or_else(|| loaded.schema.clone());
+    let f = std::fs::File::create(out).map_err(|e| out_err(out, e))?;
+    let mut w = arrow::ipc::writer::FileWriter::try_new(std::io::BufWriter::new(f), &schema)
+        .map_err(|e| out_err(out, e))?;
+    let dictionaries = schema
+        .fields()
+        .iter()
+        .any(|f| matches!(f.data_type(), arrow::datatypes::DataType::Dictionary(..)));
+    if dictionaries {
+        // an IPC file holds one dictionary per field: join the batches (row groups have
+        // dictionaries of their own) into one, whose dictionaries are merged
+        let host = loaded.to_host()?;
+        let one = arrow::compute::concat_batches(&schema, &host).map_err(|e| out_err(out, e))?;
+        w.write(&one).map_err(|e| out_err(out, e))?;
+    } else {
+        for b in &loaded.batches {
+            w.write(&b.to_host()?).map_err(|e| out_err(out, e))?;
+        }
+    }
+    w.finish().map_err(|e| out_err(out, e))?;
+    let mut inner = w.into_inner().map_err(|e| out_err(out, e))?;
+    inner.flush().map_err(|e| out_err(out, e))?;
+    Ok(())
+}
