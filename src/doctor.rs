@@ -341,7 +341,7 @@ fn cufile_json_checks() -> Vec<Check> {
 }
 
 /// Removes `//` and `/* */` comments outside strings (cufile.json carries them).
-pub fn strip_json_comments(s: &str) -> String {
+pub(crate) fn strip_json_comments(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = String::with_capacity(s.len());
     let mut i = 0;

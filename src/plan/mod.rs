@@ -11,7 +11,7 @@
 
 pub mod coalesce;
 pub mod predicate;
-pub mod projection;
+pub(crate) mod projection;
 
 use std::fmt;
 use std::ops::Range;

@@ -11,7 +11,7 @@ use parquet::schema::types::{SchemaDescriptor, Type};
 
 /// Splits a column name into path segments: dots separate, backquotes protect.
 /// Returns `None` for an empty segment or an unterminated backquote.
-pub fn parse_path(name: &str) -> Option<Vec<String>> {
+pub(crate) fn parse_path(name: &str) -> Option<Vec<String>> {
     let mut parts = Vec::new();
     let mut cur = String::new();
     let mut quoted = false;
@@ -80,7 +80,7 @@ fn find(node: &Type, segs: &[String], path: &mut Vec<String>) -> bool {
 
 /// Leaf indices under the node that `segs` names, in schema order; `None` when nothing
 /// matches.
-pub fn resolve_leaves(schema: &SchemaDescriptor, segs: &[String]) -> Option<Vec<usize>> {
+pub(crate) fn resolve_leaves(schema: &SchemaDescriptor, segs: &[String]) -> Option<Vec<usize>> {
     if segs.is_empty() {
         return None;
     }
