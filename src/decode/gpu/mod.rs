@@ -26,7 +26,7 @@
 //! | `page_jobs.rs` | the data-page jobs both value decoders build, and errors naming a page |
 //! | `fixed.rs` | [`decode_fixed_columns`]: fixed-width columns in one launch |
 //! | `bytes.rs` | [`decode_bytes_columns`]: dictionary entries, sizes, offsets, characters, UTF-8 check |
-//! | `launch.rs` | typed kernel launches ([`Const`](launch::Const), [`Mut`](launch::Mut), `Kernel`) and upload / read-back helpers |
+//! | `launch.rs` | typed kernel launches (`Kernel`, `Const`, `Mut`) and upload / read-back helpers |
 //! | `kernels.rs` | the embedded `.cu` sources, each kernel's declared parameters, the job structures' C layout, error bits |
 //! | `profile.rs` | stage timing |
 //!
@@ -68,6 +68,7 @@ use crate::error::{Error, Result};
 use crate::plan::ColumnChunkPlan;
 use launch::zeroed;
 use locate::{locate_pages, PageLocations};
+
 /// Column chunks in device memory, still encoded: one allocation holding every planned
 /// request at its plan destination offset (`ParquetGpuReader::load_chunks`).
 /// `ParquetGpuReader::decode_on_gpu` decodes them into device batches;
