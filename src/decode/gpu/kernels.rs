@@ -193,6 +193,9 @@ macro_rules! c_struct {
             $($(#[$fmeta])* $vis $field: $ty,)*
         }
 
+        // the C structure holds at least the Rust fields (it may add padding)
+        const _: () = assert!(std::mem::size_of::<$name>() <= $size);
+
         impl CStruct for $name {
             #[cfg(test)]
             const NAME: &'static str = stringify!($name);
