@@ -1,9 +1,9 @@
 //! CUDA C sources of the GPU decoder, embedded in the crate and compiled by NVRTC on first use
 //! for the device's architecture (cached on disk by [`device::nvrtc`](crate::device::nvrtc)),
-//! with the Rust side of what they share with the host: every kernel's parameter list
-//! (launched through [`launch`](super::launch)), the job structures in their C layout, and the
-//! meaning of the error bits they set. Unit tests parse the sources and check both
-//! declarations against them.
+//! with the Rust side of what they share with the host: every kernel's parameter list (launched
+//! through the typed layer of `launch.rs`), the job structures in their C layout, and the
+//! meaning of the error bits they set. Unit tests parse the sources and check both declarations
+//! against them.
 
 use super::launch::{Const, Kernel, KernelModule, Mut, Pointee};
 
