@@ -1,68 +1,354 @@
 //! CUDA C sources of the GPU decoder, embedded in the crate and compiled by NVRTC on first use
 //! for the device's architecture (cached on disk by [`device::nvrtc`](crate::device::nvrtc)),
-//! with the Rust mirrors of the structures they share with the host.
+//! with the Rust side of what they share with the host: every kernel's parameter list (launched
+//! through the typed layer of `launch.rs`), the job structures in their C layout, and the
+//! meaning of the error bits they set. Unit tests parse the sources and check both declarations
+//! against them.
+
+use super::launch::{Const, Kernel, KernelModule, Mut, Pointee};
 
 /// Page headers parsed on the device (the twin of [`page_header`](crate::decode::page_header)).
-pub const PAGE_HEADERS: &str = include_str!("kernels/page_headers.cu");
+pub(crate) const PAGE_HEADERS_MODULE: KernelModule = KernelModule {
+    name: "page_headers",
+    source: include_str!("kernels/page_headers.cu"),
+};
 
 /// Fixed-width flat columns: levels, PLAIN and dictionary values, conversions.
-pub const DECODE_FIXED: &str = concat!(
-    include_str!("kernels/common.cuh"),
-    include_str!("kernels/decode_fixed.cu")
-);
+pub(crate) const DECODE_FIXED_MODULE: KernelModule = KernelModule {
+    name: "decode_fixed",
+    source: concat!(
+        include_str!("kernels/common.cuh"),
+        include_str!("kernels/decode_fixed.cu")
+    ),
+};
 
 /// BYTE_ARRAY flat columns: sizes first, then characters in place.
-pub const DECODE_BYTES: &str = concat!(
-    include_str!("kernels/common.cuh"),
-    include_str!("kernels/decode_bytes.cu")
-);
+pub(crate) const DECODE_BYTES_MODULE: KernelModule = KernelModule {
+    name: "decode_bytes",
+    source: concat!(
+        include_str!("kernels/common.cuh"),
+        include_str!("kernels/decode_bytes.cu")
+    ),
+};
 
 /// SNAPPY page decompression, one block per page.
-pub const SNAPPY: &str = include_str!("kernels/snappy.cu");
+pub(crate) const SNAPPY_MODULE: KernelModule = KernelModule {
+    name: "snappy",
+    source: include_str!("kernels/snappy.cu"),
+};
 
-/// Threads per block of `snappy_pages` (`SNAPPY_THREADS` in snappy.cu; a unit test checks).
-pub const SNAPPY_THREADS: u32 = 256;
-
-/// Output bytes per fragment of a large SNAPPY page (`SNAPPY_FRAGMENT` in snappy.cu).
-pub const SNAPPY_FRAGMENT: u64 = 65536;
-
-/// Every kernel module: (name, source).
-pub const MODULES: &[(&str, &str)] = &[
-    ("page_headers", PAGE_HEADERS),
-    ("decode_fixed", DECODE_FIXED),
-    ("decode_bytes", DECODE_BYTES),
-    ("snappy", SNAPPY),
+/// Every kernel module.
+#[cfg(test)]
+pub(crate) const MODULES: &[&KernelModule] = &[
+    &PAGE_HEADERS_MODULE,
+    &DECODE_FIXED_MODULE,
+    &DECODE_BYTES_MODULE,
+    &SNAPPY_MODULE,
 ];
 
-/// Mirror of `struct SnappyJob` in `kernels/snappy.cu` (32 bytes): one compressed stream.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SnappyJob {
-    /// Device address of the compressed bytes.
-    pub src: u64,
-    /// Compressed bytes.
-    pub src_len: u64,
-    /// Device address of the output.
-    pub dst: u64,
-    /// Expected decompressed bytes.
-    pub dst_len: u64,
+/// Threads per block of `snappy_pages` (`SNAPPY_THREADS` in snappy.cu; a unit test checks).
+pub(crate) const SNAPPY_THREADS: u32 = 256;
+
+/// Output bytes per fragment of a large SNAPPY page (`SNAPPY_FRAGMENT` in snappy.cu).
+pub(crate) const SNAPPY_FRAGMENT: u64 = 65536;
+
+/// Declares each kernel once: `CONST = function in MODULE(parameter types);`, and the list of
+/// them all the signature test walks.
+macro_rules! kernels {
+    ($($(#[$meta:meta])* $konst:ident = $name:ident in $module:ident($($arg:ty),+ $(,)?);)*) => {
+        $(
+            $(#[$meta])*
+            pub(crate) const $konst: Kernel<($($arg,)+)> =
+                Kernel::new(&$module, stringify!($name));
+        )*
+
+        /// Every declared kernel: (module, function, parameter C types).
+        #[cfg(test)]
+        pub(crate) fn declared_kernels() -> Vec<(&'static str, &'static str, Vec<String>)> {
+            vec![$(($konst.module.name, $konst.name, $konst.c_types())),*]
+        }
+    };
 }
 
-impl SnappyJob {
-    /// The 32 bytes the kernel reads.
-    pub fn to_bytes(&self) -> [u8; 32] {
-        let mut b = [0u8; 32];
-        for (k, v) in [self.src, self.src_len, self.dst, self.dst_len]
-            .iter()
-            .enumerate()
-        {
-            b[8 * k..8 * k + 8].copy_from_slice(&v.to_le_bytes());
-        }
+kernels! {
+    /// Per chunk: counts its pages (or fills `pages` up to the capacity in `page_counts`).
+    /// (base, chunk_offsets, chunk_lens, num_chunks, page_counts, page_start, pages, errors).
+    PAGE_HEADERS = page_headers in PAGE_HEADERS_MODULE(
+        Const<u8>, Const<u64>, Const<u64>, i32, Mut<i32>, Const<i64>, Mut<PageInfo>, Mut<u32>
+    );
+    /// One block per data page: levels, values, conversions.
+    /// (pages, cols, def_scratch, idx_scratch, scratch_base, errors).
+    DECODE_FIXED_PAGES = decode_fixed_pages in DECODE_FIXED_MODULE(
+        Const<PageJob>, Const<ColumnJob>, Mut<u8>, Mut<u32>, Const<u64>, Mut<u32>
+    );
+    /// One block per dictionary page: each entry's (address, length).
+    /// (dict_data, dict_len_bytes, dict_count, entries_out, num_dicts, errors).
+    DICT_ENTRIES = dict_entries in DECODE_BYTES_MODULE(
+        Const<u64>, Const<u64>, Const<i32>, Const<Mut<u64>>, i32, Mut<u32>
+    );
+    /// One block per data page: each row's length and source.
+    /// (pages, cols, idx_scratch, src_scratch, scratch_base, errors).
+    BYTES_SIZES = bytes_sizes in DECODE_BYTES_MODULE(
+        Const<PageJob>, Const<BytesColumn>, Mut<u32>, Mut<u64>, Const<u64>, Mut<u32>
+    );
+    /// One block per data page: the characters copied to their offsets.
+    /// (pages, src_scratch, scratch_base, col_offsets, col_chars).
+    BYTES_CHARS = bytes_chars in DECODE_BYTES_MODULE(
+        Const<PageJob>, Const<u64>, Const<u64>, Const<u64>, Const<u64>
+    );
+    /// One thread per row: the first row that is not valid UTF-8.
+    /// (offsets, chars, rows, first_bad).
+    UTF8_CHECK = utf8_check in DECODE_BYTES_MODULE(Const<i64>, Const<u8>, u64, Mut<u64>);
+    /// One block per span of lengths: its sum. (lengths, rows, sums).
+    SPAN_SUMS = span_sums in DECODE_BYTES_MODULE(Const<i64>, u64, Mut<i64>);
+    /// One block per span: the offsets from the span bases.
+    /// (lengths, rows, bases, off64, off32 or null).
+    WRITE_OFFSETS = write_offsets in DECODE_BYTES_MODULE(
+        Const<i64>, u64, Const<i64>, Mut<i64>, Mut<i32>
+    );
+    /// One block per page: decompressed whole. (jobs, num_jobs, errors).
+    SNAPPY_PAGES = snappy_pages in SNAPPY_MODULE(Const<SnappyJob>, i32, Mut<u32>);
+    /// One block per page: where its 64 KiB fragments start.
+    /// (jobs, num_jobs, splits, split_base, errors).
+    SNAPPY_SPLIT = snappy_split in SNAPPY_MODULE(
+        Const<SnappyJob>, i32, Mut<u64>, Const<u64>, Mut<u32>
+    );
+    /// One block per fragment of a page. (jobs, num_jobs, errors).
+    SNAPPY_FRAGMENTS = snappy_fragments in SNAPPY_MODULE(Const<SnappyJob>, i32, Mut<u32>);
+}
+
+/// A field of a job structure: a C scalar, naturally aligned, little-endian.
+pub(crate) trait CField: Copy {
+    /// The C type (`u64`, `i64`, `int`), for the layout test.
+    #[cfg(test)]
+    const C_TYPE: &'static str;
+    /// Bytes, also the alignment.
+    const SIZE: usize;
+    /// Writes the value at `out[..SIZE]`.
+    fn put(self, out: &mut [u8]);
+    /// Reads a value from `b[..SIZE]`.
+    fn get(b: &[u8]) -> Self;
+}
+
+macro_rules! c_field {
+    ($($t:ty => $c:literal),*) => {
+        $(impl CField for $t {
+            #[cfg(test)]
+            const C_TYPE: &'static str = $c;
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn put(self, out: &mut [u8]) {
+                out[..Self::SIZE].copy_from_slice(&self.to_le_bytes());
+            }
+            fn get(b: &[u8]) -> Self {
+                <$t>::from_le_bytes(b[..Self::SIZE].try_into().unwrap_or_default())
+            }
+        })*
+    };
+}
+c_field!(u64 => "u64", i64 => "i64", i32 => "int");
+
+/// A structure shared with the kernels, in its C layout (fields in order, each at its natural
+/// alignment, zero padding up to `SIZE`).
+pub(crate) trait CStruct: Sized {
+    /// The C structure's name (for the layout test, like `FIELDS`).
+    #[cfg(test)]
+    const NAME: &'static str;
+    /// `sizeof` in C.
+    const SIZE: usize;
+    /// (name, C type) of each field, in order (padding left out).
+    #[cfg(test)]
+    const FIELDS: &'static [(&'static str, &'static str)];
+    /// Writes the C layout into `out[..SIZE]` (padding untouched).
+    fn write_to(&self, out: &mut [u8]);
+    /// Reads the C layout from `b[..SIZE]`.
+    fn from_bytes(b: &[u8]) -> Self;
+
+    /// The `SIZE` bytes the kernels read.
+    #[cfg(test)]
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut b = vec![0; Self::SIZE];
+        self.write_to(&mut b);
         b
     }
 }
 
+/// The offset of a field of `size` bytes placed after `end` bytes, naturally aligned.
+const fn field_at(end: usize, size: usize) -> usize {
+    end.next_multiple_of(size)
+}
+
+/// Declares a Rust mirror of a C job structure: the struct, its [`CStruct`] layout and its
+/// [`Pointee`] name (the C name is the Rust name).
+macro_rules! c_struct {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident($size:literal bytes) {
+            $($(#[$fmeta:meta])* $field:ident: $ty:ty,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[repr(C)]
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        $vis struct $name {
+            $($(#[$fmeta])* $vis $field: $ty,)*
+        }
+
+        // the C structure holds at least the Rust fields (it may add padding)
+        const _: () = assert!(std::mem::size_of::<$name>() <= $size);
+
+        impl CStruct for $name {
+            #[cfg(test)]
+            const NAME: &'static str = stringify!($name);
+            const SIZE: usize = $size;
+            #[cfg(test)]
+            const FIELDS: &'static [(&'static str, &'static str)] =
+                &[$((stringify!($field), <$ty as CField>::C_TYPE)),*];
+
+            fn write_to(&self, out: &mut [u8]) {
+                let mut end = 0;
+                $(
+                    let at = field_at(end, <$ty as CField>::SIZE);
+                    self.$field.put(&mut out[at..]);
+                    end = at + <$ty as CField>::SIZE;
+                )*
+                let _ = end;
+            }
+
+            fn from_bytes(b: &[u8]) -> Self {
+                let mut end = 0;
+                $(
+                    let at = field_at(end, <$ty as CField>::SIZE);
+                    let $field = <$ty as CField>::get(&b[at..]);
+                    end = at + <$ty as CField>::SIZE;
+                )*
+                let _ = end;
+                $name { $($field),* }
+            }
+        }
+
+        impl Pointee for $name {
+            #[cfg(test)]
+            fn c_name() -> String {
+                stringify!($name).to_string()
+            }
+        }
+    };
+}
+
+c_struct! {
+    /// Mirror of `struct SnappyJob` in `kernels/snappy.cu`: one compressed stream.
+    pub(crate) struct SnappyJob(32 bytes) {
+        /// Device address of the compressed bytes.
+        src: u64,
+        /// Compressed bytes.
+        src_len: u64,
+        /// Device address of the output.
+        dst: u64,
+        /// Expected decompressed bytes.
+        dst_len: u64,
+    }
+}
+
+c_struct! {
+    /// Mirror of `struct BytesColumn` in `kernels/decode_bytes.cu`.
+    pub(crate) struct BytesColumn(48 bytes) {
+        /// (address, length) pairs of the dictionary entries, 0 when none.
+        dict_entries: u64,
+        /// i64 length per row.
+        lengths: u64,
+        /// Validity words, 0 when required.
+        out_valid: u64,
+        /// u64 null counter.
+        null_count: u64,
+        /// Dictionary entries.
+        dict_len: i32,
+    }
+}
+
+c_struct! {
+    /// Mirror of `struct PageJob` in `kernels/common.cuh`: one data page.
+    pub(crate) struct PageJob(64 bytes) {
+        /// Device address of the page data (levels + values).
+        data: u64,
+        /// Bytes of page data.
+        data_len: u64,
+        /// First row of the page in its column's output.
+        row_start: u64,
+        /// Rows of the page.
+        num_values: i32,
+        /// Value encoding (0 PLAIN, 2 / 8 dictionary).
+        encoding: i32,
+        /// Maximum definition level (0 or 1).
+        max_def: i32,
+        /// 1 for a v2 page.
+        v2: i32,
+        /// v2: definition level bytes.
+        def_len: i32,
+        /// v2: repetition level bytes.
+        rep_len: i32,
+        /// Index of the column job.
+        column: i32,
+    }
+}
+
+c_struct! {
+    /// Mirror of `struct ColumnJob` in `kernels/decode_fixed.cu`: one output column.
+    pub(crate) struct ColumnJob(48 bytes) {
+        /// Output values (rows × out_width bytes, zeroed).
+        out_values: u64,
+        /// Validity bitmap (zeroed u32 words), 0 for required columns.
+        out_valid: u64,
+        /// Dictionary values, 0 when none.
+        dict: u64,
+        /// Device address of the column's u64 null counter.
+        null_count: u64,
+        /// Dictionary entries.
+        dict_len: i32,
+        /// Bytes per stored value.
+        phys_width: i32,
+        /// Bytes per output value.
+        out_width: i32,
+        /// Conversion number (see [`conversion_code`]).
+        conversion: i32,
+    }
+}
+
+c_struct! {
+    /// Mirror of `struct PageInfo` in `kernels/page_headers.cu`: one page of a chunk.
+    pub struct PageInfo(64 bytes) {
+        /// Offset of the header from the start of the chunk.
+        header_offset: i64,
+        /// Offset of the page data (`header_offset` + header length).
+        data_offset: i64,
+        /// Page kind (0 data v1, 1 index, 2 dictionary, 3 data v2).
+        kind: i32,
+        /// Page data bytes after decompression.
+        uncompressed_size: i32,
+        /// Page data bytes as stored.
+        compressed_size: i32,
+        /// Values (nulls included).
+        num_values: i32,
+        /// Value encoding.
+        encoding: i32,
+        /// v1: definition level encoding.
+        def_level_encoding: i32,
+        /// v1: repetition level encoding.
+        rep_level_encoding: i32,
+        /// v2: nulls.
+        num_nulls: i32,
+        /// v2: rows.
+        num_rows: i32,
+        /// v2: definition level bytes.
+        def_levels_len: i32,
+        /// v2: repetition level bytes.
+        rep_levels_len: i32,
+        /// v2: values compressed (1) or not (0).
+        is_compressed: i32,
+    }
+}
+
 /// Error bits of `snappy_pages`, per page.
-pub const SNAPPY_ERRORS: &[(u32, &str)] = &[
+pub(crate) const SNAPPY_ERRORS: &[(u32, &str)] = &[
     (0x1, "the SNAPPY stream ends inside an element"),
     (
         0x2,
@@ -74,138 +360,6 @@ pub const SNAPPY_ERRORS: &[(u32, &str)] = &[
         "the SNAPPY length differs from the page's uncompressed size",
     ),
 ];
-
-/// Mirror of `struct BytesColumn` in `kernels/decode_bytes.cu` (48 bytes).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct BytesColumn {
-    /// (address, length) pairs of the dictionary entries, 0 when none.
-    pub dict_entries: u64,
-    /// i64 length per row.
-    pub lengths: u64,
-    /// Validity words, 0 when required.
-    pub out_valid: u64,
-    /// u64 null counter.
-    pub null_count: u64,
-    /// Dictionary entries.
-    pub dict_len: i32,
-}
-
-impl BytesColumn {
-    /// The 48 bytes the kernel reads.
-    pub fn to_bytes(&self) -> [u8; 48] {
-        let mut b = [0u8; 48];
-        for (k, v) in [
-            self.dict_entries,
-            self.lengths,
-            self.out_valid,
-            self.null_count,
-        ]
-        .iter()
-        .enumerate()
-        {
-            b[8 * k..8 * k + 8].copy_from_slice(&v.to_le_bytes());
-        }
-        b[32..36].copy_from_slice(&self.dict_len.to_le_bytes());
-        b
-    }
-}
-
-/// Mirror of `struct PageJob` in `kernels/decode_fixed.cu` (64 bytes): one data page.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PageJob {
-    /// Device address of the page data (levels + values).
-    pub data: u64,
-    /// Bytes of page data.
-    pub data_len: u64,
-    /// First row of the page in its column's output.
-    pub row_start: u64,
-    /// Rows of the page.
-    pub num_values: i32,
-    /// Value encoding (0 PLAIN, 2 / 8 dictionary).
-    pub encoding: i32,
-    /// Maximum definition level (0 or 1).
-    pub max_def: i32,
-    /// 1 for a v2 page.
-    pub v2: i32,
-    /// v2: definition level bytes.
-    pub def_len: i32,
-    /// v2: repetition level bytes.
-    pub rep_len: i32,
-    /// Index of the column job.
-    pub column: i32,
-}
-
-impl PageJob {
-    /// The 64 bytes the kernel reads.
-    pub fn to_bytes(&self) -> [u8; 64] {
-        let mut b = [0u8; 64];
-        b[0..8].copy_from_slice(&self.data.to_le_bytes());
-        b[8..16].copy_from_slice(&self.data_len.to_le_bytes());
-        b[16..24].copy_from_slice(&self.row_start.to_le_bytes());
-        for (k, v) in [
-            self.num_values,
-            self.encoding,
-            self.max_def,
-            self.v2,
-            self.def_len,
-            self.rep_len,
-            self.column,
-            0,
-        ]
-        .iter()
-        .enumerate()
-        {
-            b[24 + 4 * k..28 + 4 * k].copy_from_slice(&v.to_le_bytes());
-        }
-        b
-    }
-}
-
-/// Mirror of `struct ColumnJob` in `kernels/decode_fixed.cu` (48 bytes): one output column.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ColumnJob {
-    /// Output values (rows × out_width bytes, zeroed).
-    pub out_values: u64,
-    /// Validity bitmap (zeroed u32 words), 0 for required columns.
-    pub out_valid: u64,
-    /// Dictionary values, 0 when none.
-    pub dict: u64,
-    /// Device address of the column's u64 null counter.
-    pub null_count: u64,
-    /// Dictionary entries.
-    pub dict_len: i32,
-    /// Bytes per stored value.
-    pub phys_width: i32,
-    /// Bytes per output value.
-    pub out_width: i32,
-    /// Conversion number (see [`conversion_code`]).
-    pub conversion: i32,
-}
-
-impl ColumnJob {
-    /// The 48 bytes the kernel reads.
-    pub fn to_bytes(&self) -> [u8; 48] {
-        let mut b = [0u8; 48];
-        for (k, v) in [self.out_values, self.out_valid, self.dict, self.null_count]
-            .iter()
-            .enumerate()
-        {
-            b[8 * k..8 * k + 8].copy_from_slice(&v.to_le_bytes());
-        }
-        for (k, v) in [
-            self.dict_len,
-            self.phys_width,
-            self.out_width,
-            self.conversion,
-        ]
-        .iter()
-        .enumerate()
-        {
-            b[32 + 4 * k..36 + 4 * k].copy_from_slice(&v.to_le_bytes());
-        }
-        b
-    }
-}
 
 /// The kernel's number for a conversion, or `None` for those `decode_fixed` does not do.
 pub fn conversion_code(c: crate::decode::gpu_plan::Conversion) -> Option<i32> {
@@ -227,7 +381,7 @@ pub fn conversion_code(c: crate::decode::gpu_plan::Conversion) -> Option<i32> {
 }
 
 /// Error bits of `decode_fixed_pages`, per page.
-pub const DECODE_FIXED_ERRORS: &[(u32, &str)] = &[
+pub(crate) const DECODE_FIXED_ERRORS: &[(u32, &str)] = &[
     (0x1, "definition levels run past the page"),
     (0x2, "an RLE/bit-packed run is cut short or malformed"),
     (0x4, "a dictionary index is out of range"),
@@ -237,42 +391,8 @@ pub const DECODE_FIXED_ERRORS: &[(u32, &str)] = &[
     (0x40, "dictionary-encoded values without a dictionary page"),
 ];
 
-/// Mirror of `struct PageInfo` in `kernels/page_headers.cu` (64 bytes).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PageInfo {
-    /// Offset of the header from the start of the chunk.
-    pub header_offset: i64,
-    /// Offset of the page data (`header_offset` + header length).
-    pub data_offset: i64,
-    /// Page kind (0 data v1, 1 index, 2 dictionary, 3 data v2).
-    pub kind: i32,
-    /// Page data bytes after decompression.
-    pub uncompressed_size: i32,
-    /// Page data bytes as stored.
-    pub compressed_size: i32,
-    /// Values (nulls included).
-    pub num_values: i32,
-    /// Value encoding.
-    pub encoding: i32,
-    /// v1: definition level encoding.
-    pub def_level_encoding: i32,
-    /// v1: repetition level encoding.
-    pub rep_level_encoding: i32,
-    /// v2: nulls.
-    pub num_nulls: i32,
-    /// v2: rows.
-    pub num_rows: i32,
-    /// v2: definition level bytes.
-    pub def_levels_len: i32,
-    /// v2: repetition level bytes.
-    pub rep_levels_len: i32,
-    /// v2: values compressed (1) or not (0).
-    pub is_compressed: i32,
-}
-
 /// Error bits the page-header kernel sets per chunk, with their meaning.
-pub const PAGE_HEADER_ERRORS: &[(u32, &str)] = &[
+pub(crate) const PAGE_HEADER_ERRORS: &[(u32, &str)] = &[
     (0x1, "a page header ends past the chunk"),
     (0x2, "a header field has an unexpected type or value"),
     (0x4, "a negative or inconsistent size or count"),
@@ -283,7 +403,7 @@ pub const PAGE_HEADER_ERRORS: &[(u32, &str)] = &[
 ];
 
 /// The meaning of the error bits `bits`, joined.
-pub fn describe_errors(bits: u32, table: &[(u32, &str)]) -> String {
+pub(crate) fn describe_errors(bits: u32, table: &[(u32, &str)]) -> String {
     let mut v: Vec<&str> = table
         .iter()
         .filter(|(b, _)| bits & b != 0)
@@ -330,7 +450,8 @@ mod tests {
     #[test]
     fn snappy_constants_match_the_kernel() {
         let define = |name: &str| -> u64 {
-            let line = SNAPPY
+            let line = SNAPPY_MODULE
+                .source
                 .lines()
                 .find(|l| l.starts_with(&format!("#define {name} ")))
                 .unwrap_or_else(|| panic!("{name} in snappy.cu"));
@@ -363,12 +484,105 @@ mod tests {
             eprintln!("skipping the NVRTC compile check: {e}");
             return;
         }
-        for (name, src) in MODULES {
+        for KernelModule { name, source: src } in MODULES {
             for arch in ["sm_90", "sm_80"] {
                 let cubin = crate::device::nvrtc::compile_cubin(name, src, arch, &[])
                     .unwrap_or_else(|e| panic!("{name} for {arch}: {e}"));
                 assert!(cubin.starts_with(b"\x7fELF"), "{name}: not an ELF image");
             }
         }
+    }
+
+    /// Every declared kernel's parameters are those of its `extern "C"` signature in its
+    /// module's source, and every kernel of the sources is declared.
+    #[test]
+    fn kernel_declarations_match_the_sources() {
+        use crate::decode::gpu::c_source::kernel_signatures;
+        let declared = declared_kernels();
+        let mut found = 0;
+        for m in MODULES {
+            for (name, params) in kernel_signatures(m.source) {
+                let Some((_, _, types)) = declared.iter().find(|d| d.0 == m.name && d.1 == name)
+                else {
+                    panic!("kernel {name} of module {} is not declared in Rust", m.name);
+                };
+                assert_eq!(*types, params, "the parameters of {}::{name}", m.name);
+                found += 1;
+            }
+        }
+        assert_eq!(
+            found,
+            declared.len(),
+            "declared kernels missing from their sources"
+        );
+        assert_eq!(found, 11);
+    }
+
+    fn mirror<T: CStruct>() -> (&'static str, usize, &'static [(&'static str, &'static str)]) {
+        (T::NAME, T::SIZE, T::FIELDS)
+    }
+
+    /// The Rust mirrors have the fields of the C structures, in order and of the same types
+    /// (padding aside), and the size the sources assert; every structure whose size the
+    /// sources assert has a mirror.
+    #[test]
+    fn job_structs_match_the_sources() {
+        use crate::decode::gpu::c_source::{asserted_size, asserted_structs, struct_fields};
+        let mirrors = [
+            mirror::<SnappyJob>(),
+            mirror::<BytesColumn>(),
+            mirror::<PageJob>(),
+            mirror::<ColumnJob>(),
+            mirror::<PageInfo>(),
+        ];
+        let all: String = MODULES.iter().map(|m| m.source).collect();
+        for (name, size, fields) in mirrors {
+            let c: Vec<(String, String)> = struct_fields(&all, name)
+                .unwrap_or_else(|| panic!("struct {name} in the sources"))
+                .into_iter()
+                .filter(|(n, _)| !n.starts_with("pad"))
+                .collect();
+            let rust: Vec<(String, String)> = fields
+                .iter()
+                .map(|&(n, t)| (n.to_string(), t.to_string()))
+                .collect();
+            assert_eq!(rust, c, "the fields of {name}");
+            assert_eq!(asserted_size(&all, name), Some(size), "sizeof({name})");
+        }
+        for name in asserted_structs(&all) {
+            assert!(
+                mirrors.iter().any(|m| m.0 == name),
+                "struct {name} has no Rust mirror"
+            );
+        }
+    }
+
+    #[test]
+    fn job_structs_round_trip_their_c_layout() {
+        let p = PageInfo {
+            header_offset: -1,
+            data_offset: 2,
+            kind: 3,
+            num_rows: -4,
+            is_compressed: 5,
+            ..PageInfo::default()
+        };
+        let b = p.to_bytes();
+        assert_eq!(b.len(), 64);
+        assert_eq!(b[48..52], (-4i32).to_le_bytes());
+        assert_eq!(PageInfo::from_bytes(&b), p);
+        let c = BytesColumn {
+            dict_len: -7,
+            ..BytesColumn::default()
+        };
+        let b = c.to_bytes();
+        assert_eq!((b.len(), &b[32..36]), (48, &(-7i32).to_le_bytes()[..]));
+        assert!(b[36..].iter().all(|&x| x == 0));
+        assert_eq!(BytesColumn::from_bytes(&b), c);
+        let s = SnappyJob {
+            dst_len: 9,
+            ..SnappyJob::default()
+        };
+        assert_eq!(SnappyJob::from_bytes(&s.to_bytes()), s);
     }
 }

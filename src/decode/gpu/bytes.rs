@@ -1,0 +1,534 @@
+//! BYTE_ARRAY flat columns (Utf8, Binary and their Large forms), in stages, each one launch
+//! over all pages of a pass: dictionary entries, sizes (each row's length and source), offsets
+//! (span sums on the device, a host scan of those, then every column's offsets), characters
+//! copied in place, and the UTF-8 check of Utf8 columns.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::kernels::{
+    BytesColumn, PageJob, BYTES_CHARS, BYTES_SIZES, DECODE_BYTES_MODULE, DECODE_FIXED_ERRORS,
+    DICT_ENTRIES, SPAN_SUMS, UTF8_CHECK, WRITE_OFFSETS,
+};
+use super::launch::{
+    i32s_from_device, u64s, u64s_from_device, upload, upload_table, validity_words, zeroed, Const,
+    Mut,
+};
+use super::page_jobs::{data_page_jobs, page_errors, row_bases, PageName};
+use super::profile::{since, timed};
+use super::{DeviceColumn, Pass, Selected};
+use crate::decode::gpu_plan::Conversion;
+use crate::device::nvrtc::Module;
+use crate::device::{DeviceBuffer, Gpu};
+use crate::error::{Error, Result};
+
+/// Rows per span of the offset scan: SCAN_THREADS * SCAN_PER_THREAD in decode_bytes.cu.
+const SPAN: usize = 256 * 16;
+
+/// Decodes the BYTE_ARRAY columns of `columns` (Utf8, Binary and their Large forms) from the
+/// chunks of a device load: sizes first, offsets from their sum, then the characters written in
+/// place.
+pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
+    let t_setup = Instant::now();
+    let Pass { chunks, path, .. } = *pass;
+    let gpu = Arc::clone(chunks.buffer().gpu());
+    let BytesJobs {
+        page_jobs,
+        page_names,
+        cols,
+        outs,
+        dicts,
+        dict_tables,
+        dict_names,
+        counters,
+        uploads,
+    } = bytes_jobs(pass)?;
+    if outs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let module = DECODE_BYTES_MODULE.load(&gpu)?;
+    since("byte-array setup", t_setup);
+    let stages = Stages {
+        gpu: &gpu,
+        module: &module,
+        path,
+    };
+    // 1. dictionary entries
+    if !dicts.is_empty() {
+        stages.dictionary_entries(&dicts, &dict_tables, &dict_names)?;
+    }
+    // 2. sizes
+    let sizes = stages.sizes(&page_jobs, &page_names, &cols)?;
+    // 3. offsets and character buffers
+    let offsets = stages.offsets(&outs, pass)?;
+    // 4. characters
+    let _tables = stages.characters(&page_jobs, &sizes, &offsets)?;
+    drop(uploads);
+    // 5. UTF-8 validation of Utf8 columns
+    stages.utf8_check(&outs, &offsets)?;
+    let Offsets {
+        offsets64: _,
+        scratch,
+        chars,
+        final_offsets,
+        ..
+    } = offsets;
+    drop(scratch);
+    let null_counts = u64s_from_device(&counters, outs.len())?;
+    let fields = pass.fields;
+    let mut result = Vec::with_capacity(outs.len());
+    for ((o, offs), ch) in outs.into_iter().zip(final_offsets).zip(chars) {
+        result.push(DeviceColumn {
+            field: o.field,
+            row_group: o.row_group,
+            data_type: fields[o.field].data_type().clone(),
+            len: o.rows,
+            null_count: null_counts[result.len()] as usize,
+            buffers: vec![offs, ch],
+            validity: o.validity,
+            host_decompressed_pages: o.host_pages,
+        });
+    }
+    Ok(result)
+}
+
+/// A byte-array column of one row group being decoded.
+struct Out {
+    field: usize,
+    row_group: usize,
+    path: String,
+    rows: usize,
+    large: bool,
+    utf8: bool,
+    /// i64 per row, written by `bytes_sizes`.
+    lengths: DeviceBuffer,
+    validity: Option<DeviceBuffer>,
+    host_pages: usize,
+}
+
+/// The work of [`decode_bytes_columns`]: a job per data page (with its name) and per column,
+/// the columns, the dictionaries ((data address, bytes, entries), their entry tables, their
+/// names), the null counters, and the decompressed pages the jobs point into.
+struct BytesJobs {
+    page_jobs: Vec<PageJob>,
+    page_names: Vec<PageName>,
+    cols: Vec<BytesColumn>,
+    outs: Vec<Out>,
+    dicts: Vec<(u64, u64, i32)>,
+    dict_tables: Vec<DeviceBuffer>,
+    dict_names: Vec<PageName>,
+    counters: DeviceBuffer,
+    uploads: Vec<DeviceBuffer>,
+}
+
+/// Selects the pass's byte-array chunks, locates their pages, allocates their lengths,
+/// validity and dictionary entry tables, and builds the jobs; checks that the pages hold the
+/// row group's rows.
+fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
+    let Pass {
+        chunks,
+        tables,
+        rows_of,
+        ..
+    } = *pass;
+    let gpu = Arc::clone(chunks.buffer().gpu());
+    let mut page_jobs: Vec<PageJob> = Vec::new();
+    let mut page_names: Vec<PageName> = Vec::new();
+    let mut cols: Vec<BytesColumn> = Vec::new();
+    let mut outs: Vec<Out> = Vec::new();
+    // dictionaries: (data address, bytes, entries), their entry tables, their names
+    let mut dicts: Vec<(u64, u64, i32)> = Vec::new();
+    let mut dict_tables: Vec<DeviceBuffer> = Vec::new();
+    let mut dict_names: Vec<PageName> = Vec::new();
+    let Selected {
+        chunks: picked,
+        counters,
+        uploads,
+    } = pass.select(|g| g.conversion == Conversion::Bytes)?;
+    for (ci, col, (page_data, host_pages)) in picked {
+        let c = &chunks.chunks()[ci];
+        let bad = |reason: String| pass.bad_chunk(ci, reason);
+        let table = &tables[ci];
+        let rows = rows_of(c.row_group);
+        let lengths = zeroed(&gpu, rows * 8)?;
+        let validity = validity_words(&gpu, rows, col.max_def_level > 0)?;
+        let mut job = BytesColumn {
+            lengths: lengths.device_ptr(),
+            out_valid: validity.as_ref().map_or(0, |v| v.device_ptr()),
+            null_count: counters.device_ptr() + 8 * cols.len() as u64,
+            ..BytesColumn::default()
+        };
+        let (row, dict) = data_page_jobs(
+            c,
+            table,
+            &page_data,
+            col.max_def_level,
+            cols.len(),
+            &mut page_jobs,
+            &mut page_names,
+        );
+        if let Some((k, ptr, len, entries)) = dict {
+            let entry_table = gpu.alloc((entries.max(0) as usize * 16).max(16))?;
+            job.dict_entries = entry_table.device_ptr();
+            job.dict_len = entries;
+            dicts.push((ptr, len, entries));
+            dict_tables.push(entry_table);
+            dict_names.push((c.row_group, c.path.clone(), k));
+        }
+        if row != rows as u64 {
+            return Err(bad(format!(
+                "the pages hold {row} values, the row group {rows} rows"
+            )));
+        }
+        cols.push(job);
+        outs.push(Out {
+            field: col.field,
+            row_group: c.row_group,
+            path: c.path.clone(),
+            rows,
+            large: col.large_offsets,
+            utf8: col.utf8,
+            lengths,
+            validity,
+            host_pages,
+        });
+    }
+    Ok(BytesJobs {
+        page_jobs,
+        page_names,
+        cols,
+        outs,
+        dicts,
+        dict_tables,
+        dict_names,
+        counters,
+        uploads,
+    })
+}
+
+/// The scratch of the sizes stage, read by the characters stage: the page jobs, each row's
+/// (source address, length) and each page's first scratch index; the rest kept alive as long.
+struct Sizes {
+    pages_buf: DeviceBuffer,
+    src: DeviceBuffer,
+    base_buf: DeviceBuffer,
+    _cols_buf: DeviceBuffer,
+    _idx: DeviceBuffer,
+    _errors: DeviceBuffer,
+}
+
+/// The offsets stage's output: each column's i64 offsets (device addresses), the i64 offsets
+/// kept only until the UTF-8 check (columns with 32-bit offsets), the character buffers and the
+/// final offsets (with their lengths in bytes); the span sums and bases kept alive as long.
+struct Offsets {
+    offsets64: Vec<u64>,
+    scratch: Vec<DeviceBuffer>,
+    chars: Vec<(DeviceBuffer, usize)>,
+    final_offsets: Vec<(DeviceBuffer, usize)>,
+    /// When the stage began (it is timed up to the uploads of the characters stage).
+    started: Instant,
+    _sums: DeviceBuffer,
+    _bases_buf: DeviceBuffer,
+}
+
+/// The launches of a byte-array pass: the device, the loaded module, the file (for errors).
+struct Stages<'a> {
+    gpu: &'a Arc<Gpu>,
+    module: &'a Module,
+    path: &'a std::path::Path,
+}
+
+impl Stages<'_> {
+    /// Fills every dictionary's entry table with its entries' (address, length); an error
+    /// names the first bad dictionary page.
+    fn dictionary_entries(
+        &self,
+        dicts: &[(u64, u64, i32)],
+        dict_tables: &[DeviceBuffer],
+        dict_names: &[PageName],
+    ) -> Result<()> {
+        let gpu = self.gpu;
+        let d_data = upload(gpu, &u64s(dicts.iter().map(|d| d.0)))?;
+        let d_len = upload(gpu, &u64s(dicts.iter().map(|d| d.1)))?;
+        let d_cnt = upload(
+            gpu,
+            &dicts
+                .iter()
+                .flat_map(|d| d.2.to_le_bytes())
+                .collect::<Vec<u8>>(),
+        )?;
+        let d_out = upload(gpu, &u64s(dict_tables.iter().map(|t| t.device_ptr())))?;
+        let d_err = zeroed(gpu, dicts.len() * 4)?;
+        // SAFETY: one block per dictionary; each entry table holds 2 u64 per entry; all
+        // buffers live until `launch` returns.
+        unsafe {
+            DICT_ENTRIES.launch(
+                gpu,
+                self.module,
+                dicts.len() as u32,
+                128,
+                (
+                    Const::at(d_data.device_ptr()),
+                    Const::at(d_len.device_ptr()),
+                    Const::at(d_cnt.device_ptr()),
+                    Const::at(d_out.device_ptr()),
+                    dicts.len() as i32,
+                    Mut::at(d_err.device_ptr()),
+                ),
+            )?
+        };
+        let errs = i32s_from_device(&d_err, dicts.len())?;
+        page_errors(self.path, &errs, dict_names, DECODE_FIXED_ERRORS)
+    }
+
+    /// Every row's length (into its column's `lengths`), validity and source; an error names
+    /// the first bad page.
+    fn sizes(
+        &self,
+        page_jobs: &[PageJob],
+        page_names: &[PageName],
+        cols: &[BytesColumn],
+    ) -> Result<Sizes> {
+        let gpu = self.gpu;
+        let t_sizes = Instant::now();
+        let (base, total) = row_bases(page_jobs);
+        let pages_buf = upload_table(gpu, page_jobs)?;
+        let cols_buf = upload_table(gpu, cols)?;
+        let base_buf = upload(gpu, &u64s(base))?;
+        let idx = gpu.alloc((total as usize * 4).max(4))?;
+        let src = gpu.alloc((total as usize * 16).max(16))?;
+        let errors = zeroed(gpu, page_jobs.len() * 4)?;
+        since("sizes setup", t_sizes);
+        // SAFETY: one block per page; the scratch arrays hold 1 u32 and 2 u64 per row of every
+        // page (base is their prefix sum); each column's lengths and validity are sized from
+        // its rows, which its pages were checked to sum to; all buffers live until `launch`
+        // returns.
+        unsafe {
+            BYTES_SIZES.launch(
+                gpu,
+                self.module,
+                page_jobs.len() as u32,
+                128,
+                (
+                    Const::at(pages_buf.device_ptr()),
+                    Const::at(cols_buf.device_ptr()),
+                    Mut::at(idx.device_ptr()),
+                    Mut::at(src.device_ptr()),
+                    Const::at(base_buf.device_ptr()),
+                    Mut::at(errors.device_ptr()),
+                ),
+            )?
+        };
+        let errs = i32s_from_device(&errors, page_jobs.len())?;
+        page_errors(self.path, &errs, page_names, DECODE_FIXED_ERRORS)?;
+        Ok(Sizes {
+            pages_buf,
+            src,
+            base_buf,
+            _cols_buf: cols_buf,
+            _idx: idx,
+            _errors: errors,
+        })
+    }
+
+    /// Offsets on the device: span sums of every column (launched back to back, one wait, one
+    /// copy), a host scan of those, then the offsets of every column; and the character
+    /// buffers. Errors when a column's strings overflow its offsets.
+    fn offsets(&self, outs: &[Out], pass: &Pass<'_>) -> Result<Offsets> {
+        let (gpu, path) = (self.gpu, self.path);
+        let t_offsets = Instant::now();
+        let spans_of: Vec<usize> = outs.iter().map(|o| (o.rows + 1).div_ceil(SPAN)).collect();
+        let span_total: usize = spans_of.iter().sum();
+        let sums = gpu.alloc(span_total.max(1) * 8)?;
+        let mut at_span = 0usize;
+        for (o, &spans) in outs.iter().zip(&spans_of) {
+            // SAFETY: `lengths` holds `rows` i64, `sums` one i64 per span of SPAN rows from
+            // this column's first span on; one block per span; all buffers live until the
+            // `synchronize_decode` below.
+            unsafe {
+                SPAN_SUMS.launch_nowait(
+                    gpu,
+                    self.module,
+                    spans as u32,
+                    256,
+                    (
+                        Const::at(o.lengths.device_ptr()),
+                        o.rows as u64,
+                        Mut::at(sums.device_ptr() + 8 * at_span as u64),
+                    ),
+                )?
+            };
+            at_span += spans;
+        }
+        gpu.synchronize_decode()?;
+        let sums_host = u64s_from_device(&sums, span_total)?;
+        let mut bases: Vec<u64> = Vec::with_capacity(span_total);
+        let mut totals: Vec<i64> = Vec::with_capacity(outs.len());
+        let mut at_span = 0usize;
+        for (o, &spans) in outs.iter().zip(&spans_of) {
+            let mut at: i64 = 0;
+            for &v in &sums_host[at_span..at_span + spans] {
+                bases.push(at as u64);
+                at = at.checked_add(v as i64).ok_or_else(|| Error::Decode {
+                    path: path.to_path_buf(),
+                    row_group: Some(o.row_group),
+                    column: Some(o.path.clone()),
+                    reason: "string lengths overflow 64-bit offsets".into(),
+                })?;
+            }
+            at_span += spans;
+            if !o.large && at > i64::from(i32::MAX) {
+                return Err(Error::Decode {
+                    path: path.to_path_buf(),
+                    row_group: Some(o.row_group),
+                    column: Some(o.path.clone()),
+                    reason: format!(
+                        "{at} bytes of strings in one row group do not fit 32-bit offsets \
+                         (field {}; read it as LargeUtf8 / LargeBinary)",
+                        pass.fields[o.field].name()
+                    ),
+                });
+            }
+            totals.push(at);
+        }
+        let bases_buf = upload(gpu, &u64s(bases))?;
+        let mut offsets64: Vec<u64> = Vec::new(); // i64 offsets of each column (device addresses)
+        let mut scratch: Vec<DeviceBuffer> = Vec::new();
+        let mut chars: Vec<(DeviceBuffer, usize)> = Vec::new();
+        let mut final_offsets: Vec<(DeviceBuffer, usize)> = Vec::new();
+        let mut at_span = 0usize;
+        for ((o, &spans), &total) in outs.iter().zip(&spans_of).zip(&totals) {
+            let off64 = gpu.alloc((o.rows + 1) * 8)?;
+            let off32 = if o.large {
+                None
+            } else {
+                Some(gpu.alloc((o.rows + 1) * 4)?)
+            };
+            // SAFETY: `lengths` holds `rows` i64, `bases` one per span from this column's
+            // first span on, `off64` rows + 1 i64 and `off32` (or null) rows + 1 i32; one block
+            // per span, spans cover rows + 1 entries; the buffers are kept (in the returned
+            // offsets) until the characters' `launch` waits for the stream.
+            unsafe {
+                WRITE_OFFSETS.launch_nowait(
+                    gpu,
+                    self.module,
+                    spans as u32,
+                    256,
+                    (
+                        Const::at(o.lengths.device_ptr()),
+                        o.rows as u64,
+                        Const::at(bases_buf.device_ptr() + 8 * at_span as u64),
+                        Mut::at(off64.device_ptr()),
+                        Mut::at(off32.as_ref().map_or(0, |b| b.device_ptr())),
+                    ),
+                )?
+            };
+            at_span += spans;
+            offsets64.push(off64.device_ptr());
+            match off32 {
+                Some(b) => {
+                    final_offsets.push((b, (o.rows + 1) * 4));
+                    scratch.push(off64);
+                }
+                None => final_offsets.push((off64, (o.rows + 1) * 8)),
+            }
+            chars.push((gpu.alloc((total as usize).max(1))?, total as usize));
+        }
+        Ok(Offsets {
+            offsets64,
+            scratch,
+            chars,
+            final_offsets,
+            started: t_offsets,
+            _sums: sums,
+            _bases_buf: bases_buf,
+        })
+    }
+
+    /// Every row's characters copied to its offset in its column's character buffer; returns
+    /// the tables of every column's offsets and characters (device addresses) it read, which
+    /// the caller keeps until the pass ends.
+    fn characters(
+        &self,
+        page_jobs: &[PageJob],
+        sizes: &Sizes,
+        offsets: &Offsets,
+    ) -> Result<(DeviceBuffer, DeviceBuffer)> {
+        let gpu = self.gpu;
+        let col_offsets = upload(gpu, &u64s(offsets.offsets64.iter().copied()))?;
+        let col_chars = upload(gpu, &u64s(offsets.chars.iter().map(|c| c.0.device_ptr())))?;
+        since("offsets and character buffers", offsets.started);
+        // SAFETY: the offsets of every column are the prefix sums of the lengths written by
+        // `bytes_sizes`, and each character buffer holds their total, so every row's copy
+        // lands inside it; the sources point into page data and dictionaries that are alive
+        // (uploads, the load's buffer).
+        unsafe {
+            BYTES_CHARS.launch(
+                gpu,
+                self.module,
+                page_jobs.len() as u32,
+                256,
+                (
+                    Const::at(sizes.pages_buf.device_ptr()),
+                    Const::at(sizes.src.device_ptr()),
+                    Const::at(sizes.base_buf.device_ptr()),
+                    Const::at(col_offsets.device_ptr()),
+                    Const::at(col_chars.device_ptr()),
+                ),
+            )?
+        };
+        Ok((col_offsets, col_chars))
+    }
+
+    /// UTF-8 validation of Utf8 columns, as arrow-rs validates them: every column's check
+    /// launched back to back, one wait, one copy of the first bad row of each; an error names
+    /// the first bad row.
+    fn utf8_check(&self, outs: &[Out], offsets: &Offsets) -> Result<()> {
+        let (gpu, path) = (self.gpu, self.path);
+        let mut first_bad = gpu.alloc(outs.len() * 8)?;
+        first_bad.fill(0xff)?;
+        let mut checked = false;
+        let columns = outs.iter().zip(&offsets.offsets64).zip(&offsets.chars);
+        for (k, ((o, &offs), ch)) in columns.enumerate() {
+            if !o.utf8 || o.rows == 0 {
+                continue;
+            }
+            checked = true;
+            // SAFETY: `offs` holds rows + 1 offsets into `ch`, whose length is the last
+            // offset; one thread per row; the result slot is this column's u64 of
+            // `first_bad`; everything lives until the `synchronize_decode` below.
+            unsafe {
+                UTF8_CHECK.launch_nowait(
+                    gpu,
+                    self.module,
+                    (o.rows as u64).div_ceil(256) as u32,
+                    256,
+                    (
+                        Const::at(offs),
+                        Const::at(ch.0.device_ptr()),
+                        o.rows as u64,
+                        Mut::at(first_bad.device_ptr() + 8 * k as u64),
+                    ),
+                )?
+            };
+        }
+        if checked {
+            timed("kernel utf8_check", || gpu.synchronize_decode())?;
+            let bad_rows = u64s_from_device(&first_bad, outs.len())?;
+            for (o, &bad) in outs.iter().zip(&bad_rows) {
+                if o.utf8 && o.rows > 0 && bad != u64::MAX {
+                    return Err(Error::Decode {
+                        path: path.to_path_buf(),
+                        row_group: Some(o.row_group),
+                        column: Some(o.path.clone()),
+                        reason: format!(
+                            "row {bad} of the row group is not valid UTF-8 (the column is Utf8; \
+                             read it as Binary to keep the bytes)"
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}

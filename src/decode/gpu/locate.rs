@@ -1,0 +1,211 @@
+//! Where each page's (decompressed) data lives on the device: uncompressed pages in place in
+//! the load's buffer, SNAPPY pages decompressed by the device ([`snappy`](super::snappy)) or
+//! on the host, other codecs decompressed on the host (a task per chunk) and uploaded through
+//! pinned buffers.
+
+use std::sync::Arc;
+
+use super::kernels::PageInfo;
+use super::profile::timed;
+use super::snappy::{snappy_on_device, snappy_on_host};
+use super::{DeviceChunks, SnappyPlacement};
+use crate::device::DeviceBuffer;
+use crate::error::{Error, Result};
+
+/// Per chunk: each page's (device address, length) of decompressed data, and the pages
+/// decompressed on the host.
+pub(super) type PageLocations = (Vec<(u64, u64)>, usize);
+
+/// Where the (decompressed) data of every page of the chunks `cis` lives on the device:
+/// uncompressed chunks in place in the load's buffer; SNAPPY pages decompressed on the device
+/// ([`snappy_on_device`]) or, where `placement` (or its model) says so, on the host; pages of
+/// other codecs decompressed on the host (chunks in parallel) and uploaded through pinned
+/// buffers. Buffers the kernels will read are pushed to `uploads`,
+/// which must outlive them. Indexed like `cis`.
+pub(super) fn locate_pages(
+    chunks: &DeviceChunks,
+    cis: &[usize],
+    tables: &[Vec<PageInfo>],
+    path: &std::path::Path,
+    codec_of: &(dyn Fn(usize, usize) -> parquet::basic::Compression + Sync),
+    placement: SnappyPlacement,
+    uploads: &mut Vec<DeviceBuffer>,
+) -> Result<Vec<PageLocations>> {
+    use parquet::basic::Compression;
+    use rayon::prelude::*;
+    let buf = chunks.buffer();
+    let all = chunks.chunks();
+    let fail = |ci: usize, reason: String| {
+        let c = &all[ci];
+        Error::BadColumnChunk {
+            path: path.to_path_buf(),
+            row_group: c.row_group,
+            column: c.path.clone(),
+            range: Some(c.range.clone()),
+            reason,
+        }
+    };
+    let mut out: Vec<Option<PageLocations>> = vec![None; cis.len()];
+    let mut snappy = Vec::new();
+    let mut host = Vec::new();
+    for (k, &ci) in cis.iter().enumerate() {
+        let c = &all[ci];
+        match codec_of(c.row_group, c.column) {
+            Compression::UNCOMPRESSED => {
+                let base = buf.device_ptr() + c.dest_offset;
+                out[k] = Some((
+                    tables[ci]
+                        .iter()
+                        .map(|p| (base + p.data_offset as u64, p.compressed_size as u64))
+                        .collect(),
+                    0,
+                ));
+            }
+            Compression::SNAPPY => snappy.push(k),
+            codec => host.push((k, codec)),
+        }
+    }
+    if !snappy.is_empty() {
+        let pages = snappy.iter().flat_map(|&k| tables[cis[k]].iter());
+        let (total, largest) = pages.fold((0u64, 0u64), |(t, m), p| {
+            let n = p.uncompressed_size.max(0) as u64;
+            (t + n, m.max(n))
+        });
+        if snappy_on_host(placement, total, largest, rayon::current_num_threads()) {
+            host.extend(snappy.drain(..).map(|k| (k, Compression::SNAPPY)));
+        }
+    }
+    if !snappy.is_empty() {
+        let sn: Vec<usize> = snappy.iter().map(|&k| cis[k]).collect();
+        let locs = snappy_on_device(chunks, &sn, tables, &fail, uploads)?;
+        for (k, l) in snappy.into_iter().zip(locs) {
+            out[k] = Some((l, 0));
+        }
+    }
+    if !host.is_empty() {
+        let gpu = Arc::clone(buf.gpu());
+        // a large SNAPPY page is split over cores only where there are too few of them to
+        // keep the cores busy (splitting costs about twice the CPU time)
+        let large = host
+            .iter()
+            .flat_map(|&(k, _)| tables[cis[k]].iter())
+            .filter(|p| {
+                p.uncompressed_size.max(0) as usize >= crate::decode::snappy_host::PARALLEL_MIN
+            })
+            .count();
+        let split = large * 4 <= rayon::current_num_threads();
+        let done: Vec<Result<(usize, PageLocations, DeviceBuffer)>> =
+            timed("host decompression and upload", || {
+                host.par_iter()
+                    .enumerate()
+                    .map(|(i, &(k, codec))| {
+                        let ci = cis[k];
+                        let stream = &gpu.streams()[i % gpu.streams().len()];
+                        host_decompress_chunk(chunks, ci, codec, split, stream, &|e| fail(ci, e))
+                            .map(|(locs, up)| (k, locs, up))
+                    })
+                    .collect()
+            });
+        for d in done {
+            let (k, locs, up) = d?;
+            out[k] = Some(locs);
+            uploads.push(up);
+        }
+    }
+    Ok(out.into_iter().map(|o| o.unwrap_or_default()).collect())
+}
+
+/// Chunk `ci`'s pages decompressed on the host and uploaded: its bytes copied back, its page
+/// table parsed by the host twin, every page decompressed (in parallel) straight into its place
+/// in a pinned buffer (large SNAPPY pages split over cores when `split`), which is copied on
+/// `stream` into a device buffer of the chunk's own. Index pages get an empty span.
+fn host_decompress_chunk(
+    chunks: &DeviceChunks,
+    ci: usize,
+    codec: parquet::basic::Compression,
+    split: bool,
+    stream: &crate::device::Stream,
+    fail: &(dyn Fn(String) -> Error + Sync),
+) -> Result<(PageLocations, DeviceBuffer)> {
+    let gpu = chunks.buffer().gpu();
+    // the chunk's bytes back into a pooled pinned buffer (a faster copy than into fresh
+    // pageable memory, and no page faults)
+    let c = &chunks.chunks()[ci];
+    let mut src = gpu.pinned(c.len() as usize)?;
+    chunks.buffer().copy_into(
+        c.dest_offset as usize,
+        &mut src.as_mut_slice()[..c.len() as usize],
+    )?;
+    let result = decompress_and_upload(
+        &src.as_slice()[..c.len() as usize],
+        gpu,
+        codec,
+        split,
+        stream,
+        fail,
+    );
+    gpu.recycle_pinned(src);
+    result
+}
+
+/// The pages of one chunk's `bytes`, decompressed into a pinned buffer and uploaded (see
+/// [`host_decompress_chunk`]).
+fn decompress_and_upload(
+    bytes: &[u8],
+    gpu: &Arc<crate::device::Gpu>,
+    codec: parquet::basic::Compression,
+    split: bool,
+    stream: &crate::device::Stream,
+    fail: &(dyn Fn(String) -> Error + Sync),
+) -> Result<(PageLocations, DeviceBuffer)> {
+    use crate::decode::decompress::{decompress_page_into, decompressed_size};
+    use crate::decode::page_header::PageKind;
+    use rayon::prelude::*;
+    let entries = crate::decode::page_header::page_table(bytes).map_err(|e| fail(e.to_string()))?;
+    let sizes = entries
+        .iter()
+        .enumerate()
+        .map(|(i, p)| match p.header.kind {
+            PageKind::Index => Ok(0),
+            _ => decompressed_size(bytes, i, p, codec),
+        })
+        .collect::<std::result::Result<Vec<usize>, _>>()
+        .map_err(|e| fail(e.to_string()))?;
+    let len: usize = sizes.iter().sum();
+    // the sizes come from the page headers: a failed allocation names the chunk that asked
+    let room = |e: Error| {
+        fail(format!(
+            "its page headers promise {len} bytes of decompressed pages, which could not be allocated: {e}"
+        ))
+    };
+    let up = gpu.alloc(len).map_err(room)?;
+    let mut spans = vec![(0u64, 0u64); entries.len()];
+    if len == 0 {
+        return Ok(((spans, 0), up));
+    }
+    let mut pinned = gpu.pinned(len).map_err(room)?;
+    let mut parts = Vec::with_capacity(entries.len());
+    let mut rest = &mut pinned.as_mut_slice()[..len];
+    let mut at = 0u64;
+    for (i, (p, &n)) in entries.iter().zip(&sizes).enumerate() {
+        if p.header.kind == PageKind::Index {
+            continue;
+        }
+        let (mine, tail) = rest.split_at_mut(n);
+        spans[i] = (up.device_ptr() + at, n as u64);
+        parts.push((i, mine));
+        at += n as u64;
+        rest = tail;
+    }
+    let flags: Vec<std::result::Result<bool, _>> = parts
+        .into_par_iter()
+        .map(|(i, out)| decompress_page_into(bytes, i, &entries[i], codec, out, split))
+        .collect();
+    let mut host_pages = 0;
+    for f in flags {
+        host_pages += usize::from(f.map_err(|e| fail(e.to_string()))?);
+    }
+    pinned.copy_to_device(0..len, &up, 0, stream)?;
+    gpu.recycle_pinned(pinned);
+    Ok(((spans, host_pages), up))
+}

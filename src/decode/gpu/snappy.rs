@@ -1,0 +1,410 @@
+//! SNAPPY pages on the device: one block per page, or, when large pages are few, each large
+//! page parsed first into 64 KiB fragments that then decode a block each; and the model that
+//! sends a pass's SNAPPY pages to the host instead ([`snappy_on_host`]).
+
+use std::sync::Arc;
+
+use super::kernels::{
+    describe_errors, PageInfo, SnappyJob, SNAPPY_ERRORS, SNAPPY_FRAGMENT, SNAPPY_FRAGMENTS,
+    SNAPPY_MODULE, SNAPPY_PAGES, SNAPPY_SPLIT, SNAPPY_THREADS,
+};
+use super::launch::{
+    i32s_from_device, u64s, u64s_from_device, upload, upload_table, zeroed, Const, Kernel, Mut,
+};
+use super::{DeviceChunks, SnappyPlacement};
+use crate::device::nvrtc::Module;
+use crate::device::{DeviceBuffer, Gpu};
+use crate::error::{Error, Result};
+
+/// Whether the SNAPPY pages of a pass (`total` bytes decompressed, the largest page `largest`)
+/// are decompressed faster on the host's `cores` than by the device kernel, by a model of
+/// both measured on the H200 machine (benches/RESULTS.md): the kernel decodes a page per
+/// block at about 140 MB/s, all pages at once (so a pass takes as long as its largest page,
+/// and at least total / 40 GB/s); the host decompresses about 1 GB/s per core and copies the
+/// pages back and forth at about 20 GB/s. Small loads with large pages (a dictionary page of
+/// a few hundred KiB is several milliseconds of one block) go to the host; large loads stay on
+/// the device. [`SnappyPlacement::Device`] / [`SnappyPlacement::Host`] override the model.
+pub(crate) fn snappy_on_host(
+    placement: SnappyPlacement,
+    total: u64,
+    largest: u64,
+    cores: usize,
+) -> bool {
+    match placement {
+        SnappyPlacement::Device => return false,
+        SnappyPlacement::Host => return true,
+        SnappyPlacement::Auto => {}
+    }
+    let secs = |bytes: u64, rate: f64| bytes as f64 / rate;
+    let device = secs(largest, 140e6).max(secs(total, 40e9));
+    let host = secs(total, cores.max(1) as f64 * 1e9) + 2.0 * secs(total, 20e9);
+    host < device
+}
+
+/// The fragments of a SNAPPY page of `src_len` compressed and `dst_len` decompressed bytes, from
+/// the split table `snappy_split` wrote for it (entry k: where the elements of output bytes
+/// [k * SNAPPY_FRAGMENT, ..) start in the input; all ones where no element starts there, so
+/// that fragment joins the one before): (source offset, source bytes, output offset, output
+/// bytes) each. None when the table is not usable (no start, or starts out of order or past
+/// the input): the page then decodes whole.
+pub fn snappy_fragments_of(
+    splits: &[u64],
+    src_len: u64,
+    dst_len: u64,
+) -> Option<Vec<(u64, u64, u64, u64)>> {
+    let starts: Vec<(u64, u64)> = splits
+        .iter()
+        .enumerate()
+        .filter(|(_, &s)| s != u64::MAX)
+        .map(|(k, &s)| (s, k as u64 * SNAPPY_FRAGMENT))
+        .collect();
+    if starts.first().map(|s| s.1) != Some(0)
+        || starts
+            .iter()
+            .any(|&(s, d)| s > src_len || d >= dst_len.max(1))
+        || starts.windows(2).any(|w| w[1].0 <= w[0].0)
+    {
+        return None;
+    }
+    let mut out = Vec::with_capacity(starts.len());
+    for (k, &(s, d)) in starts.iter().enumerate() {
+        let (s_end, d_end) = starts.get(k + 1).copied().unwrap_or((src_len, dst_len));
+        out.push((s, s_end - s, d, d_end - d));
+    }
+    Some(out)
+}
+
+/// Decompresses the SNAPPY pages of the chunks `cis` on the device: large pages (when few)
+/// split into 64 KiB fragments first, then fragments and whole pages one block each; returns
+/// per chunk each page's (address, length) of decompressed data. v2 levels are copied as
+/// stored; pages whose values are stored uncompressed are used in place.
+pub(super) fn snappy_on_device(
+    chunks: &DeviceChunks,
+    cis: &[usize],
+    tables: &[Vec<PageInfo>],
+    fail: &dyn Fn(usize, String) -> Error,
+    uploads: &mut Vec<DeviceBuffer>,
+) -> Result<Vec<Vec<(u64, u64)>>> {
+    let gpu = Arc::clone(chunks.buffer().gpu());
+    let Jobs {
+        out,
+        jobs,
+        job_pages,
+        locations,
+    } = snappy_jobs(chunks, cis, tables, fail)?;
+    if !jobs.is_empty() {
+        let module = SNAPPY_MODULE.load(&gpu)?;
+        let run = Run {
+            gpu: &gpu,
+            module: &module,
+            jobs: &jobs,
+            job_pages: &job_pages,
+            fail,
+        };
+        // large pages: when there are too few of them to fill the device, each is parsed
+        // first to find its 64 KiB fragments, which then decode in parallel (a page otherwise
+        // waits on one block). Many large pages fill the device by themselves; there the
+        // extra parse costs more than it saves (measured on the H200: the 24-row-group
+        // lineitem file decodes in 18 ms whole, 20 ms split; a 100k-row file's two 800 KB
+        // dictionary pages in 5.6 ms whole, 3.1 ms split).
+        let mut large: Vec<usize> = (0..jobs.len())
+            .filter(|&j| jobs[j].dst_len >= 2 * SNAPPY_FRAGMENT)
+            .collect();
+        if large.len() > 2 * gpu.multiprocessors() {
+            large.clear();
+        }
+        let mut whole: Vec<usize> = (0..jobs.len()).filter(|j| !large.contains(j)).collect();
+        let (fragments, fragment_of) = if large.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            run.fragments(&large, &mut whole)?
+        };
+        if !fragments.is_empty() {
+            let errs = run.launch(&SNAPPY_FRAGMENTS, &fragments)?;
+            // a fragment the reference compressor would not have made (a copy reaching into
+            // the fragment before): its whole page again, in one block
+            let mut redo: Vec<usize> = errs
+                .iter()
+                .zip(&fragment_of)
+                .filter(|(&e, _)| e != 0)
+                .map(|(_, &j)| j)
+                .collect();
+            redo.dedup();
+            whole.extend(redo);
+        }
+        if !whole.is_empty() {
+            whole.sort_unstable();
+            whole.dedup();
+            let some: Vec<SnappyJob> = whole.iter().map(|&j| jobs[j]).collect();
+            let errs = run.launch(&SNAPPY_PAGES, &some)?;
+            if let Some(k) = errs.iter().position(|&b| b != 0) {
+                return Err(run.failed(whole[k], errs[k]));
+            }
+        }
+    }
+    uploads.push(out);
+    Ok(locations)
+}
+
+/// The SNAPPY work of some chunks: the output buffer, a job per compressed stream, the
+/// (chunk, page) of each job, and per chunk each page's (address, length) of decompressed data.
+struct Jobs {
+    out: DeviceBuffer,
+    jobs: Vec<SnappyJob>,
+    job_pages: Vec<(usize, usize)>,
+    locations: Vec<Vec<(u64, u64)>>,
+}
+
+/// Lays out the output of the SNAPPY pages of the chunks `cis` (each page that needs
+/// decompression gets its uncompressed size), copies v2 levels there as stored, and makes a job
+/// per page's compressed values.
+fn snappy_jobs(
+    chunks: &DeviceChunks,
+    cis: &[usize],
+    tables: &[Vec<PageInfo>],
+    fail: &dyn Fn(usize, String) -> Error,
+) -> Result<Jobs> {
+    let buf = chunks.buffer();
+    let gpu = Arc::clone(buf.gpu());
+    // output layout: each page that needs decompression gets uncompressed_size bytes
+    let mut total = 0u64;
+    let mut out_at: Vec<Vec<Option<u64>>> = Vec::with_capacity(cis.len());
+    for &ci in cis {
+        let mut v = Vec::with_capacity(tables[ci].len());
+        for p in &tables[ci] {
+            let in_place = p.kind == 3 && p.is_compressed == 0;
+            if in_place || p.kind == 1 {
+                v.push(None);
+            } else {
+                v.push(Some(total));
+                total += p.uncompressed_size.max(0) as u64;
+            }
+        }
+        out_at.push(v);
+    }
+    let mut out = gpu.alloc((total as usize).max(1))?;
+    let mut jobs: Vec<SnappyJob> = Vec::new();
+    let mut job_pages: Vec<(usize, usize)> = Vec::new();
+    let mut all_locs = Vec::with_capacity(cis.len());
+    for (k, &ci) in cis.iter().enumerate() {
+        let c = &chunks.chunks()[ci];
+        let mut locs = Vec::with_capacity(tables[ci].len());
+        for (pi, p) in tables[ci].iter().enumerate() {
+            let src = c.dest_offset + p.data_offset as u64;
+            let Some(at) = out_at[k][pi] else {
+                locs.push((buf.device_ptr() + src, p.compressed_size as u64));
+                continue;
+            };
+            let levels = if p.kind == 3 {
+                (p.def_levels_len.max(0) + p.rep_levels_len.max(0)) as u64
+            } else {
+                0
+            };
+            if levels > p.compressed_size as u64 || levels > p.uncompressed_size as u64 {
+                return Err(fail(ci, format!("page {pi}: levels longer than the page")));
+            }
+            if levels > 0 {
+                out.copy_from_device(at as usize, buf, src as usize..(src + levels) as usize)?;
+            }
+            let (src_len, dst_len) = (
+                p.compressed_size as u64 - levels,
+                p.uncompressed_size as u64 - levels,
+            );
+            if src_len == 0 {
+                if dst_len != 0 {
+                    return Err(fail(
+                        ci,
+                        format!("page {pi}: no compressed values for {dst_len} bytes"),
+                    ));
+                }
+            } else {
+                jobs.push(SnappyJob {
+                    src: buf.device_ptr() + src + levels,
+                    src_len,
+                    dst: out.device_ptr() + at + levels,
+                    dst_len,
+                });
+                job_pages.push((ci, pi));
+            }
+            locs.push((out.device_ptr() + at, p.uncompressed_size as u64));
+        }
+        all_locs.push(locs);
+    }
+    Ok(Jobs {
+        out,
+        jobs,
+        job_pages,
+        locations: all_locs,
+    })
+}
+
+/// The launches over the jobs of [`snappy_jobs`], and the errors naming their pages.
+struct Run<'a> {
+    gpu: &'a Arc<Gpu>,
+    module: &'a Module,
+    jobs: &'a [SnappyJob],
+    job_pages: &'a [(usize, usize)],
+    fail: &'a dyn Fn(usize, String) -> Error,
+}
+
+impl Run<'_> {
+    /// Runs `kernel` (`snappy_pages` or `snappy_fragments`) over `jobs`, one block each;
+    /// their error bits.
+    fn launch(
+        &self,
+        kernel: &Kernel<(Const<SnappyJob>, i32, Mut<u32>)>,
+        jobs: &[SnappyJob],
+    ) -> Result<Vec<i32>> {
+        let gpu = self.gpu;
+        let jobs_buf = upload_table(gpu, jobs)?;
+        let errors = zeroed(gpu, jobs.len() * 4)?;
+        // SAFETY: one block of SNAPPY_THREADS per job; every job's source lies in the load's
+        // buffer (page data inside its chunk, checked by the page-header pass; fragments
+        // inside their page's) and its destination in the output, sized from the pages'
+        // uncompressed sizes; all live until `launch` returns.
+        unsafe {
+            kernel.launch(
+                gpu,
+                self.module,
+                jobs.len() as u32,
+                SNAPPY_THREADS,
+                (
+                    Const::at(jobs_buf.device_ptr()),
+                    jobs.len() as i32,
+                    Mut::at(errors.device_ptr()),
+                ),
+            )?
+        };
+        i32s_from_device(&errors, jobs.len())
+    }
+
+    /// The error for job `j`'s page, whose kernel set error `bits`.
+    fn failed(&self, j: usize, bits: i32) -> Error {
+        let (ci, pi) = self.job_pages[j];
+        (self.fail)(
+            ci,
+            format!(
+                "page {pi} (decompressed on the GPU): {}",
+                describe_errors(bits as u32, SNAPPY_ERRORS)
+            ),
+        )
+    }
+
+    /// The fragments of the `large` jobs, found by `snappy_split`, and the job each belongs to;
+    /// a large job whose split table is not usable joins `whole`.
+    fn fragments(
+        &self,
+        large: &[usize],
+        whole: &mut Vec<usize>,
+    ) -> Result<(Vec<SnappyJob>, Vec<usize>)> {
+        let (gpu, jobs) = (self.gpu, self.jobs);
+        let mut fragments: Vec<SnappyJob> = Vec::new();
+        let mut fragment_of: Vec<usize> = Vec::new(); // the job each fragment belongs to
+        let counts: Vec<u64> = large
+            .iter()
+            .map(|&j| jobs[j].dst_len.div_ceil(SNAPPY_FRAGMENT))
+            .collect();
+        let (bases, n_splits) = counts.iter().fold((Vec::new(), 0u64), |(mut v, t), &c| {
+            v.push(t);
+            (v, t + c)
+        });
+        let large_jobs: Vec<SnappyJob> = large.iter().map(|&j| jobs[j]).collect();
+        let jobs_buf = upload_table(gpu, &large_jobs)?;
+        let base_buf = upload(gpu, &u64s(bases.iter().copied()))?;
+        let mut splits = gpu.alloc(n_splits as usize * 8)?;
+        splits.fill(0xff)?;
+        let errors = zeroed(gpu, large.len() * 4)?;
+        // SAFETY: one block per job, each writing only its ceil(dst_len / SNAPPY_FRAGMENT)
+        // entries of `splits` from its base (the bases are their prefix sums); sources in the
+        // load's buffer; nothing else is written; all live until `launch` returns.
+        unsafe {
+            SNAPPY_SPLIT.launch(
+                gpu,
+                self.module,
+                large.len() as u32,
+                SNAPPY_THREADS,
+                (
+                    Const::at(jobs_buf.device_ptr()),
+                    large.len() as i32,
+                    Mut::at(splits.device_ptr()),
+                    Const::at(base_buf.device_ptr()),
+                    Mut::at(errors.device_ptr()),
+                ),
+            )?
+        };
+        let errs = i32s_from_device(&errors, large.len())?;
+        if let Some(k) = errs.iter().position(|&b| b != 0) {
+            return Err(self.failed(large[k], errs[k]));
+        }
+        let all = u64s_from_device(&splits, n_splits as usize)?;
+        for (k, &j) in large.iter().enumerate() {
+            let at = bases[k] as usize;
+            let mine = &all[at..at + counts[k] as usize];
+            match snappy_fragments_of(mine, jobs[j].src_len, jobs[j].dst_len) {
+                Some(f) => {
+                    for (src, src_len, dst, dst_len) in f {
+                        fragments.push(SnappyJob {
+                            src: jobs[j].src + src,
+                            src_len,
+                            dst: jobs[j].dst + dst,
+                            dst_len,
+                        });
+                        fragment_of.push(j);
+                    }
+                }
+                None => whole.push(j),
+            }
+        }
+        Ok((fragments, fragment_of))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snappy_fragments_follow_the_split_table() {
+        const F: u64 = 65536;
+        let m = u64::MAX;
+        // every fragment found
+        assert_eq!(
+            snappy_fragments_of(&[3, 100, 250], 400, 2 * F + 10),
+            Some(vec![(3, 97, 0, F), (100, 150, F, F), (250, 150, 2 * F, 10)])
+        );
+        // no element starts at fragment 1: it joins fragment 0
+        assert_eq!(
+            snappy_fragments_of(&[3, m, 250], 400, 3 * F),
+            Some(vec![(3, 247, 0, 2 * F), (250, 150, 2 * F, F)])
+        );
+        // unusable tables: the page decodes whole
+        assert_eq!(snappy_fragments_of(&[m, 100], 400, 2 * F), None);
+        assert_eq!(snappy_fragments_of(&[3, 500], 400, 2 * F), None);
+        assert_eq!(snappy_fragments_of(&[100, 100], 400, 2 * F), None);
+        assert_eq!(snappy_fragments_of(&[100, 50], 400, 2 * F), None);
+    }
+
+    #[test]
+    fn snappy_goes_to_the_host_only_when_the_kernel_would_wait_on_a_large_page() {
+        let auto = SnappyPlacement::Auto;
+        // a 100k-row file: two 800 KB dictionary pages, 2 MB in all
+        assert!(snappy_on_host(auto, 2_000_000, 800_000, 16));
+        // 24 row groups of lineitem: 1.2 GB in pages of at most 1 MB
+        assert!(!snappy_on_host(auto, 1_200_000_000, 1_048_576, 16));
+        // 200 MB in 64 KiB pages: the device
+        assert!(!snappy_on_host(auto, 200_000_000, 64 << 10, 16));
+        // the overrides
+        assert!(!snappy_on_host(
+            SnappyPlacement::Device,
+            2_000_000,
+            800_000,
+            16
+        ));
+        assert!(snappy_on_host(SnappyPlacement::Host, 1 << 30, 1 << 20, 16));
+        assert_eq!(
+            SnappyPlacement::parse(" Device "),
+            Ok(SnappyPlacement::Device)
+        );
+        assert!(SnappyPlacement::parse("gzip").is_err());
+    }
+}
