@@ -143,7 +143,7 @@
 
 pub mod array;
 pub mod config;
-pub mod decode;
+mod decode;
 #[allow(unsafe_code)] // the CUDA driver and NVRTC (see the module docs)
 pub mod device;
 pub mod doctor;
@@ -153,6 +153,23 @@ pub mod metadata;
 pub mod plan;
 pub mod reader;
 pub mod source;
+
+/// Not part of the API: the crate's own tests and benchmarks reach the decoder's parts here
+/// (page headers, host decompression, the GPU placement, the kernel passes). Anything in it
+/// may change or go at any time.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::decode::{decompress, gpu_plan, page_header};
+
+    /// The GPU decoder's stages, for the kernel tests.
+    pub mod gpu {
+        pub use crate::decode::gpu::kernels::{conversion_code, PageInfo};
+        pub use crate::decode::gpu::{
+            decode_bytes_columns, decode_fixed_columns, page_tables, snappy_fragments_of,
+            DeviceColumn, Pass,
+        };
+    }
+}
 
 pub use array::{DeviceArray, DeviceRecordBatch, LoadedBatch, Location};
 pub use device::Device;
