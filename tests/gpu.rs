@@ -6,6 +6,7 @@
 //! on registration ask cuFile which case they are in and assert that case's behaviour.
 
 mod common;
+mod reference_decoder;
 
 use std::io::Write;
 use std::path::Path;
@@ -586,7 +587,7 @@ fn gpu_page_headers_match_the_host_twin() {
     if !gpu_available("device page-header test") {
         return;
     }
-    use cuparquet::decode::page_header::page_table;
+    use cuparquet::internals::page_header::page_table;
     let (files, _dir) = all_files(true);
     let (mut files_ok, mut pages_ok, mut both_fail) = (0, 0, 0);
     for f in &files {
@@ -606,7 +607,7 @@ fn gpu_page_headers_match_the_host_twin() {
             .iter()
             .map(|c| page_table(&bytes[c.range.start as usize..c.range.end as usize]))
             .collect();
-        match cuparquet::decode::gpu::page_tables(chunks, f) {
+        match cuparquet::internals::gpu::page_tables(chunks, f) {
             Ok(dev) => {
                 for (k, (d, h)) in dev.iter().zip(&host).enumerate() {
                     let h = h.as_ref().unwrap_or_else(|e| {
@@ -656,8 +657,8 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
     if !gpu_available("GPU fixed-width decode test") {
         return;
     }
-    use cuparquet::decode::gpu::kernels::conversion_code;
-    use cuparquet::decode::gpu_plan::{place_columns, Placement};
+    use cuparquet::internals::gpu::conversion_code;
+    use cuparquet::internals::gpu_plan::{place_columns, Placement};
     let (files, _dir) = all_files(false);
     let (mut cols_ok, mut rejected, mut failures) = (0, Vec::new(), Vec::new());
     for f in &files {
@@ -674,7 +675,7 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
             .filter_map(|p| match p {
                 Placement::Gpu(c)
                     if conversion_code(c.conversion).is_some()
-                        || c.conversion == cuparquet::decode::gpu_plan::Conversion::Bytes =>
+                        || c.conversion == cuparquet::internals::gpu_plan::Conversion::Bytes =>
                 {
                     Some(c)
                 }
@@ -690,7 +691,7 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
         let chunks = &chunks;
         let codec_of = |rg: usize, leaf: usize| md.row_group(rg).column(leaf).compression();
         let rows_of = |rg: usize| md.row_group(rg).num_rows() as usize;
-        let tables = match cuparquet::decode::gpu::page_tables(chunks, f) {
+        let tables = match cuparquet::internals::gpu::page_tables(chunks, f) {
             Ok(t) => t,
             Err(e) if oracle(f, &Projection::All, None).is_err() => {
                 rejected.push(format!("{} ({e})", f.display())); // arrow-rs rejects it too
@@ -701,7 +702,7 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
                 continue;
             }
         };
-        let pass = cuparquet::decode::gpu::Pass {
+        let pass = cuparquet::internals::gpu::Pass {
             chunks,
             tables: &tables,
             path: f,
@@ -709,10 +710,10 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
             fields: &fields,
             codec_of: &codec_of,
             rows_of: &rows_of,
-            snappy: cuparquet::decode::gpu::SnappyPlacement::Device,
+            snappy: cuparquet::config::SnappyPlacement::Device,
         };
-        let fixed = cuparquet::decode::gpu::decode_fixed_columns(&pass);
-        let strings = cuparquet::decode::gpu::decode_bytes_columns(&pass);
+        let fixed = cuparquet::internals::gpu::decode_fixed_columns(&pass);
+        let strings = cuparquet::internals::gpu::decode_bytes_columns(&pass);
         let got = match (fixed, strings) {
             (Ok(mut a), Ok(b)) => {
                 a.extend(b);
@@ -743,9 +744,8 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
             let chunk =
                 bytes::Bytes::copy_from_slice(&bytes[c.range.start as usize..c.range.end as usize]);
             let codec = md.row_group(c.row_group).column(c.column).compression();
-            let want =
-                cuparquet::decode::reference::decode_chunk(col, &fields[col.field], chunk, codec)
-                    .unwrap_or_else(|e| panic!("{}: reference: {e}", f.display()));
+            let want = reference_decoder::decode_chunk(col, &fields[col.field], chunk, codec)
+                .unwrap_or_else(|e| panic!("{}: reference: {e}", f.display()));
             let host = d.to_host().unwrap();
             if host.as_ref() != want.as_ref() {
                 failures.push(format!(

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::*;
-use cuparquet::decode::gpu_plan::{place_columns, Placement};
+use cuparquet::internals::gpu_plan::{place_columns, Placement};
 use cuparquet::{Device, ParquetGpuReader};
 
 fn placements(path: &Path) -> Option<Vec<Placement>> {

@@ -164,7 +164,10 @@ fn no_stage_imports_a_later_one_and_no_file_is_too_long() {
     for path in &others {
         let lines = std::fs::read_to_string(path).map_or(0, |t| t.lines().count());
         if lines > MAX_LINES {
-            problems.push(format!("{}: {lines} lines (at most {MAX_LINES})", path.display()));
+            problems.push(format!(
+                "{}: {lines} lines (at most {MAX_LINES})",
+                path.display()
+            ));
         }
     }
     // the table itself has no circle, so neither has the code it admits; check anyway

@@ -8,8 +8,8 @@ use std::fs::File;
 use std::path::Path;
 
 use common::*;
-use cuparquet::decode::decompress::decompress_pages;
-use cuparquet::decode::page_header::{page_table, PageKind};
+use cuparquet::internals::decompress::decompress_pages;
+use cuparquet::internals::page_header::{page_table, PageKind};
 use parquet::column::page::Page;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 

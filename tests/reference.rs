@@ -1,15 +1,16 @@
-//! The reference decoder (`decode::reference`, the CPU twin of the GPU kernels) equals arrow-rs
+//! The reference decoder (`tests/reference_decoder`, the CPU twin of the GPU kernels) equals arrow-rs
 //! for every column the GPU plan takes, every row group, over the corpus and the generated
 //! files: page table → decompression → levels → PLAIN / dictionary values → conversion.
 
 mod common;
+mod reference_decoder;
 
 use std::path::Path;
 
 use common::*;
-use cuparquet::decode::gpu_plan::{place_columns, Placement};
-use cuparquet::decode::reference::decode_chunk;
+use cuparquet::internals::gpu_plan::{place_columns, Placement};
 use cuparquet::{Device, ParquetGpuReader};
+use reference_decoder::decode_chunk;
 
 /// Checks every GPU-placed column chunk of `path`; returns the chunks compared.
 fn check(path: &Path) -> usize {
@@ -130,4 +131,42 @@ fn corrupted_chunks_are_errors_not_panics() {
         }
     }
     assert!(errors > 0);
+}
+
+#[test]
+fn rle_hybrid_runs() {
+    // RLE run of 5 × 3 (bit width 2), then a bit-packed group of 8 values 0..8 (width 3)
+    let v = reference_decoder::rle_hybrid(&[5 << 1, 3], 2, 5).unwrap();
+    assert_eq!(v, vec![3; 5]);
+    // bit-packed: header (1 group << 1) | 1, values 0..7 in 3 bits each, LSB first
+    let mut bits = 0u32;
+    for i in 0..8u32 {
+        bits |= i << (3 * i);
+    }
+    let b = bits.to_le_bytes();
+    let v = reference_decoder::rle_hybrid(&[3, b[0], b[1], b[2]], 3, 8).unwrap();
+    assert_eq!(v, (0..8).collect::<Vec<u32>>());
+    // fewer values wanted than the group holds
+    assert_eq!(
+        reference_decoder::rle_hybrid(&[3, b[0], b[1], b[2]], 3, 5)
+            .unwrap()
+            .len(),
+        5
+    );
+    // errors: cut short, value too wide, empty run, width over 32
+    assert!(reference_decoder::rle_hybrid(&[5 << 1], 2, 5)
+        .unwrap_err()
+        .contains("runs past"));
+    assert!(reference_decoder::rle_hybrid(&[5 << 1, 9], 2, 5)
+        .unwrap_err()
+        .contains("does not fit"));
+    assert!(reference_decoder::rle_hybrid(&[0, 1], 1, 1)
+        .unwrap_err()
+        .contains("empty RLE run"));
+    assert!(reference_decoder::rle_hybrid(&[], 33, 1)
+        .unwrap_err()
+        .contains("over 32"));
+    assert!(reference_decoder::rle_hybrid(&[], 1, 1)
+        .unwrap_err()
+        .contains("cut short"));
 }

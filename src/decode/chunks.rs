@@ -11,7 +11,7 @@ use parquet::file::reader::{ChunkReader, Length};
 
 /// Planned chunk bytes keyed by their file ranges.
 #[derive(Debug, Clone)]
-pub struct FetchedChunks {
+pub(crate) struct FetchedChunks {
     file_len: u64,
     /// Sorted by start offset.
     chunks: Vec<(Range<u64>, Bytes)>,
@@ -19,7 +19,7 @@ pub struct FetchedChunks {
 
 impl FetchedChunks {
     /// Wraps `chunks` (file range, bytes of exactly that range) of a file of `file_len` bytes.
-    pub fn new(file_len: u64, mut chunks: Vec<(Range<u64>, Bytes)>) -> Self {
+    pub(crate) fn new(file_len: u64, mut chunks: Vec<(Range<u64>, Bytes)>) -> Self {
         chunks.retain(|(r, _)| r.end > r.start);
         chunks.sort_by_key(|(r, _)| r.start);
         FetchedChunks { file_len, chunks }

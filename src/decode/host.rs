@@ -25,11 +25,10 @@ use crate::metadata::clean_parquet_error;
 
 /// Decodes row groups of one file for one projection.
 #[derive(Debug, Clone)]
-pub struct HostDecoder {
+pub(crate) struct HostDecoder {
     path: PathBuf,
     file_len: u64,
     arrow_meta: ArrowReaderMetadata,
-    leaves: Vec<usize>,
     schema: SchemaRef,
     batch_rows: usize,
 }
@@ -37,7 +36,7 @@ pub struct HostDecoder {
 /// The top-level string and binary fields of `schema` (a file's Arrow schema) that are flat
 /// BYTE_ARRAY columns stored with a dictionary in at least one row group of `metadata`: the
 /// fields `keep_dictionaries` turns into `Dictionary(Int32, _)`.
-pub fn dictionary_fields(metadata: &ParquetMetaData, schema: &SchemaRef) -> Vec<String> {
+pub(crate) fn dictionary_fields(metadata: &ParquetMetaData, schema: &SchemaRef) -> Vec<String> {
     use arrow::datatypes::DataType;
     use parquet::basic::Encoding;
     let descr = metadata.file_metadata().schema_descr();
@@ -95,7 +94,7 @@ impl HostDecoder {
     /// `keep_dictionaries`, top-level string and binary columns stored with a dictionary
     /// decode to `Dictionary(Int32, _)` arrays instead of their values
     /// ([`dictionary_fields`]).
-    pub fn new(
+    pub(crate) fn new(
         path: &Path,
         file_len: u64,
         metadata: Arc<ParquetMetaData>,
@@ -149,32 +148,21 @@ impl HostDecoder {
             path: path.to_path_buf(),
             file_len,
             arrow_meta,
-            leaves: leaves.to_vec(),
             schema,
             batch_rows: batch_rows.max(1),
         })
     }
 
     /// The Arrow schema of the decoded batches.
-    pub fn schema(&self) -> &SchemaRef {
+    pub(crate) fn schema(&self) -> &SchemaRef {
         &self.schema
-    }
-
-    /// Decodes row group `rg` from `chunks`: the (file range, bytes) of every projected column
-    /// chunk of the row group.
-    pub fn decode_row_group(
-        &self,
-        rg: usize,
-        chunks: &[(Range<u64>, Bytes)],
-    ) -> Result<Vec<RecordBatch>> {
-        self.decode_leaves(rg, &self.leaves, chunks)
     }
 
     /// Decodes leaves `leaves` (whole top-level fields of the projection, ascending) of row group
     /// `rg` from their chunks. Batches have one column per top-level field those leaves belong
     /// to; for the same row group and batch size, every subset yields batches of the same row
     /// counts, so subsets decoded apart can be joined column-wise.
-    pub fn decode_leaves(
+    pub(crate) fn decode_leaves(
         &self,
         rg: usize,
         leaves: &[usize],

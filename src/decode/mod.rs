@@ -15,7 +15,7 @@
 pub(crate) mod chunks;
 pub mod decompress;
 #[allow(unsafe_code)] // kernel launches (see the module docs)
-pub mod gpu;
+pub(crate) mod gpu;
 pub mod gpu_plan;
 pub(crate) mod host;
 pub mod page_header;

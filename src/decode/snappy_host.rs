@@ -28,12 +28,12 @@ const BLOCK: usize = 1 << 16;
 /// Input bytes per segment of the parallel walk.
 const SEGMENT: usize = 32 << 10;
 /// Pages that decompress to fewer bytes stay on one core.
-pub const PARALLEL_MIN: usize = 256 << 10;
+pub(crate) const PARALLEL_MIN: usize = 256 << 10;
 
 /// Decompresses the SNAPPY stream `src` into `dst`, whose length must be the stream's
 /// decompressed length; when `split`, a large stream over the current rayon pool (which costs
 /// about twice the CPU time of one walk, so it pays only where cores would otherwise idle).
-pub fn decompress_into(src: &[u8], dst: &mut [u8], split: bool) -> Result<(), String> {
+pub(crate) fn decompress_into(src: &[u8], dst: &mut [u8], split: bool) -> Result<(), String> {
     let want = snap::raw::decompress_len(src).map_err(|e| e.to_string())?;
     if want != dst.len() {
         return Err(format!(

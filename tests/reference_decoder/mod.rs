@@ -1,10 +1,12 @@
 //! The reference decoder: flat columns from column-chunk bytes to Arrow, on the CPU, the way the
-//! GPU kernels do it — page table ([`page_header`](super::page_header)), decompression
-//! ([`decompress`](super::decompress)), definition levels (RLE/bit-packed hybrid) to a validity
+//! GPU kernels do it — page table ([`page_header`](cuparquet::internals::page_header)), decompression
+//! ([`decompress`](cuparquet::internals::decompress)), definition levels (RLE/bit-packed hybrid) to a validity
 //! bitmap, PLAIN and dictionary values, byte arrays sizes-first, then the conversion
-//! [`gpu_plan`](super::gpu_plan) chose. It is the executable specification the kernels are
+//! [`gpu_plan`](cuparquet::internals::gpu_plan) chose. It is the executable specification the kernels are
 //! tested against (equal outputs page by page) and it is itself tested against arrow-rs.
-//! Slow by design: clarity over speed.
+//! Slow by design: clarity over speed. A test oracle, not part of the crate: the tests that use
+//! it include it (`mod reference_decoder;`).
+#![allow(dead_code, unreachable_pub)]
 
 use arrow::array::{make_array, ArrayData, ArrayRef};
 use arrow::buffer::{Buffer, NullBuffer};
@@ -12,9 +14,9 @@ use arrow::datatypes::Field;
 use bytes::Bytes;
 use parquet::basic::Compression;
 
-use crate::decode::decompress::decompress_pages;
-use crate::decode::gpu_plan::{Conversion, GpuColumn};
-use crate::decode::page_header::{page_table, PageKind};
+use cuparquet::internals::decompress::decompress_pages;
+use cuparquet::internals::gpu_plan::{Conversion, GpuColumn};
+use cuparquet::internals::page_header::{page_table, PageKind};
 
 type R<T> = std::result::Result<T, String>;
 
@@ -412,38 +414,4 @@ fn build(col: &GpuColumn, field: &Field, valid: &[bool], values: Option<Values>)
         }
     };
     data.map(make_array).map_err(|e| e.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rle_hybrid_runs() {
-        // RLE run of 5 × 3 (bit width 2), then a bit-packed group of 8 values 0..8 (width 3)
-        let v = rle_hybrid(&[5 << 1, 3], 2, 5).unwrap();
-        assert_eq!(v, vec![3; 5]);
-        // bit-packed: header (1 group << 1) | 1, values 0..7 in 3 bits each, LSB first
-        let mut bits = 0u32;
-        for i in 0..8u32 {
-            bits |= i << (3 * i);
-        }
-        let b = bits.to_le_bytes();
-        let v = rle_hybrid(&[3, b[0], b[1], b[2]], 3, 8).unwrap();
-        assert_eq!(v, (0..8).collect::<Vec<u32>>());
-        // fewer values wanted than the group holds
-        assert_eq!(rle_hybrid(&[3, b[0], b[1], b[2]], 3, 5).unwrap().len(), 5);
-        // errors: cut short, value too wide, empty run, width over 32
-        assert!(rle_hybrid(&[5 << 1], 2, 5)
-            .unwrap_err()
-            .contains("runs past"));
-        assert!(rle_hybrid(&[5 << 1, 9], 2, 5)
-            .unwrap_err()
-            .contains("does not fit"));
-        assert!(rle_hybrid(&[0, 1], 1, 1)
-            .unwrap_err()
-            .contains("empty RLE run"));
-        assert!(rle_hybrid(&[], 33, 1).unwrap_err().contains("over 32"));
-        assert!(rle_hybrid(&[], 1, 1).unwrap_err().contains("cut short"));
-    }
 }

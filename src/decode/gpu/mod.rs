@@ -38,7 +38,7 @@ mod bytes;
 #[cfg(test)]
 mod c_source;
 mod fixed;
-pub mod kernels;
+pub(crate) mod kernels;
 mod launch;
 mod locate;
 mod page_jobs;
@@ -56,7 +56,7 @@ pub(crate) use profile::{profile_absorb, profile_begin, profile_end, profiling, 
 pub use report::{FieldDecode, GpuDecodeReport, HostDecompressed};
 pub use snappy::snappy_fragments_of;
 
-pub use crate::config::SnappyPlacement;
+pub(crate) use crate::config::SnappyPlacement;
 
 use std::sync::Arc;
 
