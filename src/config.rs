@@ -79,7 +79,7 @@ impl std::str::FromStr for CompatMode {
 /// Where SNAPPY pages are decompressed on device loads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub enum SnappyPlacement {
-    /// By [`snappy_on_host`]'s model, per pass: the device kernel for large loads, the host's
+    /// By a model of both (measured on the H200, benches/RESULTS.md), per pass: the device kernel for large loads, the host's
     /// cores for small loads whose largest page would make the kernel wait (the default).
     #[default]
     Auto,
@@ -384,7 +384,7 @@ impl IoSettings {
 }
 
 /// Parses a thread count: a positive integer.
-pub fn parse_count(name: &str, value: &str) -> Result<usize> {
+pub(crate) fn parse_count(name: &str, value: &str) -> Result<usize> {
     match value.trim().parse::<usize>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(Error::setting(name, value, "expected a positive integer")),
@@ -392,7 +392,7 @@ pub fn parse_count(name: &str, value: &str) -> Result<usize> {
 }
 
 /// Parses `true|false|1|0|yes|no|on|off`.
-pub fn parse_bool(name: &str, value: &str) -> Result<bool> {
+pub(crate) fn parse_bool(name: &str, value: &str) -> Result<bool> {
     match value.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Ok(true),
         "false" | "0" | "no" | "off" => Ok(false),

@@ -23,7 +23,7 @@
 //!   reports the path every byte really took.
 //! * The decoder (crate-private) turns the fetched bytes into Arrow arrays without touching the
 //!   file again: our CUDA kernels on the device, arrow-rs on the host.
-//! * [`array`] holds the results: [`LoadedBatch`] (host or device), [`DeviceArray`] and
+//! * [`array`](mod@array) holds the results: [`LoadedBatch`] (host or device), [`DeviceArray`] and
 //!   [`DeviceRecordBatch`] (Arrow layout in device memory).
 //! * [`reader`] is the facade most users want: [`ParquetGpuReader`].
 //! * [`device`] is the only module that touches CUDA: devices, memory, streams, kernels.

@@ -180,7 +180,7 @@ pub fn resolve(device: Device) -> Result<DeviceChoice> {
 }
 
 /// [`resolve`] with machine facts given (for tests).
-pub fn resolve_with(device: Device, probe: &CudaProbe) -> Result<DeviceChoice> {
+pub(crate) fn resolve_with(device: Device, probe: &CudaProbe) -> Result<DeviceChoice> {
     let requested = device.to_string();
     match device {
         Device::Host => Ok(DeviceChoice {

@@ -366,7 +366,7 @@ pub fn counters() -> Option<CufileCounters> {
 }
 
 /// The difference of two counter snapshots.
-pub fn counters_delta(before: &CufileCounters, after: &CufileCounters) -> CufileCounters {
+pub(crate) fn counters_delta(before: &CufileCounters, after: &CufileCounters) -> CufileCounters {
     CufileCounters {
         reads: after.reads.saturating_sub(before.reads),
         nvfs: after.nvfs.saturating_sub(before.nvfs),
@@ -378,7 +378,7 @@ pub fn counters_delta(before: &CufileCounters, after: &CufileCounters) -> Cufile
 
 /// The path cuFile's reads took, from its counters (and, without counters, from whether
 /// nvidia-fs exists at all), with the evidence in words.
-pub fn attribute(counters: Option<&CufileCounters>, nvidia_fs: bool) -> (IoPath, String) {
+pub(crate) fn attribute(counters: Option<&CufileCounters>, nvidia_fs: bool) -> (IoPath, String) {
     match counters {
         Some(c) if c.nvfs > 0 && c.posix == 0 => (
             IoPath::Gds,
@@ -404,7 +404,7 @@ pub fn attribute(counters: Option<&CufileCounters>, nvidia_fs: bool) -> (IoPath,
 
 /// Reads requests straight into device memory with `cuFileRead`.
 #[derive(Debug, Clone)]
-pub struct CufileReader {
+pub(crate) struct CufileReader {
     settings: IoSettings,
     gpu: Arc<Gpu>,
     pool: Arc<rayon::ThreadPool>,
@@ -412,7 +412,7 @@ pub struct CufileReader {
 
 impl CufileReader {
     /// A reader for device `ordinal` on the process-wide pool of `settings.nthreads` threads.
-    pub fn new(settings: IoSettings, ordinal: usize) -> Result<Self> {
+    pub(crate) fn new(settings: IoSettings, ordinal: usize) -> Result<Self> {
         settings.validate()?;
         let pool = shared_pool(settings.nthreads)?;
         Ok(CufileReader {

@@ -227,7 +227,7 @@ impl RangeReader for GpuReader {
     }
 
     /// Streams when every request is staged (the path policy sends none to cuFile, as on
-    /// machines without nvidia-fs): [`StagedReader::read_stream`].
+    /// machines without nvidia-fs): the staged reader's streamed read.
     fn read_stream(
         &self,
         file: &ParquetFile,

@@ -56,7 +56,7 @@ impl HostReader {
 /// The process-wide pool of `n` threads, created on first use. Readers share pools as KvikIO
 /// shares its thread pool: a new pool per reader costs more than a small load (fresh threads
 /// start with fresh allocator arenas, so their first large buffers fault in page by page).
-pub fn shared_pool(n: usize) -> Result<Arc<rayon::ThreadPool>> {
+pub(crate) fn shared_pool(n: usize) -> Result<Arc<rayon::ThreadPool>> {
     static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
     let mut pools = POOLS.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, p)) = pools.iter().find(|(k, _)| *k == n) {

@@ -5,7 +5,7 @@
 //! 1. a host target → `host`;
 //! 2. `compat_mode = on` → never cuFile: `staged`;
 //! 3. a range smaller than `gds_threshold` → `staged` (small ranges are gathered into one
-//!    bounce buffer and moved with one copy, see [`staging`](crate::io::staging));
+//!    bounce buffer and moved with one copy, see `io::staging`);
 //! 4. `compat_mode = auto` → cuFile only where its GDS path can exist: libcufile loads,
 //!    `cuFileDriverOpen` succeeded, nvidia-fs is loaded and the file's handle registered.
 //!    Where nvidia-fs is absent cuFile could only serve its POSIX compat path, which opens the

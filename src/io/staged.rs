@@ -1,13 +1,13 @@
 //! Staged reads: file bytes through pinned host memory into device memory.
 //!
-//! [`plan_staging`] lays the selected requests into bounce-buffer fills ("slots"); reader
+//! `plan_staging` (in `io::staging`) lays the selected requests into bounce-buffer fills ("slots"); reader
 //! threads take a pinned buffer from a ring, `pread` a slot into it (`O_DIRECT` when asked),
 //! and enqueue one host→device copy of the whole slot on one of the device's copy streams,
 //! straight to its offset in the destination. An event recorded after the copy tells the next
 //! user of that buffer when it may refill it, so reads of the next slots overlap the copies of
 //! the previous ones. Small ranges laid end to end share a slot and move with one copy.
 //!
-//! [`StagedReader::read_stream`] reads the waves of a pipelined device load as one stream of
+//! `StagedReader::read_stream` reads the waves of a pipelined device load as one stream of
 //! fills, handing each wave over as soon as its copies complete.
 //!
 //! A zero-copy variant (map the page-cached file, `cuMemHostRegister(READ_ONLY)` it, copy
@@ -447,9 +447,9 @@ impl StagedReader {
     }
 }
 
-/// Reader threads a streamed read ([`StagedReader::read_stream`]) leaves idle of
+/// Reader threads a streamed read (`StagedReader::read_stream`) leaves idle of
 /// `nthreads`, for the threads decoding what it has read.
-pub const STREAM_SPARE_THREADS: usize = 2;
+pub(crate) const STREAM_SPARE_THREADS: usize = 2;
 
 /// Reader threads of a streamed read for `nthreads`: all but [`STREAM_SPARE_THREADS`], at
 /// least one.

@@ -28,7 +28,7 @@ use crate::metadata::FileMetadata;
 /// What to read: a projection and a row-group selection. The default reads everything.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
-    /// Column names or dotted paths (see [`projection`]); `None` = all columns.
+    /// Column names or dotted paths (a name containing dots in backquotes); `None` = all columns.
     pub columns: Option<Vec<String>>,
     /// Row groups by index; `None` = all.
     pub row_groups: Option<Vec<usize>>,

@@ -180,8 +180,8 @@ impl ParquetGpuReader {
     }
 
     /// Decodes column chunks in device memory ([`load_chunks`](Self::load_chunks)) into one
-    /// device batch per row group. Flat columns the GPU decodes are decoded by the kernels of
-    /// [`crate::decode::gpu`]; the others (nested, DELTA_*, BYTE_STREAM_SPLIT, ...) are decoded
+    /// device batch per row group. Flat columns the GPU decodes are decoded by our CUDA kernels;
+    /// the others (nested, DELTA_*, BYTE_STREAM_SPLIT, ...) are decoded
     /// by arrow-rs on the host from a copy of their chunks and uploaded — the report names each
     /// and why. Both run at once.
     pub fn decode_on_gpu(

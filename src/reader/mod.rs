@@ -10,10 +10,10 @@
 //!     .load()?                           I/O, then decode, in parallel by row group
 //! ```
 //!
-//! The parts: [`builder`] (options, footer, plan), [`host_load`] (units read and decoded by
-//! arrow-rs in parallel), [`device_load`] (chunks read into device memory and decoded there),
-//! [`waves`] (large device loads read and decoded in overlapping waves), [`report`] (what a
-//! load did), [`timeline`] (`CUPARQUET_PROFILE`'s record of a pipelined load).
+//! The parts: `builder` (options, footer, plan), `host_load` (units read and decoded by
+//! arrow-rs in parallel), `device_load` (chunks read into device memory and decoded there),
+//! `waves` (large device loads read and decoded in overlapping waves), `report` (what a
+//! load did), `timeline` (`CUPARQUET_PROFILE`'s record of a pipelined load).
 
 mod builder;
 mod device_load;
