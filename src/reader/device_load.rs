@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::timeline::profile_requested;
 use super::waves::{wave_target, waves};
-use super::{LoadReport, Loaded, ParquetGpuReader};
+use super::{Loaded, ParquetGpuReader};
 use crate::array::{LoadedBatch, Location};
 use crate::config::SnappyPlacement;
 use crate::decode::gpu::{decode_pass, DeviceChunks, GpuDecodeReport, PassInput};
@@ -128,33 +128,7 @@ impl ParquetGpuReader {
             (batches, gpu_decode, io, t_dec.elapsed())
         };
         self.notify(total, plan.row_groups.len());
-        let schema = self.decoder.schema().clone();
-        let report = LoadReport {
-            path: self.file.path().to_path_buf(),
-            device: self.device.clone(),
-            rows: batches.iter().map(|b| b.num_rows() as u64).sum(),
-            columns: schema.fields().len(),
-            leaf_columns: plan.leaves.len(),
-            row_groups: plan.row_groups.len(),
-            bytes_planned: plan.chunk_bytes(),
-            bytes_read: io.bytes(),
-            footer_bytes: self.meta.reads.iter().map(|r| r.end - r.start).sum(),
-            footer_reads: self.meta.reads.len(),
-            output_bytes: batches.iter().map(|b| b.memory_size() as u64).sum(),
-            settings: self.settings.clone(),
-            io_time: io.wall,
-            io,
-            setup_time: self.t_setup,
-            footer_time: self.t_footer,
-            decode_time,
-            load_time: t0.elapsed(),
-            gpu_decode: Some(gpu_decode),
-        };
-        Ok(Loaded {
-            batches,
-            schema,
-            report,
-        })
+        Ok(self.loaded(batches, io, decode_time, t0, Some(gpu_decode)))
     }
 
     /// An error unless `chunks` hold exactly this reader's plan.

@@ -11,7 +11,7 @@ use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use bytes::Bytes;
 use rayon::prelude::*;
 
-use super::{LoadReport, Loaded, ParquetGpuReader};
+use super::{Loaded, ParquetGpuReader};
 use crate::array::LoadedBatch;
 use crate::decode::gpu::DeviceChunks;
 use crate::error::{Error, Result};
@@ -270,35 +270,7 @@ impl ParquetGpuReader {
             direct_io: self.settings.direct_io,
             ..IoReport::default()
         };
-        let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
-        let output_bytes = batches.iter().map(|b| b.memory_size() as u64).sum();
-        let schema = self.decoder.schema().clone();
-        let report = LoadReport {
-            path: self.file.path().to_path_buf(),
-            device: self.device.clone(),
-            rows,
-            columns: schema.fields().len(),
-            leaf_columns: plan.leaves.len(),
-            row_groups: plan.row_groups.len(),
-            bytes_planned: plan.chunk_bytes(),
-            bytes_read: io.bytes(),
-            footer_bytes: self.meta.reads.iter().map(|r| r.end - r.start).sum(),
-            footer_reads: self.meta.reads.len(),
-            output_bytes,
-            settings: self.settings.clone(),
-            io,
-            setup_time: self.t_setup,
-            footer_time: self.t_footer,
-            io_time,
-            decode_time,
-            load_time: t0.elapsed(),
-            gpu_decode: None,
-        };
-        Ok(Loaded {
-            batches,
-            schema,
-            report,
-        })
+        Ok(self.loaded(batches, io, decode_time, t0, None))
     }
 
     /// Decodes column chunks loaded into device memory on the host, from one device→host copy

@@ -40,7 +40,7 @@ use crate::device::DeviceChoice;
 use crate::error::Result;
 use crate::io::gpu::GpuReader;
 use crate::io::host::HostReader;
-use crate::io::RangeReader;
+use crate::io::{IoReport, RangeReader};
 use crate::metadata::FileMetadata;
 use crate::plan::ReadPlan;
 use crate::source::ParquetFile;
@@ -158,6 +158,46 @@ impl ParquetGpuReader {
         match self.device.location {
             Location::Cuda(n) => self.load_to_device(reader, n, t0),
             Location::Host => self.load_to_host(reader, t0),
+        }
+    }
+
+    /// The result of a load: `batches` with the report of what it did (`io`, the time spent
+    /// decoding, summed over threads, and where the fields were decoded on a device load).
+    fn loaded(
+        &self,
+        batches: Vec<LoadedBatch>,
+        io: IoReport,
+        decode_time: Duration,
+        t0: Instant,
+        gpu_decode: Option<GpuDecodeReport>,
+    ) -> Loaded {
+        let plan = &self.plan;
+        let schema = self.decoder.schema().clone();
+        let report = LoadReport {
+            path: self.file.path().to_path_buf(),
+            device: self.device.clone(),
+            rows: batches.iter().map(|b| b.num_rows() as u64).sum(),
+            columns: schema.fields().len(),
+            leaf_columns: plan.leaves.len(),
+            row_groups: plan.row_groups.len(),
+            bytes_planned: plan.chunk_bytes(),
+            bytes_read: io.bytes(),
+            footer_bytes: self.meta.reads.iter().map(|r| r.end - r.start).sum(),
+            footer_reads: self.meta.reads.len(),
+            output_bytes: batches.iter().map(|b| b.memory_size() as u64).sum(),
+            settings: self.settings.clone(),
+            io_time: io.wall,
+            io,
+            setup_time: self.t_setup,
+            footer_time: self.t_footer,
+            decode_time,
+            load_time: t0.elapsed(),
+            gpu_decode,
+        };
+        Loaded {
+            batches,
+            schema,
+            report,
         }
     }
 
