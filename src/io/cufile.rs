@@ -8,7 +8,7 @@
 //!
 //! The driver stays open for the life of the process once opened (cuFile reads need it; closing
 //! and reopening costs more than it saves). Files are registered once ([`register`]) and the
-//! handle reused while the file is unchanged. [`CufileReader`] splits requests into `task_size`
+//! handle reused while the file is unchanged. `CufileReader` splits requests into `task_size`
 //! pieces read in parallel with `cuFileRead` straight into the destination; a short read is
 //! continued, an error names the file, the range and cuFile's code. [`counters`] reads cuFile's
 //! Level-3 per-GPU statistics, which say whether nvidia-fs or cuFile's POSIX path served reads.
