@@ -105,6 +105,19 @@ pub enum Error {
         reason: String,
     },
 
+    /// One row group needs more device memory than the load's budget allows.
+    #[error("{}: row group {row_group} needs about {} of device memory while it decodes (with the next row group's reads), more than the memory budget of {}; raise the budget or read fewer columns", path.display(), mib(*needed), mib(*budget))]
+    MemoryBudget {
+        /// The file.
+        path: PathBuf,
+        /// The row group.
+        row_group: usize,
+        /// Device bytes it needs (estimated from the footer).
+        needed: u64,
+        /// The budget.
+        budget: u64,
+    },
+
     /// A setting (builder value or environment variable) is invalid.
     #[error("invalid setting {name}={value:?}: {reason}")]
     Setting {
@@ -153,6 +166,11 @@ pub enum Error {
         /// What went wrong.
         reason: String,
     },
+}
+
+/// `n` bytes in MiB, for messages.
+fn mib(n: u64) -> String {
+    format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64)
 }
 
 fn fmt_ctx(ctx: &str) -> String {

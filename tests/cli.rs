@@ -81,6 +81,32 @@ fn plan_text_and_json() {
 }
 
 #[test]
+fn plan_cuts_passes_under_a_memory_budget() {
+    let f = "testdata/lineitem-sample.parquet";
+    let o = run(&["plan", f, "--memory-budget", "2MiB", "--batch-rows", "7000"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("passes under a budget of 2.0 MiB: 4 passes, 4 batches of at most 7000 rows"),
+        "{out}"
+    );
+    assert!(out.contains("  pass 0: row group 0, "), "{out}");
+    let o = run(&["plan", f, "--memory-budget", "1GiB", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("plan --json is JSON");
+    let batch = &v["passes"]["passes"][0]["batches"][0]["parts"];
+    assert_eq!(batch.as_array().unwrap().len(), 4, "{batch}");
+    assert_eq!(batch[3]["rows"]["end"], 5000);
+    // a budget no row group fits: exit 1, one line naming the row group and the budget
+    let o = run(&["plan", f, "--memory-budget", "64KiB"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err.contains("row group 0 needs about") && err.contains("budget of 0.1 MiB"),
+        "{err}"
+    );
+}
+
+#[test]
 fn load_output_equals_arrow_rs() {
     let dir = tempfile::tempdir().unwrap();
     for (file, cols, rgs) in [

@@ -401,3 +401,86 @@ fn io_pattern_snapshot() {
     assert_eq!(rec.log().len(), reader.plan().requests.len());
     insta::assert_snapshot!("many_small_row_groups_io", rec.log_text());
 }
+
+/// Passes under a budget, from the footer alone: every selected row group once, in order,
+/// every row in exactly one batch of at most `batch_rows`, pass chunks consecutive and
+/// covering the plan; a budget too small for one row group is an error naming it.
+#[test]
+fn passes_cover_the_plan_under_a_budget() {
+    use cuparquet::plan::plan_passes;
+    let mut files = vec![std::path::PathBuf::from("testdata/lineitem-sample.parquet")];
+    files.extend(corpus_files("data", &[".parquet"]).into_iter().take(40));
+    let mut checked = 0;
+    for path in files {
+        let Ok(file) = ParquetFile::open(&path) else {
+            continue;
+        };
+        let Ok(meta) = read_metadata(&file, false) else {
+            continue;
+        };
+        let Ok(p) = plan(&path, &meta, &Selection::default()) else {
+            continue;
+        };
+        for (budget, batch_rows, keep) in [
+            (u64::MAX / 4, 65_536, false),
+            (4 << 20, 3, false),
+            (1 << 20, 1000, true),
+        ] {
+            let passes = match plan_passes(&path, &p, &meta.metadata, budget, batch_rows, keep) {
+                Ok(x) => x,
+                Err(e) => {
+                    let msg = e.to_string();
+                    assert!(msg.contains("row group") && msg.contains("budget"), "{msg}");
+                    continue;
+                }
+            };
+            let rgs: Vec<usize> = passes
+                .passes
+                .iter()
+                .flat_map(|x| x.row_groups.clone())
+                .collect();
+            assert_eq!(rgs, p.row_groups, "{}", path.display());
+            let mut at = 0;
+            for pass in &passes.passes {
+                assert_eq!(pass.chunks.start, at);
+                at = pass.chunks.end;
+                let mut want = pass.row_groups.iter().flat_map(|&rg| {
+                    (0..meta.metadata.row_group(rg).num_rows() as u64).map(move |r| (rg, r))
+                });
+                for b in &pass.batches {
+                    assert!(b.num_rows() >= 1 && b.num_rows() <= batch_rows);
+                    assert!(!keep || b.parts.len() == 1);
+                    for part in &b.parts {
+                        assert!(part
+                            .rows
+                            .clone()
+                            .all(|r| want.next() == Some((part.row_group, r))));
+                    }
+                }
+                assert_eq!(want.next(), None);
+            }
+            assert_eq!(at, p.chunks.len());
+            checked += 1;
+        }
+    }
+    assert!(checked > 20, "only {checked} plans checked");
+    // too small: the error names the row group and both sizes
+    let path = Path::new("testdata/lineitem-sample.parquet");
+    let meta = read_metadata(&ParquetFile::open(path).unwrap(), false).unwrap();
+    let p = plan(path, &meta, &Selection::default()).unwrap();
+    let e = plan_passes(path, &p, &meta.metadata, 64 << 10, 1000, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("row group 0 needs about") && e.contains("memory budget of 0.1 MiB"),
+        "{e}"
+    );
+    let one = plan_passes(path, &p, &meta.metadata, 1 << 30, 65_536, false).unwrap();
+    assert_eq!(one.passes.len(), 1);
+    assert_eq!(
+        one.passes[0].batches.len(),
+        1,
+        "20,000 rows in one batch across 4 row groups"
+    );
+    assert_eq!(one.passes[0].batches[0].parts.len(), 4);
+}

@@ -72,6 +72,16 @@ enum Cmd {
         /// Print the plan as JSON.
         #[arg(long)]
         json: bool,
+        /// Also cut the plan into passes under this device-memory budget (e.g. 512MiB), each
+        /// yielding batches of --batch-rows rows: what a streaming load would read together.
+        #[arg(long, value_parser = parse_size_arg)]
+        memory_budget: Option<u64>,
+        /// Rows per batch for --memory-budget (default 65536).
+        #[arg(long, default_value_t = 65_536)]
+        batch_rows: u64,
+        /// With --memory-budget: batches do not span row groups (one dictionary per batch).
+        #[arg(long)]
+        keep_dictionaries: bool,
     },
     /// Load a selection and print what happened.
     Load {
@@ -226,17 +236,46 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             json,
         } => Ok(doctor(&path, !no_bench, json)),
         Cmd::Inspect { file, brief } => inspect(&file, brief).map(|()| ExitCode::SUCCESS),
-        Cmd::Plan { file, sel, json } => {
+        Cmd::Plan {
+            file,
+            sel,
+            json,
+            memory_budget,
+            batch_rows,
+            keep_dictionaries,
+        } => {
             let f = ParquetFile::open(&file)?;
             let meta = read_metadata(&f, sel.page_index)?;
             let p = plan(&file, &meta, &sel.selection())?;
+            let passes = memory_budget
+                .map(|b| {
+                    cuparquet::plan::plan_passes(
+                        &file,
+                        &p,
+                        &meta.metadata,
+                        b,
+                        batch_rows,
+                        keep_dictionaries,
+                    )
+                })
+                .transpose()?;
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&p).map_err(|e| out_err(&file, e))?
-                );
+                let v = match &passes {
+                    None => serde_json::to_value(&p),
+                    Some(passes) => serde_json::to_value(&p).and_then(|mut v| {
+                        v["passes"] = serde_json::to_value(passes)?;
+                        Ok(v)
+                    }),
+                };
+                let text = v
+                    .and_then(|v| serde_json::to_string_pretty(&v))
+                    .map_err(|e| out_err(&file, e))?;
+                println!("{text}");
             } else {
                 print!("{p}");
+                if let Some(passes) = &passes {
+                    print!("{passes}");
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

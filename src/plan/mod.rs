@@ -10,6 +10,7 @@
 //! pruning comes later; when the page index is loaded the plan records each chunk's pages.
 
 pub mod coalesce;
+pub mod passes;
 pub mod predicate;
 pub(crate) mod projection;
 
@@ -20,6 +21,7 @@ use std::path::Path;
 use parquet::file::metadata::ParquetMetaData;
 
 pub use coalesce::{CoalesceConfig, IoRequest};
+pub use passes::{plan_passes, BatchSpan, PassPlan, PlannedPass, RowRange};
 pub use predicate::{parse_predicate, BoundPredicate, Predicate};
 
 use crate::error::{Error, Result};

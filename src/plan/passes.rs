@@ -1,0 +1,423 @@
+//! Passes and batches: how a load is cut before any byte is read, from the footer alone.
+//!
+//! A streaming load reads and decodes its selection in **passes** of whole row groups, each
+//! small enough that it fits the device-memory budget together with the raw chunks of the pass
+//! read next (the next pass is read while the current one decodes). Each pass yields
+//! **batches** of about `batch_rows` rows: small row groups are gathered into one batch, a
+//! large one is cut into several, and no batch spans two passes (a pass hands over whole
+//! batches) — nor two row groups when dictionaries are kept (one dictionary per batch).
+//!
+//! What a pass costs on the device is estimated per row group by [`row_group_cost`]: the raw
+//! chunks, the pages decompressed (the footer's uncompressed sizes), the decoded Arrow buffers
+//! (values at the widest output of their physical type, validity bitmaps, offsets of byte
+//! arrays and their characters at their uncompressed size) and the decoders' scratch per row.
+//! It is meant as an upper bound; the streaming reader measures its real high-water mark
+//! against it. [`plan_passes`] is pure: `cuparquet plan --memory-budget` prints it.
+
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+
+use parquet::basic::{Compression, Type as PhysicalType};
+use parquet::file::metadata::ParquetMetaData;
+
+use super::{fmt_index_list, human_bytes, ReadPlan};
+use crate::error::{Error, Result};
+
+/// Scratch bytes per row of a fixed-width column in the GPU decoder (a definition level and a
+/// dictionary index per row).
+const FIXED_SCRATCH_PER_ROW: u64 = 1 + 4;
+/// Scratch bytes per row of a byte-array column (an index, a (source, length) pair and an
+/// i64 length per row).
+const BYTES_SCRATCH_PER_ROW: u64 = 4 + 16 + 8;
+
+/// What one selected row group of a plan costs while it is read and decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct RowGroupCost {
+    /// The row group.
+    pub row_group: usize,
+    /// Its rows.
+    pub rows: u64,
+    /// Bytes of its selected column chunks, as read.
+    pub read_bytes: u64,
+    /// Estimated device bytes while it decodes: the chunks, decompressed pages, decoded
+    /// buffers and scratch.
+    pub device_bytes: u64,
+}
+
+/// The estimated cost of row group `rg` of `plan` (see the [module docs](self)).
+pub fn row_group_cost(plan: &ReadPlan, md: &ParquetMetaData, rg: usize) -> RowGroupCost {
+    let meta = md.row_group(rg);
+    let rows = meta.num_rows().max(0) as u64;
+    let (mut read, mut device) = (0u64, 0u64);
+    for c in plan.chunks.iter().filter(|c| c.row_group == rg) {
+        let col = meta.column(c.column);
+        let uncompressed = col.uncompressed_size().max(0) as u64;
+        read += c.len();
+        device += c.len();
+        if col.compression() != Compression::UNCOMPRESSED {
+            device += uncompressed;
+        }
+        let values = c.num_values.max(0) as u64;
+        let validity = values.div_ceil(8);
+        device += validity
+            + match col.column_descr().physical_type() {
+                PhysicalType::BOOLEAN => values.div_ceil(8) + values * FIXED_SCRATCH_PER_ROW,
+                PhysicalType::INT32 | PhysicalType::FLOAT => {
+                    // dates widen to 8 bytes (Date64), decimals up to 16
+                    values * 16 + values * FIXED_SCRATCH_PER_ROW
+                }
+                PhysicalType::INT64 | PhysicalType::DOUBLE => {
+                    values * 32 + values * FIXED_SCRATCH_PER_ROW
+                }
+                PhysicalType::INT96 => values * 8 + values * FIXED_SCRATCH_PER_ROW,
+                PhysicalType::FIXED_LEN_BYTE_ARRAY => {
+                    let width = col.column_descr().type_length().max(0) as u64;
+                    values * width.max(32) + values * FIXED_SCRATCH_PER_ROW
+                }
+                // characters at most the page data, i64 offsets, scratch
+                PhysicalType::BYTE_ARRAY => {
+                    uncompressed + (values + 1) * 8 + values * BYTES_SCRATCH_PER_ROW
+                }
+            };
+    }
+    RowGroupCost {
+        row_group: rg,
+        rows,
+        read_bytes: read,
+        device_bytes: device,
+    }
+}
+
+/// Rows `rows` of row group `row_group`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RowRange {
+    /// The row group.
+    pub row_group: usize,
+    /// Rows within it.
+    pub rows: Range<u64>,
+}
+
+/// One batch: consecutive row ranges, in row-group order.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BatchSpan {
+    /// The rows it holds.
+    pub parts: Vec<RowRange>,
+}
+
+impl BatchSpan {
+    /// Rows in the batch.
+    pub fn num_rows(&self) -> u64 {
+        self.parts.iter().map(|p| p.rows.end - p.rows.start).sum()
+    }
+}
+
+/// Whole row groups read and decoded together, and the batches they yield.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PlannedPass {
+    /// Row groups, ascending.
+    pub row_groups: Vec<usize>,
+    /// Indices into [`ReadPlan::chunks`] of their chunks (consecutive: chunks are row-group
+    /// major).
+    pub chunks: Range<usize>,
+    /// Bytes of their chunks, as read.
+    pub read_bytes: u64,
+    /// Estimated device bytes while the pass decodes ([`RowGroupCost::device_bytes`] summed).
+    pub device_bytes: u64,
+    /// The batches the pass yields, in order.
+    pub batches: Vec<BatchSpan>,
+}
+
+/// A plan cut into passes under a device-memory budget.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PassPlan {
+    /// The budget: the most device bytes a pass may need together with the next pass's raw
+    /// chunks.
+    pub budget: u64,
+    /// Rows per batch asked for.
+    pub batch_rows: u64,
+    /// The passes, in row-group order.
+    pub passes: Vec<PlannedPass>,
+}
+
+/// Cuts `plan` into passes under `budget` device bytes, each yielding batches of at most
+/// `batch_rows` rows (never spanning row groups when `keep_dictionaries`). Greedy: a pass
+/// takes the next row groups while it and the raw chunks of the row group after them fit the
+/// budget. A row group that does not fit alone is an error naming it and the budget it needs
+/// (splitting a row group by pages comes with the page-index work). `path` names the file.
+pub fn plan_passes(
+    path: &Path,
+    plan: &ReadPlan,
+    md: &ParquetMetaData,
+    budget: u64,
+    batch_rows: u64,
+    keep_dictionaries: bool,
+) -> Result<PassPlan> {
+    if batch_rows == 0 {
+        return Err(Error::setting("batch_rows", "0", "must be at least 1"));
+    }
+    let costs: Vec<RowGroupCost> = plan
+        .row_groups
+        .iter()
+        .map(|&rg| row_group_cost(plan, md, rg))
+        .collect();
+    let cuts = cut_passes(&costs, budget).map_err(|k| Error::MemoryBudget {
+        path: path.to_path_buf(),
+        row_group: costs[k].row_group,
+        needed: costs[k].device_bytes + costs.get(k + 1).map_or(0, |c| c.read_bytes),
+        budget,
+    })?;
+    let passes = cuts
+        .into_iter()
+        .map(|r| {
+            let group = &costs[r];
+            let row_groups: Vec<usize> = group.iter().map(|c| c.row_group).collect();
+            PlannedPass {
+                batches: batch_spans(group, batch_rows, keep_dictionaries),
+                chunks: chunk_range(plan, &row_groups),
+                row_groups,
+                read_bytes: group.iter().map(|c| c.read_bytes).sum(),
+                device_bytes: group.iter().map(|c| c.device_bytes).sum(),
+            }
+        })
+        .collect();
+    Ok(PassPlan {
+        budget,
+        batch_rows,
+        passes,
+    })
+}
+
+/// Cuts consecutive row groups of `costs` into passes such that, for every pass, its device
+/// bytes plus the read bytes of the pass after it (read while it decodes) stay within
+/// `budget`. Greedy: a pass takes the next row group while its reads still fit beside the
+/// pass before, and the row group after it could still be read beside it. Fails (with the
+/// index of the row group) exactly when some row group's device bytes and the next row
+/// group's reads do not fit together: no cut at all could hold them.
+fn cut_passes(
+    costs: &[RowGroupCost],
+    budget: u64,
+) -> std::result::Result<Vec<Range<usize>>, usize> {
+    let read_after = |i: usize| costs.get(i + 1).map_or(0, |c| c.read_bytes);
+    if let Some(k) = (0..costs.len()).find(|&k| costs[k].device_bytes + read_after(k) > budget) {
+        return Err(k);
+    }
+    let mut out = Vec::new();
+    let mut before = 0u64; // device bytes of the pass before
+    let mut k = 0;
+    while k < costs.len() {
+        let (mut end, mut read, mut device) = (k + 1, costs[k].read_bytes, costs[k].device_bytes);
+        while end < costs.len()
+            && before + read + costs[end].read_bytes <= budget
+            && device + costs[end].device_bytes + read_after(end) <= budget
+        {
+            read += costs[end].read_bytes;
+            device += costs[end].device_bytes;
+            end += 1;
+        }
+        out.push(k..end);
+        before = device;
+        k = end;
+    }
+    Ok(out)
+}
+
+/// The chunk indices of `row_groups` (consecutive in the plan).
+fn chunk_range(plan: &ReadPlan, row_groups: &[usize]) -> Range<usize> {
+    let mut idx = plan
+        .chunks
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| row_groups.contains(&c.row_group))
+        .map(|(i, _)| i);
+    let first = idx.next();
+    match first {
+        None => 0..0,
+        Some(a) => a..idx.next_back().unwrap_or(a) + 1,
+    }
+}
+
+/// The batches of consecutive row groups `group`: at most `batch_rows` rows each, filled
+/// across row-group boundaries unless `keep_dictionaries`.
+fn batch_spans(group: &[RowGroupCost], batch_rows: u64, keep_dictionaries: bool) -> Vec<BatchSpan> {
+    let mut out = Vec::new();
+    let mut cur: Vec<RowRange> = Vec::new();
+    let mut filled = 0u64;
+    for c in group {
+        if keep_dictionaries && !cur.is_empty() {
+            out.push(BatchSpan {
+                parts: std::mem::take(&mut cur),
+            });
+            filled = 0;
+        }
+        let mut at = 0u64;
+        while at < c.rows {
+            let take = (batch_rows - filled).min(c.rows - at);
+            cur.push(RowRange {
+                row_group: c.row_group,
+                rows: at..at + take,
+            });
+            at += take;
+            filled += take;
+            if filled == batch_rows {
+                out.push(BatchSpan {
+                    parts: std::mem::take(&mut cur),
+                });
+                filled = 0;
+            }
+        }
+    }
+    if !cur.is_empty() {
+        out.push(BatchSpan { parts: cur });
+    }
+    out
+}
+
+impl fmt::Display for PassPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let batches: usize = self.passes.iter().map(|p| p.batches.len()).sum();
+        writeln!(
+            f,
+            "passes under a budget of {}: {} pass{}, {batches} batch{} of at most {} rows",
+            human_bytes(self.budget),
+            self.passes.len(),
+            if self.passes.len() == 1 { "" } else { "es" },
+            if batches == 1 { "" } else { "es" },
+            self.batch_rows
+        )?;
+        for (i, p) in self.passes.iter().enumerate() {
+            let rows: Vec<String> = p.batches.iter().map(|b| b.num_rows().to_string()).collect();
+            writeln!(
+                f,
+                "  pass {i}: row group{} {}, {} read, ~{} on the device; batches of {} rows",
+                if p.row_groups.len() == 1 { "" } else { "s" },
+                fmt_index_list(&p.row_groups),
+                human_bytes(p.read_bytes),
+                human_bytes(p.device_bytes),
+                short_list(&rows)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// `a, b, c` — or the first few and a count.
+fn short_list(v: &[String]) -> String {
+    if v.len() <= 8 {
+        return v.join(", ");
+    }
+    format!("{}, … ({} in all)", v[..6].join(", "), v.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cost(row_group: usize, rows: u64, read: u64, device: u64) -> RowGroupCost {
+        RowGroupCost {
+            row_group,
+            rows,
+            read_bytes: read,
+            device_bytes: device,
+        }
+    }
+
+    /// Every row of every row group exactly once, in order, in batches of at most `n` rows.
+    fn check_batches(group: &[RowGroupCost], batches: &[BatchSpan], n: u64, keep: bool) {
+        let mut want = group
+            .iter()
+            .flat_map(|c| (0..c.rows).map(move |r| (c.row_group, r)));
+        for b in batches {
+            assert!(b.num_rows() > 0 && b.num_rows() <= n, "{b:?}");
+            if keep {
+                assert_eq!(b.parts.len(), 1, "a batch spans row groups: {b:?}");
+            }
+            for p in &b.parts {
+                assert!(p.rows.start < p.rows.end);
+                for r in p.rows.clone() {
+                    assert_eq!(want.next(), Some((p.row_group, r)));
+                }
+            }
+        }
+        assert_eq!(want.next(), None, "rows left over");
+    }
+
+    #[test]
+    fn batches_gather_small_row_groups_and_cut_large_ones() {
+        // 800 row groups of 10,000 rows into batches of 65,536: 122 batches, the last short
+        let small: Vec<RowGroupCost> = (0..800).map(|i| cost(i, 10_000, 1, 1)).collect();
+        let b = batch_spans(&small, 65_536, false);
+        assert_eq!(b.len(), 8_000_000usize.div_ceil(65_536));
+        assert_eq!(
+            b[0].parts.len(),
+            7,
+            "six whole row groups and part of a seventh"
+        );
+        assert_eq!(b[0].num_rows(), 65_536);
+        check_batches(&small, &b, 65_536, false);
+        // one row group of 1M rows: 16 batches of 65,536 then 16,960 rows... cut, not gathered
+        let large = [cost(3, 1_000_000, 1, 1)];
+        let b = batch_spans(&large, 65_536, false);
+        assert_eq!(b.len(), 16);
+        assert_eq!(b[15].num_rows(), 1_000_000 - 15 * 65_536);
+        check_batches(&large, &b, 65_536, false);
+        // kept dictionaries: never across row groups
+        let b = batch_spans(&small[..10], 65_536, true);
+        assert_eq!(b.len(), 10);
+        check_batches(&small[..10], &b, 65_536, true);
+        // an empty row group yields no batch
+        assert!(batch_spans(&[cost(0, 0, 1, 1)], 10, false).is_empty());
+    }
+
+    #[test]
+    fn random_layouts_keep_every_row_once_and_passes_within_the_budget() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n.max(1)
+        };
+        for _ in 0..300 {
+            let n_rg = 1 + next(40) as usize;
+            let group: Vec<RowGroupCost> = (0..n_rg)
+                .map(|i| {
+                    let read = 1 + next(1000);
+                    cost(i, next(5000), read, read + next(3000))
+                })
+                .collect();
+            let batch_rows = 1 + next(7000);
+            let keep = next(4) == 0;
+            check_batches(
+                &group,
+                &batch_spans(&group, batch_rows, keep),
+                batch_rows,
+                keep,
+            );
+            // passes: consecutive, covering; each pass and the next one's reads within the
+            // budget; an error exactly when a row group and the next one's reads cannot fit
+            let budget = 500 + next(20_000);
+            let impossible = (0..n_rg).find(|&k| {
+                group[k].device_bytes + group.get(k + 1).map_or(0, |c| c.read_bytes) > budget
+            });
+            match cut_passes(&group, budget) {
+                Err(k) => assert_eq!(Some(k), impossible),
+                Ok(cuts) => {
+                    assert_eq!(impossible, None);
+                    let covered: Vec<usize> = cuts.iter().flat_map(|r| r.clone()).collect();
+                    assert_eq!(covered, (0..n_rg).collect::<Vec<_>>());
+                    let dev = |r: &Range<usize>| {
+                        group[r.clone()].iter().map(|c| c.device_bytes).sum::<u64>()
+                    };
+                    let read = |r: &Range<usize>| {
+                        group[r.clone()].iter().map(|c| c.read_bytes).sum::<u64>()
+                    };
+                    for w in cuts.windows(2) {
+                        assert!(dev(&w[0]) + read(&w[1]) <= budget, "{cuts:?}");
+                    }
+                    assert!(cuts.iter().all(|r| dev(r) <= budget));
+                }
+            }
+        }
+    }
+}
