@@ -171,7 +171,7 @@ pub mod internals {
     }
 }
 
-pub use array::{DeviceArray, DeviceRecordBatch, LoadedBatch, Location};
+pub use array::{DeviceArray, DeviceRecordBatch, LoadedBatch, Location, RowSpan};
 pub use device::Device;
 pub use error::{Error, Result};
 pub use reader::{LoadReport, Loaded, ParquetGpuReader, Progress, ReaderBuilder};

@@ -459,6 +459,25 @@ fn gpu_device_chunks_match_the_file() {
         .batches
         .iter()
         .all(|b| b.location() == cuparquet::array::Location::Cuda(0) && b.as_device().is_some()));
+    // each device batch says which rows of which row group it holds: here, whole row groups
+    let spans: Vec<(usize, std::ops::Range<u64>)> = loaded
+        .batches
+        .iter()
+        .flat_map(|b| b.rows().iter().map(|r| (r.row_group, r.rows.clone())))
+        .collect();
+    let want_spans: Vec<(usize, std::ops::Range<u64>)> = reader
+        .plan()
+        .row_groups
+        .iter()
+        .map(|&rg| {
+            (
+                rg,
+                0..reader.metadata().metadata.row_group(rg).num_rows() as u64,
+            )
+        })
+        .collect();
+    assert_eq!(spans, want_spans);
+    assert!(loaded.batches.iter().all(|b| b.file() == path.as_path()));
     assert_same(
         "device load",
         &concat(&loaded.schema, &loaded.to_host().unwrap()),

@@ -9,6 +9,8 @@
 
 mod device_batch;
 
+use std::ops::Range;
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
@@ -24,26 +26,54 @@ enum BatchData {
     Device(Arc<DeviceRecordBatch>, usize),
 }
 
-/// One batch of loaded rows: Arrow columns in host or device memory.
+/// Rows `rows` (counted from the row group's first row) of row group `row_group` of a file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RowSpan {
+    /// The row group, by its index in the file.
+    pub row_group: usize,
+    /// Rows within it.
+    pub rows: Range<u64>,
+}
+
+/// One batch of loaded rows: Arrow columns in host or device memory, and which rows of which
+/// file they are.
 #[derive(Debug, Clone)]
 pub struct LoadedBatch {
     data: BatchData,
-    row_group: usize,
+    file: Arc<Path>,
+    rows: Vec<RowSpan>,
 }
 
 impl LoadedBatch {
-    pub(crate) fn host(batch: RecordBatch, row_group: usize) -> Self {
+    pub(crate) fn host(batch: RecordBatch, file: Arc<Path>, rows: Vec<RowSpan>) -> Self {
         LoadedBatch {
             data: BatchData::Host(batch),
-            row_group,
+            file,
+            rows,
         }
     }
 
-    pub(crate) fn device(batch: DeviceRecordBatch, ordinal: usize, row_group: usize) -> Self {
+    pub(crate) fn device(
+        batch: DeviceRecordBatch,
+        ordinal: usize,
+        file: Arc<Path>,
+        rows: Vec<RowSpan>,
+    ) -> Self {
         LoadedBatch {
             data: BatchData::Device(Arc::new(batch), ordinal),
-            row_group,
+            file,
+            rows,
         }
+    }
+
+    /// The rows the batch holds, in order: row ranges of one or more row groups.
+    pub fn rows(&self) -> &[RowSpan] {
+        &self.rows
+    }
+
+    /// The file the rows come from.
+    pub fn file(&self) -> &Path {
+        &self.file
     }
 
     /// Where the buffers live.
@@ -70,9 +100,10 @@ impl LoadedBatch {
         }
     }
 
-    /// The row group the rows come from (batches never span row groups).
+    /// The row group of the batch's first rows ([`rows`](Self::rows) says which rows of which
+    /// row groups it holds; batches do not span row groups yet, but will).
     pub fn row_group(&self) -> usize {
-        self.row_group
+        self.rows.first().map_or(0, |r| r.row_group)
     }
 
     /// Rows in the batch.

@@ -271,6 +271,7 @@ impl ReaderBuilder {
         };
         Ok(ParquetGpuReader {
             gpu_reader,
+            path: Arc::from(self.path.as_path()),
             file,
             meta,
             plan,

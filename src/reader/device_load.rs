@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::timeline::profile_requested;
 use super::waves::{wave_target, waves};
 use super::{Loaded, ParquetGpuReader};
-use crate::array::{LoadedBatch, Location};
+use crate::array::{LoadedBatch, Location, RowSpan};
 use crate::config::SnappyPlacement;
 use crate::decode::gpu::{decode_pass, DeviceChunks, GpuDecodeReport, PassInput};
 use crate::device;
@@ -187,7 +187,11 @@ impl ParquetGpuReader {
             .into_iter()
             .map(|(rg, b)| {
                 let ordinal = chunks.buffer().gpu().ordinal();
-                LoadedBatch::device(b, ordinal, rg)
+                let rows = vec![RowSpan {
+                    row_group: rg,
+                    rows: 0..b.num_rows as u64,
+                }];
+                LoadedBatch::device(b, ordinal, Arc::clone(&self.path), rows)
             })
             .collect();
         Ok((batches, report))

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
@@ -12,7 +12,7 @@ use bytes::Bytes;
 use rayon::prelude::*;
 
 use super::{Loaded, ParquetGpuReader};
-use crate::array::LoadedBatch;
+use crate::array::{LoadedBatch, RowSpan};
 use crate::decode::gpu::DeviceChunks;
 use crate::error::{Error, Result};
 use crate::io::{Dest, IoReport, RangeReader};
@@ -159,7 +159,7 @@ impl ParquetGpuReader {
             let group = &parts[i..i + n];
             i += n;
             if n == 1 {
-                out.extend(group[0].1.iter().cloned().map(|b| LoadedBatch::host(b, rg)));
+                out.extend(self.host_batches(rg, group[0].1.iter().cloned()));
                 continue;
             }
             let mismatch = |what: String| Error::Decode {
@@ -174,6 +174,7 @@ impl ParquetGpuReader {
                     return Err(mismatch(format!("{} vs {batches} batches", p.len())));
                 }
             }
+            let mut joined = Vec::with_capacity(batches);
             for k in 0..batches {
                 let rows = group[0].1[k].num_rows();
                 let mut columns = Vec::with_capacity(schema.fields().len());
@@ -189,10 +190,32 @@ impl ParquetGpuReader {
                 let opts = RecordBatchOptions::new().with_row_count(Some(rows));
                 let b = RecordBatch::try_new_with_options(schema.clone(), columns, &opts)
                     .map_err(|e| mismatch(e.to_string()))?;
-                out.push(LoadedBatch::host(b, rg));
+                joined.push(b);
             }
+            out.extend(self.host_batches(rg, joined));
         }
         Ok(out)
+    }
+
+    /// Consecutive host batches of row group `rg`, each told the rows it holds.
+    fn host_batches(
+        &self,
+        rg: usize,
+        batches: impl IntoIterator<Item = RecordBatch>,
+    ) -> Vec<LoadedBatch> {
+        let mut at = 0u64;
+        batches
+            .into_iter()
+            .map(|b| {
+                let n = b.num_rows() as u64;
+                let rows = vec![RowSpan {
+                    row_group: rg,
+                    rows: at..at + n,
+                }];
+                at += n;
+                LoadedBatch::host(b, Arc::clone(&self.path), rows)
+            })
+            .collect()
     }
 
     /// Reads and decodes the plan into host memory through `reader` (see
@@ -252,7 +275,7 @@ impl ParquetGpuReader {
             let mut v = Vec::new();
             for &rg in &plan.row_groups {
                 let b = self.decoder.decode_leaves(rg, &[], &[])?;
-                v.extend(b.into_iter().map(|b| LoadedBatch::host(b, rg)));
+                v.extend(self.host_batches(rg, b));
             }
             v
         } else {
@@ -303,7 +326,7 @@ impl ParquetGpuReader {
             let mut v = Vec::new();
             for &rg in &plan.row_groups {
                 let b = self.decoder.decode_leaves(rg, &[], &[])?;
-                v.extend(b.into_iter().map(|b| LoadedBatch::host(b, rg)));
+                v.extend(self.host_batches(rg, b));
             }
             return Ok(v);
         }
@@ -375,5 +398,38 @@ mod tests {
         assert!(batch
             .iter()
             .all(|b| b.num_columns() == 3 && b.num_rows() == 250));
+    }
+
+    #[test]
+    fn batches_say_which_rows_of_which_row_groups_they_hold() {
+        let f = int_file(&["a", "b"], 1000, 250);
+        for tiny_units in [false, true] {
+            let mut b = ParquetGpuReader::builder(f.path())
+                .with_device(Device::Host)
+                .with_batch_rows(100);
+            if tiny_units {
+                // every field in a unit of its own: batches joined column-wise
+                b = b.with_coalescing(CoalesceConfig {
+                    unit_target_bytes: 1,
+                    ..Default::default()
+                });
+            }
+            let loaded = b.build().unwrap().load().unwrap();
+            let spans: Vec<(usize, std::ops::Range<u64>)> = loaded
+                .batches
+                .iter()
+                .flat_map(|b| b.rows().iter().map(|r| (r.row_group, r.rows.clone())))
+                .collect();
+            let want: Vec<(usize, std::ops::Range<u64>)> = (0..4)
+                .flat_map(|rg| [(rg, 0..100), (rg, 100..200), (rg, 200..250)])
+                .collect();
+            assert_eq!(spans, want, "tiny units: {tiny_units}");
+            for b in &loaded.batches {
+                assert_eq!(b.file(), f.path());
+                assert_eq!(b.row_group(), b.rows()[0].row_group);
+                let n: u64 = b.rows().iter().map(|r| r.rows.end - r.rows.start).sum();
+                assert_eq!(n, b.num_rows() as u64);
+            }
+        }
     }
 }

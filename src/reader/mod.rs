@@ -67,6 +67,8 @@ type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 /// Loads Parquet columns into host or GPU memory. See the [module docs](self).
 pub struct ParquetGpuReader {
     file: ParquetFile,
+    /// The file's path, shared by the batches it yields.
+    path: Arc<Path>,
     meta: FileMetadata,
     plan: ReadPlan,
     device: DeviceChoice,
