@@ -105,6 +105,17 @@ pub enum Error {
         reason: String,
     },
 
+    /// Files read together do not have the same schema.
+    #[error("{} and {}: different schemas: {reason}", first.display(), second.display())]
+    SchemaMismatch {
+        /// The file whose schema the others must match.
+        first: PathBuf,
+        /// The file that differs.
+        second: PathBuf,
+        /// What differs (the field and both types).
+        reason: String,
+    },
+
     /// One row group needs more device memory than the load's budget allows.
     #[error("{}: row group {row_group} needs about {} of device memory while it decodes (with the next row group's reads), more than the memory budget of {}; raise the budget or read fewer columns", path.display(), mib(*needed), mib(*budget))]
     MemoryBudget {

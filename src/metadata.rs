@@ -4,7 +4,10 @@
 //! the footer (or the page index, when asked for) starts before that tail.
 
 use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use bytes::Bytes;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataPushDecoder};
@@ -132,6 +135,96 @@ pub fn read_metadata(file: &ParquetFile, page_index: bool) -> Result<FileMetadat
     ))
 }
 
+/// The Arrow schema of a file's footer, as arrow-rs reads it (the embedded Arrow schema, when
+/// the writer stored one, decides types such as timestamps' units and large strings).
+pub fn arrow_schema(path: &Path, meta: &FileMetadata) -> Result<SchemaRef> {
+    let md = meta.metadata.file_metadata();
+    parquet::arrow::parquet_to_arrow_schema(md.schema_descr(), md.key_value_metadata())
+        .map(Arc::new)
+        .map_err(|e| {
+            Error::footer(
+                path,
+                format!("no Arrow schema for it: {}", clean_parquet_error(&e)),
+            )
+        })
+}
+
+/// The one schema several files are read as: `files[0]`'s, with each field nullable where it is
+/// nullable in any file. Every file must have the same fields, by name and Arrow type, in the
+/// same order; the first that differs is an error naming both files and the field.
+pub fn merge_schemas(files: &[(PathBuf, SchemaRef)]) -> Result<SchemaRef> {
+    let Some((first_path, first)) = files.first() else {
+        return Err(Error::SchemaMismatch {
+            first: PathBuf::new(),
+            second: PathBuf::new(),
+            reason: "no files to read".into(),
+        });
+    };
+    let mut fields: Vec<Field> = first.fields().iter().map(|f| f.as_ref().clone()).collect();
+    for (path, schema) in &files[1..] {
+        let mismatch = |reason: String| Error::SchemaMismatch {
+            first: first_path.clone(),
+            second: path.clone(),
+            reason,
+        };
+        if schema.fields().len() != fields.len() {
+            let names = |s: &Schema| -> Vec<String> {
+                s.fields().iter().map(|f| f.name().clone()).collect()
+            };
+            return Err(mismatch(format!(
+                "{} fields ({}) against {} ({})",
+                fields.len(),
+                names(first).join(", "),
+                schema.fields().len(),
+                names(schema).join(", ")
+            )));
+        }
+        for (mine, theirs) in fields.iter_mut().zip(schema.fields()) {
+            if mine.name() != theirs.name() {
+                return Err(mismatch(format!(
+                    "field '{}' against '{}' at the same position",
+                    mine.name(),
+                    theirs.name()
+                )));
+            }
+            if !types_agree(mine.data_type(), theirs.data_type()) {
+                return Err(mismatch(format!(
+                    "field '{}' is {} in one and {} in the other",
+                    mine.name(),
+                    mine.data_type(),
+                    theirs.data_type()
+                )));
+            }
+            if theirs.is_nullable() && !mine.is_nullable() {
+                *mine = mine.clone().with_nullable(true);
+            }
+        }
+    }
+    Ok(Arc::new(Schema::new_with_metadata(
+        fields,
+        first.metadata().clone(),
+    )))
+}
+
+/// Whether two Arrow types are the same type, nested fields' nullability aside (merged files
+/// may differ there, as in top-level fields).
+fn types_agree(a: &DataType, b: &DataType) -> bool {
+    fn strip(t: &DataType) -> DataType {
+        match t {
+            DataType::List(f) => DataType::List(Arc::new(strip_field(f))),
+            DataType::LargeList(f) => DataType::LargeList(Arc::new(strip_field(f))),
+            DataType::FixedSizeList(f, n) => DataType::FixedSizeList(Arc::new(strip_field(f)), *n),
+            DataType::Struct(fs) => DataType::Struct(fs.iter().map(|f| strip_field(f)).collect()),
+            DataType::Map(f, sorted) => DataType::Map(Arc::new(strip_field(f)), *sorted),
+            other => other.clone(),
+        }
+    }
+    fn strip_field(f: &Field) -> Field {
+        Field::new(f.name(), strip(f.data_type()), true)
+    }
+    strip(a) == strip(b)
+}
+
 /// The parquet crate's error text without its "Parquet error: " prefix.
 pub(crate) fn clean_parquet_error(e: &parquet::errors::ParquetError) -> String {
     let mut s = e.to_string();
@@ -155,5 +248,64 @@ pub(crate) fn clean_parquet_error(e: &parquet::errors::ParquetError) -> String {
         if s.len() == before {
             return s;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::datatypes::TimeUnit;
+
+    fn schema(fields: Vec<Field>) -> SchemaRef {
+        Arc::new(Schema::new(fields))
+    }
+
+    #[test]
+    fn schemas_merge_nullability_and_name_the_first_difference() {
+        let a = schema(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new(
+                "l",
+                DataType::List(Arc::new(Field::new("item", DataType::Utf8, false))),
+                true,
+            ),
+        ]);
+        let b = schema(vec![
+            Field::new("id", DataType::Int64, true),
+            Field::new(
+                "l",
+                DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+                false,
+            ),
+        ]);
+        let files = |s: &[&SchemaRef]| -> Vec<(PathBuf, SchemaRef)> {
+            s.iter()
+                .enumerate()
+                .map(|(i, s)| (PathBuf::from(format!("f{i}.parquet")), Arc::clone(s)))
+                .collect()
+        };
+        let m = merge_schemas(&files(&[&a, &b])).unwrap();
+        assert!(m.field(0).is_nullable(), "nullable in any file: nullable");
+        assert!(m.field(1).is_nullable());
+        let ts = |u| schema(vec![Field::new("id", DataType::Timestamp(u, None), false)]);
+        let e = merge_schemas(&files(&[
+            &ts(TimeUnit::Millisecond),
+            &ts(TimeUnit::Microsecond),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("f0.parquet and f1.parquet: different schemas: field 'id' is Timestamp(ms) in one and Timestamp(µs) in the other"),
+            "{e}"
+        );
+        let c = schema(vec![Field::new("key", DataType::Int64, false)]);
+        let e = merge_schemas(&files(&[&a, &c])).unwrap_err().to_string();
+        assert!(e.contains("2 fields (id, l) against 1 (key)"), "{e}");
+        let d = schema(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("m", DataType::Utf8, true),
+        ]);
+        let e = merge_schemas(&files(&[&a, &d])).unwrap_err().to_string();
+        assert!(e.contains("field 'l' against 'm'"), "{e}");
     }
 }

@@ -89,6 +89,42 @@ impl ParquetFile {
     }
 }
 
+/// The Parquet files `paths` name, in order: a file stands for itself; a directory for its
+/// `*.parquet` files (not recursive; names starting with `_` or `.` skipped, as Spark's and
+/// Hive's `_SUCCESS` and `.crc` files are; sorted by name). A missing path, or a directory with
+/// no Parquet file, is an error naming it.
+pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| Error::io(p, "stat", e))?;
+        if !meta.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+            .map_err(|e| Error::io(p, "list", e))?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|f| {
+                let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                !name.starts_with(['_', '.'])
+                    && f.extension()
+                        .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
+                    && f.is_file()
+            })
+            .collect();
+        if found.is_empty() {
+            return Err(Error::io(
+                p,
+                "list",
+                std::io::Error::other("the directory holds no *.parquet file"),
+            ));
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
+}
+
 /// `pread` until `buf` is full: retries on `EINTR` and short reads; a read of 0 bytes before
 /// the buffer is full is `UnexpectedEof` (the file shrank or the range was wrong).
 pub(crate) fn read_fully_at(

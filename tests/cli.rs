@@ -107,6 +107,51 @@ fn plan_cuts_passes_under_a_memory_budget() {
 }
 
 #[test]
+fn plan_reads_a_directory_of_files_with_one_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = std::fs::read("testdata/lineitem-sample.parquet").unwrap();
+    for name in ["b.parquet", "a.parquet", ".hidden.parquet", "_tmp.parquet"] {
+        std::fs::write(dir.path().join(name), &sample).unwrap();
+    }
+    std::fs::write(dir.path().join("_SUCCESS"), b"").unwrap();
+    let d = dir.path().to_str().unwrap();
+    let o = run(&["plan", d, "--columns", "l_orderkey"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.starts_with("2 files, one schema (6 fields), 40000 rows selected"),
+        "{out}"
+    );
+    let a = out.find("a.parquet").unwrap();
+    let b = out.find("b.parquet").unwrap();
+    assert!(a < b, "files in name order: {out}");
+    assert!(!out.contains("hidden") && !out.contains("_tmp"), "{out}");
+    // a directory plus a file; JSON lists every file
+    let o = run(&["plan", d, "testdata/lineitem-sample.parquet", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("plan --json is JSON");
+    assert_eq!(v["files"].as_array().unwrap().len(), 3);
+    assert!(v["files"][2]["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("lineitem-sample.parquet"));
+    // a file of another schema: one line naming both files and the field
+    let other = data("alltypes_plain.parquet");
+    let o = run(&["plan", d, &other]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err.contains("a.parquet and ") && err.contains("alltypes_plain.parquet: different schemas"),
+        "{err}"
+    );
+    // an empty directory is an error naming it
+    let empty = tempfile::tempdir().unwrap();
+    let o = run(&["plan", empty.path().to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err.contains("holds no *.parquet file"), "{err}");
+}
+
+#[test]
 fn load_output_equals_arrow_rs() {
     let dir = tempfile::tempdir().unwrap();
     for (file, cols, rgs) in [

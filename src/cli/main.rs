@@ -65,8 +65,10 @@ enum Cmd {
     },
     /// Show the byte ranges a selection needs, and how they are coalesced into requests.
     Plan {
-        /// Parquet file.
-        file: PathBuf,
+        /// Parquet files or directories (their *.parquet files, sorted; names starting with _
+        /// or . skipped). Several files must share one schema.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
         #[command(flatten)]
         sel: SelectionArgs,
         /// Print the plan as JSON.
@@ -209,9 +211,12 @@ fn main() -> ExitCode {
         }
     };
     let file = match &cli.cmd {
-        Cmd::Inspect { file, .. } | Cmd::Plan { file, .. } | Cmd::Load { file, .. } => {
-            file.display().to_string()
-        }
+        Cmd::Inspect { file, .. } | Cmd::Load { file, .. } => file.display().to_string(),
+        Cmd::Plan { files, .. } => files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
         Cmd::Doctor { path, .. } => path.display().to_string(),
     };
     match run(cli) {
@@ -237,44 +242,88 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         } => Ok(doctor(&path, !no_bench, json)),
         Cmd::Inspect { file, brief } => inspect(&file, brief).map(|()| ExitCode::SUCCESS),
         Cmd::Plan {
-            file,
+            files,
             sel,
             json,
             memory_budget,
             batch_rows,
             keep_dictionaries,
         } => {
-            let f = ParquetFile::open(&file)?;
-            let meta = read_metadata(&f, sel.page_index)?;
-            let p = plan(&file, &meta, &sel.selection())?;
-            let passes = memory_budget
-                .map(|b| {
-                    cuparquet::plan::plan_passes(
-                        &file,
-                        &p,
-                        &meta.metadata,
-                        b,
-                        batch_rows,
-                        keep_dictionaries,
-                    )
-                })
-                .transpose()?;
+            let paths = cuparquet::source::expand_paths(&files)?;
+            let mut plans = Vec::with_capacity(paths.len());
+            let mut schemas = Vec::with_capacity(paths.len());
+            for path in &paths {
+                let f = ParquetFile::open(path)?;
+                let meta = read_metadata(&f, sel.page_index)?;
+                schemas.push((
+                    path.clone(),
+                    cuparquet::metadata::arrow_schema(path, &meta)?,
+                ));
+                // each footer is checked against the first as it is read: a mismatch stops here
+                if let [first, .., last] = schemas.as_slice() {
+                    cuparquet::metadata::merge_schemas(&[first.clone(), last.clone()])?;
+                }
+                let p = plan(path, &meta, &sel.selection())?;
+                let passes = memory_budget
+                    .map(|b| {
+                        cuparquet::plan::plan_passes(
+                            path,
+                            &p,
+                            &meta.metadata,
+                            b,
+                            batch_rows,
+                            keep_dictionaries,
+                        )
+                    })
+                    .transpose()?;
+                plans.push((path.clone(), p, passes));
+            }
+            let single = files.len() == 1 && paths.len() == 1 && paths[0] == files[0];
+            let first = paths[0].clone();
             if json {
-                let v = match &passes {
-                    None => serde_json::to_value(&p),
-                    Some(passes) => serde_json::to_value(&p).and_then(|mut v| {
+                let one = |p: &cuparquet::plan::ReadPlan,
+                           passes: &Option<cuparquet::plan::PassPlan>|
+                 -> serde_json::Result<serde_json::Value> {
+                    let mut v = serde_json::to_value(p)?;
+                    if let Some(passes) = passes {
                         v["passes"] = serde_json::to_value(passes)?;
-                        Ok(v)
-                    }),
+                    }
+                    Ok(v)
+                };
+                let v = if single {
+                    one(&plans[0].1, &plans[0].2)
+                } else {
+                    plans
+                        .iter()
+                        .map(|(path, p, passes)| {
+                            let mut v = one(p, passes)?;
+                            v["file"] = serde_json::Value::String(path.display().to_string());
+                            Ok(v)
+                        })
+                        .collect::<serde_json::Result<Vec<_>>>()
+                        .map(|files| serde_json::json!({ "files": files }))
                 };
                 let text = v
                     .and_then(|v| serde_json::to_string_pretty(&v))
-                    .map_err(|e| out_err(&file, e))?;
+                    .map_err(|e| out_err(&first, e))?;
                 println!("{text}");
             } else {
-                print!("{p}");
-                if let Some(passes) = &passes {
-                    print!("{passes}");
+                if !single {
+                    let rows: u64 = plans.iter().map(|(_, p, _)| p.num_rows).sum();
+                    println!(
+                        "{} files, one schema ({} fields), {rows} rows selected",
+                        plans.len(),
+                        schemas[0].1.fields().len()
+                    );
+                }
+                for (path, p, passes) in &plans {
+                    if !single {
+                        println!("file: {}", path.display());
+                    }
+                    print!("{p}");
+                    if let Some(passes) = passes {
+                        print!("{passes}");
+                    }
                 }
             }
             Ok(ExitCode::SUCCESS)
