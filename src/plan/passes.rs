@@ -344,7 +344,7 @@ mod tests {
 
     #[test]
     fn batches_gather_small_row_groups_and_cut_large_ones() {
-        // 800 row groups of 10,000 rows into batches of 65,536: 122 batches, the last short
+        // 800 row groups of 10,000 rows into batches of 65,536: 123 batches, the last short
         let small: Vec<RowGroupCost> = (0..800).map(|i| cost(i, 10_000, 1, 1)).collect();
         let b = batch_spans(&small, 65_536, false);
         assert_eq!(b.len(), 8_000_000usize.div_ceil(65_536));
@@ -355,7 +355,7 @@ mod tests {
         );
         assert_eq!(b[0].num_rows(), 65_536);
         check_batches(&small, &b, 65_536, false);
-        // one row group of 1M rows: 16 batches of 65,536 then 16,960 rows... cut, not gathered
+        // one row group of 1M rows: cut into 15 batches of 65,536 and one of 16,960
         let large = [cost(3, 1_000_000, 1, 1)];
         let b = batch_spans(&large, 65_536, false);
         assert_eq!(b.len(), 16);
