@@ -226,15 +226,21 @@ impl Tuning {
         }
     }
 
-    /// `self` with the comma-separated `key=value` pairs of `spec` applied.
-    pub fn with_pairs(mut self, spec: &str) -> Result<Self> {
+    /// `self` with the comma-separated `key=value` pairs of `spec` applied (errors name
+    /// `CUPARQUET_TUNING`).
+    pub fn with_pairs(self, spec: &str) -> Result<Self> {
+        self.with_pairs_from(ENV_TUNING, spec)
+    }
+
+    /// [`with_pairs`](Self::with_pairs), naming `source` (e.g. a command-line flag) in errors.
+    pub fn with_pairs_from(mut self, source: &str, spec: &str) -> Result<Self> {
         for pair in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let bad = |why: String| Error::setting(ENV_TUNING, spec, why);
+            let bad = |why: String| Error::setting(source, spec, why);
             let (key, value) = pair
                 .split_once('=')
                 .ok_or_else(|| bad(format!("{pair:?} is not key=value")))?;
             let (key, value) = (key.trim(), value.trim());
-            let name = format!("{ENV_TUNING} {key}");
+            let name = format!("{source} {key}");
             match key {
                 "bounce_buffer_count" => self.bounce_buffer_count = parse_count(&name, value)?,
                 "wave_bytes" => self.wave_bytes = Some(parse_size(&name, value)?),

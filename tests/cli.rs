@@ -152,6 +152,37 @@ fn plan_reads_a_directory_of_files_with_one_schema() {
 }
 
 #[test]
+fn tuning_switches_come_from_one_flag_or_variable() {
+    let f = "testdata/lineitem-sample.parquet";
+    let o = run(&[
+        "load",
+        f,
+        "--device",
+        "host",
+        "--quiet",
+        "--tuning",
+        "snappy=host,wave_bytes=0",
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let o = run(&["load", f, "--device", "host", "--tuning", "fast=1"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err.contains("--tuning") && err.contains("unknown key \"fast\""),
+        "{err}"
+    );
+    // a variable the tuning replaced is an error naming its key, not a setting ignored
+    let o = Command::new(bin())
+        .args(["load", f, "--device", "host"])
+        .env("CUPARQUET_DEVICE_WAVE_BYTES", "0")
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err.contains("CUPARQUET_TUNING=wave_bytes="), "{err}");
+}
+
+#[test]
 fn load_output_equals_arrow_rs() {
     let dir = tempfile::tempdir().unwrap();
     for (file, cols, rgs) in [

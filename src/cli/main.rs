@@ -364,7 +364,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 b = b.with_keep_dictionaries(true);
             }
             if let Some(t) = tuning {
-                b = b.with_tuning(cuparquet::config::Tuning::from_env()?.with_pairs(&t)?);
+                b = b.with_tuning(
+                    cuparquet::config::Tuning::from_env()?.with_pairs_from("--tuning", &t)?,
+                );
             }
             if let Some(n) = threads {
                 b = b.with_nthreads(n);
