@@ -4,7 +4,8 @@
 //! 1,000 lines.
 //!
 //! A module's stage is the first path segment under `src/` (`src/decode/gpu/pass.rs` is
-//! `decode`); its imports are the `crate::<stage>` paths it names outside comments.
+//! `decode`); its imports are the `crate::<stage>` paths it names outside comments, and the
+//! `crate::<stage>` targets of its doc links.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -83,7 +84,23 @@ fn stage(path: &Path) -> Option<String> {
 fn imports(src: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for line in src.lines() {
-        let code = line.split("//").next().unwrap_or("");
+        // code, and in comments the targets of doc links (`[x](crate::stage::x)`): a doc that
+        // links a later stage climbs back up the pipeline as much as an import does
+        let trimmed = line.trim_start();
+        let links: String;
+        let code = if trimmed.starts_with("//") {
+            links = trimmed
+                .match_indices("](crate::")
+                .map(|(i, _)| {
+                    let target = &trimmed[i + 2..];
+                    &target[..target.find(')').unwrap_or(target.len())]
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            links.as_str()
+        } else {
+            line.split("//").next().unwrap_or("")
+        };
         let mut rest = code;
         while let Some(i) = rest.find("crate::") {
             let after = &rest[i + "crate::".len()..];
@@ -186,6 +203,8 @@ fn the_import_scanner_sees_grouped_and_plain_paths() {
     let src = "use crate::plan::X;\n// use crate::reader::Y;\nuse crate::{device, io::Dest};\nlet e = crate::Error::x();\n";
     let got: Vec<String> = imports(src).into_iter().collect();
     assert_eq!(got, ["device", "io", "plan"]);
+    let doc = "//! see [`reader`](crate::reader) and `crate::doctor` in words\n";
+    assert_eq!(imports(doc).into_iter().collect::<Vec<_>>(), ["reader"]);
     assert_eq!(
         stage(Path::new("src/decode/gpu/pass.rs")).as_deref(),
         Some("decode")

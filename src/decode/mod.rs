@@ -1,5 +1,5 @@
 //! Decoding fetched column-chunk bytes into Arrow arrays (crate-private: users see the report
-//! types, re-exported by [`reader`](crate::reader)).
+//! types, which the reader re-exports).
 //!
 //! [`host`] decodes with arrow-rs on the CPU: the oracle, and the fallback for what the GPU
 //! cannot decode. It never reads the file: it is handed the bytes the I/O stage fetched,
