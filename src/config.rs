@@ -271,13 +271,7 @@ impl Tuning {
 
     /// Checks the values are usable.
     pub fn validate(&self) -> Result<()> {
-        if self.bounce_buffer_count == 0 || self.bounce_buffer_count > 16 {
-            return Err(Error::setting(
-                "bounce_buffer_count",
-                self.bounce_buffer_count.to_string(),
-                "must be between 1 and 16 (buffers per reader thread)",
-            ));
-        }
+        check_bounce_buffer_count(self.bounce_buffer_count)?;
         if self.decode_threads == 0 || self.decode_threads > MAX_DECODE_THREADS {
             return Err(Error::setting(
                 "decode_threads",
@@ -378,15 +372,22 @@ impl IoSettings {
                 "must be between 4KiB and 1GiB",
             ));
         }
-        if self.bounce_buffer_count == 0 || self.bounce_buffer_count > 16 {
-            return Err(Error::setting(
-                "bounce_buffer_count",
-                self.bounce_buffer_count.to_string(),
-                "must be between 1 and 16 (buffers per reader thread)",
-            ));
-        }
+        check_bounce_buffer_count(self.bounce_buffer_count)?;
         Ok(())
     }
+}
+
+/// Pinned bounce buffers per reader thread must be 1 to 16 ([`Tuning`] and [`IoSettings`]
+/// both hold the count).
+fn check_bounce_buffer_count(n: usize) -> Result<()> {
+    if n == 0 || n > 16 {
+        return Err(Error::setting(
+            "bounce_buffer_count",
+            n.to_string(),
+            "must be between 1 and 16 (buffers per reader thread)",
+        ));
+    }
+    Ok(())
 }
 
 /// Parses a thread count: a positive integer.

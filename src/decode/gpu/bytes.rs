@@ -78,16 +78,17 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     let fields = pass.fields;
     let mut result = Vec::with_capacity(outs.len());
     for ((o, offs), ch) in outs.into_iter().zip(final_offsets).zip(chars) {
-        result.push(DeviceColumn {
-            field: o.field,
-            row_group: o.row_group,
-            data_type: fields[o.field].data_type().clone(),
-            len: o.rows,
-            null_count: null_counts[result.len()] as usize,
-            buffers: vec![offs, ch],
-            validity: o.validity,
-            host_decompressed_pages: o.host_pages,
-        });
+        let mut col = DeviceColumn::new(
+            o.field,
+            o.row_group,
+            fields[o.field].data_type().clone(),
+            o.rows,
+            vec![offs, ch],
+            o.validity,
+            o.host_pages,
+        );
+        col.set_null_count(null_counts[result.len()] as usize);
+        result.push(col);
     }
     Ok(result)
 }

@@ -31,6 +31,10 @@ pub fn decode_fixed_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         uploads,
     } = fixed_jobs(pass)?;
     if page_jobs.is_empty() {
+        // no pages, no rows: no nulls
+        for o in outputs.iter_mut() {
+            o.set_null_count(0);
+        }
         return Ok(outputs);
     }
     let module = DECODE_FIXED_MODULE.load(&gpu)?;
@@ -67,7 +71,7 @@ pub fn decode_fixed_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         .iter_mut()
         .zip(u64s_from_device(&counters, col_jobs.len())?)
     {
-        o.null_count = n as usize;
+        o.set_null_count(n as usize);
     }
     drop(uploads);
     Ok(outputs)
@@ -157,16 +161,15 @@ fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
             )));
         }
         col_jobs.push(job);
-        outputs.push(DeviceColumn {
-            field: col.field,
-            row_group: c.row_group,
-            data_type: fields[col.field].data_type().clone(),
-            len: rows,
-            null_count: 0,
-            buffers: vec![(values, arrow_len)],
+        outputs.push(DeviceColumn::new(
+            col.field,
+            c.row_group,
+            fields[col.field].data_type().clone(),
+            rows,
+            vec![(values, arrow_len)],
             validity,
-            host_decompressed_pages: host_pages,
-        });
+            host_pages,
+        ));
     }
     Ok(FixedJobs {
         page_jobs,

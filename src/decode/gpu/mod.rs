@@ -122,24 +122,16 @@ impl DeviceChunks {
     }
 }
 
-/// A decoded column of one row group in device memory: Arrow layout (values, LSB-first
-/// validity bitmap in 32-bit words).
+/// A decoded column of one row group in device memory: a [`DeviceArray`] (Arrow layout:
+/// values, or offsets then characters; an LSB-first validity bitmap only when there are nulls)
+/// and where it belongs.
 pub struct DeviceColumn {
     /// Index of the field in the projected schema.
     pub field: usize,
     /// Row group.
     pub row_group: usize,
-    /// The Arrow type.
-    pub data_type: arrow::datatypes::DataType,
-    /// Rows.
-    pub len: usize,
-    /// Nulls.
-    pub null_count: usize,
-    /// The Arrow buffers in order (values; or offsets then characters) and their lengths in
-    /// bytes.
-    pub buffers: Vec<(DeviceBuffer, usize)>,
-    /// Validity bitmap, for optional columns.
-    pub validity: Option<DeviceBuffer>,
+    /// The column.
+    pub array: DeviceArray,
     /// Pages decompressed on the host before upload.
     pub host_decompressed_pages: usize,
 }
@@ -149,57 +141,53 @@ impl std::fmt::Debug for DeviceColumn {
         f.debug_struct("DeviceColumn")
             .field("field", &self.field)
             .field("row_group", &self.row_group)
-            .field("data_type", &self.data_type)
-            .field("len", &self.len)
-            .field("null_count", &self.null_count)
+            .field("array", &self.array)
             .finish_non_exhaustive()
     }
 }
 
 impl DeviceColumn {
-    /// The column as a device array: its buffers become the array's; the validity bitmap is
-    /// dropped when there are no nulls.
-    pub(crate) fn into_array(self) -> DeviceArray {
-        DeviceArray {
-            data_type: self.data_type,
-            len: self.len,
-            null_count: self.null_count,
-            validity: if self.null_count > 0 {
-                self.validity
-            } else {
-                None
+    /// The column of `rows` rows of `data_type` in `buffers`, with the validity bitmap an
+    /// optional column's kernels fill; nulls are counted later ([`set_null_count`]).
+    ///
+    /// [`set_null_count`]: Self::set_null_count
+    pub(crate) fn new(
+        field: usize,
+        row_group: usize,
+        data_type: arrow::datatypes::DataType,
+        rows: usize,
+        buffers: Vec<(DeviceBuffer, usize)>,
+        validity: Option<DeviceBuffer>,
+        host_decompressed_pages: usize,
+    ) -> Self {
+        DeviceColumn {
+            field,
+            row_group,
+            array: DeviceArray {
+                data_type,
+                len: rows,
+                null_count: 0,
+                validity,
+                buffers,
+                children: Vec::new(),
+                dictionary: None,
             },
-            buffers: self.buffers,
-            children: Vec::new(),
-            dictionary: None,
+            host_decompressed_pages,
+        }
+    }
+
+    /// Records the nulls the kernels counted; without any, the validity bitmap is dropped (as
+    /// arrow-rs holds none).
+    pub(crate) fn set_null_count(&mut self, n: usize) {
+        self.array.null_count = n;
+        if n == 0 {
+            self.array.validity = None;
         }
     }
 
     /// The column as an arrow-rs array in host memory (a device→host copy).
     pub fn to_host(&self) -> Result<arrow::array::ArrayRef> {
-        use arrow::array::{make_array, ArrayData};
-        use arrow::buffer::{Buffer, NullBuffer};
-        let nulls = match &self.validity {
-            Some(v) if self.null_count > 0 => {
-                let bytes = v.copy_to_host(0..v.len())?;
-                let bits =
-                    arrow::buffer::BooleanBuffer::new(Buffer::from_slice_ref(&bytes), 0, self.len);
-                Some(NullBuffer::new(bits))
-            }
-            _ => None,
-        };
-        let mut b = ArrayData::builder(self.data_type.clone())
-            .len(self.len)
-            .nulls(nulls);
-        let mut ordinal = 0;
-        for (buf, len) in &self.buffers {
-            ordinal = buf.gpu().ordinal();
-            b = b.add_buffer(Buffer::from_slice_ref(buf.copy_to_host(0..*len)?));
-        }
-        b.build().map(make_array).map_err(|e| Error::Device {
-            device: format!("cuda:{ordinal}"),
-            reason: format!("the decoded column is not valid Arrow: {e}"),
-        })
+        self.array.to_host()
     }
 }
 

@@ -229,7 +229,7 @@ pub(crate) fn decode_pass(
     // assemble: per row group, fields in schema order
     let mut by_key: std::collections::HashMap<(usize, usize), DeviceArray> = dev_cols
         .into_iter()
-        .map(|c| ((c.field, c.row_group), c.into_array()))
+        .map(|c| ((c.field, c.row_group), c.array))
         .collect();
     let mut host_cols = host_cols.into_iter();
     let mut out = Vec::with_capacity(row_groups.len());
