@@ -35,7 +35,7 @@
 //! | load columns into memory | [`ParquetGpuReader::builder`] … [`build`](ReaderBuilder::build) → [`load`](ParquetGpuReader::load) → [`Loaded`] |
 //! | see which bytes a query needs, without reading them | [`metadata::read_metadata`] + [`plan::plan`], or [`ParquetGpuReader::plan`] |
 //! | read byte ranges into a buffer of your own | [`io::host::HostReader`] (host) or [`io::gpu::GpuReader`] (device, per-range path choice) through [`io::RangeReader`]; [`io::recording::RecordingReader`] logs the ranges asked for |
-//! | Arrow batches in GPU memory | [`Device::Cuda`] → [`load`](ParquetGpuReader::load): one [`DeviceRecordBatch`] per row group ([`LoadedBatch::as_device`]) |
+//! | Arrow batches in GPU memory | [`Device::Cuda`] → [`load`](ParquetGpuReader::load): batches of about `with_batch_rows` rows ([`LoadedBatch::as_device`]), or as a stream ([`batches`](ParquetGpuReader::batches)) |
 //! | column chunks in GPU memory, still encoded | [`ParquetGpuReader::load_chunks`] ([`reader::DeviceChunks`]), then [`decode_on_gpu`](ParquetGpuReader::decode_on_gpu) |
 //! | device memory, pinned memory, kernels of your own | [`device::gpu`] → [`device::Gpu`] (`alloc`, `pinned`, `load_module`) |
 //! | Arrow arrays / batches in device memory | [`DeviceArray`], [`DeviceRecordBatch`] (`upload`, `to_host`) |
@@ -174,4 +174,4 @@ pub mod internals {
 pub use array::{DeviceArray, DeviceRecordBatch, LoadedBatch, Location, RowSpan};
 pub use device::Device;
 pub use error::{Error, Result};
-pub use reader::{LoadReport, Loaded, ParquetGpuReader, Progress, ReaderBuilder};
+pub use reader::{Batches, LoadReport, Loaded, ParquetGpuReader, Progress, ReaderBuilder};

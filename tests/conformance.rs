@@ -30,6 +30,9 @@ struct Backend {
     snappy: SnappyPlacement,
     /// Device loads read and decoded in waves of one row group each (the pipelined path).
     pipelined: bool,
+    /// Read through the stream (`batches()`) instead of `load()`, in batches of this many
+    /// rows (else 1000 through `load()`).
+    stream: Option<usize>,
 }
 
 impl std::fmt::Display for Backend {
@@ -49,7 +52,11 @@ impl std::fmt::Display for Backend {
         } else {
             ""
         };
-        write!(f, "{}{units}{snappy}{waves}", self.device)
+        let stream = match self.stream {
+            Some(n) => format!(" (streamed in batches of {n} rows)"),
+            None => String::new(),
+        };
+        write!(f, "{}{units}{snappy}{waves}{stream}", self.device)
     }
 }
 
@@ -60,12 +67,21 @@ fn backends() -> Vec<Backend> {
             tiny_units: false,
             snappy: SnappyPlacement::Auto,
             pipelined: false,
+            stream: None,
         },
         Backend {
             device: Device::Host,
             tiny_units: true,
             snappy: SnappyPlacement::Auto,
             pipelined: false,
+            stream: None,
+        },
+        Backend {
+            device: Device::Host,
+            tiny_units: false,
+            snappy: SnappyPlacement::Auto,
+            pipelined: false,
+            stream: Some(333),
         },
     ];
     // The device path: chunks moved to cuda:0 by the range reader and decoded there (fields
@@ -79,6 +95,7 @@ fn backends() -> Vec<Backend> {
                 tiny_units: false,
                 snappy,
                 pipelined: false,
+                stream: None,
             });
         }
         v.push(Backend {
@@ -86,6 +103,14 @@ fn backends() -> Vec<Backend> {
             tiny_units: true,
             snappy: SnappyPlacement::Device,
             pipelined: true,
+            stream: None,
+        });
+        v.push(Backend {
+            device: Device::Cuda(0),
+            tiny_units: false,
+            snappy: SnappyPlacement::Device,
+            pipelined: false,
+            stream: Some(333),
         });
     }
     v
@@ -98,9 +123,10 @@ fn load(
     rgs: Option<&[usize]>,
 ) -> cuparquet::Result<arrow::record_batch::RecordBatch> {
     let backend = backend.into();
+    let batch_rows = backend.stream.unwrap_or(1000);
     let mut b = ParquetGpuReader::builder(path)
         .with_device(backend.device)
-        .with_batch_rows(1000);
+        .with_batch_rows(batch_rows);
     let mut tuning = Tuning {
         snappy: backend.snappy,
         ..Tuning::default()
@@ -123,9 +149,31 @@ fn load(
         b = b.with_row_groups(r.iter().copied());
     }
     let reader = b.build()?;
-    let loaded = reader.load()?;
-    let host = loaded.to_host()?;
-    Ok(concat(&loaded.schema, &host))
+    let batches = match backend.stream {
+        Some(_) => reader.batches().collect::<cuparquet::Result<Vec<_>>>()?,
+        None => reader.load()?.batches,
+    };
+    // every batch within the size asked for, holding the rows it says, in order
+    let mut next = std::collections::HashMap::new();
+    for b in &batches {
+        assert!(b.num_rows() <= batch_rows, "{} rows", b.num_rows());
+        let n: u64 = b.rows().iter().map(|r| r.rows.end - r.rows.start).sum();
+        assert_eq!(n, b.num_rows() as u64, "{:?}", b.rows());
+        for r in b.rows() {
+            let at = next.entry(r.row_group).or_insert(0u64);
+            assert_eq!(
+                r.rows.start, *at,
+                "rows of row group {} out of order",
+                r.row_group
+            );
+            *at = r.rows.end;
+        }
+    }
+    let host: Vec<_> = batches
+        .iter()
+        .map(|b| b.to_host())
+        .collect::<cuparquet::Result<_>>()?;
+    Ok(concat(reader.schema(), &host))
 }
 
 /// Runs full / projection / row-group cases for one file and returns how it went.
@@ -136,6 +184,7 @@ impl From<Device> for Backend {
             tiny_units: false,
             snappy: SnappyPlacement::Auto,
             pipelined: false,
+            stream: None,
         }
     }
 }

@@ -403,8 +403,16 @@ fn emulated_fixed_width_kernel_equals_the_reference_decoder() {
         let mut n_pages = 0;
         for (k, c) in chunks.iter().enumerate() {
             let col = &c.col;
-            let (dict, n) =
-                serialize_pages(&c.table, &c.data, k as u32, col.max_def_level, &mut pages);
+            // every other chunk cut in two windows at an odd row, as batches cut row groups
+            let cut = (k % 2 == 1).then_some(c.rows as u64 / 2 + 7);
+            let (dict, n) = serialize_pages(
+                &c.table,
+                &c.data,
+                k as u32,
+                col.max_def_level,
+                cut,
+                &mut pages,
+            );
             n_pages += n;
             let alloc = if col.conversion == Conversion::Boolean {
                 c.rows.div_ceil(32) * 4
@@ -531,7 +539,16 @@ fn byte_array_input(chunks: &[FlatChunk]) -> (Vec<u8>, usize, u32) {
     let (mut n_pages, mut n_dicts) = (0, 0);
     for (k, c) in chunks.iter().enumerate() {
         let col = &c.col;
-        let (dict, n) = serialize_pages(&c.table, &c.data, k as u32, col.max_def_level, &mut pages);
+        // every other chunk cut in two windows at an odd row, as batches cut row groups
+        let cut = (k % 2 == 1).then_some(c.rows as u64 / 2 + 7);
+        let (dict, n) = serialize_pages(
+            &c.table,
+            &c.data,
+            k as u32,
+            col.max_def_level,
+            cut,
+            &mut pages,
+        );
         n_pages += n;
         cols.put_u64(c.rows as u64);
         for v in [

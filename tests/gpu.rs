@@ -721,6 +721,18 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
                 continue;
             }
         };
+        // one batch per row group, so that each output column is one chunk's
+        let batches: Vec<cuparquet::plan::BatchSpan> = r
+            .plan()
+            .row_groups
+            .iter()
+            .map(|&rg| cuparquet::plan::BatchSpan {
+                parts: vec![cuparquet::plan::RowRange {
+                    row_group: rg,
+                    rows: 0..rows_of(rg) as u64,
+                }],
+            })
+            .collect();
         let pass = cuparquet::internals::gpu::Pass {
             chunks,
             tables: &tables,
@@ -730,6 +742,7 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
             codec_of: &codec_of,
             rows_of: &rows_of,
             snappy: cuparquet::config::SnappyPlacement::Device,
+            batches: &batches,
         };
         let fixed = cuparquet::internals::gpu::decode_fixed_columns(&pass);
         let strings = cuparquet::internals::gpu::decode_bytes_columns(&pass);
@@ -754,11 +767,12 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
         let bytes = std::fs::read(f).unwrap();
         for d in &got {
             let col = gpu_cols.iter().find(|c| c.field == d.field).unwrap();
+            let rg = batches[d.batch].parts[0].row_group;
             let c = r
                 .plan()
                 .chunks
                 .iter()
-                .find(|c| c.column == col.leaf && c.row_group == d.row_group)
+                .find(|c| c.column == col.leaf && c.row_group == rg)
                 .unwrap();
             let chunk =
                 bytes::Bytes::copy_from_slice(&bytes[c.range.start as usize..c.range.end as usize]);
@@ -770,7 +784,7 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
                 failures.push(format!(
                     "{} rg {} '{}' ({:?}): device values differ from the reference",
                     f.display(),
-                    d.row_group,
+                    rg,
                     c.path,
                     col.conversion
                 ));

@@ -21,7 +21,7 @@ use std::path::Path;
 use parquet::file::metadata::ParquetMetaData;
 
 pub use coalesce::{CoalesceConfig, IoRequest};
-pub use passes::{plan_passes, BatchSpan, PassPlan, PlannedPass, RowRange};
+pub use passes::{batches_of, plan_passes, BatchSpan, PassPlan, PlannedPass, RowRange};
 pub use predicate::{parse_predicate, BoundPredicate, Predicate};
 
 use crate::error::{Error, Result};

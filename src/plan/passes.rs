@@ -3,9 +3,10 @@
 //! A streaming load reads and decodes its selection in **passes** of whole row groups, each
 //! small enough that it fits the device-memory budget together with the raw chunks of the pass
 //! read next (the next pass is read while the current one decodes). Each pass yields
-//! **batches** of about `batch_rows` rows: small row groups are gathered into one batch, a
-//! large one is cut into several, and no batch spans two passes (a pass hands over whole
-//! batches) — nor two row groups when dictionaries are kept (one dictionary per batch).
+//! **batches** of at most `batch_rows` rows: small row groups are gathered whole into one
+//! batch, a larger one is cut into several (of `batch_rows` rows and the remainder), and no
+//! batch spans two passes (a pass hands over whole batches) — nor two row groups when
+//! dictionaries are kept (one dictionary per batch).
 //!
 //! What a pass costs on the device is estimated per row group by [`row_group_cost`]: the raw
 //! chunks, the pages decompressed (the footer's uncompressed sizes), the decoded Arrow buffers
@@ -237,35 +238,67 @@ fn chunk_range(plan: &ReadPlan, row_groups: &[usize]) -> Range<usize> {
     }
 }
 
+/// The batches of consecutive row groups `row_groups` of the file `md` describes, as
+/// [`plan_passes`] cuts a pass's: at most `batch_rows` rows each, filled across row-group
+/// boundaries unless `keep_dictionaries`.
+pub fn batches_of(
+    md: &ParquetMetaData,
+    row_groups: &[usize],
+    batch_rows: u64,
+    keep_dictionaries: bool,
+) -> Vec<BatchSpan> {
+    let rows: Vec<(usize, u64)> = row_groups
+        .iter()
+        .map(|&rg| (rg, md.row_group(rg).num_rows().max(0) as u64))
+        .collect();
+    spans(&rows, batch_rows.max(1), keep_dictionaries)
+}
+
 /// The batches of consecutive row groups `group`: at most `batch_rows` rows each, filled
 /// across row-group boundaries unless `keep_dictionaries`.
 fn batch_spans(group: &[RowGroupCost], batch_rows: u64, keep_dictionaries: bool) -> Vec<BatchSpan> {
+    let rows: Vec<(usize, u64)> = group.iter().map(|c| (c.row_group, c.rows)).collect();
+    spans(&rows, batch_rows, keep_dictionaries)
+}
+
+/// [`batch_spans`] of (row group, rows) pairs: whole row groups gathered while the batch
+/// stays within `batch_rows`; a row group that does not fit closes the batch; one larger than
+/// `batch_rows` is cut into batches of its own, of `batch_rows` rows and the remainder. So a
+/// batch spans row groups only with whole ones, and a batch that holds part of a row group is
+/// a slice of it (on the host: no copy).
+fn spans(group: &[(usize, u64)], batch_rows: u64, keep_dictionaries: bool) -> Vec<BatchSpan> {
     let mut out = Vec::new();
     let mut cur: Vec<RowRange> = Vec::new();
     let mut filled = 0u64;
-    for c in group {
-        if keep_dictionaries && !cur.is_empty() {
+    for &(row_group, rows) in group {
+        if rows == 0 {
+            continue;
+        }
+        if !cur.is_empty() && (keep_dictionaries || filled + rows > batch_rows) {
             out.push(BatchSpan {
                 parts: std::mem::take(&mut cur),
             });
             filled = 0;
         }
-        let mut at = 0u64;
-        while at < c.rows {
-            let take = (batch_rows - filled).min(c.rows - at);
-            cur.push(RowRange {
-                row_group: c.row_group,
-                rows: at..at + take,
-            });
-            at += take;
-            filled += take;
-            if filled == batch_rows {
+        if rows > batch_rows {
+            let mut at = 0u64;
+            while at < rows {
+                let take = batch_rows.min(rows - at);
                 out.push(BatchSpan {
-                    parts: std::mem::take(&mut cur),
+                    parts: vec![RowRange {
+                        row_group,
+                        rows: at..at + take,
+                    }],
                 });
-                filled = 0;
+                at += take;
             }
+            continue;
         }
+        cur.push(RowRange {
+            row_group,
+            rows: 0..rows,
+        });
+        filled += rows;
     }
     if !cur.is_empty() {
         out.push(BatchSpan { parts: cur });
@@ -322,7 +355,8 @@ mod tests {
         }
     }
 
-    /// Every row of every row group exactly once, in order, in batches of at most `n` rows.
+    /// Every row of every row group exactly once, in order, in batches of at most `n` rows;
+    /// a batch of several parts holds whole row groups.
     fn check_batches(group: &[RowGroupCost], batches: &[BatchSpan], n: u64, keep: bool) {
         let mut want = group
             .iter()
@@ -331,6 +365,12 @@ mod tests {
             assert!(b.num_rows() > 0 && b.num_rows() <= n, "{b:?}");
             if keep {
                 assert_eq!(b.parts.len(), 1, "a batch spans row groups: {b:?}");
+            }
+            if b.parts.len() > 1 {
+                for p in &b.parts {
+                    let whole = group.iter().find(|c| c.row_group == p.row_group).unwrap();
+                    assert_eq!(p.rows, 0..whole.rows, "part of a row group gathered: {b:?}");
+                }
             }
             for p in &b.parts {
                 assert!(p.rows.start < p.rows.end);
@@ -344,17 +384,21 @@ mod tests {
 
     #[test]
     fn batches_gather_small_row_groups_and_cut_large_ones() {
-        // 800 row groups of 10,000 rows into batches of 65,536: 123 batches, the last short
+        // 800 row groups of 10,000 rows into batches of 65,536: six whole row groups each,
+        // 134 batches, the last of two
         let small: Vec<RowGroupCost> = (0..800).map(|i| cost(i, 10_000, 1, 1)).collect();
         let b = batch_spans(&small, 65_536, false);
-        assert_eq!(b.len(), 8_000_000usize.div_ceil(65_536));
-        assert_eq!(
-            b[0].parts.len(),
-            7,
-            "six whole row groups and part of a seventh"
-        );
-        assert_eq!(b[0].num_rows(), 65_536);
+        assert_eq!(b.len(), 134);
+        assert_eq!(b[0].parts.len(), 6, "six whole row groups");
+        assert_eq!(b[0].num_rows(), 60_000);
+        assert_eq!(b[133].num_rows(), 20_000);
         check_batches(&small, &b, 65_536, false);
+        // row groups of 1.5 batches: a batch and a half batch each
+        let mid: Vec<RowGroupCost> = (0..3).map(|i| cost(i, 150, 1, 1)).collect();
+        let b = batch_spans(&mid, 100, false);
+        let rows: Vec<u64> = b.iter().map(BatchSpan::num_rows).collect();
+        assert_eq!(rows, [100, 50, 100, 50, 100, 50]);
+        check_batches(&mid, &b, 100, false);
         // one row group of 1M rows: cut into 15 batches of 65,536 and one of 16,960
         let large = [cost(3, 1_000_000, 1, 1)];
         let b = batch_spans(&large, 65_536, false);

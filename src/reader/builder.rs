@@ -258,6 +258,15 @@ impl ReaderBuilder {
             self.batch_rows,
             self.keep_dictionaries,
         )?;
+        let spans = crate::plan::batches_of(
+            &meta.metadata,
+            &plan.row_groups,
+            self.batch_rows as u64,
+            self.keep_dictionaries,
+        );
+        let cuts = cuts_between(&spans, &plan.row_groups, |rg| {
+            meta.metadata.row_group(rg).num_rows().max(0) as u64
+        });
         let host_reader = HostReader::new(settings.clone())?;
         let gpu_reader = match device.location {
             Location::Host => None,
@@ -280,11 +289,40 @@ impl ReaderBuilder {
             decoder,
             host_reader,
             tuning,
+            cuts,
+            spans,
             progress: self.progress,
             t_setup: t0.elapsed(),
             t_footer,
         })
     }
+}
+
+/// The row groups of `row_groups` (ascending) after which no batch of `spans` goes on: where a
+/// load may be cut into waves. A cut after `rg` is inside a batch that starts at or before
+/// `rg` and ends after it, or ends inside `rg` (`rows_of(rg)`: its rows).
+fn cuts_between(
+    spans: &[crate::plan::BatchSpan],
+    row_groups: &[usize],
+    rows_of: impl Fn(usize) -> u64,
+) -> std::collections::HashSet<usize> {
+    let mut inside = std::collections::HashSet::new();
+    for s in spans {
+        let (Some(first), Some(last)) = (s.parts.first(), s.parts.last()) else {
+            continue;
+        };
+        let from = row_groups.partition_point(|&rg| rg < first.row_group);
+        let to = row_groups.partition_point(|&rg| rg < last.row_group);
+        inside.extend(row_groups[from..to].iter().copied());
+        if last.rows.end < rows_of(last.row_group) {
+            inside.insert(last.row_group);
+        }
+    }
+    row_groups
+        .iter()
+        .copied()
+        .filter(|rg| !inside.contains(rg))
+        .collect()
 }
 
 /// arrow-rs reads a chunk from its dictionary page offset whenever one is given; where the plan

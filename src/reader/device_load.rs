@@ -107,7 +107,7 @@ impl ParquetGpuReader {
             host_compressed,
             self.tuning.wave_bytes,
         );
-        let waves = waves(plan, target);
+        let waves = waves(plan, target, &|rg| self.batch_ends(rg));
         let (batches, gpu_decode, io, decode_time) = if waves.len() > 1 {
             let mut batches = Vec::with_capacity(plan.row_groups.len());
             let mut gpu_decode = GpuDecodeReport::default();
@@ -182,15 +182,21 @@ impl ParquetGpuReader {
             snappy: self.tuning.snappy,
             profile: profile_requested(),
         };
-        let (batches, report) = decode_pass(&pass, chunks, row_groups)?;
+        let spans = self.spans_of(row_groups);
+        let (batches, report) = decode_pass(&pass, chunks, row_groups, &spans)?;
+        let ordinal = chunks.buffer().gpu().ordinal();
         let batches = batches
             .into_iter()
-            .map(|(rg, b)| {
-                let ordinal = chunks.buffer().gpu().ordinal();
-                let rows = vec![RowSpan {
-                    row_group: rg,
-                    rows: 0..b.num_rows as u64,
-                }];
+            .zip(spans)
+            .map(|(b, span)| {
+                let rows = span
+                    .parts
+                    .into_iter()
+                    .map(|p| RowSpan {
+                        row_group: p.row_group,
+                        rows: p.rows,
+                    })
+                    .collect();
                 LoadedBatch::device(b, ordinal, Arc::clone(&self.path), rows)
             })
             .collect();

@@ -67,16 +67,20 @@ fn give_buffer(b: Vec<u8>) {
 /// Decoded batches of one row group, for some of its fields.
 type RowGroupPart = (usize, Vec<RecordBatch>);
 
-struct UnitResult {
+pub(super) struct UnitResult {
     /// Decoded batches per row group, for the unit's fields of that row group.
-    parts: Vec<(usize, Vec<RecordBatch>)>,
-    io: IoReport,
+    pub(super) parts: Vec<(usize, Vec<RecordBatch>)>,
+    pub(super) io: IoReport,
     decode_time: Duration,
 }
 
 impl ParquetGpuReader {
     /// Reads one unit's requests into a buffer of its own and decodes its row groups.
-    fn load_unit(&self, reader: &dyn RangeReader, unit: &ReadUnit) -> Result<UnitResult> {
+    pub(super) fn load_unit(
+        &self,
+        reader: &dyn RangeReader,
+        unit: &ReadUnit,
+    ) -> Result<UnitResult> {
         let plan = &self.plan;
         // The unit's requests are laid end to end from the first one's destination offset.
         let base = plan
@@ -148,10 +152,15 @@ impl ParquetGpuReader {
     }
 
     /// Joins the fields of each row group, decoded in different units, into batches of the
-    /// projected schema. `parts` are in unit order, so a row group's parts come in field order.
-    fn join_fields(&self, parts: Vec<(usize, Vec<RecordBatch>)>) -> Result<Vec<LoadedBatch>> {
+    /// projected schema, then cuts and gathers those into the reader's batches
+    /// ([`Self::shape`]). `parts` are in unit order, so a row group's parts come in field
+    /// order.
+    pub(super) fn join_fields(
+        &self,
+        parts: Vec<(usize, Vec<RecordBatch>)>,
+    ) -> Result<Vec<LoadedBatch>> {
+        let mut per_rg: Vec<RowGroupPart> = Vec::new();
         let schema = self.decoder.schema();
-        let mut out = Vec::new();
         let mut i = 0;
         while i < parts.len() {
             let rg = parts[i].0;
@@ -159,7 +168,7 @@ impl ParquetGpuReader {
             let group = &parts[i..i + n];
             i += n;
             if n == 1 {
-                out.extend(self.host_batches(rg, group[0].1.iter().cloned()));
+                per_rg.push((rg, group[0].1.clone()));
                 continue;
             }
             let mismatch = |what: String| Error::Decode {
@@ -192,30 +201,61 @@ impl ParquetGpuReader {
                     .map_err(|e| mismatch(e.to_string()))?;
                 joined.push(b);
             }
-            out.extend(self.host_batches(rg, joined));
+            per_rg.push((rg, joined));
         }
-        Ok(out)
+        self.shape(per_rg)
     }
 
-    /// Consecutive host batches of row group `rg`, each told the rows it holds.
-    fn host_batches(
-        &self,
-        rg: usize,
-        batches: impl IntoIterator<Item = RecordBatch>,
-    ) -> Vec<LoadedBatch> {
-        let mut at = 0u64;
-        batches
-            .into_iter()
-            .map(|b| {
-                let n = b.num_rows() as u64;
-                let rows = vec![RowSpan {
-                    row_group: rg,
-                    rows: at..at + n,
-                }];
-                at += n;
-                LoadedBatch::host(b, Arc::clone(&self.path), rows)
-            })
-            .collect()
+    /// The reader's batches ([`crate::plan::batches_of`]: about `batch_rows` rows, gathered
+    /// across row groups or cut from one) from each row group's decoded batches, in row-group order: a
+    /// batch that is one slice of a decoded batch is that slice, others are joined (copied).
+    fn shape(&self, per_rg: Vec<RowGroupPart>) -> Result<Vec<LoadedBatch>> {
+        let schema = self.decoder.schema();
+        let row_groups: Vec<usize> = per_rg.iter().map(|(rg, _)| *rg).collect();
+        let by_rg: std::collections::HashMap<usize, Vec<RecordBatch>> =
+            per_rg.into_iter().collect();
+        let spans = self.spans_of(&row_groups);
+        let mut out = Vec::with_capacity(spans.len());
+        for span in spans {
+            let mut pieces: Vec<RecordBatch> = Vec::new();
+            let mut rows = Vec::with_capacity(span.parts.len());
+            for part in &span.parts {
+                let decoded = by_rg.get(&part.row_group).map_or(&[][..], |v| &v[..]);
+                // the rows arrow-rs returned (fewer than the footer's only where its counts
+                // disagree: arrow-rs caps them by the file's rows)
+                let mut at = 0u64;
+                let mut kept = part.rows.start..part.rows.start;
+                for b in decoded {
+                    let n = b.num_rows() as u64;
+                    let (lo, hi) = (part.rows.start.max(at), part.rows.end.min(at + n));
+                    if lo < hi {
+                        pieces.push(b.slice((lo - at) as usize, (hi - lo) as usize));
+                        kept.end = hi;
+                    }
+                    at += n;
+                }
+                if !kept.is_empty() {
+                    rows.push(RowSpan {
+                        row_group: part.row_group,
+                        rows: kept,
+                    });
+                }
+            }
+            let batch = match pieces.len() {
+                0 => continue,
+                1 => pieces.remove(0),
+                _ => {
+                    arrow::compute::concat_batches(schema, &pieces).map_err(|e| Error::Decode {
+                        path: self.file.path().to_path_buf(),
+                        row_group: span.parts.first().map(|p| p.row_group),
+                        column: None,
+                        reason: format!("joining the row groups of a batch: {e}"),
+                    })?
+                }
+            };
+            out.push(LoadedBatch::host(batch, Arc::clone(&self.path), rows));
+        }
+        Ok(out)
     }
 
     /// Reads and decodes the plan into host memory through `reader` (see
@@ -272,12 +312,7 @@ impl ParquetGpuReader {
         let t_join = Instant::now();
         let batches = if units.is_empty() {
             // No leaf selected: batches carry row counts only; there is nothing to read.
-            let mut v = Vec::new();
-            for &rg in &plan.row_groups {
-                let b = self.decoder.decode_leaves(rg, &[], &[])?;
-                v.extend(self.host_batches(rg, b));
-            }
-            v
+            self.row_counts_only()?
         } else {
             self.join_fields(parts)?
         };
@@ -323,14 +358,18 @@ impl ParquetGpuReader {
             all.extend(p?);
         }
         if plan.units.is_empty() {
-            let mut v = Vec::new();
-            for &rg in &plan.row_groups {
-                let b = self.decoder.decode_leaves(rg, &[], &[])?;
-                v.extend(self.host_batches(rg, b));
-            }
-            return Ok(v);
+            return self.row_counts_only();
         }
         self.join_fields(all)
+    }
+
+    /// The batches of a plan with no leaf selected: row counts only.
+    fn row_counts_only(&self) -> Result<Vec<LoadedBatch>> {
+        let mut per_rg = Vec::with_capacity(self.plan.row_groups.len());
+        for &rg in &self.plan.row_groups {
+            per_rg.push((rg, self.decoder.decode_leaves(rg, &[], &[])?));
+        }
+        self.shape(per_rg)
     }
 }
 
@@ -393,11 +432,16 @@ mod tests {
         assert!(done.iter().all(|&d| d <= 4), "{done:?}");
         done.sort();
         assert_eq!(done.last(), Some(&4));
+        // the four row groups of 250 rows, their fields joined, gathered into one batch
         let batch = crate::Loaded::to_host(&loaded).unwrap();
-        assert_eq!(batch.len(), 4);
-        assert!(batch
+        assert_eq!(batch.len(), 1);
+        assert_eq!((batch[0].num_columns(), batch[0].num_rows()), (3, 1000));
+        let rows: Vec<(usize, std::ops::Range<u64>)> = loaded.batches[0]
+            .rows()
             .iter()
-            .all(|b| b.num_columns() == 3 && b.num_rows() == 250));
+            .map(|r| (r.row_group, r.rows.clone()))
+            .collect();
+        assert_eq!(rows, (0..4).map(|rg| (rg, 0..250)).collect::<Vec<_>>());
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod builder;
 mod device_load;
 mod host_load;
 mod report;
+mod stream;
 mod timeline;
 mod waves;
 
@@ -31,6 +32,7 @@ use arrow::datatypes::SchemaRef;
 pub use builder::ReaderBuilder;
 pub use host_load::{release_cached_buffers, RETAINED_BUFFER_BYTES};
 pub use report::LoadReport;
+pub use stream::Batches;
 
 use crate::array::{LoadedBatch, Location};
 use crate::config::{IoSettings, Tuning};
@@ -42,11 +44,15 @@ use crate::io::gpu::GpuReader;
 use crate::io::host::HostReader;
 use crate::io::{IoReport, RangeReader};
 use crate::metadata::FileMetadata;
-use crate::plan::ReadPlan;
+use crate::plan::{BatchSpan, ReadPlan};
 use crate::source::ParquetFile;
 
-/// Default maximum rows per batch.
-pub const DEFAULT_BATCH_ROWS: usize = 65_536;
+/// Default maximum rows per batch: 1,048,576 (2^20), the row-group size pyarrow and arrow-rs
+/// write by default, so that their row groups come as one batch each (no copy on the host),
+/// and DuckDB's (122,880 rows) and Polars' (262,144) are gathered eight and four to a batch.
+/// Large batches are what a GPU wants: per batch, a load allocates its output and builds its
+/// jobs once (benches/RESULTS.md).
+pub const DEFAULT_BATCH_ROWS: usize = 1 << 20;
 
 /// Progress of a load, passed to the callback set with
 /// [`ReaderBuilder::with_progress`].
@@ -77,6 +83,10 @@ pub struct ParquetGpuReader {
     host_reader: HostReader,
     gpu_reader: Option<GpuReader>,
     tuning: Tuning,
+    /// The batches of the plan ([`crate::plan::batches_of`]), in order.
+    spans: Vec<BatchSpan>,
+    /// The row groups after which no batch goes on ([`Self::batch_ends`]).
+    cuts: std::collections::HashSet<usize>,
     progress: Option<ProgressFn>,
     t_setup: Duration,
     t_footer: Duration,
@@ -201,6 +211,25 @@ impl ParquetGpuReader {
             schema,
             report,
         }
+    }
+
+    /// The batches of the row groups `row_groups` (ascending): those whose first part is one
+    /// of them.
+    pub(crate) fn spans_of(&self, row_groups: &[usize]) -> Vec<BatchSpan> {
+        self.spans
+            .iter()
+            .filter(|s| {
+                s.parts
+                    .first()
+                    .is_some_and(|p| row_groups.binary_search(&p.row_group).is_ok())
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Whether a load may be cut into waves after row group `rg`: no batch spans the cut.
+    pub(crate) fn batch_ends(&self, rg: usize) -> bool {
+        self.cuts.contains(&rg)
     }
 
     /// Reports progress to the callback, if one was set.

@@ -69,9 +69,10 @@ pub(super) fn wave_target(
 /// an allocation of its own, which bounds the device memory their still-encoded chunks hold.
 pub(super) const STREAM_MAX_BYTES: u64 = 4 << 30;
 
-/// The plan's units grouped into waves of about `target` bytes that hold whole row groups; one
-/// wave (or none, with no units) when the plan cannot be split.
-pub(super) fn waves(plan: &ReadPlan, target: u64) -> Vec<Wave> {
+/// The plan's units grouped into waves of about `target` bytes that hold whole row groups and
+/// whole batches (`ends(rg)`: a batch ends with row group `rg`); one wave (or none, with no
+/// units) when the plan cannot be split.
+pub(super) fn waves(plan: &ReadPlan, target: u64, ends: &dyn Fn(usize) -> bool) -> Vec<Wave> {
     let mut out: Vec<Wave> = Vec::new();
     let mut cur: Option<Wave> = None;
     for (k, u) in plan.units.iter().enumerate() {
@@ -98,7 +99,7 @@ pub(super) fn waves(plan: &ReadPlan, target: u64) -> Vec<Wave> {
             (Some(n), Some(l)) => n > l,
             _ => true,
         };
-        if whole && w.bytes >= target {
+        if whole && w.bytes >= target && u.row_groups.last().is_some_and(|&rg| ends(rg)) {
             out.extend(cur.take());
         }
     }
@@ -303,12 +304,12 @@ mod tests {
             let plan = reader.plan();
             let total = plan.request_bytes();
             // one wave when the target is the whole load
-            let one = waves(plan, u64::MAX);
+            let one = waves(plan, u64::MAX, &|_| true);
             assert_eq!(one.len(), 1);
             assert_eq!(one[0].row_groups, plan.row_groups);
             assert_eq!(one[0].bytes, total);
             for target in [1, total / 5, total / 2] {
-                let w = waves(plan, target);
+                let w = waves(plan, target, &|_| true);
                 // a unit is never split: with 2 MiB units this file is one unit, one wave
                 assert!(
                     w.len() > 1 || plan.units.len() == 1,

@@ -72,8 +72,12 @@ int main(int argc, char** argv) {
     // 2. sizes
     std::vector<BytesColumn> cols(ncols);
     for (u32 c = 0; c < ncols; c++)
-        cols[c] = BytesColumn{has_dict[c] ? (u64)entries[c].data() : 0, (u64)lengths[c].data(),
-                              optional[c] ? (u64)valid[c].data() : 0, (u64)&nulls[c], dict_n[c], 0, 0};
+        cols[c] = BytesColumn{(u64)lengths[c].data(), optional[c] ? (u64)valid[c].data() : 0,
+                              (u64)&nulls[c], 0};
+    for (auto& j : pages) {   // each page decodes with its chunk's dictionary entries
+        j.dict = has_dict[j.column] ? (u64)entries[j.column].data() : 0;
+        j.dict_len = dict_n[j.column];
+    }
     std::vector<u32> idx(total + 1);
     std::vector<u64> src(2 * total + 2);
     std::vector<u32> errors(npages, 0);

@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
     std::vector<std::vector<u32>> valid(ncols);
     std::vector<u64> nulls(ncols, 0), rows(ncols), alloc(ncols);
     std::vector<u32> optional(ncols);
+    std::vector<u64> col_dict(ncols, 0);
+    std::vector<int> col_dict_n(ncols, 0);
     for (u32 c = 0; c < ncols; c++) {
         int conv, pw, ow, dn;
         u32 has_dict;
@@ -37,10 +39,16 @@ int main(int argc, char** argv) {
         values[c].assign(alloc[c] ? alloc[c] : 1, 0);
         valid[c].assign(rows[c] ? (rows[c] + 31) / 32 : 1, 0);
         cols[c] = ColumnJob{(u64)values[c].data(), optional[c] ? (u64)valid[c].data() : 0,
-                            has_dict ? (u64)dicts[c].data() : 0, (u64)&nulls[c], dn, pw, ow, conv};
+                            (u64)&nulls[c], pw, ow, conv, 0};
+        col_dict[c] = has_dict ? (u64)dicts[c].data() : 0;
+        col_dict_n[c] = dn;
     }
     Pages pg;
     if (!pg.read(f)) return 5;
+    for (auto& j : pg.jobs) {   // each page decodes with its chunk's dictionary
+        j.dict = col_dict[j.column];
+        j.dict_len = col_dict_n[j.column];
+    }
     u32 npages = pg.size();
     auto& pages = pg.jobs;
     auto& base = pg.base;

@@ -118,12 +118,16 @@ impl Put for Vec<u8> {
 }
 
 /// Appends the data pages of one chunk (decompressed) as page jobs of column `column` for the
-/// emulated kernels; returns the dictionary (entries, bytes), if any, and the pages appended.
+/// emulated kernels, the way the GPU path cuts a chunk between batches: with `cut` = Some(h),
+/// rows [0, h) and [h, rows) are two windows written one after the other (a page across h
+/// becomes two jobs, each decoding the page and writing its part); returns the dictionary
+/// (entries, bytes), if any, and the jobs appended.
 pub(crate) fn serialize_pages(
     table: &[cuparquet::internals::page_header::PageEntry],
     data: &[cuparquet::internals::decompress::PageData],
     column: u32,
     max_def: i16,
+    cut: Option<u64>,
     out: &mut Vec<u8>,
 ) -> (Option<(i32, Vec<u8>)>, u32) {
     use cuparquet::internals::page_header::PageKind;
@@ -148,22 +152,34 @@ pub(crate) fn serialize_pages(
                 ),
                 _ => continue,
             };
-        out.put_u32(column);
-        for v in [
-            num_values,
-            encoding,
-            i32::from(max_def),
-            v2,
-            def_len,
-            rep_len,
-        ] {
-            out.put_i32(v);
+        let nv = num_values.max(0) as u64;
+        // the page's windows: its rows, split at the cut when it falls inside
+        let mut windows = vec![(0u64, nv)];
+        if let Some(h) = cut {
+            if h > row && h < row + nv {
+                windows = vec![(0, h - row), (h - row, nv)];
+            }
         }
-        out.put_u64(row);
-        out.put_u64(d.bytes.len() as u64);
-        out.extend(&d.bytes);
-        row += num_values as u64;
-        n += 1;
+        for (lo, hi) in windows {
+            out.put_u32(column);
+            for v in [
+                num_values,
+                encoding,
+                i32::from(max_def),
+                v2,
+                def_len,
+                rep_len,
+                lo as i32,
+                (hi - lo) as i32,
+            ] {
+                out.put_i32(v);
+            }
+            out.put_u64(row + lo);
+            out.put_u64(d.bytes.len() as u64);
+            out.extend(&d.bytes);
+            n += 1;
+        }
+        row += nv;
     }
     (dict, n)
 }

@@ -3,6 +3,7 @@
 //! (span sums on the device, a host scan of those, then every column's offsets), characters
 //! copied in place, and the UTF-8 check of Utf8 columns.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -14,9 +15,9 @@ use super::launch::{
     i32s_from_device, u64s, u64s_from_device, upload, upload_table, validity_words, zeroed, Const,
     Mut,
 };
-use super::page_jobs::{data_page_jobs, page_errors, row_bases, PageName};
+use super::page_jobs::{data_page_jobs, page_errors, row_bases, PageName, Window};
 use super::profile::{since, timed};
-use super::{DeviceColumn, Pass, Selected};
+use super::{DeviceColumn, Pass};
 use crate::decode::gpu_plan::Conversion;
 use crate::device::nvrtc::Module;
 use crate::device::{DeviceBuffer, Gpu};
@@ -40,6 +41,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         dicts,
         dict_tables,
         dict_names,
+        _dict_entries,
         counters,
         uploads,
     } = bytes_jobs(pass)?;
@@ -80,7 +82,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     for ((o, offs), ch) in outs.into_iter().zip(final_offsets).zip(chars) {
         let mut col = DeviceColumn::new(
             o.field,
-            o.row_group,
+            o.batch,
             fields[o.field].data_type().clone(),
             o.rows,
             vec![offs, ch],
@@ -93,11 +95,15 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     Ok(result)
 }
 
-/// A byte-array column of one row group being decoded.
+/// A byte-array output column being decoded: one batch's rows of one field.
 struct Out {
     field: usize,
+    batch: usize,
+    /// The first row group of the batch and the column's path, for errors.
     row_group: usize,
     path: String,
+    /// The batch's parts: (row group, its rows, the output row of the first), for errors.
+    parts: Vec<(usize, std::ops::Range<u64>, u64)>,
     rows: usize,
     large: bool,
     utf8: bool,
@@ -107,29 +113,31 @@ struct Out {
     host_pages: usize,
 }
 
-/// The work of [`decode_bytes_columns`]: a job per data page (with its name) and per column,
-/// the columns, the dictionaries ((data address, bytes, entries), their entry tables, their
-/// names), the null counters, and the decompressed pages the jobs point into.
+/// The work of [`decode_bytes_columns`]: a job per data page window (with its name) and per
+/// output column, the columns, the dictionaries ((data address, bytes, entries) and their
+/// names; their entry tables in one allocation), the null counters, and the decompressed pages
+/// the jobs point into.
 struct BytesJobs {
     page_jobs: Vec<PageJob>,
     page_names: Vec<PageName>,
     cols: Vec<BytesColumn>,
     outs: Vec<Out>,
     dicts: Vec<(u64, u64, i32)>,
-    dict_tables: Vec<DeviceBuffer>,
+    dict_tables: Vec<u64>,
     dict_names: Vec<PageName>,
+    _dict_entries: Option<DeviceBuffer>,
     counters: DeviceBuffer,
     uploads: Vec<DeviceBuffer>,
 }
 
-/// Selects the pass's byte-array chunks, locates their pages, allocates their lengths,
-/// validity and dictionary entry tables, and builds the jobs; checks that the pages hold the
-/// row group's rows.
+/// Selects the pass's byte-array chunks, locates their pages, allocates one output column
+/// (lengths, validity) per batch and field and the dictionaries' entry tables, and builds the
+/// jobs (each page's window of rows).
 fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
     let Pass {
         chunks,
         tables,
-        rows_of,
+        batches,
         ..
     } = *pass;
     let gpu = Arc::clone(chunks.buffer().gpu());
@@ -137,62 +145,95 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
     let mut page_names: Vec<PageName> = Vec::new();
     let mut cols: Vec<BytesColumn> = Vec::new();
     let mut outs: Vec<Out> = Vec::new();
-    // dictionaries: (data address, bytes, entries), their entry tables, their names
+    let selected = pass.select(|g| g.conversion == Conversion::Bytes)?;
+    // dictionaries: (data address, bytes, entries), their entry tables (16 bytes an entry, in
+    // one allocation), their names; by chunk
     let mut dicts: Vec<(u64, u64, i32)> = Vec::new();
-    let mut dict_tables: Vec<DeviceBuffer> = Vec::new();
     let mut dict_names: Vec<PageName> = Vec::new();
-    let Selected {
-        chunks: picked,
-        counters,
-        uploads,
-    } = pass.select(|g| g.conversion == Conversion::Bytes)?;
-    for (ci, col, (page_data, host_pages)) in picked {
-        let c = &chunks.chunks()[ci];
-        let bad = |reason: String| pass.bad_chunk(ci, reason);
-        let table = &tables[ci];
-        let rows = rows_of(c.row_group);
-        let lengths = zeroed(&gpu, rows * 8)?;
-        let validity = validity_words(&gpu, rows, col.max_def_level > 0)?;
-        let mut job = BytesColumn {
-            lengths: lengths.device_ptr(),
-            out_valid: validity.as_ref().map_or(0, |v| v.device_ptr()),
-            null_count: counters.device_ptr() + 8 * cols.len() as u64,
-            ..BytesColumn::default()
-        };
-        let (row, dict) = data_page_jobs(
-            c,
-            table,
-            &page_data,
-            col.max_def_level,
-            cols.len(),
-            &mut page_jobs,
-            &mut page_names,
-        );
-        if let Some((k, ptr, len, entries)) = dict {
-            let entry_table = gpu.alloc((entries.max(0) as usize * 16).max(16))?;
-            job.dict_entries = entry_table.device_ptr();
-            job.dict_len = entries;
+    let mut dict_at: HashMap<usize, (u64, i32)> = HashMap::new();
+    let mut with_dict: Vec<&super::SelectedChunk<'_>> = selected
+        .chunks
+        .values()
+        .filter(|sc| sc.dict.is_some())
+        .collect();
+    with_dict.sort_by_key(|sc| sc.ci);
+    let entries_total: usize = with_dict
+        .iter()
+        .map(|sc| sc.dict.map_or(0, |d| d.3.max(0) as usize))
+        .sum();
+    let dict_entries = if with_dict.is_empty() {
+        None
+    } else {
+        Some(gpu.alloc(entries_total.max(1) * 16)?)
+    };
+    let mut dict_tables: Vec<u64> = Vec::new();
+    if let Some(table) = &dict_entries {
+        let mut at = table.device_ptr();
+        for sc in &with_dict {
+            let Some((k, ptr, len, entries)) = sc.dict else {
+                continue;
+            };
+            let c = &chunks.chunks()[sc.ci];
             dicts.push((ptr, len, entries));
-            dict_tables.push(entry_table);
+            dict_tables.push(at);
             dict_names.push((c.row_group, c.path.clone(), k));
+            dict_at.insert(sc.ci, (at, entries));
+            at += entries.max(0) as u64 * 16;
         }
-        if row != rows as u64 {
-            return Err(bad(format!(
-                "the pages hold {row} values, the row group {rows} rows"
-            )));
+    }
+    let counters = zeroed(&gpu, (batches.len() * selected.columns.len()).max(1) * 8)?;
+    for (b, batch) in batches.iter().enumerate() {
+        let rows = batch.num_rows() as usize;
+        for &col in &selected.columns {
+            let lengths = zeroed(&gpu, rows * 8)?;
+            let validity = validity_words(&gpu, rows, col.max_def_level > 0)?;
+            let column = cols.len();
+            cols.push(BytesColumn {
+                lengths: lengths.device_ptr(),
+                out_valid: validity.as_ref().map_or(0, |v| v.device_ptr()),
+                null_count: counters.device_ptr() + 8 * column as u64,
+            });
+            let mut host_pages = 0;
+            let mut first = None;
+            let mut parts = Vec::with_capacity(batch.parts.len());
+            for (sc, part, out_at) in pass.parts(&selected, batch, col)? {
+                let c = &chunks.chunks()[sc.ci];
+                first.get_or_insert((c.row_group, c.path.clone()));
+                parts.push((c.row_group, part.clone(), out_at));
+                if part.start == 0 {
+                    host_pages += sc.host_pages;
+                }
+                let window = Window {
+                    column,
+                    rows: part,
+                    out_at,
+                    max_def: col.max_def_level,
+                    dict: dict_at.get(&sc.ci).copied().unwrap_or((0, 0)),
+                };
+                data_page_jobs(
+                    c,
+                    &tables[sc.ci],
+                    &sc.pages,
+                    &window,
+                    &mut page_jobs,
+                    &mut page_names,
+                );
+            }
+            let (row_group, path) = first.unwrap_or_default();
+            outs.push(Out {
+                field: col.field,
+                batch: b,
+                row_group,
+                path,
+                parts,
+                rows,
+                large: col.large_offsets,
+                utf8: col.utf8,
+                lengths,
+                validity,
+                host_pages,
+            });
         }
-        cols.push(job);
-        outs.push(Out {
-            field: col.field,
-            row_group: c.row_group,
-            path: c.path.clone(),
-            rows,
-            large: col.large_offsets,
-            utf8: col.utf8,
-            lengths,
-            validity,
-            host_pages,
-        });
     }
     Ok(BytesJobs {
         page_jobs,
@@ -202,8 +243,9 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
         dicts,
         dict_tables,
         dict_names,
+        _dict_entries: dict_entries,
         counters,
-        uploads,
+        uploads: selected.uploads,
     })
 }
 
@@ -245,7 +287,7 @@ impl Stages<'_> {
     fn dictionary_entries(
         &self,
         dicts: &[(u64, u64, i32)],
-        dict_tables: &[DeviceBuffer],
+        dict_tables: &[u64],
         dict_names: &[PageName],
     ) -> Result<()> {
         let gpu = self.gpu;
@@ -258,10 +300,10 @@ impl Stages<'_> {
                 .flat_map(|d| d.2.to_le_bytes())
                 .collect::<Vec<u8>>(),
         )?;
-        let d_out = upload(gpu, &u64s(dict_tables.iter().map(|t| t.device_ptr())))?;
+        let d_out = upload(gpu, &u64s(dict_tables.iter().copied()))?;
         let d_err = zeroed(gpu, dicts.len() * 4)?;
-        // SAFETY: one block per dictionary; each entry table holds 2 u64 per entry; all
-        // buffers live until `launch` returns.
+        // SAFETY: one block per dictionary; each entry table (a disjoint part of one
+        // allocation) holds 2 u64 per entry; all buffers live until `launch` returns.
         unsafe {
             DICT_ENTRIES.launch(
                 gpu,
@@ -300,10 +342,11 @@ impl Stages<'_> {
         let src = gpu.alloc((total as usize * 16).max(16))?;
         let errors = zeroed(gpu, page_jobs.len() * 4)?;
         since("sizes setup", t_sizes);
-        // SAFETY: one block per page; the scratch arrays hold 1 u32 and 2 u64 per row of every
-        // page (base is their prefix sum); each column's lengths and validity are sized from
-        // its rows, which its pages were checked to sum to; all buffers live until `launch`
-        // returns.
+        // SAFETY: one block per page job; the scratch arrays hold 1 u32 and 2 u64 per row of
+        // every page (base is their prefix sum); each output column's lengths and validity are
+        // sized from its batch's rows, and each page job writes only its window (`take` rows
+        // from `row_start`), the windows of a column being disjoint parts of its batch; all
+        // buffers live until `launch` returns.
         unsafe {
             BYTES_SIZES.launch(
                 gpu,
@@ -384,8 +427,10 @@ impl Stages<'_> {
                     row_group: Some(o.row_group),
                     column: Some(o.path.clone()),
                     reason: format!(
-                        "{at} bytes of strings in one row group do not fit 32-bit offsets \
-                         (field {}; read it as LargeUtf8 / LargeBinary)",
+                        "{at} bytes of strings in one batch of {} rows do not fit 32-bit \
+                         offsets (field {}; read it as LargeUtf8 / LargeBinary, or in smaller \
+                         batches)",
+                        o.rows,
                         pass.fields[o.field].name()
                     ),
                 });
@@ -518,12 +563,18 @@ impl Stages<'_> {
             let bad_rows = u64s_from_device(&first_bad, outs.len())?;
             for (o, &bad) in outs.iter().zip(&bad_rows) {
                 if o.utf8 && o.rows > 0 && bad != u64::MAX {
+                    // the batch row back to its row group's row
+                    let (rg, row) = o
+                        .parts
+                        .iter()
+                        .find(|(_, r, at)| bad >= *at && bad < at + (r.end - r.start))
+                        .map_or((o.row_group, bad), |(rg, r, at)| (*rg, r.start + bad - at));
                     return Err(Error::Decode {
                         path: path.to_path_buf(),
-                        row_group: Some(o.row_group),
+                        row_group: Some(rg),
                         column: Some(o.path.clone()),
                         reason: format!(
-                            "row {bad} of the row group is not valid UTF-8 (the column is Utf8; \
+                            "row {row} of the row group is not valid UTF-8 (the column is Utf8; \
                              read it as Binary to keep the bytes)"
                         ),
                     });

@@ -11,8 +11,8 @@ use super::launch::{
     i32s_from_device, u64s, u64s_from_device, upload, upload_table, validity_words, zeroed, Const,
     Mut,
 };
-use super::page_jobs::{data_page_jobs, page_errors, row_bases, PageName};
-use super::{DeviceColumn, Pass, Selected};
+use super::page_jobs::{data_page_jobs, page_errors, row_bases, PageName, Window};
+use super::{DeviceColumn, Pass};
 use crate::decode::gpu_plan::Conversion;
 use crate::device::DeviceBuffer;
 use crate::error::Result;
@@ -46,9 +46,11 @@ pub fn decode_fixed_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     let idxs = gpu.alloc((total as usize * 4).max(4))?;
     let errors = zeroed(&gpu, page_jobs.len() * 4)?;
     // SAFETY: one block per page job; the scratch arrays hold one entry per row of every page
-    // (`base` is their prefix sum); every output buffer is sized from the row group's rows,
-    // which the page value counts were checked to sum to; every allocation (uploads included)
-    // stays alive until `launch` returns.
+    // (`base` is their prefix sum); every output buffer is sized from its batch's rows, and
+    // each page job writes only its window (`take` rows from `row_start`), the windows of an
+    // output column being disjoint parts of its batch (the rows of each chunk were checked
+    // against its row group); every allocation (uploads included) stays alive until `launch`
+    // returns.
     unsafe {
         DECODE_FIXED_PAGES.launch(
             &gpu,
@@ -89,14 +91,14 @@ struct FixedJobs {
     uploads: Vec<DeviceBuffer>,
 }
 
-/// Selects the pass's fixed-width chunks, locates their pages, allocates their outputs and
-/// builds the jobs; checks each dictionary's size and that the pages hold the row group's rows.
+/// Selects the pass's fixed-width chunks, locates their pages, allocates one output per batch
+/// and column and builds the jobs (each page's window of rows); checks each dictionary's size.
 fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
     let Pass {
         chunks,
         tables,
         fields,
-        rows_of,
+        batches,
         ..
     } = *pass;
     let gpu = Arc::clone(chunks.buffer().gpu());
@@ -104,72 +106,76 @@ fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
     let mut page_names: Vec<PageName> = Vec::new();
     let mut col_jobs: Vec<ColumnJob> = Vec::new();
     let mut outputs: Vec<DeviceColumn> = Vec::new();
-    let Selected {
-        chunks: picked,
-        counters,
-        uploads,
-    } = pass.select(|g| {
+    let selected = pass.select(|g| {
         conversion_code(g.conversion).is_some()
             && !(g.conversion == Conversion::BigEndianDecimal && g.physical == "BYTE_ARRAY")
     })?;
-    for (ci, col, (page_data, host_pages)) in picked {
-        let c = &chunks.chunks()[ci];
-        let Some(conv) = conversion_code(col.conversion) else {
-            continue;
-        };
-        let bad = |reason: String| pass.bad_chunk(ci, reason);
-        let table = &tables[ci];
-        let rows = rows_of(c.row_group);
-        // booleans: a bitmap in 32-bit words; others: output_width bytes per row
-        let (alloc_len, arrow_len) = if col.conversion == Conversion::Boolean {
-            (rows.div_ceil(32) * 4, rows.div_ceil(8))
-        } else {
-            (rows * col.output_width, rows * col.output_width)
-        };
-        let values = zeroed(&gpu, alloc_len)?;
-        let validity = validity_words(&gpu, rows, col.max_def_level > 0)?;
-        let mut job = ColumnJob {
-            out_values: values.device_ptr(),
-            out_valid: validity.as_ref().map_or(0, |v| v.device_ptr()),
-            null_count: counters.device_ptr() + 8 * col_jobs.len() as u64,
-            phys_width: col.physical_width as i32,
-            out_width: col.output_width as i32,
-            conversion: conv,
-            ..ColumnJob::default()
-        };
-        let (row, dict) = data_page_jobs(
-            c,
-            table,
-            &page_data,
-            col.max_def_level,
-            col_jobs.len(),
-            &mut page_jobs,
-            &mut page_names,
-        );
-        if let Some((k, ptr, len, entries)) = dict {
-            if (entries.max(0) as u64) * col.physical_width as u64 > len {
-                return Err(bad(format!(
-                    "dictionary page {k}: {entries} entries in {len} bytes"
-                )));
+    for sc in selected.chunks.values() {
+        if let Some((k, _, len, entries)) = sc.dict {
+            if (entries.max(0) as u64) * sc.col.physical_width as u64 > len {
+                return Err(pass.bad_chunk(
+                    sc.ci,
+                    format!("dictionary page {k}: {entries} entries in {len} bytes"),
+                ));
             }
-            job.dict = ptr;
-            job.dict_len = entries;
         }
-        if row != rows as u64 {
-            return Err(bad(format!(
-                "the pages hold {row} values, the row group {rows} rows"
-            )));
+    }
+    let counters = zeroed(&gpu, (batches.len() * selected.columns.len()).max(1) * 8)?;
+    for (b, batch) in batches.iter().enumerate() {
+        let rows = batch.num_rows() as usize;
+        for &col in &selected.columns {
+            let Some(conv) = conversion_code(col.conversion) else {
+                continue;
+            };
+            // booleans: a bitmap in 32-bit words; others: output_width bytes per row
+            let (alloc_len, arrow_len) = if col.conversion == Conversion::Boolean {
+                (rows.div_ceil(32) * 4, rows.div_ceil(8))
+            } else {
+                (rows * col.output_width, rows * col.output_width)
+            };
+            let values = zeroed(&gpu, alloc_len)?;
+            let validity = validity_words(&gpu, rows, col.max_def_level > 0)?;
+            let column = col_jobs.len();
+            col_jobs.push(ColumnJob {
+                out_values: values.device_ptr(),
+                out_valid: validity.as_ref().map_or(0, |v| v.device_ptr()),
+                null_count: counters.device_ptr() + 8 * column as u64,
+                phys_width: col.physical_width as i32,
+                out_width: col.output_width as i32,
+                conversion: conv,
+            });
+            let mut host_pages = 0;
+            for (sc, part, out_at) in pass.parts(&selected, batch, col)? {
+                let c = &chunks.chunks()[sc.ci];
+                if part.start == 0 {
+                    host_pages += sc.host_pages;
+                }
+                let window = Window {
+                    column,
+                    rows: part,
+                    out_at,
+                    max_def: col.max_def_level,
+                    dict: sc.dict.map_or((0, 0), |d| (d.1, d.3)),
+                };
+                data_page_jobs(
+                    c,
+                    &tables[sc.ci],
+                    &sc.pages,
+                    &window,
+                    &mut page_jobs,
+                    &mut page_names,
+                );
+            }
+            outputs.push(DeviceColumn::new(
+                col.field,
+                b,
+                fields[col.field].data_type().clone(),
+                rows,
+                vec![(values, arrow_len)],
+                validity,
+                host_pages,
+            ));
         }
-        col_jobs.push(job);
-        outputs.push(DeviceColumn::new(
-            col.field,
-            c.row_group,
-            fields[col.field].data_type().clone(),
-            rows,
-            vec![(values, arrow_len)],
-            validity,
-            host_pages,
-        ));
     }
     Ok(FixedJobs {
         page_jobs,
@@ -177,6 +183,6 @@ fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
         col_jobs,
         outputs,
         counters,
-        uploads,
+        uploads: selected.uploads,
     })
 }

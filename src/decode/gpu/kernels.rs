@@ -250,30 +250,31 @@ c_struct! {
 }
 
 c_struct! {
-    /// Mirror of `struct BytesColumn` in `kernels/decode_bytes.cu`.
-    pub(crate) struct BytesColumn(48 bytes) {
-        /// (address, length) pairs of the dictionary entries, 0 when none.
-        dict_entries: u64,
+    /// Mirror of `struct BytesColumn` in `kernels/decode_bytes.cu`: one output column (a
+    /// batch's rows of one field).
+    pub(crate) struct BytesColumn(32 bytes) {
         /// i64 length per row.
         lengths: u64,
         /// Validity words, 0 when required.
         out_valid: u64,
         /// u64 null counter.
         null_count: u64,
-        /// Dictionary entries.
-        dict_len: i32,
     }
 }
 
 c_struct! {
-    /// Mirror of `struct PageJob` in `kernels/common.cuh`: one data page.
-    pub(crate) struct PageJob(64 bytes) {
+    /// Mirror of `struct PageJob` in `kernels/common.cuh`: the window of one data page that
+    /// one output column takes.
+    pub(crate) struct PageJob(80 bytes) {
         /// Device address of the page data (levels + values).
         data: u64,
         /// Bytes of page data.
         data_len: u64,
-        /// First row of the page in its column's output.
+        /// The output row of the page's row `skip`.
         row_start: u64,
+        /// Its chunk's dictionary (fixed width: the values; byte arrays: the entry table), 0
+        /// when none.
+        dict: u64,
         /// Rows of the page.
         num_values: i32,
         /// Value encoding (0 PLAIN, 2 / 8 dictionary).
@@ -288,22 +289,25 @@ c_struct! {
         rep_len: i32,
         /// Index of the column job.
         column: i32,
+        /// Dictionary entries.
+        dict_len: i32,
+        /// Rows of the page before the ones written.
+        skip: i32,
+        /// Rows written: the page's rows `skip .. skip + take`.
+        take: i32,
     }
 }
 
 c_struct! {
-    /// Mirror of `struct ColumnJob` in `kernels/decode_fixed.cu`: one output column.
-    pub(crate) struct ColumnJob(48 bytes) {
+    /// Mirror of `struct ColumnJob` in `kernels/decode_fixed.cu`: one output column (a
+    /// batch's rows of one field).
+    pub(crate) struct ColumnJob(40 bytes) {
         /// Output values (rows × out_width bytes, zeroed).
         out_values: u64,
         /// Validity bitmap (zeroed u32 words), 0 for required columns.
         out_valid: u64,
-        /// Dictionary values, 0 when none.
-        dict: u64,
         /// Device address of the column's u64 null counter.
         null_count: u64,
-        /// Dictionary entries.
-        dict_len: i32,
         /// Bytes per stored value.
         phys_width: i32,
         /// Bytes per output value.
@@ -434,17 +438,19 @@ mod tests {
             ..PageJob::default()
         };
         let b = p.to_bytes();
+        assert_eq!(b.len(), 80);
         assert_eq!(b[16], 3);
-        assert_eq!(b[24], 4);
-        assert_eq!(b[48], 9);
+        assert_eq!(b[32], 4);
+        assert_eq!(b[56], 9);
         let c = ColumnJob {
             null_count: 7,
             conversion: 5,
             ..ColumnJob::default()
         };
         let b = c.to_bytes();
-        assert_eq!(b[24], 7);
-        assert_eq!(b[44], 5);
+        assert_eq!(b.len(), 40);
+        assert_eq!(b[16], 7);
+        assert_eq!(b[32], 5);
     }
 
     #[test]
@@ -572,12 +578,12 @@ mod tests {
         assert_eq!(b[48..52], (-4i32).to_le_bytes());
         assert_eq!(PageInfo::from_bytes(&b), p);
         let c = BytesColumn {
-            dict_len: -7,
+            null_count: 7,
             ..BytesColumn::default()
         };
         let b = c.to_bytes();
-        assert_eq!((b.len(), &b[32..36]), (48, &(-7i32).to_le_bytes()[..]));
-        assert!(b[36..].iter().all(|&x| x == 0));
+        assert_eq!((b.len(), b[16]), (32, 7));
+        assert!(b[24..].iter().all(|&x| x == 0));
         assert_eq!(BytesColumn::from_bytes(&b), c);
         let s = SnappyJob {
             dst_len: 9,

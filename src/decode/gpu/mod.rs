@@ -58,6 +58,7 @@ pub use snappy::snappy_fragments_of;
 
 pub(crate) use crate::config::SnappyPlacement;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::array::DeviceArray;
@@ -65,9 +66,8 @@ use crate::decode::gpu::kernels::PageInfo;
 use crate::decode::gpu_plan::GpuColumn;
 use crate::device::DeviceBuffer;
 use crate::error::{Error, Result};
-use crate::plan::ColumnChunkPlan;
-use launch::zeroed;
-use locate::{locate_pages, PageLocations};
+use crate::plan::{BatchSpan, ColumnChunkPlan};
+use locate::locate_pages;
 
 /// Column chunks in device memory, still encoded: one allocation holding every planned
 /// request at its plan destination offset (`ParquetGpuReader::load_chunks`).
@@ -122,14 +122,14 @@ impl DeviceChunks {
     }
 }
 
-/// A decoded column of one row group in device memory: a [`DeviceArray`] (Arrow layout:
+/// A decoded column of one batch of a pass in device memory: a [`DeviceArray`] (Arrow layout:
 /// values, or offsets then characters; an LSB-first validity bitmap only when there are nulls)
 /// and where it belongs.
 pub struct DeviceColumn {
     /// Index of the field in the projected schema.
     pub field: usize,
-    /// Row group.
-    pub row_group: usize,
+    /// Index of the batch in the pass ([`Pass::batches`]).
+    pub batch: usize,
     /// The column.
     pub array: DeviceArray,
     /// Pages decompressed on the host before upload.
@@ -140,7 +140,7 @@ impl std::fmt::Debug for DeviceColumn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeviceColumn")
             .field("field", &self.field)
-            .field("row_group", &self.row_group)
+            .field("batch", &self.batch)
             .field("array", &self.array)
             .finish_non_exhaustive()
     }
@@ -153,7 +153,7 @@ impl DeviceColumn {
     /// [`set_null_count`]: Self::set_null_count
     pub(crate) fn new(
         field: usize,
-        row_group: usize,
+        batch: usize,
         data_type: arrow::datatypes::DataType,
         rows: usize,
         buffers: Vec<(DeviceBuffer, usize)>,
@@ -162,7 +162,7 @@ impl DeviceColumn {
     ) -> Self {
         DeviceColumn {
             field,
-            row_group,
+            batch,
             array: DeviceArray {
                 data_type,
                 len: rows,
@@ -194,7 +194,9 @@ impl DeviceColumn {
 /// What a decoding pass works on: the chunks of a device load and their page tables
 /// ([`page_tables()`]), the file (for errors), the columns the placement
 /// ([`crate::decode::gpu_plan`]) gives the GPU, the projected schema, each chunk's codec
-/// (`codec_of(row_group, leaf)`), each row group's rows, and where SNAPPY pages go.
+/// (`codec_of(row_group, leaf)`), each row group's rows, where SNAPPY pages go, and the
+/// batches to decode into: each output column is one batch's rows of one field, gathered from
+/// the pages of several row groups or cut from part of one.
 #[derive(Clone, Copy)]
 pub struct Pass<'a> {
     /// The column chunks in device memory.
@@ -213,6 +215,8 @@ pub struct Pass<'a> {
     pub rows_of: &'a (dyn Fn(usize) -> usize + Sync),
     /// Where SNAPPY pages are decompressed.
     pub snappy: SnappyPlacement,
+    /// The batches: rows of the chunks' row groups, every row at most once.
+    pub batches: &'a [BatchSpan],
 }
 
 impl std::fmt::Debug for Pass<'_> {
@@ -222,24 +226,38 @@ impl std::fmt::Debug for Pass<'_> {
             .field("chunks", &self.chunks.chunks().len())
             .field("columns", &self.columns.len())
             .field("snappy", &self.snappy)
+            .field("batches", &self.batches.len())
             .finish_non_exhaustive()
     }
 }
 
-/// The chunks of a pass one decoder takes: per chunk (in chunk order) its index, its GPU
-/// column and its pages' (decompressed) data; a zeroed null counter (u64) per chunk; and the
-/// buffers of decompressed pages, kept alive until the decoder's kernels are done.
+/// A chunk one decoder of a pass takes: its index, its GPU column, its pages' (decompressed)
+/// data, the pages decompressed on the host, and its dictionary page as (page, address,
+/// bytes, entries).
+struct SelectedChunk<'a> {
+    ci: usize,
+    col: &'a GpuColumn,
+    pages: Vec<(u64, u64)>,
+    host_pages: usize,
+    dict: Option<(usize, u64, u64, i32)>,
+}
+
+/// The chunks of a pass one decoder takes, by (row group, leaf); its columns, in placement
+/// order; and the buffers of decompressed pages, kept alive until the decoder's kernels are
+/// done.
 struct Selected<'a> {
-    chunks: Vec<(usize, &'a GpuColumn, PageLocations)>,
-    counters: DeviceBuffer,
+    chunks: HashMap<(usize, usize), SelectedChunk<'a>>,
+    columns: Vec<&'a GpuColumn>,
     uploads: Vec<DeviceBuffer>,
 }
 
 impl<'a> Pass<'a> {
     /// The chunks whose GPU column `pick` accepts, their pages located (SNAPPY pages
-    /// decompressed where the pass says, other codecs on the host).
+    /// decompressed where the pass says, other codecs on the host); checks that each chunk's
+    /// data pages hold its row group's rows.
     fn select(&self, pick: impl Fn(&GpuColumn) -> bool) -> Result<Selected<'a>> {
-        let columns: &'a [GpuColumn] = self.columns;
+        let all: &'a [GpuColumn] = self.columns;
+        let columns: Vec<&'a GpuColumn> = all.iter().filter(|g| pick(g)).collect();
         let picked: Vec<(usize, &'a GpuColumn)> = self
             .chunks
             .chunks()
@@ -248,8 +266,8 @@ impl<'a> Pass<'a> {
             .filter_map(|(ci, c)| {
                 columns
                     .iter()
-                    .find(|g| g.leaf == c.column && pick(g))
-                    .map(|g| (ci, g))
+                    .find(|g| g.leaf == c.column)
+                    .map(|&g| (ci, g))
             })
             .collect();
         let cis: Vec<usize> = picked.iter().map(|&(ci, _)| ci).collect();
@@ -265,16 +283,56 @@ impl<'a> Pass<'a> {
                 &mut uploads,
             )
         })?;
-        let counters = zeroed(self.chunks.buffer().gpu(), cis.len() * 8)?;
+        let mut chunks = HashMap::with_capacity(picked.len());
+        for ((ci, col), (pages, host_pages)) in picked.into_iter().zip(located) {
+            let c = &self.chunks.chunks()[ci];
+            let (rows, dict) = page_jobs::chunk_pages(&self.tables[ci], &pages);
+            let want = (self.rows_of)(c.row_group) as u64;
+            if rows != want {
+                return Err(self.bad_chunk(
+                    ci,
+                    format!("the pages hold {rows} values, the row group {want} rows"),
+                ));
+            }
+            let chunk = SelectedChunk {
+                ci,
+                col,
+                pages,
+                host_pages,
+                dict,
+            };
+            chunks.insert((c.row_group, c.column), chunk);
+        }
         Ok(Selected {
-            chunks: picked
-                .into_iter()
-                .zip(located)
-                .map(|((ci, g), l)| (ci, g, l))
-                .collect(),
-            counters,
+            chunks,
+            columns,
             uploads,
         })
+    }
+
+    /// The parts of output column (`batch`, `col`): per part of the batch, its chunk and
+    /// where its rows land; an error when the pass lacks a chunk a batch needs.
+    fn parts<'s>(
+        &self,
+        selected: &'s Selected<'a>,
+        batch: &BatchSpan,
+        col: &GpuColumn,
+    ) -> Result<Vec<(&'s SelectedChunk<'a>, std::ops::Range<u64>, u64)>> {
+        let mut out = Vec::with_capacity(batch.parts.len());
+        let mut at = 0u64;
+        for part in &batch.parts {
+            let Some(chunk) = selected.chunks.get(&(part.row_group, col.leaf)) else {
+                return Err(Error::Decode {
+                    path: self.path.to_path_buf(),
+                    row_group: Some(part.row_group),
+                    column: Some(self.fields[col.field].name().clone()),
+                    reason: "a batch needs a column chunk the pass does not hold".into(),
+                });
+            };
+            out.push((chunk, part.rows.clone(), at));
+            at += part.rows.end - part.rows.start;
+        }
+        Ok(out)
     }
 
     /// An error about chunk `ci`.

@@ -42,42 +42,77 @@ pub(super) fn page_errors(
     }
 }
 
-/// Appends a job per data page of one chunk (`column`: the index of its column job) to `jobs`
-/// and `names`; returns the rows the pages hold and the dictionary page, if any, as (page,
-/// address, bytes, entries).
+/// What a chunk's page table says before its jobs are built: the rows its data pages hold, and
+/// its dictionary page, if any, as (page, address, bytes, entries).
+pub(super) fn chunk_pages(
+    table: &[PageInfo],
+    page_data: &[(u64, u64)],
+) -> (u64, Option<(usize, u64, u64, i32)>) {
+    let mut rows = 0u64;
+    let mut dict = None;
+    for (k, p) in table.iter().enumerate() {
+        match p.kind {
+            2 => dict = Some((k, page_data[k].0, page_data[k].1, p.num_values)),
+            0 | 3 => rows += p.num_values.max(0) as u64,
+            _ => {}
+        }
+    }
+    (rows, dict)
+}
+
+/// One chunk's share of an output column (the index of its job): the rows `rows` of its row
+/// group, landing at output row `out_at`, decoded with the dictionary `dict` (address and
+/// entries; 0 when none) and the column's maximum definition level.
+#[derive(Debug, Clone)]
+pub(super) struct Window {
+    pub(super) column: usize,
+    pub(super) rows: std::ops::Range<u64>,
+    pub(super) out_at: u64,
+    pub(super) dict: (u64, i32),
+    pub(super) max_def: i16,
+}
+
+/// Appends a job per data page of one chunk that overlaps `w.rows` to `jobs` and `names`:
+/// each page decodes all its rows and writes those inside the window.
 pub(super) fn data_page_jobs(
     c: &crate::plan::ColumnChunkPlan,
     table: &[PageInfo],
     page_data: &[(u64, u64)],
-    max_def: i16,
-    column: usize,
+    w: &Window,
     jobs: &mut Vec<PageJob>,
     names: &mut Vec<PageName>,
-) -> (u64, Option<(usize, u64, u64, i32)>) {
+) {
     let mut row = 0u64;
-    let mut dict = None;
     for (k, p) in table.iter().enumerate() {
-        let (ptr, len) = page_data[k];
-        match p.kind {
-            2 => dict = Some((k, ptr, len, p.num_values)),
-            0 | 3 => {
-                jobs.push(PageJob {
-                    data: ptr,
-                    data_len: len,
-                    row_start: row,
-                    num_values: p.num_values,
-                    encoding: p.encoding,
-                    max_def: i32::from(max_def),
-                    v2: i32::from(p.kind == 3),
-                    def_len: p.def_levels_len,
-                    rep_len: p.rep_levels_len,
-                    column: column as i32,
-                });
-                names.push((c.row_group, c.path.clone(), k));
-                row += p.num_values as u64;
-            }
-            _ => {}
+        if !matches!(p.kind, 0 | 3) {
+            continue;
+        }
+        let n = p.num_values.max(0) as u64;
+        let (first, end) = (row.max(w.rows.start), (row + n).min(w.rows.end));
+        if first < end {
+            let (ptr, len) = page_data[k];
+            jobs.push(PageJob {
+                data: ptr,
+                data_len: len,
+                row_start: w.out_at + (first - w.rows.start),
+                dict: w.dict.0,
+                num_values: p.num_values,
+                encoding: p.encoding,
+                max_def: i32::from(w.max_def),
+                v2: i32::from(p.kind == 3),
+                def_len: p.def_levels_len,
+                rep_len: p.rep_levels_len,
+                column: w.column as i32,
+                dict_len: w.dict.1,
+                // both within the page's rows (< 2^31): first - row < end - row <= n
+                skip: (first - row) as i32,
+                take: (end - first) as i32,
+            });
+            names.push((c.row_group, c.path.clone(), k));
+        }
+        row += n;
+        if row >= w.rows.end {
+            break;
         }
     }
-    (row, dict)
 }

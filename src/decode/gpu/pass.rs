@@ -1,8 +1,10 @@
-//! One decoding pass: the column chunks of some row groups in device memory in, one device
-//! batch per row group out. The fields the GPU kernels decode ([`place_columns`]) go through
-//! the page-header, fixed-width and byte-array stages of this module; the others are decoded by
-//! arrow-rs on the host from a copy of their chunks (on another thread, at the same time) and
-//! uploaded. The report names where each field was decoded and why.
+//! One decoding pass: the column chunks of some row groups in device memory in, the pass's
+//! batches ([`BatchSpan`]s: rows of those row groups, gathered across them or cut from one)
+//! out. The fields the GPU kernels decode ([`place_columns`]) go through the page-header,
+//! fixed-width and byte-array stages of this module, straight into batch-shaped buffers; the
+//! others are decoded by arrow-rs on the host from a copy of their chunks (on another thread,
+//! at the same time), cut and joined into the batches and uploaded. The report names where
+//! each field was decoded and why.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,6 +19,7 @@ use crate::decode::gpu_plan::{field_leaves, place_columns, Placement};
 use crate::decode::host::HostDecoder;
 use crate::device;
 use crate::error::{Error, Result};
+use crate::plan::BatchSpan;
 
 /// What a pass needs besides its chunks: the file (named in errors), its footer, the planned
 /// leaf columns, the host decoder (the projected schema, and the fields the GPU leaves to the
@@ -32,13 +35,14 @@ pub(crate) struct PassInput<'a> {
     pub(crate) profile: bool,
 }
 
-/// Decodes `chunks`, holding every planned chunk of `row_groups`, into one device batch per row
-/// group (with its row group), and reports where each field was decoded.
+/// Decodes `chunks`, holding every planned chunk of `row_groups`, into `batches` (rows of those
+/// row groups), and reports where each field was decoded.
 pub(crate) fn decode_pass(
     input: &PassInput<'_>,
     chunks: &DeviceChunks,
     row_groups: &[usize],
-) -> Result<(Vec<(usize, DeviceRecordBatch)>, GpuDecodeReport)> {
+    batches: &[BatchSpan],
+) -> Result<(Vec<DeviceRecordBatch>, GpuDecodeReport)> {
     let path = input.path;
     let md = input.metadata;
     let schema = input.decoder.schema().clone();
@@ -147,6 +151,7 @@ pub(crate) fn decode_pass(
             codec_of: &codec_of,
             rows_of: &rows_of,
             snappy: input.snappy,
+            batches,
         };
         // the byte-array columns on a helper thread, its kernels on the companion stream,
         // so that they fill the device beside the fixed-width pass (whose SNAPPY pages
@@ -218,7 +223,10 @@ pub(crate) fn decode_pass(
         let leaf = gpu_cols.iter().find(|g| g.field == c.field).map(|g| g.leaf);
         let codec = leaf.map_or_else(
             || "unknown".to_string(),
-            |l| codec_of(c.row_group, l).to_string(),
+            |l| {
+                let rg = batches[c.batch].parts.first().map_or(0, |p| p.row_group);
+                codec_of(rg, l).to_string()
+            },
         );
         report.add_host_decompressed(HostDecompressed {
             field: fields[c.field].name().clone(),
@@ -226,54 +234,92 @@ pub(crate) fn decode_pass(
             pages: c.host_decompressed_pages,
         });
     }
-    // assemble: per row group, fields in schema order
+    // assemble: per batch, fields in schema order; host-decoded fields cut from their row
+    // groups' columns and joined
+    let host_by_rg: std::collections::HashMap<usize, HostColumns> =
+        row_groups.iter().copied().zip(host_cols).collect();
     let mut by_key: std::collections::HashMap<(usize, usize), DeviceArray> = dev_cols
         .into_iter()
-        .map(|c| ((c.field, c.row_group), c.array))
+        .map(|c| ((c.field, c.batch), c.array))
         .collect();
-    let mut host_cols = host_cols.into_iter();
-    let mut out = Vec::with_capacity(row_groups.len());
-    for &rg in row_groups {
-        let (host_arrays, host_rows) = host_cols.next().unwrap_or_default();
-        let num_rows = if consistent { rows_of(rg) } else { host_rows };
-        let mut host_arrays = host_arrays.into_iter();
+    let mut out = Vec::with_capacity(batches.len());
+    for (b, batch) in batches.iter().enumerate() {
+        let first_rg = batch.parts.first().map(|p| p.row_group);
+        let fail = |column: Option<String>, reason: String| Error::Decode {
+            path: path.to_path_buf(),
+            row_group: first_rg,
+            column,
+            reason,
+        };
+        // the rows the host decoder returned (fewer than planned only where the footer's
+        // counts disagree: arrow-rs caps them by the file's rows)
+        let parts: Vec<(usize, std::ops::Range<usize>)> = batch
+            .parts
+            .iter()
+            .map(|p| {
+                let have = host_by_rg.get(&p.row_group).map_or(usize::MAX, |h| h.1);
+                let avail = if consistent { usize::MAX } else { have };
+                let (s, e) = (p.rows.start as usize, p.rows.end as usize);
+                (p.row_group, s.min(avail)..e.min(avail))
+            })
+            .collect();
+        let num_rows: usize = parts.iter().map(|(_, r)| r.len()).sum();
+        let mut host_index = 0;
         let mut columns = Vec::with_capacity(fields.len());
         for (fi, f) in fields.iter().enumerate() {
             let col = if host_fields.contains(&fi) {
-                let a = host_arrays.next().ok_or_else(|| Error::Decode {
-                    path: path.to_path_buf(),
-                    row_group: Some(rg),
-                    column: Some(f.name().clone()),
-                    reason: "the host decoder returned fewer columns than planned".into(),
-                })?;
-                DeviceArray::upload(&gpu, a.as_ref())?
+                let k = host_index;
+                host_index += 1;
+                let mut pieces = Vec::with_capacity(parts.len());
+                for (rg, rows) in &parts {
+                    let a = host_by_rg
+                        .get(rg)
+                        .and_then(|(cols, _)| cols.get(k))
+                        .ok_or_else(|| {
+                            fail(
+                                Some(f.name().clone()),
+                                "the host decoder returned fewer columns than planned".into(),
+                            )
+                        })?;
+                    pieces.push(a.slice(rows.start, rows.len()));
+                }
+                let joined = match pieces.len() {
+                    1 => pieces
+                        .pop()
+                        .unwrap_or_else(|| arrow::array::new_empty_array(f.data_type())),
+                    _ => {
+                        let refs: Vec<&dyn arrow::array::Array> =
+                            pieces.iter().map(|a| a.as_ref()).collect();
+                        arrow::compute::concat(&refs).map_err(|e| {
+                            fail(
+                                Some(f.name().clone()),
+                                format!("joining host-decoded rows: {e}"),
+                            )
+                        })?
+                    }
+                };
+                DeviceArray::upload(&gpu, joined.as_ref())?
             } else {
-                by_key.remove(&(fi, rg)).ok_or_else(|| Error::Decode {
-                    path: path.to_path_buf(),
-                    row_group: Some(rg),
-                    column: Some(f.name().clone()),
-                    reason: "the GPU decoder produced no column for this field".into(),
+                by_key.remove(&(fi, b)).ok_or_else(|| {
+                    fail(
+                        Some(f.name().clone()),
+                        "the GPU decoder produced no column for this field".into(),
+                    )
                 })?
             };
             if col.len != num_rows {
-                return Err(Error::Decode {
-                    path: path.to_path_buf(),
-                    row_group: Some(rg),
-                    column: Some(f.name().clone()),
-                    reason: format!(
-                        "decoded {} values for a row group of {num_rows} rows",
-                        col.len
-                    ),
-                });
+                return Err(fail(
+                    Some(f.name().clone()),
+                    format!("decoded {} values for a batch of {num_rows} rows", col.len),
+                ));
             }
             columns.push(col);
         }
-        let batch = DeviceRecordBatch {
+        out.push(DeviceRecordBatch {
             schema: schema.clone(),
             columns,
             num_rows,
-        };
-        out.push((rg, batch));
+        });
     }
     if profiling {
         report.stages = super::profile_end()

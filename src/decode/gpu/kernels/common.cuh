@@ -15,20 +15,24 @@ typedef unsigned long long u64;
 #define E_BIT_WIDTH   0x20u  // a bit width over 32
 #define E_NO_DICT     0x40u  // dictionary-encoded values without a dictionary
 
-struct PageJob {            // 64 bytes; mirrored by PageJob in src/decode/gpu/kernels.rs
+struct PageJob {            // 80 bytes; mirrored by PageJob in src/decode/gpu/kernels.rs
     u64 data;               // device address of the page data (levels + values)
     u64 data_len;
-    u64 row_start;          // first row of the page in its column's output
+    u64 row_start;          // the output row of the page's row `skip`
+    u64 dict;               // its chunk's dictionary (fixed: values; bytes: entry table), 0 if none
     int num_values;         // rows of the page (flat columns)
     int encoding;           // 0 PLAIN, 2 PLAIN_DICTIONARY, 8 RLE_DICTIONARY
     int max_def;            // 0 (required) or 1 (optional)
     int v2;                 // 1: levels at [rep_len, rep_len + def_len) without a length prefix
     int def_len;            // v2
     int rep_len;            // v2
-    int column;             // index into the column jobs
-    int pad[3];
+    int column;             // index into the column jobs (one output column of a batch)
+    int dict_len;           // dictionary entries
+    int skip;               // rows of the page before the ones written
+    int take;               // rows written: the page's rows [skip, skip + take)
+    int pad[2];
 };
-static_assert(sizeof(PageJob) == 64, "PageJob must match its Rust mirror");
+static_assert(sizeof(PageJob) == 80, "PageJob must match its Rust mirror");
 
 // Where a data page's definition levels and its values start in `data`: v1 pages of an
 // optional column begin with the levels' 4-byte length, then the levels; v2 pages hold
@@ -206,12 +210,20 @@ __device__ static u32 rle_hybrid_block(const u8* p, u64 len, int bw, u32* out, i
     }
 }
 
-// Validity bits of a warp's 32 consecutive rows, row0 being lane 0's: one ballot, then lane 0
-// sets them with at most two atomics (the rows may straddle two words) instead of one per row.
-// Every lane of the warp must call it; `valid`: this lane's row exists and is valid.
-__device__ static inline void set_valid_bits(u32* words, u64 row0, bool valid) {
-    const unsigned bits = __ballot_sync(0xffffffffu, valid);
+// Validity bits of a warp's 32 consecutive rows, lane j's row being `rel0 + j` rows after
+// `base` (rel0 may be negative: the lanes before a page's window pass valid = false): one
+// ballot, then lane 0 sets them with at most two atomics (the rows may straddle two words)
+// instead of one per row. Every lane of the warp must call it; `valid`: this lane's row exists,
+// is written and is valid.
+__device__ static inline void set_valid_bits(u32* words, u64 base, i64 rel0, bool valid) {
+    unsigned bits = __ballot_sync(0xffffffffu, valid);
     if ((threadIdx.x & 31) == 0 && bits) {
+        if (rel0 < 0) {
+            bits = rel0 <= -32 ? 0u : bits >> (unsigned)(-rel0);
+            rel0 = 0;
+        }
+        if (!bits) return;
+        const u64 row0 = base + (u64)rel0;
         const u64 w = row0 >> 5;
         const unsigned s = (unsigned)(row0 & 31);
         atomicOr(&words[w], bits << s);

@@ -5,21 +5,19 @@
 //   dict_entries:  one block per dictionary page walks its PLAIN entries → (start, len) pairs.
 //   bytes_sizes:   one block per data page: levels → validity; each valid row's source
 //                  (start, len) found (PLAIN: walking the length prefixes; dictionary: the
-//                  decoded index's entry); lengths[row] written (0 for nulls).
+//                  decoded index's entry); lengths[row] written (0 for nulls) for the rows of
+//                  the page's window [skip, skip + take), from row_start on.
 //   (the host, or a scan kernel, turns lengths into offsets)
 //   bytes_chars:   one block per data page: every row's bytes copied to chars + offsets[row].
 // Every length is checked against the page; errors are bits in errors[page].
 
-struct BytesColumn {        // 48 bytes; mirrored by BytesColumn in src/decode/gpu/kernels.rs
-    u64 dict_entries;       // device address of (u64 start address, u64 len) pairs, 0 if none
-    u64 lengths;            // i64 per row of the column
+struct BytesColumn {        // 32 bytes; mirrored by BytesColumn in src/decode/gpu/kernels.rs
+    u64 lengths;            // i64 per row of the output column (one batch)
     u64 out_valid;          // validity words, 0 when required
     u64 null_count;         // u64 counter
-    int dict_len;
-    int pad0;
-    u64 pad1;
+    u64 pad0;
 };
-static_assert(sizeof(BytesColumn) == 48, "BytesColumn must match its Rust mirror");
+static_assert(sizeof(BytesColumn) == 32, "BytesColumn must match its Rust mirror");
 
 // PLAIN byte arrays are length-prefixed, so where value k starts depends on every value before
 // it: one thread (thread 0) must hop from prefix to prefix. It hops in shared memory, through a
@@ -318,7 +316,7 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
             });
         }
     } else if (pj.encoding == 2 || pj.encoding == 8) {
-        if (!cj.dict_entries) {
+        if (!pj.dict) {
             if (threadIdx.x == 0) err |= E_NO_DICT;
         } else if (cnt > 0) {
             if (vlen < 1) {
@@ -329,11 +327,11 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
                 if (e) {
                     if (threadIdx.x == 0) err |= e;
                 } else {
-                    const u64* entries = (const u64*)cj.dict_entries;
+                    const u64* entries = (const u64*)pj.dict;
                     bool bad = false;
                     for_each_valid(n, cnt == n, src, warp_counts, [&](int i, int k) {
                         const u32 ix = idxs[k];
-                        if (ix >= (u32)cj.dict_len) bad = true;
+                        if (ix >= (u32)pj.dict_len) bad = true;
                         else {
                             src[2 * i] = entries[2 * ix];
                             src[2 * i + 1] = entries[2 * ix + 1];
@@ -354,23 +352,26 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     // lengths, and validity: a valid row has a non-zero source address (even an empty
     // string's), a null row a zero one
     unsigned long long nulls = 0;
+    const int lo = pj.skip, hi = pj.skip + pj.take;   // the rows written
     for (int i0 = 0; i0 < n; i0 += SIZES_THREADS) {
         const int i = i0 + threadIdx.x;
         bool valid = false;
-        if (i < n) {
-            lengths[pj.row_start + (u64)i] = (i64)src[2 * i + 1];
+        const bool in = i >= lo && i < hi && i < n;
+        if (in) {
+            lengths[pj.row_start + (u64)(i - lo)] = (i64)src[2 * i + 1];
             valid = pj.max_def == 0 || src[2 * i] != 0;
             if (!valid) nulls++;
         }
         if (valid_words)   // the same for the whole block: every lane gets here
-            set_valid_bits(valid_words, pj.row_start + (u64)(i0 + (threadIdx.x & ~31)), valid);
+            set_valid_bits(valid_words, pj.row_start, (i64)(i0 + (threadIdx.x & ~31)) - lo,
+                           valid);
     }
     if (nulls) atomicAdd(&nulls_s, nulls);
     __syncthreads();
     if (threadIdx.x == 0 && nulls_s) atomicAdd((unsigned long long*)cj.null_count, nulls_s);
 }
 
-// Per data page: every row's bytes copied to chars + offsets[row] (offsets are i64 here;
+// Per data page: every row of its window copied to chars + offsets[row] (offsets are i64 here;
 // 32-bit offset columns get theirs from write_offsets). Each warp takes 32 rows; its lanes split
 // each row's bytes (coalesced loads and stores), CHARS_BATCH rows at a time: the first 32 bytes
 // of each row of a batch are loaded before any is stored, so a warp has that many loads in
@@ -386,13 +387,14 @@ extern "C" __global__ void bytes_chars(
     const i64* offsets = (const i64*)col_offsets[pj.column];
     u8* chars = (u8*)col_chars[pj.column];
     const int lane = threadIdx.x & 31;
-    for (int i0 = threadIdx.x - lane; i0 < pj.num_values; i0 += blockDim.x) {
+    const int lo = pj.skip, hi = pj.skip + pj.take;   // the rows written
+    for (int i0 = lo + threadIdx.x - lane; i0 < hi; i0 += blockDim.x) {
         const int i = i0 + lane;
         u64 len = 0, from = 0, to = 0;
-        if (i < pj.num_values) {
+        if (i < hi) {
             len = src[2 * i + 1];
             from = src[2 * i];
-            to = (u64)(chars + offsets[pj.row_start + (u64)i]);
+            to = (u64)(chars + offsets[pj.row_start + (u64)(i - lo)]);
         }
         for (int r0 = 0; r0 < 32; r0 += CHARS_BATCH) {
             u64 l[CHARS_BATCH], f[CHARS_BATCH], t[CHARS_BATCH];

@@ -6,7 +6,9 @@
 // RLE/bit-packed streams (definition levels, dictionary indices) into scratch arrays indexed
 // by the page's rows (thread 0 walks the run headers, all threads decode the runs' values);
 // then the block scans the rows to give every valid row its value index, and every thread
-// converts and writes values. Every read is checked against the page's bytes
+// converts and writes the values of the page's window (rows [skip, skip + take), at
+// row_start on: an output column is one batch, which may gather pages of several row groups or
+// take part of a page). Every read is checked against the page's bytes
 // and every index against the dictionary; a problem sets a bit in errors[page] and the page
 // writes nothing more. Output buffers are zeroed by the host, so null slots stay 0.
 
@@ -23,17 +25,16 @@
 #define C_BE_DECIMAL 9     // FLBA big-endian two's complement → little-endian, sign-extended
 #define C_BOOLEAN 10       // bit-packed (PLAIN) or RLE (encoding 3) booleans → bitmap words
 
-struct ColumnJob {          // 48 bytes; mirrored by ColumnJob in src/decode/gpu/kernels.rs
+struct ColumnJob {          // 40 bytes; mirrored by ColumnJob in src/decode/gpu/kernels.rs
     u64 out_values;         // rows * out_width bytes, zeroed
     u64 out_valid;          // validity bitmap (u32 words, zeroed), 0 when required
-    u64 dict;               // dictionary values (dict_len * phys_width bytes), 0 when none
     u64 null_count;         // device address of a u64 counter
-    int dict_len;
     int phys_width;
     int out_width;
     int conversion;
+    int pad0;
 };
-static_assert(sizeof(ColumnJob) == 48, "ColumnJob must match its Rust mirror");
+static_assert(sizeof(ColumnJob) == 40, "ColumnJob must match its Rust mirror");
 
 __device__ static void convert(int conv, const u8* src, int phys, u8* dst, int outw) {
     switch (conv) {
@@ -126,7 +127,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
     const int cnt = present;
     // 3. values: dictionary indices (block-parallel) or checks of the PLAIN / RLE layout
     if (pj.encoding == 2 || pj.encoding == 8) {
-        if (!cj.dict) {
+        if (!pj.dict) {
             if (threadIdx.x == 0) err |= E_NO_DICT;
         } else if (cnt > 0) {
             if (values_len < 1) {
@@ -140,7 +141,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
                 } else {
                     bool bad = false;
                     for (int i = threadIdx.x; i < cnt; i += BLOCK)
-                        bad |= idxs[i] >= (u32)cj.dict_len;
+                        bad |= idxs[i] >= (u32)pj.dict_len;
                     if (bad) atomicOr(&err, E_DICT_INDEX);
                 }
             }
@@ -178,9 +179,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
     const u8* vals = data + values_at;
     int nulls = 0;
     const bool dense = pj.max_def == 0 || cnt == n;
+    const int lo = pj.skip, hi = pj.skip + pj.take;   // the rows written
+    const u8* dict = (const u8*)pj.dict;
     for (int tile = 0; tile < n; tile += BLOCK) {
         int i = tile + threadIdx.x;
         int v = i < n && (dense || defs[i] == (u8)pj.max_def);
+        const bool in = i >= lo && i < hi && i < n;
         int k, tile_total;
         if (dense) {
             k = i;   // no nulls: row i holds value i
@@ -201,19 +205,19 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
             __syncthreads();
             k = carry + warp_base + before;
         }
-        if (i < n) {
-            u64 row = pj.row_start + (u64)i;
+        if (in) {
+            u64 row = pj.row_start + (u64)(i - lo);
             if (v) {
                 if (cj.conversion == C_BOOLEAN) {
                     u32 bit;
                     if (pj.encoding == 0) bit = (vals[k >> 3] >> (k & 7)) & 1;
                     else if (pj.encoding == 3) bit = idxs[k] & 1;
-                    else bit = (((const u8*)cj.dict)[idxs[k] >> 3] >> (idxs[k] & 7)) & 1;  // PLAIN dictionary
+                    else bit = (dict[idxs[k] >> 3] >> (idxs[k] & 7)) & 1;  // PLAIN dictionary
                     if (bit) atomicOr(&((u32*)out)[row >> 5], 1u << (row & 31));
                 } else {
                     const u8* src;
                     if (pj.encoding == 0) src = vals + (u64)k * cj.phys_width;
-                    else src = (const u8*)cj.dict + (u64)idxs[k] * cj.phys_width;
+                    else src = dict + (u64)idxs[k] * cj.phys_width;
                     convert(cj.conversion, src, cj.phys_width, out + row * cj.out_width, cj.out_width);
                 }
             } else {
@@ -221,7 +225,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
             }
         }
         if (valid_words)   // the same for the whole block: every lane gets here
-            set_valid_bits(valid_words, pj.row_start + (u64)(tile + (threadIdx.x & ~31)), v);
+            set_valid_bits(valid_words, pj.row_start,
+                           (i64)(tile + (threadIdx.x & ~31)) - lo, v && in);
         carry += tile_total;
     }
     if (nulls) atomicAdd((unsigned long long*)cj.null_count, (unsigned long long)nulls);

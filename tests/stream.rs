@@ -1,0 +1,141 @@
+//! The stream of batches: `batches()` yields what `load()` returns, batch by batch, in batches
+//! of at most `with_batch_rows` rows whatever the row-group layout (small row groups gathered
+//! whole, large ones cut), each saying which rows of which row groups it holds; the batches
+//! concatenated equal arrow-rs. On the host and, where there is one, on the GPU.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use cuparquet::{Device, LoadedBatch, ParquetGpuReader};
+use parquet::file::properties::WriterProperties;
+
+fn devices() -> Vec<Device> {
+    let mut v = vec![Device::Host];
+    if gpu_available("the stream on cuda:0") {
+        v.push(Device::Cuda(0));
+    }
+    v
+}
+
+/// (row group, rows) of each part of each batch.
+fn spans(batches: &[LoadedBatch]) -> Vec<Vec<(usize, std::ops::Range<u64>)>> {
+    batches
+        .iter()
+        .map(|b| {
+            b.rows()
+                .iter()
+                .map(|r| (r.row_group, r.rows.clone()))
+                .collect()
+        })
+        .collect()
+}
+
+/// A file of `rows` rows of the flat test batch, in row groups of `rg_rows`.
+fn flat_file(dir: &Path, rows: usize, rg_rows: usize, dictionary: bool) -> std::path::PathBuf {
+    let path = dir.join(format!("flat_{rows}_{rg_rows}_{dictionary}.parquet"));
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(rg_rows))
+        .set_dictionary_enabled(dictionary)
+        .set_data_page_row_count_limit(700)
+        .set_write_batch_size(100)
+        .build();
+    write(&path, &[flat_batch(rows, 3)], props);
+    path
+}
+
+#[test]
+fn the_stream_yields_the_batches_load_returns_within_the_batch_size() {
+    let dir = tempfile::tempdir().unwrap();
+    // small row groups (gathered), large ones (cut, pages split between batches), one row
+    // group of the whole file
+    let files = [
+        flat_file(dir.path(), 6000, 250, true),
+        flat_file(dir.path(), 6000, 2500, false),
+        flat_file(dir.path(), 6000, 6000, true),
+    ];
+    for device in devices() {
+        for f in &files {
+            let want = oracle(f, &Projection::All, None).unwrap();
+            for batch_rows in [1usize, 333, 1000, 2600, 1 << 20] {
+                let what = format!("{} on {device}, batches of {batch_rows}", f.display());
+                let reader = ParquetGpuReader::builder(f)
+                    .with_device(device)
+                    .with_batch_rows(batch_rows)
+                    .build()
+                    .unwrap();
+                let streamed: Vec<LoadedBatch> =
+                    reader.batches().collect::<cuparquet::Result<_>>().unwrap();
+                let loaded = reader.load().unwrap();
+                assert_eq!(spans(&streamed), spans(&loaded.batches), "{what}");
+                let md = reader.metadata().metadata.clone();
+                for b in &streamed {
+                    assert!(b.num_rows() <= batch_rows, "{what}: {} rows", b.num_rows());
+                    assert_eq!(b.file(), f.as_path());
+                    // several parts only for whole row groups
+                    if b.rows().len() > 1 {
+                        for r in b.rows() {
+                            let n = md.row_group(r.row_group).num_rows() as u64;
+                            assert_eq!(r.rows, 0..n, "{what}: part of a row group gathered");
+                        }
+                    }
+                }
+                // as full as the layout allows: a batch is short only at a row-group end
+                let rg_rows = md.row_group(0).num_rows() as usize;
+                let full = batch_rows.min(if rg_rows > batch_rows {
+                    batch_rows
+                } else {
+                    batch_rows / rg_rows * rg_rows
+                });
+                let short = streamed.iter().filter(|b| b.num_rows() < full).count();
+                let ends = streamed
+                    .iter()
+                    .filter(|b| {
+                        let last = b.rows().last().unwrap();
+                        last.rows.end == md.row_group(last.row_group).num_rows() as u64
+                    })
+                    .count();
+                assert!(short <= ends, "{what}: {short} short batches");
+                let host: Vec<_> = streamed.iter().map(|b| b.to_host().unwrap()).collect();
+                assert_same(&what, &concat(reader.schema(), &host), &want);
+                let host: Vec<_> = loaded.to_host().unwrap();
+                assert_same(&what, &concat(reader.schema(), &host), &want);
+            }
+        }
+    }
+}
+
+#[test]
+fn kept_dictionaries_never_span_row_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = flat_file(dir.path(), 3000, 250, true);
+    for device in devices() {
+        let reader = ParquetGpuReader::builder(&f)
+            .with_device(device)
+            .with_keep_dictionaries(true)
+            .build()
+            .unwrap();
+        let batches: Vec<LoadedBatch> = reader.batches().collect::<cuparquet::Result<_>>().unwrap();
+        assert_eq!(batches.len(), 12, "{device}: one batch per row group");
+        assert!(batches.iter().all(|b| b.rows().len() == 1));
+    }
+}
+
+#[test]
+fn a_stream_ends_after_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = flat_file(dir.path(), 3000, 250, false);
+    let reader = ParquetGpuReader::builder(&f)
+        .with_device(Device::Host)
+        .build()
+        .unwrap();
+    // the file cut short after the footer was read: the first step's reads fail
+    let bytes = std::fs::read(&f).unwrap();
+    std::fs::write(&f, &bytes[..bytes.len() / 2]).unwrap();
+    let mut s = reader.batches();
+    let first = s.next().expect("an item");
+    let e = first.expect_err("reads past the end fail").to_string();
+    assert!(e.contains(&f.display().to_string()), "{e}");
+    assert!(s.next().is_none(), "the stream ends after its error");
+}
