@@ -86,7 +86,7 @@
 //! [`Device::Host`] loads into host memory. [`Device::Cuda`] moves the planned column chunks
 //! into one device allocation through the GPU range reader ([`io::gpu::GpuReader`]: pinned
 //! staging or cuFile per range, the path of every byte in [`LoadReport::io`]) and decodes them
-//! there with our CUDA kernels into one device batch per row group; fields the
+//! there with our CUDA kernels into batches of about `with_batch_rows` rows; fields the
 //! kernels do not decode yet are decoded on the host by arrow-rs and uploaded, and
 //! [`LoadReport::gpu_decode`] names each with its reason. [`Device::Auto`] (the default) picks
 //! `cuda:0` when a device is present and NVRTC can compile the kernels, else the host, and

@@ -153,8 +153,8 @@ impl ParquetGpuReader {
         })
     }
 
-    /// Decodes column chunks in device memory ([`load_chunks`](Self::load_chunks)) into one
-    /// device batch per row group. Flat columns the GPU decodes are decoded by our CUDA kernels;
+    /// Decodes column chunks in device memory ([`load_chunks`](Self::load_chunks)) into the
+    /// reader's batches. Flat columns the GPU decodes are decoded by our CUDA kernels;
     /// the others (nested, DELTA_*, BYTE_STREAM_SPLIT, ...) are decoded
     /// by arrow-rs on the host from a copy of their chunks and uploaded — the report names each
     /// and why. Both run at once.
@@ -188,13 +188,22 @@ impl ParquetGpuReader {
         let batches = batches
             .into_iter()
             .zip(spans)
+            // a batch the footer's disagreeing counts left empty (as the host load drops it)
+            .filter(|(b, span)| b.num_rows > 0 || span.num_rows() == 0)
             .map(|(b, span)| {
+                // the rows decoded: fewer than planned only where the footer's counts disagree
+                // (decoded on the host, capped by the file's rows as arrow-rs does)
+                let mut left = b.num_rows as u64;
                 let rows = span
                     .parts
                     .into_iter()
-                    .map(|p| RowSpan {
-                        row_group: p.row_group,
-                        rows: p.rows,
+                    .filter_map(|p| {
+                        let n = (p.rows.end - p.rows.start).min(left);
+                        left -= n;
+                        (n > 0).then(|| RowSpan {
+                            row_group: p.row_group,
+                            rows: p.rows.start..p.rows.start + n,
+                        })
                     })
                     .collect();
                 LoadedBatch::device(b, ordinal, Arc::clone(&self.path), rows)

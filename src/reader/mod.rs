@@ -8,6 +8,7 @@
 //!     .with_device(Device::Auto)         host or CUDA; Auto says what it chose and why
 //!     .build()?                          plan made and validated here
 //!     .load()?                           I/O, then decode, in parallel by row group
+//!     (or .batches()                     the same batches as a stream, step by step)
 //! ```
 //!
 //! The parts: `builder` (options, footer, plan), `host_load` (units read and decoded by
@@ -105,8 +106,10 @@ impl std::fmt::Debug for ParquetGpuReader {
 /// What a load produced.
 #[derive(Debug, Clone)]
 pub struct Loaded {
-    /// The batches, in row-group order: in host memory for a host load; for a device load
-    /// one [`DeviceRecordBatch`](crate::array::DeviceRecordBatch) per row group.
+    /// The batches, in row-group order, of at most `with_batch_rows` rows (small row groups
+    /// gathered whole, large ones cut): in host memory for a host load, as
+    /// [`DeviceRecordBatch`](crate::array::DeviceRecordBatch)es for a device load; what
+    /// [`ParquetGpuReader::batches`] yields.
     pub batches: Vec<LoadedBatch>,
     /// Their Arrow schema (also when there are no batches).
     pub schema: SchemaRef,

@@ -117,9 +117,10 @@ impl<'r> Batches<'r> {
                     None => r.read_wave(self.io, ordinal, wave)?,
                 };
                 self.io_report.absorb(io);
-                let after = self.steps.get(i + 1);
+                // the next step read while this one decodes; not beside the first, which
+                // should reach the caller as soon as it can
+                let after = if i == 0 { None } else { self.steps.get(i + 1) };
                 let reader = self.io;
-                // the next step read while this one decodes
                 let (decoded, prefetched) = std::thread::scope(|s| {
                     let h = after.map(|w| s.spawn(move || r.read_wave(reader, ordinal, w)));
                     let d = r.decode_part(&chunks, &wave.row_groups);
