@@ -6,7 +6,6 @@
 //! on registration ask cuFile which case they are in and assert that case's behaviour.
 
 mod common;
-mod reference_decoder;
 
 use std::io::Write;
 use std::path::Path;
@@ -101,34 +100,6 @@ fn check_read(
     }
     assert_eq!(report.requests.len(), requests.len());
     report
-}
-
-/// Where test files go: `CUPARQUET_TEST_DIR`, else `target/` (not tmpfs: O_DIRECT and cuFile
-/// need a real disk).
-fn scratch_parent() -> std::path::PathBuf {
-    let dir = std::env::var_os("CUPARQUET_TEST_DIR").map_or_else(
-        || std::env::current_dir().unwrap().join("target"),
-        std::path::PathBuf::from,
-    );
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// A scratch directory under [`scratch_parent`].
-fn scratch_dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(scratch_parent()).unwrap()
-}
-
-/// The corpus's data files (and, with `bad`, its bad_data files) plus the generated files,
-/// which live as long as the returned directory.
-fn all_files(bad: bool) -> (Vec<std::path::PathBuf>, tempfile::TempDir) {
-    let mut files = corpus_files("data", &[".parquet"]);
-    if bad {
-        files.extend(corpus_files("bad_data", &[".parquet"]));
-    }
-    let dir = scratch_dir();
-    files.extend(generate_corpus(dir.path()).into_iter().map(|(_, p)| p));
-    (files, dir)
 }
 
 fn settings(threads: usize) -> IoSettings {
@@ -669,141 +640,6 @@ fn gpu_page_headers_match_the_host_twin() {
     }
     eprintln!("page headers on the GPU: {files_ok} files, {pages_ok} pages equal; {both_fail} files fail on both");
     assert!(files_ok > 80 && pages_ok > 1000);
-}
-
-#[test]
-fn gpu_flat_columns_equal_the_reference_decoder() {
-    if !gpu_available("GPU fixed-width decode test") {
-        return;
-    }
-    use cuparquet::internals::gpu::conversion_code;
-    use cuparquet::internals::gpu_plan::{place_columns, Placement};
-    let (files, _dir) = all_files(false);
-    let (mut cols_ok, mut rejected, mut failures) = (0, Vec::new(), Vec::new());
-    for f in &files {
-        let Ok(r) = ParquetGpuReader::builder(f)
-            .with_device(Device::Cuda(0))
-            .build()
-        else {
-            continue;
-        };
-        let md = r.metadata().metadata.clone();
-        let fields = r.schema().fields().to_vec();
-        let gpu_cols: Vec<_> = place_columns(&md, &fields, &r.plan().leaves, &r.plan().row_groups)
-            .into_iter()
-            .filter_map(|p| match p {
-                Placement::Gpu(c)
-                    if conversion_code(c.conversion).is_some()
-                        || c.conversion == cuparquet::internals::gpu_plan::Conversion::Bytes =>
-                {
-                    Some(c)
-                }
-                _ => None,
-            })
-            .collect();
-        if gpu_cols.is_empty() {
-            continue;
-        }
-        let Ok((chunks, _)) = r.load_chunks() else {
-            continue;
-        };
-        let chunks = &chunks;
-        let codec_of = |rg: usize, leaf: usize| md.row_group(rg).column(leaf).compression();
-        let rows_of = |rg: usize| md.row_group(rg).num_rows() as usize;
-        let tables = match cuparquet::internals::gpu::page_tables(chunks, f) {
-            Ok(t) => t,
-            Err(e) if oracle(f, &Projection::All, None).is_err() => {
-                rejected.push(format!("{} ({e})", f.display())); // arrow-rs rejects it too
-                continue;
-            }
-            Err(e) => {
-                failures.push(format!("{e} (arrow-rs reads the file)"));
-                continue;
-            }
-        };
-        // one batch per row group, so that each output column is one chunk's
-        let batches: Vec<cuparquet::plan::BatchSpan> = r
-            .plan()
-            .row_groups
-            .iter()
-            .map(|&rg| cuparquet::plan::BatchSpan {
-                parts: vec![cuparquet::plan::RowRange {
-                    row_group: rg,
-                    rows: 0..rows_of(rg) as u64,
-                }],
-            })
-            .collect();
-        let pass = cuparquet::internals::gpu::Pass {
-            chunks,
-            tables: &tables,
-            path: f,
-            columns: &gpu_cols,
-            fields: &fields,
-            codec_of: &codec_of,
-            rows_of: &rows_of,
-            snappy: cuparquet::config::SnappyPlacement::Device,
-            batches: &batches,
-        };
-        let fixed = cuparquet::internals::gpu::decode_fixed_columns(&pass);
-        let strings = cuparquet::internals::gpu::decode_bytes_columns(&pass);
-        let got = match (fixed, strings) {
-            (Ok(mut a), Ok(b)) => {
-                a.extend(b);
-                a
-            }
-            (Err(e), _) | (_, Err(e)) => {
-                let e = e.to_string();
-                if oracle(f, &Projection::All, None).is_err() {
-                    rejected.push(format!("{} ({e})", f.display())); // arrow-rs rejects it too
-                    continue;
-                }
-                failures.push(format!("{e} (arrow-rs reads the file)"));
-                if e.contains("CUDA_ERROR_ILLEGAL") || e.contains("CUDA_ERROR_LAUNCH_FAILED") {
-                    break; // the context is lost: every later call would fail the same way
-                }
-                continue;
-            }
-        };
-        let bytes = std::fs::read(f).unwrap();
-        for d in &got {
-            let col = gpu_cols.iter().find(|c| c.field == d.field).unwrap();
-            let rg = batches[d.batch].parts[0].row_group;
-            let c = r
-                .plan()
-                .chunks
-                .iter()
-                .find(|c| c.column == col.leaf && c.row_group == rg)
-                .unwrap();
-            let chunk =
-                bytes::Bytes::copy_from_slice(&bytes[c.range.start as usize..c.range.end as usize]);
-            let codec = md.row_group(c.row_group).column(c.column).compression();
-            let want = reference_decoder::decode_chunk(col, &fields[col.field], chunk, codec)
-                .unwrap_or_else(|e| panic!("{}: reference: {e}", f.display()));
-            let host = d.to_host().unwrap();
-            if host.as_ref() != want.as_ref() {
-                failures.push(format!(
-                    "{} rg {} '{}' ({:?}): device values differ from the reference",
-                    f.display(),
-                    rg,
-                    c.path,
-                    col.conversion
-                ));
-            } else {
-                cols_ok += 1;
-            }
-        }
-    }
-    eprintln!(
-        "fixed-width and string columns decoded on the GPU, equal to the reference: {cols_ok}; \
-         files rejected by the GPU and arrow-rs: {}{}",
-        rejected.len(),
-        rejected
-            .iter()
-            .map(|r| format!("\n  {r}"))
-            .collect::<String>()
-    );
-    assert!(failures.is_empty(), "{failures:#?}");
-    assert!(cols_ok > 200, "{cols_ok}");
 }
 
 #[test]

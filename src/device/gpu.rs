@@ -169,6 +169,10 @@ pub struct Gpu {
     /// ordered on; None where the device has no memory pools (allocations then go straight to
     /// cuMemAlloc / cuMemFree).
     pool: Option<(sys::CUmemoryPool, Stream)>,
+    /// Bytes of cuparquet's device allocations alive now, and the most alive at once since
+    /// [`Gpu::reset_peak_live_bytes`].
+    live: std::sync::atomic::AtomicU64,
+    peak: std::sync::atomic::AtomicU64,
 }
 
 // SAFETY: the pool handle is a driver object usable from any thread; it is only passed to the
@@ -260,7 +264,39 @@ impl Gpu {
             streams,
             pinned: Mutex::new(Vec::new()),
             pool,
+            live: std::sync::atomic::AtomicU64::new(0),
+            peak: std::sync::atomic::AtomicU64::new(0),
         })
+    }
+
+    /// Bytes of cuparquet's device allocations alive now (every [`DeviceBuffer`] of this
+    /// device: a load's chunks, decompressed pages, scratch and batches, and the batches
+    /// callers hold; not the pool's retained free memory nor the CUDA context).
+    pub fn live_bytes(&self) -> u64 {
+        self.live.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The most bytes [`live_bytes`](Self::live_bytes) reached since the last
+    /// [`reset_peak_live_bytes`](Self::reset_peak_live_bytes) (or since the device was opened).
+    pub fn peak_live_bytes(&self) -> u64 {
+        self.peak.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Starts a new high-water mark from the bytes alive now.
+    pub fn reset_peak_live_bytes(&self) {
+        self.peak
+            .store(self.live_bytes(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn count_alloc(&self, len: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let now = self.live.fetch_add(len as u64, Relaxed) + len as u64;
+        self.peak.fetch_max(now, Relaxed);
+    }
+
+    fn count_free(&self, len: usize) {
+        self.live
+            .fetch_sub(len as u64, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// cuparquet's device memory pool: freed memory stays in it (up to
@@ -462,6 +498,7 @@ impl Gpu {
                 ),
             }
         })?;
+        self.count_alloc(len);
         Ok(DeviceBuffer {
             gpu: Arc::clone(self),
             ptr,
@@ -673,6 +710,7 @@ impl Drop for DeviceBuffer {
         if self.len == 0 {
             return;
         }
+        self.gpu.count_free(self.len);
         if self.gpu.bind().is_ok() {
             // The allocation is live and freed once, here. No work uses it any more: copies
             // into it are enqueued only through `unsafe` calls whose contract keeps the buffer

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use parquet::file::metadata::ParquetMetaData;
 
-use super::{ParquetGpuReader, Progress, ProgressFn, DEFAULT_BATCH_ROWS};
+use super::{ParquetGpuReader, Progress, ProgressFn, ReaderState, DEFAULT_BATCH_ROWS};
 use crate::array::Location;
 use crate::config::{CompatMode, IoSettings, Tuning};
 use crate::decode::host::HostDecoder;
@@ -278,7 +278,7 @@ impl ReaderBuilder {
                 })
             }
         };
-        Ok(ParquetGpuReader {
+        Ok(ParquetGpuReader::from_state(ReaderState {
             gpu_reader,
             path: Arc::from(self.path.as_path()),
             file,
@@ -294,7 +294,7 @@ impl ReaderBuilder {
             progress: self.progress,
             t_setup: t0.elapsed(),
             t_footer,
-        })
+        }))
     }
 }
 

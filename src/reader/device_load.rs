@@ -2,23 +2,19 @@
 //! waves), then decoded there by the GPU decoder's pass ([`decode_pass`]).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use super::timeline::profile_requested;
-use super::waves::{wave_target, waves};
-use super::{Loaded, ParquetGpuReader};
+use super::ReaderState;
 use crate::array::{LoadedBatch, Location, RowSpan};
-use crate::config::SnappyPlacement;
 use crate::decode::gpu::{decode_pass, DeviceChunks, GpuDecodeReport, PassInput};
 use crate::device;
 use crate::error::{Error, Result};
 use crate::io::{Dest, IoReport, RangeReader};
 use crate::plan::IoRequest;
 
-impl ParquetGpuReader {
-    /// Reads every planned request into one allocation on the device the reader was built
-    /// for: the column chunks, still encoded, and the I/O record. An error for a host reader.
-    pub fn load_chunks(&self) -> Result<(DeviceChunks, IoReport)> {
+impl ReaderState {
+    /// [`ParquetGpuReader::load_chunks`](super::ParquetGpuReader::load_chunks).
+    pub(super) fn load_chunks(&self) -> Result<(DeviceChunks, IoReport)> {
         match (&self.gpu_reader, self.device.location) {
             (Some(g), Location::Cuda(n)) => self.read_chunks(g, n),
             _ => Err(Error::Device {
@@ -73,64 +69,6 @@ impl ParquetGpuReader {
         Ok((DeviceChunks::new(Arc::new(buffer), chunks), io))
     }
 
-    /// Reads every planned request onto device `ordinal` through `reader`, then decodes there.
-    /// Large loads are pipelined ([`Self::pipelined`]): the report's `io_time` then sums the
-    /// reads and `decode_time` the decoding of every wave; they overlap, so together they can
-    /// exceed `load_time`.
-    pub(super) fn load_to_device(
-        &self,
-        reader: &dyn RangeReader,
-        ordinal: usize,
-        t0: Instant,
-    ) -> Result<Loaded> {
-        let plan = &self.plan;
-        let total = plan.request_bytes();
-        self.notify(0, 0);
-        // chunks decompressed by the device (SNAPPY unless sent to the host): their waves
-        // overlap reads with kernels; host-decompressed codecs keep the cores busy that the
-        // reads need, and measured slower in waves
-        let md = &self.meta.metadata;
-        let (mut device_compressed, mut host_compressed) = (0u64, 0u64);
-        for c in &plan.chunks {
-            use parquet::basic::Compression;
-            match md.row_group(c.row_group).column(c.column).compression() {
-                Compression::UNCOMPRESSED => {}
-                Compression::SNAPPY if self.tuning.snappy != SnappyPlacement::Host => {
-                    device_compressed += c.len()
-                }
-                _ => host_compressed += c.len(),
-            }
-        }
-        let target = wave_target(
-            total,
-            device_compressed,
-            host_compressed,
-            self.tuning.wave_bytes,
-        );
-        let waves = waves(plan, target, &|rg| self.batch_ends(rg));
-        let (batches, gpu_decode, io, decode_time) = if waves.len() > 1 {
-            let mut batches = Vec::with_capacity(plan.row_groups.len());
-            let mut gpu_decode = GpuDecodeReport::default();
-            let mut io = IoReport::default();
-            let mut decode_time = Duration::ZERO;
-            for (b, g, i, d) in self.pipelined(reader, ordinal, &waves)? {
-                batches.extend(b);
-                gpu_decode.absorb(g);
-                io.absorb(i);
-                decode_time += d;
-            }
-            (batches, gpu_decode, io, decode_time)
-        } else {
-            let (chunks, io) = self.read_chunks(reader, ordinal)?;
-            let t_dec = Instant::now();
-            let (batches, gpu_decode) = self.decode_on_gpu(&chunks)?;
-            drop(chunks);
-            (batches, gpu_decode, io, t_dec.elapsed())
-        };
-        self.notify(total, plan.row_groups.len());
-        Ok(self.loaded(batches, io, decode_time, t0, Some(gpu_decode)))
-    }
-
     /// An error unless `chunks` hold exactly this reader's plan.
     pub(super) fn check_chunks(&self, chunks: &DeviceChunks) -> Result<()> {
         let plan = &self.plan;
@@ -153,12 +91,8 @@ impl ParquetGpuReader {
         })
     }
 
-    /// Decodes column chunks in device memory ([`load_chunks`](Self::load_chunks)) into the
-    /// reader's batches. Flat columns the GPU decodes are decoded by our CUDA kernels;
-    /// the others (nested, DELTA_*, BYTE_STREAM_SPLIT, ...) are decoded
-    /// by arrow-rs on the host from a copy of their chunks and uploaded — the report names each
-    /// and why. Both run at once.
-    pub fn decode_on_gpu(
+    /// [`ParquetGpuReader::decode_on_gpu`](super::ParquetGpuReader::decode_on_gpu).
+    pub(super) fn decode_on_gpu(
         &self,
         chunks: &DeviceChunks,
     ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
@@ -166,7 +100,7 @@ impl ParquetGpuReader {
         self.decode_part(chunks, &self.plan.row_groups)
     }
 
-    /// [`decode_on_gpu`](Self::decode_on_gpu) of `chunks` holding every planned chunk of the
+    /// [`Self::decode_on_gpu`] of `chunks` holding every planned chunk of the
     /// row groups `row_groups` (a wave of a pipelined load, or the whole plan).
     pub(super) fn decode_part(
         &self,

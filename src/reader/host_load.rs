@@ -11,7 +11,7 @@ use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use bytes::Bytes;
 use rayon::prelude::*;
 
-use super::{Loaded, ParquetGpuReader};
+use super::{Loaded, ReaderState};
 use crate::array::{LoadedBatch, RowSpan};
 use crate::decode::gpu::DeviceChunks;
 use crate::error::{Error, Result};
@@ -71,10 +71,10 @@ pub(super) struct UnitResult {
     /// Decoded batches per row group, for the unit's fields of that row group.
     pub(super) parts: Vec<(usize, Vec<RecordBatch>)>,
     pub(super) io: IoReport,
-    decode_time: Duration,
+    pub(super) decode_time: Duration,
 }
 
-impl ParquetGpuReader {
+impl ReaderState {
     /// Reads one unit's requests into a buffer of its own and decodes its row groups.
     pub(super) fn load_unit(
         &self,
@@ -259,7 +259,7 @@ impl ParquetGpuReader {
     }
 
     /// Reads and decodes the plan into host memory through `reader` (see
-    /// [`load_with`](Self::load_with)).
+    /// [`ParquetGpuReader::load_with`](super::ParquetGpuReader::load_with)).
     pub(super) fn load_to_host(&self, reader: &dyn RangeReader, t0: Instant) -> Result<Loaded> {
         let plan = &self.plan;
         let total = plan.request_bytes();
@@ -331,10 +331,8 @@ impl ParquetGpuReader {
         Ok(self.loaded(batches, io, decode_time, t0, None))
     }
 
-    /// Decodes column chunks loaded into device memory on the host, from one device→host copy
-    /// (the round trip GPU decoding will replace). The result equals a host load of the same
-    /// plan.
-    pub fn decode_on_host(&self, chunks: &DeviceChunks) -> Result<Vec<LoadedBatch>> {
+    /// [`ParquetGpuReader::decode_on_host`](super::ParquetGpuReader::decode_on_host).
+    pub(super) fn decode_on_host(&self, chunks: &DeviceChunks) -> Result<Vec<LoadedBatch>> {
         self.check_chunks(chunks)?;
         let plan = &self.plan;
         let mut host = take_buffer(chunks.buffer().len());
@@ -364,7 +362,7 @@ impl ParquetGpuReader {
     }
 
     /// The batches of a plan with no leaf selected: row counts only.
-    fn row_counts_only(&self) -> Result<Vec<LoadedBatch>> {
+    pub(super) fn row_counts_only(&self) -> Result<Vec<LoadedBatch>> {
         let mut per_rg = Vec::with_capacity(self.plan.row_groups.len());
         for &rg in &self.plan.row_groups {
             per_rg.push((rg, self.decoder.decode_leaves(rg, &[], &[])?));
@@ -381,6 +379,7 @@ mod tests {
     use crate::device::Device;
     use crate::plan::CoalesceConfig;
     use crate::reader::tests::int_file;
+    use crate::ParquetGpuReader;
 
     #[test]
     fn unit_buffers_are_kept_and_released() {

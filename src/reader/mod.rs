@@ -72,7 +72,17 @@ pub struct Progress {
 type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 
 /// Loads Parquet columns into host or GPU memory. See the [module docs](self).
+///
+/// Cheap to clone: clones share the footer, the plan and the readers (a stream of batches
+/// holds one while it runs).
+#[derive(Clone)]
 pub struct ParquetGpuReader {
+    state: Arc<ReaderState>,
+}
+
+/// What a reader holds: the file, its footer and plan, the device, the settings, the decoders
+/// and range readers, the batches the plan yields.
+pub(crate) struct ReaderState {
     file: ParquetFile,
     /// The file's path, shared by the batches it yields.
     path: Arc<Path>,
@@ -95,10 +105,11 @@ pub struct ParquetGpuReader {
 
 impl std::fmt::Debug for ParquetGpuReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = &self.state;
         f.debug_struct("ParquetGpuReader")
-            .field("path", &self.file.path())
-            .field("device", &self.device)
-            .field("settings", &self.settings)
+            .field("path", &s.file.path())
+            .field("device", &s.device)
+            .field("settings", &s.settings)
             .finish_non_exhaustive()
     }
 }
@@ -130,48 +141,88 @@ impl ParquetGpuReader {
         ReaderBuilder::new(path.as_ref())
     }
 
+    pub(super) fn from_state(state: ReaderState) -> Self {
+        ParquetGpuReader {
+            state: Arc::new(state),
+        }
+    }
+
     /// The footer.
     pub fn metadata(&self) -> &FileMetadata {
-        &self.meta
+        &self.state.meta
     }
 
     /// The plan.
     pub fn plan(&self) -> &ReadPlan {
-        &self.plan
+        &self.state.plan
     }
 
     /// The device chosen and why.
     pub fn device(&self) -> &DeviceChoice {
-        &self.device
+        &self.state.device
     }
 
     /// The I/O settings in use.
     pub fn settings(&self) -> &IoSettings {
-        &self.settings
+        &self.state.settings
     }
 
     /// The Arrow schema of the batches.
     pub fn schema(&self) -> &SchemaRef {
-        self.decoder.schema()
+        self.state.decoder.schema()
     }
 
-    /// Reads and decodes everything the plan selects.
+    /// Reads and decodes everything the plan selects: the batches [`batches`](Self::batches)
+    /// yields, collected, with a report of what the load did.
     pub fn load(&self) -> Result<Loaded> {
-        match &self.gpu_reader {
-            Some(g) => self.load_with(g),
-            None => self.load_with(&self.host_reader),
+        let s = &self.state;
+        match &s.gpu_reader {
+            Some(g) => s.load_with(g),
+            None => s.load_with(&s.host_reader),
         }
     }
 
     /// Like [`load`](Self::load), reading through `reader` (e.g. a recording reader).
     ///
-    /// The plan is split into independent units ([`ReadPlan::units`]); units are read and
-    /// decoded in parallel, each into a buffer of its own that is freed once decoded, so the
-    /// bytes just read are decoded while still warm in cache and memory stays bounded.
+    /// On the host, the plan is split into independent units ([`ReadPlan::units`]); units are
+    /// read and decoded in parallel, each into a buffer of its own that is freed once decoded,
+    /// so the bytes just read are decoded while still warm in cache and memory stays bounded.
+    /// On a device, large loads are read and decoded in overlapping waves of whole batches.
     pub fn load_with(&self, reader: &dyn RangeReader) -> Result<Loaded> {
+        self.state.load_with(reader)
+    }
+
+    /// Reads every planned request into one allocation on the device the reader was built
+    /// for: the column chunks, still encoded, and the I/O record. An error for a host reader.
+    pub fn load_chunks(&self) -> Result<(DeviceChunks, IoReport)> {
+        self.state.load_chunks()
+    }
+
+    /// Decodes column chunks in device memory ([`load_chunks`](Self::load_chunks)) into the
+    /// reader's batches. Flat columns the GPU decodes are decoded by our CUDA kernels; the
+    /// others (nested, DELTA_*, BYTE_STREAM_SPLIT, ...) are decoded by arrow-rs on the host
+    /// from a copy of their chunks and uploaded — the report names each and why. Both run at
+    /// once.
+    pub fn decode_on_gpu(
+        &self,
+        chunks: &DeviceChunks,
+    ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
+        self.state.decode_on_gpu(chunks)
+    }
+
+    /// Decodes column chunks loaded into device memory on the host, from one device→host copy
+    /// (a cross-check of the GPU decoder). The result equals a host load of the same plan.
+    pub fn decode_on_host(&self, chunks: &DeviceChunks) -> Result<Vec<LoadedBatch>> {
+        self.state.decode_on_host(chunks)
+    }
+}
+
+impl ReaderState {
+    /// Reads and decodes everything through `reader` ([`ParquetGpuReader::load_with`]).
+    pub(super) fn load_with(&self, reader: &dyn RangeReader) -> Result<Loaded> {
         let t0 = Instant::now();
         match self.device.location {
-            Location::Cuda(n) => self.load_to_device(reader, n, t0),
+            Location::Cuda(_) => self.collect_device(reader, t0),
             Location::Host => self.load_to_host(reader, t0),
         }
     }

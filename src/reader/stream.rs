@@ -1,36 +1,47 @@
-//! The stream of batches ([`ParquetGpuReader::batches`]): the plan read and decoded step by
-//! step, each step a wave of whole row groups ([`stream_waves`]), its batches handed over one by
-//! one before the next step's are decoded. On a device the next step is read while the current
-//! one decodes; the first step is small, so that the first batch comes early.
+//! The stream of batches ([`ParquetGpuReader::batches`]): the plan read and decoded wave by
+//! wave by a producer thread (on a device, the pipelined reads and decoders of
+//! [`ReaderState::pipelined`]), each wave's batches handed to the caller, in order, as soon as
+//! the wave before has been. The first wave is small ([`stream_waves`]), so that the first
+//! batch comes early; at most [`WAVES_AHEAD`] decoded waves wait for the caller.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::waves::{waves, Wave};
-use super::ParquetGpuReader;
+use super::waves::{wave_target, waves, Wave, WaveOut};
+use super::{ParquetGpuReader, ReaderState};
 use crate::array::{LoadedBatch, Location};
-use crate::decode::gpu::DeviceChunks;
-use crate::error::Result;
+use crate::decode::gpu::GpuDecodeReport;
+use crate::error::{Error, Result};
 use crate::io::{IoReport, RangeReader};
 use crate::plan::ReadPlan;
 
-/// Bytes read by the first step of a stream: a small one, so the first batch is in the
+/// Bytes read by the first wave of a stream: a small one, so the first batch is in the
 /// caller's hands early (one row group when row groups are larger).
 pub(super) const FIRST_STEP_BYTES: u64 = 32 << 20;
 
-/// Bytes read by each later step of a stream: large enough to keep the device busy, small
-/// enough that a step's reads and decoding overlap well.
-pub(super) const STEP_BYTES: u64 = 256 << 20;
+/// Bytes per wave of a host stream.
+pub(super) const HOST_STEP_BYTES: u64 = 256 << 20;
 
-/// The steps of a stream over `plan`: a first wave of about [`FIRST_STEP_BYTES`], then waves
-/// of about `step` bytes, all of whole row groups and whole batches (`ends(rg)`: a batch ends
-/// with row group `rg`); one step for everything when the plan's units cannot be cut between
-/// row groups.
-pub(super) fn stream_waves(plan: &ReadPlan, step: u64, ends: &dyn Fn(usize) -> bool) -> Vec<Wave> {
-    let small = waves(plan, FIRST_STEP_BYTES.min(step), ends);
+/// Decoded waves that may wait for the caller before the decoders stop.
+pub(super) const WAVES_AHEAD: usize = 2;
+
+/// The waves of a stream over `plan`: a first wave of about `first` bytes
+/// ([`FIRST_STEP_BYTES`]), then waves of about `step` bytes, all of whole row groups and whole batches (`ends(rg)`: no batch goes
+/// on after row group `rg`); one wave of everything when the plan's units cannot be cut
+/// between row groups.
+pub(super) fn stream_waves(
+    plan: &ReadPlan,
+    first: u64,
+    step: u64,
+    ends: &dyn Fn(usize) -> bool,
+) -> Vec<Wave> {
+    let small = waves(plan, first.min(step), ends);
     let Some(first) = small.first() else {
-        return waves(plan, u64::MAX, ends);
+        return vec![Wave::whole(plan)];
     };
     let mut out = vec![first.clone()];
     // the rest, regrouped into waves of `step` bytes
@@ -54,126 +65,265 @@ pub(super) fn stream_waves(plan: &ReadPlan, step: u64, ends: &dyn Fn(usize) -> b
     out
 }
 
+impl ReaderState {
+    /// The waves of a device load: of [`wave_target`] bytes for a load (`first_small`: false),
+    /// with a small first one for a stream; one wave of everything when the plan cannot be cut.
+    pub(super) fn device_waves(&self, first_small: bool) -> Vec<Wave> {
+        let plan = &self.plan;
+        // chunks decompressed by the device (SNAPPY unless sent to the host): their waves
+        // overlap reads with kernels; host-decompressed codecs keep the cores busy that the
+        // reads need, and measured slower in waves
+        let md = &self.meta.metadata;
+        let (mut device_compressed, mut host_compressed) = (0u64, 0u64);
+        for c in &plan.chunks {
+            use parquet::basic::Compression;
+            match md.row_group(c.row_group).column(c.column).compression() {
+                Compression::UNCOMPRESSED => {}
+                Compression::SNAPPY
+                    if self.tuning.snappy != crate::config::SnappyPlacement::Host =>
+                {
+                    device_compressed += c.len()
+                }
+                _ => host_compressed += c.len(),
+            }
+        }
+        let target = wave_target(
+            plan.request_bytes(),
+            device_compressed,
+            host_compressed,
+            self.tuning.wave_bytes,
+        );
+        let ends = |rg| self.batch_ends(rg);
+        let w = if first_small {
+            stream_waves(plan, FIRST_STEP_BYTES, target, &ends)
+        } else {
+            waves(plan, target, &ends)
+        };
+        if w.is_empty() {
+            vec![Wave::whole(plan)]
+        } else {
+            w
+        }
+    }
+
+    /// Reads and decodes `waves` through `reader`, handing each wave's result to `sink` as it
+    /// is decoded (not in order); `sink` returns false when no more are wanted. On a device,
+    /// several waves are pipelined ([`Self::pipelined`]); on the host each wave's units are
+    /// read and decoded in parallel.
+    pub(super) fn produce(
+        &self,
+        reader: &dyn RangeReader,
+        waves: &[Wave],
+        sink: &(dyn Fn(usize, Result<WaveOut>) -> bool + Sync),
+    ) -> Result<()> {
+        let plan = &self.plan;
+        match self.device.location {
+            Location::Cuda(ordinal) if waves.len() > 1 => {
+                self.pipelined(reader, ordinal, waves, sink)
+            }
+            Location::Cuda(ordinal) => {
+                let r = self.read_chunks(reader, ordinal).and_then(|(chunks, io)| {
+                    let t = Instant::now();
+                    let (b, g) = self.decode_part(&chunks, &plan.row_groups)?;
+                    drop(chunks);
+                    Ok((b, g, io, t.elapsed()))
+                });
+                sink(0, r);
+                Ok(())
+            }
+            Location::Host => {
+                if plan.units.is_empty() {
+                    // no leaf selected: row counts only, nothing to read
+                    let r = self.row_counts_only().map(|b| {
+                        (
+                            b,
+                            GpuDecodeReport::default(),
+                            IoReport::default(),
+                            Duration::ZERO,
+                        )
+                    });
+                    sink(0, r);
+                    return Ok(());
+                }
+                let (mut bytes, mut rgs) = (0u64, 0usize);
+                for (i, w) in waves.iter().enumerate() {
+                    let r = self.host_wave(reader, w);
+                    let failed = r.is_err();
+                    if !failed {
+                        bytes += w.bytes;
+                        rgs += w.row_groups.len();
+                        self.notify(bytes, rgs);
+                    }
+                    if !sink(i, r) || failed {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// One wave of a host stream: its units read and decoded in parallel, joined and cut into
+    /// batches.
+    fn host_wave(&self, reader: &dyn RangeReader, w: &Wave) -> Result<WaveOut> {
+        let units: Vec<_> = self
+            .plan
+            .units
+            .iter()
+            .filter(|u| u.requests.start >= w.requests.start && u.requests.end <= w.requests.end)
+            .collect();
+        let results: Vec<Result<_>> = self.host_reader.pool().install(|| {
+            units
+                .par_iter()
+                .map(|u| self.load_unit(reader, u))
+                .collect()
+        });
+        let mut parts = Vec::new();
+        let mut io = IoReport::default();
+        let mut decode = Duration::ZERO;
+        for res in results {
+            let res = res?;
+            parts.extend(res.parts);
+            io.absorb(res.io);
+            decode += res.decode_time;
+        }
+        let t = Instant::now();
+        let batches = self.join_fields(parts)?;
+        Ok((
+            batches,
+            GpuDecodeReport::default(),
+            io,
+            decode + t.elapsed(),
+        ))
+    }
+}
+
+/// What a stream's waves did so far.
+#[derive(Debug, Default)]
+struct Totals {
+    io: IoReport,
+    decode_time: Duration,
+    gpu_decode: GpuDecodeReport,
+}
+
 /// A stream of batches: see [`ParquetGpuReader::batches`]. Yields `Err` at most once, then
-/// ends.
-pub struct Batches<'r> {
-    reader: &'r ParquetGpuReader,
-    io: &'r dyn RangeReader,
-    steps: Vec<Wave>,
-    /// The next step to decode.
-    next: usize,
+/// ends. Dropping it stops the reads and decoders (the waves in flight are finished).
+pub struct Batches {
+    rx: Option<Receiver<(usize, Result<WaveOut>)>>,
+    producer: Option<std::thread::JoinHandle<()>>,
+    /// Waves decoded before the one the caller is waiting for.
+    early: BTreeMap<usize, Result<WaveOut>>,
+    next_wave: usize,
+    waves: Vec<Wave>,
     ready: VecDeque<LoadedBatch>,
-    /// On a device: the next step's chunks, read while the current one decoded.
-    prefetched: Option<Result<(DeviceChunks, IoReport)>>,
-    /// What the steps so far read.
-    io_report: IoReport,
-    bytes_done: u64,
-    row_groups_done: usize,
+    totals: Arc<Mutex<Totals>>,
+    path: std::path::PathBuf,
     done: bool,
 }
 
-impl std::fmt::Debug for Batches<'_> {
+impl std::fmt::Debug for Batches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Batches")
-            .field("steps", &self.steps.len())
-            .field("next", &self.next)
+            .field("path", &self.path)
+            .field("waves", &self.waves.len())
+            .field("next_wave", &self.next_wave)
             .field("ready", &self.ready.len())
             .finish_non_exhaustive()
     }
 }
 
-impl<'r> Batches<'r> {
-    pub(super) fn new(reader: &'r ParquetGpuReader, io: &'r dyn RangeReader) -> Self {
-        let steps = stream_waves(&reader.plan, STEP_BYTES, &|rg| reader.batch_ends(rg));
+impl Batches {
+    /// Starts the producer of `state`'s batches, reading through `reader` (the state's own
+    /// range reader when `None`).
+    fn start(state: Arc<ReaderState>, reader: Option<Arc<dyn RangeReader>>) -> Self {
+        let waves = match state.device.location {
+            Location::Cuda(_) => state.device_waves(true),
+            Location::Host => {
+                let ends = |rg| state.batch_ends(rg);
+                stream_waves(&state.plan, FIRST_STEP_BYTES, HOST_STEP_BYTES, &ends)
+            }
+        };
+        let (tx, rx): (SyncSender<_>, _) = std::sync::mpsc::sync_channel(WAVES_AHEAD);
+        let path = state.file.path().to_path_buf();
+        let totals = Arc::new(Mutex::new(Totals::default()));
+        let w = waves.clone();
+        let producer = std::thread::Builder::new()
+            .name("cuparquet-stream".into())
+            .spawn(move || {
+                let io: &dyn RangeReader = match (&reader, &state.gpu_reader) {
+                    (Some(r), _) => r.as_ref(),
+                    (None, Some(g)) => g,
+                    (None, None) => &state.host_reader,
+                };
+                let sink = |i: usize, r: Result<WaveOut>| tx.send((i, r)).is_ok();
+                if let Err(e) = state.produce(io, &w, &sink) {
+                    let _ = tx.send((usize::MAX, Err(e)));
+                }
+            });
+        let (rx, producer, done) = match producer {
+            Ok(h) => (Some(rx), Some(h), false),
+            Err(_) => (None, None, true),
+        };
         Batches {
-            reader,
-            io,
-            steps,
-            next: 0,
+            rx,
+            producer,
+            early: BTreeMap::new(),
+            next_wave: 0,
+            waves,
             ready: VecDeque::new(),
-            prefetched: None,
-            io_report: IoReport::default(),
-            bytes_done: 0,
-            row_groups_done: 0,
-            done: false,
+            totals,
+            path,
+            done,
         }
     }
 
-    /// What the stream has read so far.
-    pub fn io_report(&self) -> &IoReport {
-        &self.io_report
-    }
-
-    /// Reads and decodes the next step into `ready`.
-    fn step(&mut self) -> Result<()> {
-        let r = self.reader;
-        let i = self.next;
-        self.next += 1;
-        let wave = &self.steps[i];
-        let batches = match r.device.location {
-            Location::Cuda(ordinal) => {
-                let (chunks, io) = match self.prefetched.take() {
-                    Some(p) => p?,
-                    None => r.read_wave(self.io, ordinal, wave)?,
-                };
-                self.io_report.absorb(io);
-                // the next step read while this one decodes; not beside the first, which
-                // should reach the caller as soon as it can
-                let after = if i == 0 { None } else { self.steps.get(i + 1) };
-                let reader = self.io;
-                let (decoded, prefetched) = std::thread::scope(|s| {
-                    let h = after.map(|w| s.spawn(move || r.read_wave(reader, ordinal, w)));
-                    let d = r.decode_part(&chunks, &wave.row_groups);
-                    let p = h.map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            Err(crate::error::Error::Decode {
-                                path: r.file.path().to_path_buf(),
-                                row_group: after.and_then(|w| w.row_groups.first().copied()),
-                                column: None,
-                                reason: "the thread reading the next step panicked".into(),
-                            })
+    /// The next wave's result, in order: from those decoded early, else from the producer.
+    fn next_wave(&mut self) -> Option<Result<WaveOut>> {
+        loop {
+            if let Some(r) = self.early.remove(&self.next_wave) {
+                return Some(r);
+            }
+            let msg = self.rx.as_ref()?.recv();
+            match msg {
+                Ok((usize::MAX, r)) => return Some(r),
+                Ok((i, r)) => {
+                    if r.is_err() {
+                        return Some(r);
+                    }
+                    self.early.insert(i, r);
+                }
+                Err(_) => {
+                    // the producer ended without this wave: it stopped after an error it
+                    // already reported, or failed to start
+                    return (self.next_wave < self.waves.len()).then(|| {
+                        Err(Error::Decode {
+                            path: self.path.clone(),
+                            row_group: self.waves[self.next_wave].row_groups.first().copied(),
+                            column: None,
+                            reason: "a wave of the stream was neither read nor decoded".into(),
                         })
                     });
-                    (d, p)
-                });
-                drop(chunks);
-                self.prefetched = prefetched;
-                decoded?.0
-            }
-            Location::Host => {
-                let plan = &r.plan;
-                let units: Vec<_> = plan
-                    .units
-                    .iter()
-                    .filter(|u| {
-                        u.requests.start >= wave.requests.start
-                            && u.requests.end <= wave.requests.end
-                            && !u.requests.is_empty()
-                    })
-                    .collect();
-                let io = self.io;
-                let results: Vec<Result<_>> = r
-                    .host_reader
-                    .pool()
-                    .install(|| units.par_iter().map(|u| r.load_unit(io, u)).collect());
-                let mut parts = Vec::new();
-                for res in results {
-                    let res = res?;
-                    parts.extend(res.parts);
-                    self.io_report.absorb(res.io);
                 }
-                r.join_fields(parts)?
             }
-        };
-        self.bytes_done += wave.bytes;
-        self.row_groups_done += wave.row_groups.len();
-        r.notify(self.bytes_done, self.row_groups_done);
-        self.ready.extend(batches);
-        Ok(())
+        }
+    }
+
+    /// Stops the producer: no more waves are decoded; waits for it to finish.
+    fn stop(&mut self) {
+        self.done = true;
+        self.rx = None;
+        if let Some(h) = self.producer.take() {
+            let _ = h.join();
+        }
+    }
+
+    /// What the waves handed over so far read.
+    pub fn io_report(&self) -> IoReport {
+        self.totals.lock().map(|t| t.io.clone()).unwrap_or_default()
     }
 }
 
-impl Iterator for Batches<'_> {
+impl Iterator for Batches {
     type Item = Result<LoadedBatch>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -181,36 +331,162 @@ impl Iterator for Batches<'_> {
             if let Some(b) = self.ready.pop_front() {
                 return Some(Ok(b));
             }
-            if self.done || self.next >= self.steps.len() {
-                self.done = true;
+            if self.done || self.next_wave >= self.waves.len() {
+                self.stop();
                 return None;
             }
-            if let Err(e) = self.step() {
-                self.done = true;
-                self.prefetched = None;
-                return Some(Err(e));
+            match self.next_wave() {
+                Some(Ok((batches, g, io, d))) => {
+                    self.next_wave += 1;
+                    if let Ok(mut t) = self.totals.lock() {
+                        t.io.absorb(io);
+                        t.decode_time += d;
+                        t.gpu_decode.absorb(g);
+                    }
+                    self.ready.extend(batches);
+                }
+                Some(Err(e)) => {
+                    self.stop();
+                    return Some(Err(e));
+                }
+                None => {
+                    self.stop();
+                    return None;
+                }
             }
         }
     }
 }
 
+impl Drop for Batches {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 impl ParquetGpuReader {
-    /// The batches of the plan as a stream: read and decoded step by step (a small first
-    /// step, then steps of whole row groups), each batch handed over as soon as its step is
-    /// decoded; on a device the next step is read while the current one decodes. Yields the
-    /// batches [`load`](Self::load) returns, in the same order: about
-    /// [`with_batch_rows`](super::ReaderBuilder::with_batch_rows) rows each, whole small row
-    /// groups gathered, large ones cut; each says which rows of which row groups it holds
-    /// ([`LoadedBatch::rows`]).
-    pub fn batches(&self) -> Batches<'_> {
-        match &self.gpu_reader {
-            Some(g) => Batches::new(self, g),
-            None => Batches::new(self, &self.host_reader),
-        }
+    /// The batches of the plan as a stream: read and decoded wave by wave by a thread of the
+    /// stream's own (on a device, the next wave is read while the current one decodes; the
+    /// first wave is small, so the first batch comes early), each batch handed over as soon as
+    /// the ones before it have been. Yields the batches [`load`](Self::load) returns, in the
+    /// same order: at most [`with_batch_rows`](super::ReaderBuilder::with_batch_rows) rows
+    /// each, whole small row groups gathered, large ones cut; each says which rows of which
+    /// row groups it holds ([`LoadedBatch::rows`]). The stream owns what it needs (`'static`,
+    /// `Send`): it may outlive the reader. Dropping it stops the reads.
+    pub fn batches(&self) -> Batches {
+        Batches::start(Arc::clone(&self.state), None)
     }
 
     /// Like [`batches`](Self::batches), reading through `reader` (e.g. a recording reader).
-    pub fn batches_with<'r>(&'r self, reader: &'r dyn RangeReader) -> Batches<'r> {
-        Batches::new(self, reader)
+    pub fn batches_with(&self, reader: Arc<dyn RangeReader>) -> Batches {
+        Batches::start(Arc::clone(&self.state), Some(reader))
+    }
+}
+
+impl ReaderState {
+    /// A device load ([`ParquetGpuReader::load_with`]): the waves of [`Self::device_waves`]
+    /// produced and collected in order, with the report. Large loads are pipelined
+    /// ([`Self::pipelined`]): the report's `io_time` then sums the reads and `decode_time` the
+    /// decoding of every wave; they overlap, so together they can exceed `load_time`.
+    pub(super) fn collect_device(
+        &self,
+        reader: &dyn RangeReader,
+        t0: Instant,
+    ) -> Result<super::Loaded> {
+        let waves = self.device_waves(false);
+        let results: Mutex<Vec<Option<Result<WaveOut>>>> =
+            Mutex::new((0..waves.len()).map(|_| None).collect());
+        self.notify(0, 0);
+        self.produce(reader, &waves, &|i, r| {
+            let ok = r.is_ok();
+            if let Some(slot) = results.lock().unwrap_or_else(|p| p.into_inner()).get_mut(i) {
+                *slot = Some(r);
+            }
+            ok
+        })?;
+        let mut batches = Vec::new();
+        let mut gpu_decode = GpuDecodeReport::default();
+        let mut io = IoReport::default();
+        let mut decode_time = Duration::ZERO;
+        let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+        // the first error in wave order, else the first wave missing
+        for (i, r) in results.into_iter().enumerate() {
+            let (b, g, x, d) = r.unwrap_or_else(|| {
+                Err(Error::Decode {
+                    path: self.file.path().to_path_buf(),
+                    row_group: waves[i].row_groups.first().copied(),
+                    column: None,
+                    reason: "a wave of the pipelined device load was neither read nor decoded"
+                        .into(),
+                })
+            })?;
+            batches.extend(b);
+            gpu_decode.absorb(g);
+            io.absorb(x);
+            decode_time += d;
+        }
+        self.notify(self.plan.request_bytes(), self.plan.row_groups.len());
+        Ok(self.loaded(batches, io, decode_time, t0, Some(gpu_decode)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::Device;
+    use crate::reader::tests::int_file;
+
+    #[test]
+    fn stream_waves_start_small_and_keep_batches_whole() {
+        // 40 row groups of 2,500 rows, 3 int64 columns: ~20 KB a row group
+        let f = int_file(&["a", "b", "c"], 100_000, 2_500);
+        let reader = ParquetGpuReader::builder(f.path())
+            .with_device(Device::Host)
+            .with_batch_rows(10_000)
+            .with_coalescing(crate::plan::CoalesceConfig {
+                unit_target_bytes: 1,
+                units_within_row_groups: true,
+                ..Default::default()
+            })
+            .build()
+            .unwrap();
+        let s = &reader.state;
+        let plan = &s.plan;
+        let total = plan.request_bytes();
+        let w = stream_waves(plan, total / 10, total / 3, &|rg| s.batch_ends(rg));
+        let rgs: Vec<usize> = w.iter().flat_map(|w| w.row_groups.clone()).collect();
+        assert_eq!(rgs, plan.row_groups);
+        assert!(w.len() >= 3, "{w:?}");
+        assert!(w[0].bytes < total / 5, "a small first wave: {w:?}");
+        // every wave ends where a batch ends (batches of four row groups)
+        for x in &w {
+            assert_eq!((x.row_groups.last().unwrap() + 1) % 4, 0, "{w:?}");
+        }
+        // the stream yields the load's batches
+        let streamed: Vec<LoadedBatch> = reader.batches().collect::<Result<_>>().unwrap();
+        let loaded = reader.load().unwrap().batches;
+        assert_eq!(streamed.len(), 10);
+        assert_eq!(streamed.len(), loaded.len());
+        for (a, b) in streamed.iter().zip(&loaded) {
+            assert_eq!(a.rows(), b.rows());
+            assert_eq!(a.to_host().unwrap(), b.to_host().unwrap());
+        }
+    }
+
+    #[test]
+    fn a_dropped_stream_stops_and_a_stream_outlives_its_reader() {
+        let f = int_file(&["a"], 50_000, 1_000);
+        let reader = ParquetGpuReader::builder(f.path())
+            .with_device(Device::Host)
+            .with_batch_rows(1_000)
+            .build()
+            .unwrap();
+        let mut s = reader.batches();
+        assert_eq!(s.next().unwrap().unwrap().num_rows(), 1_000);
+        drop(s); // joins the producer
+        let s = reader.batches();
+        drop(reader);
+        let n: usize = s.map(|b| b.unwrap().num_rows()).sum();
+        assert_eq!(n, 50_000);
     }
 }

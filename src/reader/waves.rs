@@ -1,6 +1,6 @@
 //! Pipelined device loads: the plan's units grouped into waves of whole row groups
 //! ([`waves`], sized by [`wave_target`]), read and decoded so that reading the next wave
-//! overlaps decoding the last ([`ParquetGpuReader::pipelined`]).
+//! overlaps decoding the last ([`ReaderState::pipelined`]).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
@@ -8,13 +8,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::timeline::Timeline;
-use super::ParquetGpuReader;
+use super::ReaderState;
 use crate::array::LoadedBatch;
 use crate::decode::gpu::{DeviceChunks, GpuDecodeReport};
 use crate::device::{self, DeviceBuffer};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::io::{IoReport, RangeReader};
 use crate::plan::ReadPlan;
+
+/// What a decoded wave hands over: its batches, where its fields were decoded, what its reads
+/// did and the time its decoding took.
+pub(super) type WaveOut = (Vec<LoadedBatch>, GpuDecodeReport, IoReport, Duration);
 
 /// Whole row groups a pipelined device load reads and decodes together, with the consecutive
 /// units ([`ReadPlan::units`]) that carry their chunks.
@@ -28,6 +32,18 @@ pub(super) struct Wave {
     pub(super) requests: std::ops::Range<usize>,
     /// Bytes of the requests.
     pub(super) bytes: u64,
+}
+
+impl Wave {
+    /// The whole of `plan` as one wave.
+    pub(super) fn whole(plan: &ReadPlan) -> Wave {
+        Wave {
+            row_groups: plan.row_groups.clone(),
+            chunks: 0..plan.chunks.len(),
+            requests: 0..plan.requests.len(),
+            bytes: plan.request_bytes(),
+        }
+    }
 }
 
 /// Bytes per wave of a device load of mostly uncompressed chunks ([`wave_target`]).
@@ -65,7 +81,7 @@ pub(super) fn wave_target(
 }
 
 /// Pipelined device loads up to this many bytes read as one stream into one allocation
-/// ([`ParquetGpuReader::pipelined`]); larger ones (waves of 1 GiB) read wave by wave, each into
+/// ([`ReaderState::pipelined`]); larger ones (waves of 1 GiB) read wave by wave, each into
 /// an allocation of its own, which bounds the device memory their still-encoded chunks hold.
 pub(super) const STREAM_MAX_BYTES: u64 = 4 << 30;
 
@@ -115,21 +131,23 @@ pub(super) fn waves(plan: &ReadPlan, target: u64, ends: &dyn Fn(usize) -> bool) 
     out
 }
 
-impl ParquetGpuReader {
+impl ReaderState {
     /// Reads and decodes wave after wave ([`waves`]): one thread reads, [`Tuning::decode_threads`](crate::config::Tuning::decode_threads)
     /// threads decode, each on a decode stream of its own, so reading, decoding and the tails of
     /// decoding kernels overlap. Loads up to [`STREAM_MAX_BYTES`] read as one stream into one
     /// allocation where the reader can ([`RangeReader::read_stream`]: every thread reads on
     /// across wave boundaries, and each wave is handed over as soon as its bytes are in);
     /// otherwise each wave is read into an allocation of its own, at most one wave ahead of
-    /// the decoders. Returns per wave, in order, its batches and reports.
-    #[allow(clippy::type_complexity)]
+    /// the decoders. Hands each wave, as it is decoded (not in order), its batches and reports
+    /// to `sink`, which returns false when no more are wanted; after an error or a `false`
+    /// the waves not yet decoded are dropped.
     pub(super) fn pipelined(
         &self,
         reader: &dyn RangeReader,
         ordinal: usize,
         waves: &[Wave],
-    ) -> Result<Vec<(Vec<LoadedBatch>, GpuDecodeReport, IoReport, Duration)>> {
+        sink: &(dyn Fn(usize, Result<WaveOut>) -> bool + Sync),
+    ) -> Result<()> {
         use std::sync::atomic::AtomicBool;
         use std::sync::Condvar;
         let plan = &self.plan;
@@ -139,8 +157,6 @@ impl ParquetGpuReader {
             std::sync::mpsc::sync_channel::<(usize, Result<(DeviceChunks, IoReport)>)>(waves.len());
         let rx = Mutex::new(rx);
         let stop = AtomicBool::new(false);
-        let results: Mutex<Vec<Option<Result<_>>>> =
-            Mutex::new((0..waves.len()).map(|_| None).collect());
         let read_so_far = AtomicU64::new(0);
         let done_so_far = AtomicUsize::new(0);
         // waves taken by the decoders, for the wave-by-wave reader's limit
@@ -219,7 +235,7 @@ impl ParquetGpuReader {
                 }
             });
             for slot in 0..self.tuning.decode_threads {
-                let (rx, results) = (&rx, &results);
+                let rx = &rx;
                 let (read_so_far, done_so_far) = (&read_so_far, &done_so_far);
                 s.spawn(move || loop {
                     let msg = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
@@ -228,6 +244,9 @@ impl ParquetGpuReader {
                         let (n, cv) = taken;
                         *n.lock().unwrap_or_else(|p| p.into_inner()) += 1;
                         cv.notify_all();
+                    }
+                    if stop.load(Relaxed) {
+                        continue; // not wanted: its chunks dropped undecoded
                     }
                     let out = r.and_then(|(chunks, io)| {
                         let t = Instant::now();
@@ -243,15 +262,17 @@ impl ParquetGpuReader {
                         }
                         d.map(|(b, g)| (b, g, io, t.elapsed()))
                     });
-                    if out.is_err() {
-                        stop.store(true, Relaxed);
-                        taken.1.notify_all();
-                    } else {
+                    let failed = out.is_err();
+                    if !failed {
                         let bytes = read_so_far.fetch_add(waves[i].bytes, Relaxed);
                         let rgs = done_so_far.fetch_add(waves[i].row_groups.len(), Relaxed);
                         self.notify(bytes + waves[i].bytes, rgs + waves[i].row_groups.len());
                     }
-                    results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(out);
+                    // a consumer gone or an error: the other waves are not wanted
+                    if !sink(i, out) || failed {
+                        stop.store(true, Relaxed);
+                        taken.1.notify_all();
+                    }
                 });
             }
         });
@@ -261,23 +282,7 @@ impl ParquetGpuReader {
             drop(buffer);
         }
         timeline.print();
-        let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
-        let mut out = Vec::with_capacity(waves.len());
-        for (i, r) in results.into_iter().enumerate() {
-            match r {
-                Some(r) => out.push(r?),
-                None => {
-                    return Err(Error::Decode {
-                        path: self.file.path().to_path_buf(),
-                        row_group: waves[i].row_groups.first().copied(),
-                        column: None,
-                        reason: "a wave of the pipelined device load was neither read nor decoded"
-                            .into(),
-                    })
-                }
-            }
-        }
-        Ok(out)
+        Ok(())
     }
 }
 
@@ -286,6 +291,7 @@ mod tests {
     use super::*;
     use crate::device::Device;
     use crate::reader::tests::int_file;
+    use crate::ParquetGpuReader;
 
     #[test]
     fn waves_hold_whole_row_groups_and_cover_the_plan() {

@@ -696,3 +696,31 @@ pub fn flip_bytes(r: &mut Rng, bytes: &mut [u8]) {
         bytes[i] = (v >> 40) as u8;
     }
 }
+
+/// Where test files go: `CUPARQUET_TEST_DIR`, else `target/` (not tmpfs: O_DIRECT and cuFile
+/// need a real disk).
+pub fn scratch_parent() -> std::path::PathBuf {
+    let dir = std::env::var_os("CUPARQUET_TEST_DIR").map_or_else(
+        || std::env::current_dir().unwrap().join("target"),
+        std::path::PathBuf::from,
+    );
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A scratch directory under [`scratch_parent`].
+pub fn scratch_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(scratch_parent()).unwrap()
+}
+
+/// The corpus's data files (and, with `bad`, its bad_data files) plus the generated files,
+/// which live as long as the returned directory.
+pub fn all_files(bad: bool) -> (Vec<std::path::PathBuf>, tempfile::TempDir) {
+    let mut files = corpus_files("data", &[".parquet"]);
+    if bad {
+        files.extend(corpus_files("bad_data", &[".parquet"]));
+    }
+    let dir = scratch_dir();
+    files.extend(generate_corpus(dir.path()).into_iter().map(|(_, p)| p));
+    (files, dir)
+}
