@@ -8,7 +8,9 @@
 //! - `CUPARQUET_BENCH_FILES`: a comma-separated subset of `small-row-groups`, `snappy-dict`,
 //!   `plain-uncompressed` (default: all);
 //! - `CUPARQUET_BENCH_BATCH_ROWS`: batch sizes to measure `batches()` with (default the
-//!   reader's default).
+//!   reader's default);
+//! - `CUPARQUET_BENCH_BUDGETS`: memory budgets for the consumer-drops-each-batch runs
+//!   (default `512MiB,2GiB`; `none` for none).
 //!
 //! Data: `small-row-groups`, 8,000,000 rows in 800 row groups of 10,000 rows (int64 key,
 //! random int64, double, a string from 20,000 distinct values; SNAPPY with dictionaries);
@@ -17,7 +19,9 @@
 //! Figures, warm page cache, best and median of the rounds after a warm-up that is checked equal
 //! to the host load: wall time from the file path to every batch in device memory (`load()`, and
 //! `batches()` collected), and the time from `build()` returning to the first batch of
-//! `batches()` in hand.
+//! `batches()` in hand. Then, for each memory budget and without one, `batches()` with a
+//! consumer that drops each batch: the wall time and the high-water mark of the device's live
+//! allocations (`Gpu::peak_live_bytes`, from what was alive before the reader was built).
 
 #[path = "common/mod.rs"]
 mod common;
@@ -135,6 +139,27 @@ fn stream(path: &Path, batch_rows: Option<usize>) -> (Duration, Duration, Vec<Lo
     (t.elapsed(), t_first, out)
 }
 
+/// `batches()` under `budget`, the consumer dropping each batch: (wall, peak live bytes above
+/// those alive before, batches).
+fn stream_dropping(path: &Path, budget: Option<u64>) -> (Duration, u64, usize) {
+    let g = cuparquet::device::gpu(0).unwrap();
+    let base = g.live_bytes();
+    g.reset_peak_live_bytes();
+    let t = Instant::now();
+    let mut b = ParquetGpuReader::builder(path).with_device(Device::Cuda(0));
+    if let Some(m) = budget {
+        b = b.with_memory_budget(m);
+    }
+    let r = b.build().unwrap();
+    let mut n = 0;
+    for batch in r.batches() {
+        drop(batch.unwrap());
+        n += 1;
+    }
+    let dt = t.elapsed();
+    (dt, g.peak_live_bytes().saturating_sub(base), n)
+}
+
 /// arrow-rs on the host, then every batch uploaded.
 fn host_then_upload(path: &Path) -> Duration {
     let g = cuparquet::device::gpu(0).unwrap();
@@ -190,6 +215,12 @@ fn main() {
         Ok(v) => v.split(',').map(|x| x.trim().parse().ok()).collect(),
         Err(_) => vec![None],
     };
+    let budgets: Vec<Option<u64>> = std::env::var("CUPARQUET_BENCH_BUDGETS")
+        .unwrap_or_else(|_| "512MiB,2GiB".into())
+        .split(',')
+        .filter(|x| x.trim() != "none" && !x.trim().is_empty())
+        .map(|x| Some(cuparquet::config::parse_size("CUPARQUET_BENCH_BUDGETS", x).unwrap()))
+        .collect();
     let mut files: Vec<(&str, PathBuf)> = Vec::new();
     let t = Instant::now();
     if wants("small-row-groups") {
@@ -269,6 +300,51 @@ fn main() {
                         "stream_best_ms": sb, "stream_median_ms": sm,
                         "first_batch_best_ms": fb, "first_batch_median_ms": fm,
                         "baseline_best_ms": bb, "baseline_median_ms": bm,
+                    })
+                );
+            }
+        }
+        if budgets.is_empty() {
+            continue;
+        }
+        let mut unbounded = Vec::new();
+        let mut peak0 = 0;
+        for _ in 0..rounds {
+            let (dt, peak, _) = stream_dropping(f, None);
+            unbounded.push(dt);
+            peak0 = peak0.max(peak);
+        }
+        let (ub, um) = stats(&mut unbounded);
+        println!(
+            "{name:<20} no budget, consumer drops each batch: {ub:.1} ms best ({um:.1} median), live device memory peak {:.0} MiB",
+            peak0 as f64 / (1 << 20) as f64
+        );
+        for &budget in &budgets {
+            let (mut t, mut peak, mut batches) = (Vec::new(), 0, 0);
+            for _ in 0..rounds {
+                let (dt, p, n) = stream_dropping(f, budget);
+                t.push(dt);
+                peak = peak.max(p);
+                batches = n;
+            }
+            let (bb, bm) = stats(&mut t);
+            let b = budget.unwrap_or(0);
+            println!(
+                "{name:<20} budget {:>5.0} MiB: {batches} batches, {bb:.1} ms best ({bm:.1} median; {:.2}x the unbounded best), live device memory peak {:.0} MiB = {:.2}x the budget",
+                b as f64 / (1 << 20) as f64,
+                bb / ub,
+                peak as f64 / (1 << 20) as f64,
+                peak as f64 / b as f64
+            );
+            if let Some(o) = &mut out {
+                let _ = writeln!(
+                    o,
+                    "{}",
+                    serde_json::json!({
+                        "bench": "stream_device_budget", "file": name, "budget": b,
+                        "best_ms": bb, "median_ms": bm, "peak_live_bytes": peak,
+                        "unbounded_best_ms": ub, "unbounded_median_ms": um,
+                        "unbounded_peak_live_bytes": peak0,
                     })
                 );
             }

@@ -17,11 +17,16 @@ fn main() -> cuparquet::Result<()> {
     let loaded = reader.load()?;
     for batch in &loaded.batches {
         let b = batch.to_host()?;
+        let groups: Vec<String> = batch
+            .rows()
+            .iter()
+            .map(|r| format!("{}[{}..{}]", r.row_group, r.rows.start, r.rows.end))
+            .collect();
         println!(
-            "row group {}: {} rows on {}",
-            batch.row_group(),
+            "{} rows on {} from row groups {}",
             b.num_rows(),
-            batch.location()
+            batch.location(),
+            groups.join(", ")
         );
     }
     let r = &loaded.report;

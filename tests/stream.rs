@@ -11,6 +11,10 @@ use common::*;
 use cuparquet::{Device, LoadedBatch, ParquetGpuReader};
 use parquet::file::properties::WriterProperties;
 
+/// Held by every test of this file: the memory-budget test reads the device's live bytes, which
+/// the others' loads would change.
+static GPU: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn devices() -> Vec<Device> {
     let mut v = vec![Device::Host];
     if gpu_available("the stream on cuda:0") {
@@ -47,6 +51,7 @@ fn flat_file(dir: &Path, rows: usize, rg_rows: usize, dictionary: bool) -> std::
 
 #[test]
 fn the_stream_yields_the_batches_load_returns_within_the_batch_size() {
+    let _gpu = GPU.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
     // small row groups (gathered), large ones (cut, pages split between batches), one row
     // group of the whole file
@@ -108,6 +113,7 @@ fn the_stream_yields_the_batches_load_returns_within_the_batch_size() {
 
 #[test]
 fn kept_dictionaries_never_span_row_groups() {
+    let _gpu = GPU.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let f = flat_file(dir.path(), 3000, 250, true);
     for device in devices() {
@@ -138,4 +144,78 @@ fn a_stream_ends_after_an_error() {
     let e = first.expect_err("reads past the end fail").to_string();
     assert!(e.contains(&f.display().to_string()), "{e}");
     assert!(s.next().is_none(), "the stream ends after its error");
+}
+
+#[test]
+fn gpu_memory_budget_bounds_the_live_device_memory() {
+    if !gpu_available("memory budget") {
+        return;
+    }
+    let _gpu = GPU.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let f = flat_file(dir.path(), 60_000, 3000, true);
+    let want = oracle(&f, &Projection::All, None).unwrap();
+    // the footer's estimate of the whole load, and of its largest row group with the reads
+    // of the next
+    let r = ParquetGpuReader::builder(&f)
+        .with_device(Device::Cuda(0))
+        .build()
+        .unwrap();
+    let md = r.metadata().metadata.clone();
+    let costs: Vec<_> = (0..md.num_row_groups())
+        .map(|rg| cuparquet::plan::passes::row_group_cost(r.plan(), &md, rg))
+        .collect();
+    let total: u64 = costs.iter().map(|c| c.device_bytes).sum();
+    let least = costs
+        .windows(2)
+        .map(|w| w[0].device_bytes + w[1].read_bytes)
+        .max()
+        .unwrap()
+        .max(costs.last().unwrap().device_bytes);
+    let g = cuparquet::device::gpu(0).unwrap();
+    for budget in [least, least * 3, total / 2] {
+        let reader = ParquetGpuReader::builder(&f)
+            .with_device(Device::Cuda(0))
+            .with_memory_budget(budget)
+            .with_batch_rows(4000)
+            .build()
+            .unwrap();
+        let passes = cuparquet::plan::plan_passes(&f, reader.plan(), &md, budget, 4000, false)
+            .unwrap()
+            .passes
+            .len();
+        assert!(passes > 1, "budget {budget}: {passes} passes");
+        let base = g.live_bytes();
+        g.reset_peak_live_bytes();
+        let mut host = Vec::new();
+        for b in reader.batches() {
+            let b = b.unwrap();
+            host.push(b.to_host().unwrap());
+            drop(b); // the consumer drops each batch
+        }
+        let peak = g.peak_live_bytes() - base;
+        eprintln!("budget {budget}: {passes} passes, live device memory peaked at {peak} bytes");
+        assert!(peak <= budget, "budget {budget}: peak {peak}");
+        assert_same(
+            &format!("budget {budget}"),
+            &concat(reader.schema(), &host),
+            &want,
+        );
+    }
+    // a budget no row group fits: an error at build, naming the row group and what it needs
+    let e = ParquetGpuReader::builder(&f)
+        .with_device(Device::Cuda(0))
+        .with_memory_budget(least / 2)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(e, cuparquet::Error::MemoryBudget { row_group: _, needed, budget, .. }
+            if needed > budget && budget == least / 2),
+        "{e}"
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.contains("row group") && msg.contains(&f.display().to_string()),
+        "{msg}"
+    );
 }

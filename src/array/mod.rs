@@ -100,8 +100,9 @@ impl LoadedBatch {
         }
     }
 
-    /// The row group of the batch's first rows ([`rows`](Self::rows) says which rows of which
-    /// row groups it holds; batches do not span row groups yet, but will).
+    /// The row group of the batch's first rows. A batch may hold rows of several row groups:
+    /// [`rows`](Self::rows) says which.
+    #[deprecated(note = "a batch may hold rows of several row groups: use rows()")]
     pub fn row_group(&self) -> usize {
         self.rows.first().map_or(0, |r| r.row_group)
     }
@@ -128,6 +129,35 @@ impl LoadedBatch {
             BatchData::Host(b) => b.schema(),
             BatchData::Device(b, _) => b.schema.clone(),
         }
+    }
+
+    /// The batch read as `schema`: the same fields, of the same types, nullable where the
+    /// batch's may not be (several files read as one, their nullability merged). The batch
+    /// unchanged when its columns do not fit `schema`.
+    pub(crate) fn with_schema(mut self, schema: &SchemaRef) -> Self {
+        match &mut self.data {
+            BatchData::Host(b) => {
+                let opts = arrow::record_batch::RecordBatchOptions::new()
+                    .with_row_count(Some(b.num_rows()));
+                if let Ok(x) =
+                    RecordBatch::try_new_with_options(schema.clone(), b.columns().to_vec(), &opts)
+                {
+                    *b = x;
+                }
+            }
+            BatchData::Device(b, _) => {
+                let fits = b.schema.fields().len() == schema.fields().len()
+                    && b.schema
+                        .fields()
+                        .iter()
+                        .zip(schema.fields())
+                        .all(|(a, m)| a.data_type() == m.data_type() && (m.is_nullable() || !a.is_nullable()));
+                if let (true, Some(d)) = (fits, Arc::get_mut(b)) {
+                    d.schema = schema.clone();
+                }
+            }
+        }
+        self
     }
 
     /// Bytes of memory (host or device) the batch's buffers hold.

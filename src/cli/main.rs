@@ -75,11 +75,12 @@ enum Cmd {
         #[arg(long)]
         json: bool,
         /// Also cut the plan into passes under this device-memory budget (e.g. 512MiB), each
-        /// yielding batches of --batch-rows rows: what a streaming load would read together.
+        /// yielding batches of --batch-rows rows: what a device load under that budget reads
+        /// together (one pass after the other when the whole load does not fit at once).
         #[arg(long, value_parser = parse_size_arg)]
         memory_budget: Option<u64>,
-        /// Rows per batch for --memory-budget (default 65536).
-        #[arg(long, default_value_t = 65_536)]
+        /// Rows per batch for --memory-budget (default 1048576, as loads).
+        #[arg(long, default_value_t = 1 << 20)]
         batch_rows: u64,
         /// With --memory-budget: batches do not span row groups (one dictionary per batch).
         #[arg(long)]
@@ -106,9 +107,13 @@ enum Cmd {
         /// Print nothing but errors.
         #[arg(long, short)]
         quiet: bool,
-        /// Maximum rows per batch.
+        /// Maximum rows per batch (default 1048576).
         #[arg(long)]
         batch_rows: Option<usize>,
+        /// Device loads: the most device memory the load's own allocations may reach at once,
+        /// e.g. 2GiB (default: CUPARQUET_MEMORY_BUDGET, else 80% of the device's free memory).
+        #[arg(long, value_parser = parse_size_arg)]
+        memory_budget: Option<u64>,
         /// Keep dictionaries: string/binary columns stored with one load as
         /// Dictionary(Int32, _) arrays.
         #[arg(long)]
@@ -337,6 +342,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             json,
             quiet,
             batch_rows,
+            memory_budget,
             keep_dictionaries,
             tuning,
             threads,
@@ -359,6 +365,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             }
             if let Some(n) = batch_rows {
                 b = b.with_batch_rows(n);
+            }
+            if let Some(m) = memory_budget {
+                b = b.with_memory_budget(m);
             }
             if keep_dictionaries {
                 b = b.with_keep_dictionaries(true);

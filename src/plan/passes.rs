@@ -28,9 +28,11 @@ use crate::error::{Error, Result};
 /// Scratch bytes per row of a fixed-width column in the GPU decoder (a definition level and a
 /// dictionary index per row).
 const FIXED_SCRATCH_PER_ROW: u64 = 1 + 4;
-/// Scratch bytes per row of a byte-array column (an index, a (source, length) pair and an
-/// i64 length per row).
-const BYTES_SCRATCH_PER_ROW: u64 = 4 + 16 + 8;
+/// Scratch bytes per row of a byte-array column (an index, a (source, length) pair, an i64
+/// length and an i64 offset per row).
+const BYTES_SCRATCH_PER_ROW: u64 = 4 + 16 + 8 + 8;
+/// Device bytes per chunk besides its data: page tables, job tables, counters.
+const CHUNK_OVERHEAD: u64 = 64 << 10;
 
 /// What one selected row group of a plan costs while it is read and decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -46,6 +48,30 @@ pub struct RowGroupCost {
     pub device_bytes: u64,
 }
 
+/// Bytes per value of the Arrow array arrow-rs reads a column of physical type `t` into
+/// (decimals at 16 bytes, or 32 past 38 digits; dates and times widened at most to 8 bytes),
+/// for a fixed-width column; None for BOOLEAN and BYTE_ARRAY.
+fn value_width(col: &parquet::schema::types::ColumnDescriptor) -> Option<u64> {
+    use parquet::basic::LogicalType;
+    let decimal = match col.logical_type_ref() {
+        Some(LogicalType::Decimal(d)) => Some(d.precision),
+        _ => match col.converted_type() {
+            parquet::basic::ConvertedType::DECIMAL => Some(col.type_precision()),
+            _ => None,
+        },
+    };
+    let dec = |p: i32| if p > 38 { 32 } else { 16 };
+    match col.physical_type() {
+        PhysicalType::BOOLEAN | PhysicalType::BYTE_ARRAY => None,
+        PhysicalType::INT32 | PhysicalType::INT64 => Some(decimal.map_or(8, dec)),
+        PhysicalType::FLOAT => Some(4),
+        PhysicalType::DOUBLE | PhysicalType::INT96 => Some(8),
+        PhysicalType::FIXED_LEN_BYTE_ARRAY => {
+            Some(decimal.map_or(col.type_length().max(0) as u64, dec).max(16))
+        }
+    }
+}
+
 /// The estimated cost of row group `rg` of `plan` (see the [module docs](self)).
 pub fn row_group_cost(plan: &ReadPlan, md: &ParquetMetaData, rg: usize) -> RowGroupCost {
     let meta = md.row_group(rg);
@@ -55,31 +81,19 @@ pub fn row_group_cost(plan: &ReadPlan, md: &ParquetMetaData, rg: usize) -> RowGr
         let col = meta.column(c.column);
         let uncompressed = col.uncompressed_size().max(0) as u64;
         read += c.len();
-        device += c.len();
+        device += c.len() + CHUNK_OVERHEAD;
         if col.compression() != Compression::UNCOMPRESSED {
             device += uncompressed;
         }
         let values = c.num_values.max(0) as u64;
         let validity = values.div_ceil(8);
+        let descr = col.column_descr();
         device += validity
-            + match col.column_descr().physical_type() {
-                PhysicalType::BOOLEAN => values.div_ceil(8) + values * FIXED_SCRATCH_PER_ROW,
-                PhysicalType::INT32 | PhysicalType::FLOAT => {
-                    // dates widen to 8 bytes (Date64), decimals up to 16
-                    values * 16 + values * FIXED_SCRATCH_PER_ROW
-                }
-                PhysicalType::INT64 | PhysicalType::DOUBLE => {
-                    values * 32 + values * FIXED_SCRATCH_PER_ROW
-                }
-                PhysicalType::INT96 => values * 8 + values * FIXED_SCRATCH_PER_ROW,
-                PhysicalType::FIXED_LEN_BYTE_ARRAY => {
-                    let width = col.column_descr().type_length().max(0) as u64;
-                    values * width.max(32) + values * FIXED_SCRATCH_PER_ROW
-                }
+            + match (descr.physical_type(), value_width(descr)) {
+                (_, Some(w)) => values * w + values * FIXED_SCRATCH_PER_ROW,
+                (PhysicalType::BOOLEAN, _) => values.div_ceil(8) + values * FIXED_SCRATCH_PER_ROW,
                 // characters at most the page data, i64 offsets, scratch
-                PhysicalType::BYTE_ARRAY => {
-                    uncompressed + (values + 1) * 8 + values * BYTES_SCRATCH_PER_ROW
-                }
+                _ => uncompressed + (values + 1) * 8 + values * BYTES_SCRATCH_PER_ROW,
             };
     }
     RowGroupCost {
@@ -318,6 +332,22 @@ impl fmt::Display for PassPlan {
             if batches == 1 { "" } else { "es" },
             self.batch_rows
         )?;
+        let total: u64 = self.passes.iter().map(|p| p.device_bytes).sum();
+        if total <= self.budget {
+            writeln!(
+                f,
+                "  the whole load fits (~{} on the device): a device load reads and decodes it \
+                 in overlapping waves, as without a budget",
+                human_bytes(total)
+            )?;
+        } else {
+            writeln!(
+                f,
+                "  the whole load does not fit (~{} on the device): a device load reads and \
+                 decodes these passes one after the other",
+                human_bytes(total)
+            )?;
+        }
         for (i, p) in self.passes.iter().enumerate() {
             let rows: Vec<String> = p.batches.iter().map(|b| b.num_rows().to_string()).collect();
             writeln!(

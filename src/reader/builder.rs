@@ -23,6 +23,7 @@ use crate::source::ParquetFile;
 
 /// Builds a [`ParquetGpuReader`]. Settings not given come from the `CUPARQUET_*` environment
 /// variables, then from the defaults.
+#[derive(Clone)]
 pub struct ReaderBuilder {
     path: PathBuf,
     selection: Selection,
@@ -39,6 +40,7 @@ pub struct ReaderBuilder {
     bounce_buffer_size: Option<u64>,
     machine_facts: Option<MachineFacts>,
     coalesce: Option<CoalesceConfig>,
+    memory_budget: Option<u64>,
     progress: Option<ProgressFn>,
 }
 
@@ -73,6 +75,7 @@ impl ReaderBuilder {
             bounce_buffer_size: None,
             machine_facts: None,
             coalesce: None,
+            memory_budget: None,
             progress: None,
         }
     }
@@ -188,6 +191,25 @@ impl ReaderBuilder {
         self
     }
 
+    /// The most device memory a device load's own live allocations may reach at once: raw
+    /// chunks, decompressed pages, scratch, and decoded batches not yet handed to the caller
+    /// (batches the caller holds are the caller's; the memory pool's retained free memory and
+    /// the CUDA context are not counted). Default: `CUPARQUET_MEMORY_BUDGET`, else
+    /// [`DEFAULT_MEMORY_BUDGET_SHARE`] of the device's free memory when the reader is built.
+    ///
+    /// Passes of whole row groups are planned from the footer ([`crate::plan::plan_passes`],
+    /// printed by `cuparquet plan --memory-budget`): when the whole load's estimate fits, it is
+    /// read and decoded in overlapping waves as without a budget; otherwise pass after pass,
+    /// the next one read while the current one decodes, and a pass decoded only once the
+    /// caller holds every batch of the one before ([`ParquetGpuReader::batches`];
+    /// [`ParquetGpuReader::load`] returns every batch, so its memory is the whole output). A
+    /// row group that cannot fit is an error at [`build`](Self::build) naming it and the
+    /// budget it needs. Host loads ignore it.
+    pub fn with_memory_budget(mut self, bytes: u64) -> Self {
+        self.memory_budget = Some(bytes);
+        self
+    }
+
     /// A callback told of progress during [`ParquetGpuReader::load`].
     pub fn with_progress(mut self, f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
         self.progress = Some(Arc::new(f));
@@ -258,12 +280,44 @@ impl ReaderBuilder {
             self.batch_rows,
             self.keep_dictionaries,
         )?;
-        let spans = crate::plan::batches_of(
-            &meta.metadata,
-            &plan.row_groups,
-            self.batch_rows as u64,
-            self.keep_dictionaries,
-        );
+        let (spans, passes) = match device.location {
+            Location::Cuda(n) => {
+                let budget = match self.memory_budget {
+                    Some(b) => b,
+                    None => match std::env::var(ENV_MEMORY_BUDGET) {
+                        Ok(v) => crate::config::parse_size(ENV_MEMORY_BUDGET, &v)?,
+                        Err(_) => {
+                            let (free, _) = device::gpu(n)?.memory_info()?;
+                            (free as f64 * DEFAULT_MEMORY_BUDGET_SHARE) as u64
+                        }
+                    },
+                };
+                if budget == 0 {
+                    return Err(Error::setting(
+                        "memory_budget",
+                        "0",
+                        "must be at least 1 byte",
+                    ));
+                }
+                budgeted_spans(
+                    &self.path,
+                    &plan,
+                    &meta,
+                    budget,
+                    self.batch_rows,
+                    self.keep_dictionaries,
+                )?
+            }
+            Location::Host => (
+                crate::plan::batches_of(
+                    &meta.metadata,
+                    &plan.row_groups,
+                    self.batch_rows as u64,
+                    self.keep_dictionaries,
+                ),
+                None,
+            ),
+        };
         let cuts = cuts_between(&spans, &plan.row_groups, |rg| {
             meta.metadata.row_group(rg).num_rows().max(0) as u64
         });
@@ -291,11 +345,63 @@ impl ReaderBuilder {
             tuning,
             cuts,
             spans,
+            passes,
             progress: self.progress,
             t_setup: t0.elapsed(),
             t_footer,
         }))
     }
+}
+
+/// Environment variable for [`ReaderBuilder::with_memory_budget`] (a size: `512MiB`, `2GiB`).
+pub const ENV_MEMORY_BUDGET: &str = "CUPARQUET_MEMORY_BUDGET";
+
+/// The share of the device's free memory a device load may use by default
+/// ([`ReaderBuilder::with_memory_budget`]): 0.8, leaving room for the caller's own work and
+/// for other processes' allocations made meanwhile.
+pub const DEFAULT_MEMORY_BUDGET_SHARE: f64 = 0.8;
+
+/// The batches of a device load under `budget`, and its passes as waves when the whole load
+/// does not fit at once (None when it does: then it is read and decoded as without a budget).
+fn budgeted_spans(
+    path: &Path,
+    plan: &ReadPlan,
+    meta: &crate::metadata::FileMetadata,
+    budget: u64,
+    batch_rows: usize,
+    keep_dictionaries: bool,
+) -> Result<(Vec<crate::plan::BatchSpan>, Option<Vec<super::waves::Wave>>)> {
+    let passes = crate::plan::plan_passes(
+        path,
+        plan,
+        &meta.metadata,
+        budget,
+        batch_rows as u64,
+        keep_dictionaries,
+    )?;
+    let total: u64 = passes.passes.iter().map(|p| p.device_bytes).sum();
+    if total <= budget || passes.passes.len() <= 1 {
+        let spans = crate::plan::batches_of(
+            &meta.metadata,
+            &plan.row_groups,
+            batch_rows as u64,
+            keep_dictionaries,
+        );
+        return Ok((spans, None));
+    }
+    let waves = super::waves::pass_waves(plan, &passes).ok_or_else(|| {
+        Error::setting(
+            "memory_budget",
+            budget.to_string(),
+            format!(
+                "{} needs passes cut between row groups under this budget, and the coalescing \
+                 settings merge reads across row groups",
+                path.display()
+            ),
+        )
+    })?;
+    let spans = passes.passes.into_iter().flat_map(|p| p.batches).collect();
+    Ok((spans, Some(waves)))
 }
 
 /// The row groups of `row_groups` (ascending) after which no batch of `spans` goes on: where a

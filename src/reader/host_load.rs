@@ -469,7 +469,6 @@ mod tests {
             assert_eq!(spans, want, "tiny units: {tiny_units}");
             for b in &loaded.batches {
                 assert_eq!(b.file(), f.path());
-                assert_eq!(b.row_group(), b.rows()[0].row_group);
                 let n: u64 = b.rows().iter().map(|r| r.rows.end - r.rows.start).sum();
                 assert_eq!(n, b.num_rows() as u64);
             }

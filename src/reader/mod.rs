@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use arrow::datatypes::SchemaRef;
 
-pub use builder::ReaderBuilder;
+pub use builder::{ReaderBuilder, DEFAULT_MEMORY_BUDGET_SHARE, ENV_MEMORY_BUDGET};
 pub use host_load::{release_cached_buffers, RETAINED_BUFFER_BYTES};
 pub use report::LoadReport;
 pub use stream::Batches;
@@ -98,6 +98,9 @@ pub(crate) struct ReaderState {
     spans: Vec<BatchSpan>,
     /// The row groups after which no batch goes on ([`Self::batch_ends`]).
     cuts: std::collections::HashSet<usize>,
+    /// A device load under a memory budget it does not fit at once: its passes, read and
+    /// decoded one after the other ([`ReaderBuilder::with_memory_budget`]).
+    passes: Option<Vec<waves::Wave>>,
     progress: Option<ProgressFn>,
     t_setup: Duration,
     t_footer: Duration,
@@ -208,6 +211,12 @@ impl ParquetGpuReader {
         chunks: &DeviceChunks,
     ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
         self.state.decode_on_gpu(chunks)
+    }
+
+    /// Whether a device load of this reader goes pass after pass under its memory budget
+    /// ([`ReaderBuilder::with_memory_budget`]): the whole load does not fit at once.
+    pub fn budgeted(&self) -> bool {
+        self.state.passes.is_some()
     }
 
     /// Decodes column chunks loaded into device memory on the host, from one device→host copy

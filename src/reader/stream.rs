@@ -66,9 +66,13 @@ pub(super) fn stream_waves(
 }
 
 impl ReaderState {
-    /// The waves of a device load: of [`wave_target`] bytes for a load (`first_small`: false),
-    /// with a small first one for a stream; one wave of everything when the plan cannot be cut.
+    /// The waves of a device load: the passes of a memory budget the load does not fit at
+    /// once; else of [`wave_target`] bytes for a load (`first_small`: false), with a small
+    /// first one for a stream; one wave of everything when the plan cannot be cut.
     pub(super) fn device_waves(&self, first_small: bool) -> Vec<Wave> {
+        if let Some(passes) = &self.passes {
+            return passes.clone();
+        }
         let plan = &self.plan;
         // chunks decompressed by the device (SNAPPY unless sent to the host): their waves
         // overlap reads with kernels; host-decompressed codecs keep the cores busy that the
@@ -108,16 +112,23 @@ impl ReaderState {
 
     /// Reads and decodes `waves` through `reader`, handing each wave's result to `sink` as it
     /// is decoded (not in order); `sink` returns false when no more are wanted. On a device,
-    /// several waves are pipelined ([`Self::pipelined`]); on the host each wave's units are
-    /// read and decoded in parallel.
+    /// the passes of a memory budget are read and decoded one after the other
+    /// ([`Self::passes_in_turn`]; `handed(i)` waits until the caller holds every batch of the
+    /// waves before `i`), other waves pipelined ([`Self::pipelined`]); on the host each wave's
+    /// units are read and decoded in parallel.
     pub(super) fn produce(
         &self,
         reader: &dyn RangeReader,
         waves: &[Wave],
         sink: &(dyn Fn(usize, Result<WaveOut>) -> bool + Sync),
+        handed: &(dyn Fn(usize) + Sync),
     ) -> Result<()> {
         let plan = &self.plan;
         match self.device.location {
+            Location::Cuda(ordinal) if self.passes.is_some() => {
+                self.passes_in_turn(reader, ordinal, waves, sink, handed);
+                Ok(())
+            }
             Location::Cuda(ordinal) if waves.len() > 1 => {
                 self.pipelined(reader, ordinal, waves, sink)
             }
@@ -159,6 +170,69 @@ impl ReaderState {
                     }
                 }
                 Ok(())
+            }
+        }
+    }
+
+    /// The passes of a memory budget, one after the other: pass `i + 1` read while pass `i`
+    /// decodes, pass `i` decoded once the caller holds every batch of the passes before it
+    /// (`handed(i)`), so that the live allocations stay within what the pass plan allows: a
+    /// pass's chunks, pages, scratch and batches, and the next pass's chunks.
+    fn passes_in_turn(
+        &self,
+        reader: &dyn RangeReader,
+        ordinal: usize,
+        waves: &[Wave],
+        sink: &(dyn Fn(usize, Result<WaveOut>) -> bool + Sync),
+        handed: &(dyn Fn(usize) + Sync),
+    ) {
+        let Some(first) = waves.first() else {
+            return;
+        };
+        let mut next = Some(self.read_wave(reader, ordinal, first));
+        let (mut bytes, mut rgs) = (0u64, 0usize);
+        for (i, w) in waves.iter().enumerate() {
+            let (chunks, io) = match next.take() {
+                Some(Ok(x)) => x,
+                Some(Err(e)) => {
+                    sink(i, Err(e));
+                    return;
+                }
+                None => return,
+            };
+            handed(i);
+            let t = Instant::now();
+            let after = waves.get(i + 1);
+            let (decoded, read) = std::thread::scope(|s| {
+                let h = after.map(|a| s.spawn(move || self.read_wave(reader, ordinal, a)));
+                // the chunks are dropped on the decode stream, after its kernels
+                let d = crate::device::with_decode_slot(0, move || {
+                    let d = self.decode_part(&chunks, &w.row_groups);
+                    drop(chunks);
+                    d
+                });
+                let r = h.map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::Decode {
+                            path: self.file.path().to_path_buf(),
+                            row_group: after.and_then(|a| a.row_groups.first().copied()),
+                            column: None,
+                            reason: "the thread reading the next pass panicked".into(),
+                        })
+                    })
+                });
+                (d, r)
+            });
+            next = read;
+            let failed = decoded.is_err();
+            if !failed {
+                bytes += w.bytes;
+                rgs += w.row_groups.len();
+                self.notify(bytes, rgs);
+            }
+            let out = decoded.map(|(b, g)| (b, g, io, t.elapsed()));
+            if !sink(i, out) || failed {
+                return;
             }
         }
     }
@@ -217,8 +291,37 @@ pub struct Batches {
     waves: Vec<Wave>,
     ready: VecDeque<LoadedBatch>,
     totals: Arc<Mutex<Totals>>,
+    /// Waves whose every batch the caller holds, for the producer of a memory budget's
+    /// passes ([`Handed`]).
+    handed: Arc<Handed>,
     path: std::path::PathBuf,
     done: bool,
+}
+
+/// How many waves of a stream the caller holds every batch of, and a wake-up for the
+/// producer waiting on it.
+#[derive(Debug, Default)]
+struct Handed {
+    waves: Mutex<usize>,
+    cv: std::sync::Condvar,
+}
+
+impl Handed {
+    fn set(&self, n: usize) {
+        let mut w = self.waves.lock().unwrap_or_else(|p| p.into_inner());
+        if n > *w {
+            *w = n;
+            self.cv.notify_all();
+        }
+    }
+
+    /// Waits until the caller holds every batch of the waves before `i`.
+    fn wait(&self, i: usize) {
+        let mut w = self.waves.lock().unwrap_or_else(|p| p.into_inner());
+        while *w < i {
+            w = self.cv.wait(w).unwrap_or_else(|p| p.into_inner());
+        }
+    }
 }
 
 impl std::fmt::Debug for Batches {
@@ -246,6 +349,8 @@ impl Batches {
         let (tx, rx): (SyncSender<_>, _) = std::sync::mpsc::sync_channel(WAVES_AHEAD);
         let path = state.file.path().to_path_buf();
         let totals = Arc::new(Mutex::new(Totals::default()));
+        let handed = Arc::new(Handed::default());
+        let h = Arc::clone(&handed);
         let w = waves.clone();
         let producer = std::thread::Builder::new()
             .name("cuparquet-stream".into())
@@ -256,7 +361,7 @@ impl Batches {
                     (None, None) => &state.host_reader,
                 };
                 let sink = |i: usize, r: Result<WaveOut>| tx.send((i, r)).is_ok();
-                if let Err(e) = state.produce(io, &w, &sink) {
+                if let Err(e) = state.produce(io, &w, &sink, &|i| h.wait(i)) {
                     let _ = tx.send((usize::MAX, Err(e)));
                 }
             });
@@ -272,6 +377,7 @@ impl Batches {
             waves,
             ready: VecDeque::new(),
             totals,
+            handed,
             path,
             done,
         }
@@ -312,9 +418,16 @@ impl Batches {
     fn stop(&mut self) {
         self.done = true;
         self.rx = None;
+        self.handed.set(usize::MAX); // a producer waiting for the caller goes on, to its end
         if let Some(h) = self.producer.take() {
             let _ = h.join();
         }
+    }
+
+    /// Whether every wave has been read and decoded: what is left are batches waiting for the
+    /// caller.
+    pub(super) fn produced(&self) -> bool {
+        self.done || self.next_wave >= self.waves.len()
     }
 
     /// What the waves handed over so far read.
@@ -335,6 +448,8 @@ impl Iterator for Batches {
                 self.stop();
                 return None;
             }
+            // every batch of the waves before is in the caller's hands
+            self.handed.set(self.next_wave);
             match self.next_wave() {
                 Some(Ok((batches, g, io, d))) => {
                     self.next_wave += 1;
@@ -397,13 +512,15 @@ impl ReaderState {
         let results: Mutex<Vec<Option<Result<WaveOut>>>> =
             Mutex::new((0..waves.len()).map(|_| None).collect());
         self.notify(0, 0);
-        self.produce(reader, &waves, &|i, r| {
+        let sink = |i: usize, r: Result<WaveOut>| {
             let ok = r.is_ok();
             if let Some(slot) = results.lock().unwrap_or_else(|p| p.into_inner()).get_mut(i) {
                 *slot = Some(r);
             }
             ok
-        })?;
+        };
+        // a load hands every batch over as it is decoded
+        self.produce(reader, &waves, &sink, &|_| {})?;
         let mut batches = Vec::new();
         let mut gpu_decode = GpuDecodeReport::default();
         let mut io = IoReport::default();

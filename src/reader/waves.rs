@@ -46,6 +46,52 @@ impl Wave {
     }
 }
 
+/// The passes of `passes` as waves of `plan`: each pass's chunks and the requests that read
+/// them; None when a request reads chunks of two passes (coalescing across row groups).
+pub(super) fn pass_waves(plan: &ReadPlan, passes: &crate::plan::PassPlan) -> Option<Vec<Wave>> {
+    let mut out: Vec<Wave> = Vec::with_capacity(passes.passes.len());
+    let mut at = 0usize; // the next request
+    for p in &passes.passes {
+        let start = at;
+        let mut bytes = 0;
+        while at < plan.requests.len()
+            && plan.requests[at]
+                .chunks
+                .iter()
+                .all(|c| p.chunks.contains(c))
+        {
+            bytes += plan.requests[at].len();
+            at += 1;
+        }
+        let covered: usize = plan.requests[start..at]
+            .iter()
+            .map(|r| r.chunks.len())
+            .sum();
+        let non_empty = plan.chunks[p.chunks.clone()]
+            .iter()
+            .filter(|c| !c.is_empty())
+            .count();
+        if covered < non_empty {
+            return None;
+        }
+        match out.last_mut() {
+            // a pass with nothing to read (empty chunks only) joins the wave before it
+            Some(w) if at == start => {
+                w.row_groups.extend_from_slice(&p.row_groups);
+                w.chunks.end = p.chunks.end;
+            }
+            _ => out.push(Wave {
+                row_groups: p.row_groups.clone(),
+                chunks: p.chunks.clone(),
+                requests: start..at,
+                bytes,
+            }),
+        }
+    }
+    let readable = out.iter().all(|w| !w.requests.is_empty());
+    (at == plan.requests.len() && readable).then_some(out)
+}
+
 /// Bytes per wave of a device load of mostly uncompressed chunks ([`wave_target`]).
 const UNCOMPRESSED_WAVE_BYTES: u64 = 250 << 20;
 
@@ -292,6 +338,56 @@ mod tests {
     use crate::device::Device;
     use crate::reader::tests::int_file;
     use crate::ParquetGpuReader;
+
+    #[test]
+    fn passes_become_waves_when_reads_stay_within_row_groups() {
+        let f = int_file(&["a", "b"], 40_000, 2_500); // 16 row groups
+        let device_like = crate::plan::CoalesceConfig {
+            unit_target_bytes: crate::plan::coalesce::MAX_REQUEST_SIZE,
+            units_within_row_groups: true,
+            ..Default::default()
+        };
+        let reader = ParquetGpuReader::builder(f.path())
+            .with_device(Device::Host)
+            .with_coalescing(device_like)
+            .build()
+            .unwrap();
+        let plan = reader.plan();
+        let md = &reader.metadata().metadata;
+        let one = crate::plan::passes::row_group_cost(plan, md, 0).device_bytes;
+        let passes = crate::plan::plan_passes(f.path(), plan, md, 3 * one, 1 << 20, false).unwrap();
+        assert!(passes.passes.len() > 3, "{passes}");
+        let w = pass_waves(plan, &passes).expect("reads within row groups");
+        assert_eq!(w.len(), passes.passes.len());
+        let mut at = 0;
+        for (x, p) in w.iter().zip(&passes.passes) {
+            assert_eq!((&x.row_groups, &x.chunks), (&p.row_groups, &p.chunks));
+            assert_eq!(x.requests.start, at, "requests end to end");
+            at = x.requests.end;
+            for r in &plan.requests[x.requests.clone()] {
+                assert!(r.chunks.iter().all(|c| x.chunks.contains(c)));
+            }
+            let bytes: u64 = plan.requests[x.requests.clone()]
+                .iter()
+                .map(|r| r.len())
+                .sum();
+            assert_eq!(x.bytes, bytes);
+        }
+        assert_eq!(at, plan.requests.len());
+        // reads merged across row groups cannot be cut into these passes
+        let merged = ParquetGpuReader::builder(f.path())
+            .with_device(Device::Host)
+            .build()
+            .unwrap();
+        let plan = merged.plan();
+        assert!(plan.requests.iter().any(|r| {
+            let rgs: std::collections::BTreeSet<usize> =
+                r.chunks.iter().map(|&c| plan.chunks[c].row_group).collect();
+            rgs.len() > 1
+        }));
+        let passes = crate::plan::plan_passes(f.path(), plan, md, 3 * one, 1 << 20, false).unwrap();
+        assert!(pass_waves(plan, &passes).is_none());
+    }
 
     #[test]
     fn waves_hold_whole_row_groups_and_cover_the_plan() {
