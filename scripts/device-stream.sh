@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# GPU machine: the streaming reader's runs. PART=tests: the GPU tests (every packed test binary,
+# the GPU required); PART=bench: bench-stream_device (load, batches(), first batch, memory
+# budgets), then a CUPARQUET_PROFILE'd load of the small-row-groups file.
+# Prepare on the development machine:
+#   bash ../shared/device/pack.sh -- --test gpu --test gpu_decode --test conformance --test stream \
+#     && bash scripts/pack-bench.sh
+# and run with .dev carried:  PART=tests bash scripts/device-stream.sh
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+[ -f .dev/bin.tar.xz ] && [ ! -d .dev/bin ] && tar -C .dev -xJf .dev/bin.tar.xz
+out=${OUT:-/tmp/out}; mkdir -p "$out"
+export CUPARQUET_KERNEL_CACHE=/tmp/cuparquet-kernels CUPARQUET_BENCH_DIR=/tmp/bench-data
+echo "=== machine"; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+case "${PART:-tests}" in
+tests)
+  bash .dev/prepare-cufile-vm.sh >/dev/null 2>&1 || echo "could not write the udev record"
+  export CUPARQUET_REQUIRE_GPU=1 PARQUET_TESTING_DIR="$PWD/.dev/corpus/parquet-testing" RUST_BACKTRACE=1
+  for t in .dev/bin/test-test-*; do
+    echo "=== $t"
+    timeout 300 "$t" --test-threads=2 2>&1 | tee "$out/$(basename "$t").txt" \
+      | grep -E "test result|FAILED|panicked|cases equal|peaked|equal to the reference" | head -40
+  done
+  ;;
+bench)
+  echo "=== bench-stream_device"
+  CUPARQUET_BENCH_OUT="$out/stream.jsonl" CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} \
+    timeout 420 .dev/bin/bench-stream_device 2>&1 | tee "$out/stream.txt"
+  f=/tmp/bench-data/small-row-groups-8m-800rg-snappy.parquet
+  echo "=== profile of one small-row-groups load"
+  [ -f "$f" ] && CUPARQUET_PROFILE=1 .dev/bin/cuparquet load "$f" --device cuda:0 2>&1 | head -12
+  ;;
+esac
