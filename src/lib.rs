@@ -36,6 +36,8 @@
 //! | see which bytes a query needs, without reading them | [`metadata::read_metadata`] + [`plan::plan`], or [`ParquetGpuReader::plan`] |
 //! | read byte ranges into a buffer of your own | [`io::host::HostReader`] (host) or [`io::gpu::GpuReader`] (device, per-range path choice) through [`io::RangeReader`]; [`io::recording::RecordingReader`] logs the ranges asked for |
 //! | Arrow batches in GPU memory | [`Device::Cuda`] → [`load`](ParquetGpuReader::load): batches of about `with_batch_rows` rows ([`LoadedBatch::as_device`]), or as a stream ([`batches`](ParquetGpuReader::batches)) |
+//! | a stream of batches, under a device-memory budget | [`ParquetGpuReader::batches`] ([`Batches`]: `'static`, `Send`); [`ReaderBuilder::with_memory_budget`] |
+//! | several files or a directory as one | [`ParquetGpuReader::dataset_builder`] … [`build_dataset`](ReaderBuilder::build_dataset) → [`Dataset::batches`] / [`Dataset::load`] |
 //! | column chunks in GPU memory, still encoded | [`ParquetGpuReader::load_chunks`] ([`reader::DeviceChunks`]), then [`decode_on_gpu`](ParquetGpuReader::decode_on_gpu) |
 //! | device memory, pinned memory, kernels of your own | [`device::gpu`] → [`device::Gpu`] (`alloc`, `pinned`, `load_module`) |
 //! | Arrow arrays / batches in device memory | [`DeviceArray`], [`DeviceRecordBatch`] (`upload`, `to_host`) |
@@ -174,4 +176,7 @@ pub mod internals {
 pub use array::{DeviceArray, DeviceRecordBatch, LoadedBatch, Location, RowSpan};
 pub use device::Device;
 pub use error::{Error, Result};
-pub use reader::{Batches, LoadReport, Loaded, ParquetGpuReader, Progress, ReaderBuilder};
+pub use reader::{
+    Batches, Dataset, DatasetBatches, LoadReport, Loaded, LoadedDataset, ParquetGpuReader,
+    Progress, ReaderBuilder,
+};

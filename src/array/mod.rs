@@ -147,11 +147,9 @@ impl LoadedBatch {
             }
             BatchData::Device(b, _) => {
                 let fits = b.schema.fields().len() == schema.fields().len()
-                    && b.schema
-                        .fields()
-                        .iter()
-                        .zip(schema.fields())
-                        .all(|(a, m)| a.data_type() == m.data_type() && (m.is_nullable() || !a.is_nullable()));
+                    && b.schema.fields().iter().zip(schema.fields()).all(|(a, m)| {
+                        a.data_type() == m.data_type() && (m.is_nullable() || !a.is_nullable())
+                    });
                 if let (true, Some(d)) = (fits, Arc::get_mut(b)) {
                     d.schema = schema.clone();
                 }

@@ -88,8 +88,11 @@ enum Cmd {
     },
     /// Load a selection and print what happened.
     Load {
-        /// Parquet file.
-        file: PathBuf,
+        /// Parquet files or directories (a directory stands for its *.parquet files, not
+        /// recursive, sorted, names starting with _ or . skipped): read as one dataset, one
+        /// schema.
+        #[arg(required = true, num_args = 1..)]
+        files: Vec<PathBuf>,
         #[command(flatten)]
         sel: SelectionArgs,
         /// Target: auto, host, cuda or cuda:N.
@@ -216,8 +219,8 @@ fn main() -> ExitCode {
         }
     };
     let file = match &cli.cmd {
-        Cmd::Inspect { file, .. } | Cmd::Load { file, .. } => file.display().to_string(),
-        Cmd::Plan { files, .. } => files
+        Cmd::Inspect { file, .. } => file.display().to_string(),
+        Cmd::Plan { files, .. } | Cmd::Load { files, .. } => files
             .iter()
             .map(|f| f.display().to_string())
             .collect::<Vec<_>>()
@@ -334,7 +337,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Load {
-            file,
+            files,
             sel,
             device,
             output,
@@ -350,6 +353,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             direct_io,
             compat_mode,
         } => {
+            let file = files[0].clone();
             let mut b = ParquetGpuReader::builder(&file)
                 .with_device(device)
                 .with_page_index(sel.page_index);
@@ -394,23 +398,60 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 let bar = bar.clone();
                 b = b.with_progress(move |p| bar.update(p));
             }
-            let reader = b.build()?;
-            let loaded = reader.load();
+            let single = files.len() == 1 && !file.is_dir();
+            let loaded = if single {
+                let reader = b.build()?;
+                reader.load().map(|l| {
+                    let schema = l.schema.clone();
+                    (l.batches, schema, vec![l.report])
+                })
+            } else {
+                b.build_dataset(&files)
+                    .and_then(|d| d.load())
+                    .map(|l| (l.batches, l.schema, l.reports))
+            };
             if let Some(bar) = &bar {
                 bar.finish();
             }
-            let loaded = loaded?;
+            let (batches, schema, reports) = loaded?;
             if let Some(out) = &output {
                 // device batches are copied back (`to_host`): the file is what is on the device
-                write_ipc(out, &loaded)?;
+                write_ipc(out, &batches, &schema)?;
             }
             if json {
+                let v = if single {
+                    serde_json::to_value(&reports[0])
+                } else {
+                    serde_json::to_value(&reports).map(|files| {
+                        serde_json::json!({
+                            "files": files,
+                            "rows": reports.iter().map(|r| r.rows).sum::<u64>(),
+                            "output_bytes": reports.iter().map(|r| r.output_bytes).sum::<u64>(),
+                        })
+                    })
+                };
+                let v = v.map_err(|e| out_err(&file, e))?;
                 println!(
                     "{}",
-                    serde_json::to_string_pretty(&loaded.report).map_err(|e| out_err(&file, e))?
+                    serde_json::to_string_pretty(&v).map_err(|e| out_err(&file, e))?
                 );
             } else if !quiet {
-                print!("{}", summary(&loaded.report, report, output.as_deref()));
+                for r in &reports {
+                    print!("{}", summary(r, report, output.as_deref()));
+                }
+                if !single {
+                    let rows: u64 = reports.iter().map(|r| r.rows).sum();
+                    let bytes: u64 = reports.iter().map(|r| r.output_bytes).sum();
+                    let wall: f64 = reports.iter().map(|r| r.load_time.as_secs_f64()).sum();
+                    println!(
+                        "{} files, one schema of {} columns: {rows} rows, Arrow output {}, load \
+                         wall {:.2} ms in all",
+                        reports.len(),
+                        schema.fields().len(),
+                        cuparquet::config::human_bytes(bytes),
+                        wall * 1e3
+                    );
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

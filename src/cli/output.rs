@@ -13,12 +13,15 @@ pub(crate) fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {
     }
 }
 
-pub(crate) fn write_ipc(out: &Path, loaded: &cuparquet::Loaded) -> Result<(), Error> {
-    let schema = loaded
-        .batches
+pub(crate) fn write_ipc(
+    out: &Path,
+    batches: &[cuparquet::LoadedBatch],
+    schema: &arrow::datatypes::SchemaRef,
+) -> Result<(), Error> {
+    let schema = batches
         .first()
         .map(|b| b.schema())
-        .unwrap_or_else(|| loaded.schema.clone());
+        .unwrap_or_else(|| schema.clone());
     let f = std::fs::File::create(out).map_err(|e| out_err(out, e))?;
     let mut w = arrow::ipc::writer::FileWriter::try_new(std::io::BufWriter::new(f), &schema)
         .map_err(|e| out_err(out, e))?;
@@ -29,11 +32,14 @@ pub(crate) fn write_ipc(out: &Path, loaded: &cuparquet::Loaded) -> Result<(), Er
     if dictionaries {
         // an IPC file holds one dictionary per field: join the batches (row groups have
         // dictionaries of their own) into one, whose dictionaries are merged
-        let host = loaded.to_host()?;
+        let host = batches
+            .iter()
+            .map(|b| b.to_host())
+            .collect::<Result<Vec<_>, _>>()?;
         let one = arrow::compute::concat_batches(&schema, &host).map_err(|e| out_err(out, e))?;
         w.write(&one).map_err(|e| out_err(out, e))?;
     } else {
-        for b in &loaded.batches {
+        for b in batches {
             w.write(&b.to_host()?).map_err(|e| out_err(out, e))?;
         }
     }

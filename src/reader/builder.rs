@@ -80,6 +80,12 @@ impl ReaderBuilder {
         }
     }
 
+    /// The same options for the file at `path`.
+    pub(super) fn with_path(mut self, path: &Path) -> Self {
+        self.path = path.to_path_buf();
+        self
+    }
+
     /// Reads only these columns: top-level names or dotted paths to nested fields (a name
     /// containing dots in backquotes). Output columns keep the file's order.
     pub fn with_columns<I, S>(mut self, columns: I) -> Self

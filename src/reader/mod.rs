@@ -17,6 +17,7 @@
 //! load did), `timeline` (`CUPARQUET_PROFILE`'s record of a pipelined load).
 
 mod builder;
+mod dataset;
 mod device_load;
 mod host_load;
 mod report;
@@ -31,6 +32,7 @@ use std::time::{Duration, Instant};
 use arrow::datatypes::SchemaRef;
 
 pub use builder::{ReaderBuilder, DEFAULT_MEMORY_BUDGET_SHARE, ENV_MEMORY_BUDGET};
+pub use dataset::{Dataset, DatasetBatches, LoadedDataset};
 pub use host_load::{release_cached_buffers, RETAINED_BUFFER_BYTES};
 pub use report::LoadReport;
 pub use stream::Batches;
