@@ -15,7 +15,13 @@ use crate::array::LoadedBatch;
 use crate::error::{Error, Result};
 use crate::metadata::merge_schemas;
 
-/// Files read as one: see the [module docs](self).
+/// Files read as one: a list of files or directories (a directory stands for its `*.parquet`
+/// files, not recursive, sorted by name, names starting with `_` or `.` skipped), one schema
+/// (field names and types must agree; nullability merged), one stream of batches
+/// ([`Dataset::batches`]). Each file is a [`ParquetGpuReader`] built with the same options;
+/// the next file's footer is read while the current file streams, and its reads and decoding
+/// start as soon as the current file's last wave is decoded. Built by
+/// [`ReaderBuilder::build_dataset`].
 #[derive(Debug, Clone)]
 pub struct Dataset {
     files: Vec<PathBuf>,
