@@ -9,6 +9,8 @@
 //!   `plain-uncompressed` (default: all);
 //! - `CUPARQUET_BENCH_BATCH_ROWS`: batch sizes to measure `batches()` with (default the
 //!   reader's default);
+//! - `CUPARQUET_BENCH_EXTRA`: more files to measure, `name=path` pairs separated by commas
+//!   (e.g. the pyarrow-written twin of `small-row-groups` from `scripts/cudf_compare.py`);
 //! - `CUPARQUET_BENCH_BUDGETS`: memory budgets for the consumer-drops-each-batch runs
 //!   (default `512MiB,2GiB`; `none` for none).
 //!
@@ -246,6 +248,15 @@ fn main() {
             }
             files.push((name, p));
         }
+    }
+    let extra = std::env::var("CUPARQUET_BENCH_EXTRA").unwrap_or_default();
+    let extra: Vec<(String, PathBuf)> = extra
+        .split(',')
+        .filter_map(|x| x.split_once('='))
+        .map(|(n, p)| (n.trim().to_string(), PathBuf::from(p.trim())))
+        .collect();
+    for (n, p) in &extra {
+        files.push((n.as_str(), p.clone()));
     }
     let _ = std::process::Command::new("sync").status();
     println!("data ready in {:.1?}", t.elapsed());

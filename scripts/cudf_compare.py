@@ -1,0 +1,80 @@
+"""GPU machine: cuDF's `read_parquet` on the files cuparquet's benchmarks measure, in the same run.
+
+    python3 scripts/cudf_compare.py write DIR     # the pyarrow-written bench files (pyarrow defaults)
+    python3 scripts/cudf_compare.py time FILE...  # cuDF read_parquet, best / median ms of ROUNDS
+
+`write` makes `small-row-groups-pyarrow.parquet` in DIR: 8,000,000 rows in 800 row groups of
+10,000 rows (int64 key, random int64, double, a string from 20,000 distinct values), written by
+pyarrow with its defaults otherwise (SNAPPY, dictionaries, 1 MiB pages). `time` reads each file
+with pylibcudf (one warm-up read, then ROUNDS reads, default 5), each timed from the call to the
+device synchronised, and prints one line per file. Needs pylibcudf (../shared/device/wheels.sh
+cudf) and pyarrow on PYTHONPATH.
+"""
+
+import os
+import statistics
+import sys
+import time
+
+
+def write(out_dir):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    n = 8_000_000
+    words = pa.array([f"value-{i:06}-xyz" for i in range(20_000)])
+    idx = pc.cast(pc.floor(pc.multiply(pc.random(n), 20_000)), pa.int32(), safe=False)
+    table = pa.table(
+        {
+            "k": pa.array(range(n), pa.int64()),
+            "v": pc.cast(pc.multiply(pc.random(n), 2.0**62), pa.int64(), safe=False),
+            "x": pc.multiply(pc.random(n), 1e6),
+            "s": pc.take(words, idx),
+        }
+    )
+    path = os.path.join(out_dir, "small-row-groups-pyarrow.parquet")
+    pq.write_table(table, path, row_group_size=10_000)
+    print(f"wrote {path}: {pq.ParquetFile(path).metadata.num_row_groups} row groups")
+
+
+def time_files(paths):
+    import ctypes
+
+    import pylibcudf as plc
+
+    rounds = int(os.environ.get("ROUNDS", "5"))
+    # the device synchronised through the driver: libcudf's runtime made its context current
+    cuda = ctypes.CDLL("libcuda.so.1")
+
+    def read(path):
+        opts = plc.io.parquet.ParquetReaderOptions.builder(plc.io.SourceInfo([path])).build()
+        t = time.perf_counter()
+        tbl = plc.io.parquet.read_parquet(opts)
+        rc = cuda.cuCtxSynchronize()
+        dt = time.perf_counter() - t
+        if rc != 0:
+            raise RuntimeError(f"cuCtxSynchronize: {rc}")
+        return dt, tbl
+
+    for path in paths:
+        read(path)  # warm-up: page cache, kernels
+        times = []
+        rows = 0
+        for _ in range(rounds):
+            dt, tbl = read(path)
+            rows = tbl.tbl.num_rows()
+            times.append(dt)
+            del tbl
+        best, med = min(times) * 1e3, statistics.median(times) * 1e3
+        print(f"cudf {os.path.basename(path):<45} best {best:8.2f} ms, median {med:8.2f} ms, rows {rows}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "write":
+        write(sys.argv[2])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "time":
+        time_files(sys.argv[2:])
+    else:
+        print(__doc__)
+        sys.exit(2)
