@@ -201,7 +201,8 @@ impl ReaderBuilder {
     /// chunks, decompressed pages, scratch, and decoded batches not yet handed to the caller
     /// (batches the caller holds are the caller's; the memory pool's retained free memory and
     /// the CUDA context are not counted). Default: `CUPARQUET_MEMORY_BUDGET`, else
-    /// [`DEFAULT_MEMORY_BUDGET_SHARE`] of the device's free memory when the reader is built.
+    /// [`DEFAULT_MEMORY_BUDGET_SHARE`] of the device's free memory when the reader is built
+    /// (loads estimated at most [`SMALL_LOAD_BYTES`] are not checked against it).
     ///
     /// Passes of whole row groups are planned from the footer ([`crate::plan::plan_passes`],
     /// printed by `cuparquet plan --memory-budget`): when the whole load's estimate fits, it is
@@ -292,6 +293,10 @@ impl ReaderBuilder {
                     Some(b) => b,
                     None => match std::env::var(ENV_MEMORY_BUDGET) {
                         Ok(v) => crate::config::parse_size(ENV_MEMORY_BUDGET, &v)?,
+                        // small loads skip asking the driver (cuMemGetInfo costs more than
+                        // planning them): a device without that much free memory fails the
+                        // load's first allocation with an error saying so
+                        Err(_) if estimate(&plan, &meta) <= SMALL_LOAD_BYTES => u64::MAX,
                         Err(_) => {
                             let (free, _) = device::gpu(n)?.memory_info()?;
                             (free as f64 * DEFAULT_MEMORY_BUDGET_SHARE) as u64
@@ -367,6 +372,19 @@ pub const ENV_MEMORY_BUDGET: &str = "CUPARQUET_MEMORY_BUDGET";
 /// for other processes' allocations made meanwhile.
 pub const DEFAULT_MEMORY_BUDGET_SHARE: f64 = 0.8;
 
+/// Device loads whose footer estimate is at most this (1 GiB) are not checked against the
+/// device's free memory when no budget is set ([`ReaderBuilder::with_memory_budget`]).
+pub const SMALL_LOAD_BYTES: u64 = 1 << 30;
+
+/// The footer's estimate of a device load's memory, all of it at once
+/// ([`crate::plan::passes::row_group_cost`]).
+fn estimate(plan: &ReadPlan, meta: &crate::metadata::FileMetadata) -> u64 {
+    plan.row_groups
+        .iter()
+        .map(|&rg| crate::plan::passes::row_group_cost(plan, &meta.metadata, rg).device_bytes)
+        .sum()
+}
+
 /// The batches of a device load under `budget`, and its passes as waves when the whole load
 /// does not fit at once (None when it does: then it is read and decoded as without a budget).
 fn budgeted_spans(
@@ -377,16 +395,21 @@ fn budgeted_spans(
     batch_rows: usize,
     keep_dictionaries: bool,
 ) -> Result<(Vec<crate::plan::BatchSpan>, Option<Vec<super::waves::Wave>>)> {
-    let passes = crate::plan::plan_passes(
-        path,
-        plan,
-        &meta.metadata,
-        budget,
-        batch_rows as u64,
-        keep_dictionaries,
-    )?;
-    let total: u64 = passes.passes.iter().map(|p| p.device_bytes).sum();
-    if total <= budget || passes.passes.len() <= 1 {
+    let passes = match budget {
+        u64::MAX => None,
+        _ => Some(crate::plan::plan_passes(
+            path,
+            plan,
+            &meta.metadata,
+            budget,
+            batch_rows as u64,
+            keep_dictionaries,
+        )?),
+    };
+    let fits = |p: &crate::plan::PassPlan| {
+        p.passes.len() <= 1 || p.passes.iter().map(|p| p.device_bytes).sum::<u64>() <= budget
+    };
+    let Some(passes) = passes.filter(|p| !fits(p)) else {
         let spans = crate::plan::batches_of(
             &meta.metadata,
             &plan.row_groups,
@@ -394,7 +417,7 @@ fn budgeted_spans(
             keep_dictionaries,
         );
         return Ok((spans, None));
-    }
+    };
     let waves = super::waves::pass_waves(plan, &passes).ok_or_else(|| {
         Error::setting(
             "memory_budget",
