@@ -18,8 +18,8 @@ fn main() -> cuparquet::Result<()> {
     let meta = read_metadata(&file, true)?;
     let selection = Selection {
         columns: Some(vec!["l_quantity".into(), "l_comment".into()]),
-        row_groups: None,
         filter: Some(filter),
+        ..Default::default()
     };
     let p = plan(file.path(), &meta, &selection)?;
     print!("{p}");

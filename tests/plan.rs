@@ -95,6 +95,7 @@ fn planned_chunks_are_all_the_decoder_needs() {
             columns: Some(vec![format!("`{first}`")]),
             row_groups: (n_rg > 1).then(|| vec![n_rg - 1]),
             filter: None,
+            rows: None,
         };
         if let Err(e) = decode_planned(f, &sel) {
             assert!(

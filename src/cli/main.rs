@@ -165,6 +165,7 @@ impl SelectionArgs {
             columns: self.columns.as_deref().map(split_columns),
             row_groups: self.row_groups.as_ref().map(|r| r.0.clone()),
             filter: self.filter.clone(),
+            rows: None,
         }
     }
 }

@@ -21,6 +21,7 @@ use std::path::Path;
 use parquet::file::metadata::ParquetMetaData;
 
 pub use coalesce::{CoalesceConfig, IoRequest};
+pub use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 pub use passes::{batches_of, plan_passes, BatchSpan, PassPlan, PlannedPass, RowRange};
 pub use predicate::{parse_predicate, BoundPredicate, Predicate};
 
@@ -36,6 +37,141 @@ pub struct Selection {
     pub row_groups: Option<Vec<usize>>,
     /// A pruning predicate (see [`predicate`]); row groups it rules out are skipped.
     pub filter: Option<String>,
+    /// The rows to read, per row group ([`RowRanges`]); row groups it does not name are
+    /// skipped (never read). `None` = every row of the selected row groups.
+    pub rows: Option<RowRanges>,
+}
+
+/// Selected rows per row group: ascending, disjoint, non-empty ranges of each row group's
+/// rows, counted from its first row.
+pub type RowRanges = std::collections::BTreeMap<usize, Vec<Range<u64>>>;
+
+/// How one row group is read, as DataFusion's `ParquetAccessPlan` says it: skipped, scanned
+/// whole, or only the rows a `RowSelection` selects (over that row group's rows).
+#[derive(Debug, Clone)]
+pub enum RowGroupAccess {
+    /// Not read.
+    Skip,
+    /// Every row.
+    Scan,
+    /// The rows selected (arrow-rs semantics, over this row group's rows; rows past the
+    /// selection's end are not read).
+    Selection(parquet::arrow::arrow_reader::RowSelection),
+}
+
+/// The ranges of rows the next `total` rows of `selectors` ((skip, rows) runs) select, counted
+/// from 0; the selectors are consumed that far.
+fn ranges_of(
+    selectors: &mut std::iter::Peekable<std::vec::IntoIter<(bool, u64)>>,
+    total: u64,
+) -> Vec<Range<u64>> {
+    let mut out: Vec<Range<u64>> = Vec::new();
+    let mut at = 0u64;
+    while at < total {
+        let Some((skip, n)) = selectors.peek_mut() else {
+            break;
+        };
+        let take = (*n).min(total - at);
+        if !*skip && take > 0 {
+            match out.last_mut() {
+                Some(last) if last.end == at => last.end = at + take,
+                _ => out.push(at..at + take),
+            }
+        }
+        at += take;
+        *n -= take;
+        if *n == 0 {
+            selectors.next();
+        }
+    }
+    out
+}
+
+fn selectors(sel: &parquet::arrow::arrow_reader::RowSelection) -> Vec<(bool, u64)> {
+    sel.iter()
+        .map(|s| (s.skip, s.row_count as u64))
+        .filter(|s| s.1 > 0)
+        .collect()
+}
+
+/// The rows `sel` selects over the rows of `row_groups` (ascending), in order, as arrow-rs
+/// reads a `RowSelection` with those row groups; an error naming `path` when it covers more
+/// rows than they hold.
+pub fn rows_of_selection(
+    path: &Path,
+    md: &ParquetMetaData,
+    row_groups: &[usize],
+    sel: &parquet::arrow::arrow_reader::RowSelection,
+) -> Result<RowRanges> {
+    let mut it = selectors(sel).into_iter().peekable();
+    let mut out = RowRanges::new();
+    let mut total = 0u64;
+    for &rg in row_groups {
+        let n = md
+            .row_groups()
+            .get(rg)
+            .map_or(0, |g| g.num_rows().max(0) as u64);
+        total += n;
+        out.insert(rg, ranges_of(&mut it, n));
+    }
+    let left: u64 = it.map(|s| s.1).sum();
+    if left > 0 {
+        return Err(Error::RowGroupSelection {
+            path: path.to_path_buf(),
+            reason: format!(
+                "the row selection covers {} rows, the selected row groups hold {total}",
+                total + left
+            ),
+        });
+    }
+    Ok(out)
+}
+
+/// The rows an access plan (one entry per row group of the file) reads.
+pub fn rows_of_access_plan(
+    path: &Path,
+    md: &ParquetMetaData,
+    access: &[RowGroupAccess],
+) -> Result<RowRanges> {
+    if access.len() != md.num_row_groups() {
+        return Err(Error::RowGroupSelection {
+            path: path.to_path_buf(),
+            reason: format!(
+                "the access plan has {} entries, the file {} row groups",
+                access.len(),
+                md.num_row_groups()
+            ),
+        });
+    }
+    let mut out = RowRanges::new();
+    for (rg, a) in access.iter().enumerate() {
+        let n = md.row_group(rg).num_rows().max(0) as u64;
+        match a {
+            RowGroupAccess::Skip => {}
+            RowGroupAccess::Scan => {
+                if n > 0 {
+                    out.insert(rg, vec![0..n]);
+                }
+            }
+            RowGroupAccess::Selection(sel) => {
+                let mut it = selectors(sel).into_iter().peekable();
+                let ranges = ranges_of(&mut it, n);
+                let left: u64 = it.map(|s| s.1).sum();
+                if left > 0 {
+                    return Err(Error::RowGroupSelection {
+                        path: path.to_path_buf(),
+                        reason: format!(
+                            "the access plan's selection for row group {rg} covers {} rows, the \
+                             row group holds {n}",
+                            n + left
+                        ),
+                    });
+                }
+                out.insert(rg, ranges);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A data page, from the offset index.
@@ -109,9 +245,12 @@ pub struct ReadPlan {
     pub leaves: Vec<usize>,
     /// Selected row groups, ascending.
     pub row_groups: Vec<usize>,
-    /// Rows in the selected row groups.
+    /// Rows to read: in the selected row groups, or those of [`ReadPlan::rows`].
     pub num_rows: u64,
-    /// Row groups the predicate pruned.
+    /// With a row selection ([`Selection::rows`]): the rows read of each selected row group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<RowRanges>,
+    /// Row groups the predicate (or the row selection) pruned.
     pub pruned: Vec<PrunedRowGroup>,
     /// The predicate as understood, if any.
     pub filter: Option<String>,
@@ -266,6 +405,41 @@ pub fn plan_with(
         }
     };
     let mut pruned = Vec::new();
+    if let Some(rows) = &selection.rows {
+        for (&rg, ranges) in rows {
+            let n = md.row_groups().get(rg).map(|g| g.num_rows().max(0) as u64);
+            let Some(n) = n else {
+                return Err(Error::RowGroupSelection {
+                    path: path.to_path_buf(),
+                    reason: format!("the row selection names row group {rg}, which does not exist: the file has {n_rg}"),
+                });
+            };
+            let mut end = 0;
+            for r in ranges {
+                if r.start >= r.end || r.start < end || r.end > n {
+                    return Err(Error::RowGroupSelection {
+                        path: path.to_path_buf(),
+                        reason: format!(
+                            "row group {rg}: selected rows {}..{} are not ascending, disjoint, \
+                             non-empty ranges within its {n} rows",
+                            r.start, r.end
+                        ),
+                    });
+                }
+                end = r.end;
+            }
+        }
+        row_groups.retain(|rg| {
+            let keep = rows.get(rg).is_some_and(|r| !r.is_empty());
+            if !keep {
+                pruned.push(PrunedRowGroup {
+                    row_group: *rg,
+                    reason: "the row selection selects none of its rows".into(),
+                });
+            }
+            keep
+        });
+    }
     let mut filter_text = None;
     if let Some(expr) = &selection.filter {
         let parsed = parse_predicate(expr)?;
@@ -385,11 +559,20 @@ pub fn plan_with(
     }
 
     let (requests, units) = coalesce_units(&mut chunks, meta.file_len, coalesce_cfg);
+    let rows = selection.rows.as_ref().map(|sel| {
+        let kept: RowRanges = row_groups
+            .iter()
+            .filter_map(|rg| sel.get(rg).map(|r| (*rg, r.clone())))
+            .collect();
+        num_rows = kept.values().flatten().map(|r| r.end - r.start).sum();
+        kept
+    });
     Ok(ReadPlan {
         file_len: meta.file_len,
         leaves,
         row_groups,
         num_rows,
+        rows,
         pruned,
         filter: filter_text,
         chunks,
@@ -511,6 +694,18 @@ impl fmt::Display for ReadPlan {
             writeln!(
                 f,
                 "filter: {filter} (prunes row groups by statistics; rows are not filtered)"
+            )?;
+        }
+        if let Some(rows) = &self.rows {
+            let ranges: usize = rows.values().map(Vec::len).sum();
+            writeln!(
+                f,
+                "row selection: {} rows in {ranges} range{} of {} row group{} (pages without a \
+                 selected row are not decoded; their bytes are still read)",
+                self.num_rows,
+                if ranges == 1 { "" } else { "s" },
+                rows.len(),
+                if rows.len() == 1 { "" } else { "s" },
             )?;
         }
         for p in &self.pruned {

@@ -22,7 +22,7 @@ use std::path::Path;
 use parquet::basic::{Compression, Type as PhysicalType};
 use parquet::file::metadata::ParquetMetaData;
 
-use super::{fmt_index_list, human_bytes, ReadPlan};
+use super::{fmt_index_list, human_bytes, ReadPlan, RowRanges};
 use crate::error::{Error, Result};
 
 /// Scratch bytes per row of a fixed-width column in the GPU decoder (a definition level and a
@@ -188,7 +188,7 @@ pub fn plan_passes(
             let group = &costs[r];
             let row_groups: Vec<usize> = group.iter().map(|c| c.row_group).collect();
             PlannedPass {
-                batches: batch_spans(group, batch_rows, keep_dictionaries),
+                batches: batch_spans(group, plan.rows.as_ref(), batch_rows, keep_dictionaries),
                 chunks: chunk_range(plan, &row_groups),
                 row_groups,
                 read_bytes: group.iter().map(|c| c.read_bytes).sum(),
@@ -252,39 +252,68 @@ fn chunk_range(plan: &ReadPlan, row_groups: &[usize]) -> Range<usize> {
     }
 }
 
-/// The batches of consecutive row groups `row_groups` of the file `md` describes, as
-/// [`plan_passes`] cuts a pass's: at most `batch_rows` rows each, filled across row-group
-/// boundaries unless `keep_dictionaries`.
+/// The batches of consecutive row groups `row_groups` of the file `md` describes (their rows
+/// `rows` selects, else all), as [`plan_passes`] cuts a pass's: at most `batch_rows` rows
+/// each, filled across row-group boundaries unless `keep_dictionaries`.
 pub fn batches_of(
     md: &ParquetMetaData,
     row_groups: &[usize],
+    rows: Option<&RowRanges>,
     batch_rows: u64,
     keep_dictionaries: bool,
 ) -> Vec<BatchSpan> {
-    let rows: Vec<(usize, u64)> = row_groups
+    let group: Vec<(usize, Vec<Range<u64>>)> = row_groups
         .iter()
-        .map(|&rg| (rg, md.row_group(rg).num_rows().max(0) as u64))
+        .map(|&rg| {
+            let all = md.row_group(rg).num_rows().max(0) as u64;
+            let r = match rows {
+                Some(sel) => sel.get(&rg).cloned().unwrap_or_default(),
+                None => vec![0..all],
+            };
+            (rg, r)
+        })
         .collect();
-    spans(&rows, batch_rows.max(1), keep_dictionaries)
+    spans(&group, batch_rows.max(1), keep_dictionaries)
 }
 
-/// The batches of consecutive row groups `group`: at most `batch_rows` rows each, filled
-/// across row-group boundaries unless `keep_dictionaries`.
-fn batch_spans(group: &[RowGroupCost], batch_rows: u64, keep_dictionaries: bool) -> Vec<BatchSpan> {
-    let rows: Vec<(usize, u64)> = group.iter().map(|c| (c.row_group, c.rows)).collect();
+/// The batches of consecutive row groups `group` (their rows `rows` selects, else all): at most
+/// `batch_rows` rows each, filled across row-group boundaries unless `keep_dictionaries`.
+fn batch_spans(
+    group: &[RowGroupCost],
+    rows: Option<&RowRanges>,
+    batch_rows: u64,
+    keep_dictionaries: bool,
+) -> Vec<BatchSpan> {
+    let rows: Vec<(usize, Vec<Range<u64>>)> = group
+        .iter()
+        .map(|c| {
+            let r = match rows {
+                Some(sel) => sel.get(&c.row_group).cloned().unwrap_or_default(),
+                None => vec![0..c.rows],
+            };
+            (c.row_group, r)
+        })
+        .collect();
     spans(&rows, batch_rows, keep_dictionaries)
 }
 
-/// [`batch_spans`] of (row group, rows) pairs: whole row groups gathered while the batch
-/// stays within `batch_rows`; a row group that does not fit closes the batch; one larger than
-/// `batch_rows` is cut into batches of its own, of `batch_rows` rows and the remainder. So a
-/// batch spans row groups only with whole ones, and a batch that holds part of a row group is
-/// a slice of it (on the host: no copy).
-fn spans(group: &[(usize, u64)], batch_rows: u64, keep_dictionaries: bool) -> Vec<BatchSpan> {
+/// [`batch_spans`] of (row group, its rows read) pairs: a row group's rows are gathered whole
+/// while the batch stays within `batch_rows`; a row group that does not fit closes the batch;
+/// one with more than `batch_rows` rows is cut into batches of its own, of `batch_rows` rows
+/// and the remainder. So a batch spans row groups only with all their rows read, and a batch
+/// that holds part of them is a slice of one row group (on the host: no copy without a row
+/// selection).
+fn spans(
+    group: &[(usize, Vec<Range<u64>>)],
+    batch_rows: u64,
+    keep_dictionaries: bool,
+) -> Vec<BatchSpan> {
     let mut out = Vec::new();
     let mut cur: Vec<RowRange> = Vec::new();
     let mut filled = 0u64;
-    for &(row_group, rows) in group {
+    for (row_group, ranges) in group {
+        let row_group = *row_group;
+        let rows: u64 = ranges.iter().map(|r| r.end - r.start).sum();
         if rows == 0 {
             continue;
         }
@@ -295,23 +324,36 @@ fn spans(group: &[(usize, u64)], batch_rows: u64, keep_dictionaries: bool) -> Ve
             filled = 0;
         }
         if rows > batch_rows {
-            let mut at = 0u64;
-            while at < rows {
-                let take = batch_rows.min(rows - at);
-                out.push(BatchSpan {
-                    parts: vec![RowRange {
+            // batches of batch_rows rows (over the row group's ranges), then the remainder
+            let mut piece: Vec<RowRange> = Vec::new();
+            let mut in_piece = 0u64;
+            for r in ranges {
+                let mut at = r.start;
+                while at < r.end {
+                    let take = (batch_rows - in_piece).min(r.end - at);
+                    piece.push(RowRange {
                         row_group,
                         rows: at..at + take,
-                    }],
-                });
-                at += take;
+                    });
+                    at += take;
+                    in_piece += take;
+                    if in_piece == batch_rows {
+                        out.push(BatchSpan {
+                            parts: std::mem::take(&mut piece),
+                        });
+                        in_piece = 0;
+                    }
+                }
+            }
+            if !piece.is_empty() {
+                out.push(BatchSpan { parts: piece });
             }
             continue;
         }
-        cur.push(RowRange {
+        cur.extend(ranges.iter().map(|r| RowRange {
             row_group,
-            rows: 0..rows,
-        });
+            rows: r.clone(),
+        }));
         filled += rows;
     }
     if !cur.is_empty() {
@@ -417,7 +459,7 @@ mod tests {
         // 800 row groups of 10,000 rows into batches of 65,536: six whole row groups each,
         // 134 batches, the last of two
         let small: Vec<RowGroupCost> = (0..800).map(|i| cost(i, 10_000, 1, 1)).collect();
-        let b = batch_spans(&small, 65_536, false);
+        let b = batch_spans(&small, None, 65_536, false);
         assert_eq!(b.len(), 134);
         assert_eq!(b[0].parts.len(), 6, "six whole row groups");
         assert_eq!(b[0].num_rows(), 60_000);
@@ -425,22 +467,22 @@ mod tests {
         check_batches(&small, &b, 65_536, false);
         // row groups of 1.5 batches: a batch and a half batch each
         let mid: Vec<RowGroupCost> = (0..3).map(|i| cost(i, 150, 1, 1)).collect();
-        let b = batch_spans(&mid, 100, false);
+        let b = batch_spans(&mid, None, 100, false);
         let rows: Vec<u64> = b.iter().map(BatchSpan::num_rows).collect();
         assert_eq!(rows, [100, 50, 100, 50, 100, 50]);
         check_batches(&mid, &b, 100, false);
         // one row group of 1M rows: cut into 15 batches of 65,536 and one of 16,960
         let large = [cost(3, 1_000_000, 1, 1)];
-        let b = batch_spans(&large, 65_536, false);
+        let b = batch_spans(&large, None, 65_536, false);
         assert_eq!(b.len(), 16);
         assert_eq!(b[15].num_rows(), 1_000_000 - 15 * 65_536);
         check_batches(&large, &b, 65_536, false);
         // kept dictionaries: never across row groups
-        let b = batch_spans(&small[..10], 65_536, true);
+        let b = batch_spans(&small[..10], None, 65_536, true);
         assert_eq!(b.len(), 10);
         check_batches(&small[..10], &b, 65_536, true);
         // an empty row group yields no batch
-        assert!(batch_spans(&[cost(0, 0, 1, 1)], 10, false).is_empty());
+        assert!(batch_spans(&[cost(0, 0, 1, 1)], None, 10, false).is_empty());
     }
 
     #[test]
@@ -464,7 +506,7 @@ mod tests {
             let keep = next(4) == 0;
             check_batches(
                 &group,
-                &batch_spans(&group, batch_rows, keep),
+                &batch_spans(&group, None, batch_rows, keep),
                 batch_rows,
                 keep,
             );

@@ -41,7 +41,16 @@ pub struct ReaderBuilder {
     machine_facts: Option<MachineFacts>,
     coalesce: Option<CoalesceConfig>,
     memory_budget: Option<u64>,
+    rows: Option<RowsAsked>,
     progress: Option<ProgressFn>,
+}
+
+/// The rows asked for: a selection over the rows of the selected row groups, or an access
+/// plan of every row group.
+#[derive(Debug, Clone)]
+enum RowsAsked {
+    Selection(crate::plan::RowSelection),
+    Access(Vec<crate::plan::RowGroupAccess>),
 }
 
 impl std::fmt::Debug for ReaderBuilder {
@@ -76,6 +85,7 @@ impl ReaderBuilder {
             machine_facts: None,
             coalesce: None,
             memory_budget: None,
+            rows: None,
             progress: None,
         }
     }
@@ -197,6 +207,26 @@ impl ReaderBuilder {
         self
     }
 
+    /// Reads only the rows `selection` selects, arrow-rs's way: over the rows of the selected
+    /// row groups ([`with_row_groups`](Self::with_row_groups), in ascending order, else all),
+    /// in order; rows past its end are not read; row groups it selects nothing of are not
+    /// read at all. Row groups the filter prunes drop out with their rows. Batches hold the
+    /// selected rows only (their [`rows`](crate::LoadedBatch::rows) say which); pages with no
+    /// selected row are not decoded. Replaces an access plan.
+    pub fn with_row_selection(mut self, selection: crate::plan::RowSelection) -> Self {
+        self.rows = Some(RowsAsked::Selection(selection));
+        self
+    }
+
+    /// Reads each row group as `access` (one entry per row group of the file) says: skipped,
+    /// scanned, or only the rows of its own selection — the shape of DataFusion's
+    /// `ParquetAccessPlan`. Combines with [`with_row_groups`](Self::with_row_groups) (row
+    /// groups outside it are skipped) and the filter. Replaces a row selection.
+    pub fn with_access_plan(mut self, access: Vec<crate::plan::RowGroupAccess>) -> Self {
+        self.rows = Some(RowsAsked::Access(access));
+        self
+    }
+
     /// The most device memory a device load's own live allocations may reach at once: raw
     /// chunks, decompressed pages, scratch, and decoded batches not yet handed to the caller
     /// (batches the caller holds are the caller's; the memory pool's retained free memory and
@@ -277,7 +307,28 @@ impl ReaderBuilder {
             },
             Location::Host => CoalesceConfig::default(),
         });
-        let plan = plan_with(&self.path, &meta, &self.selection, &coalesce)?;
+        let mut selection = self.selection.clone();
+        let md = &meta.metadata;
+        selection.rows = match &self.rows {
+            None => None,
+            Some(RowsAsked::Selection(sel)) => {
+                let mut rgs: Vec<usize> = match &selection.row_groups {
+                    Some(r) => r
+                        .iter()
+                        .copied()
+                        .filter(|&rg| rg < md.num_row_groups())
+                        .collect(),
+                    None => (0..md.num_row_groups()).collect(),
+                };
+                rgs.sort_unstable();
+                rgs.dedup();
+                Some(crate::plan::rows_of_selection(&self.path, md, &rgs, sel)?)
+            }
+            Some(RowsAsked::Access(a)) => {
+                Some(crate::plan::rows_of_access_plan(&self.path, md, a)?)
+            }
+        };
+        let plan = plan_with(&self.path, &meta, &selection, &coalesce)?;
         let decode_meta = sanitize_metadata(&self.path, &meta.metadata, &plan)?;
         let decoder = HostDecoder::new(
             &self.path,
@@ -323,15 +374,14 @@ impl ReaderBuilder {
                 crate::plan::batches_of(
                     &meta.metadata,
                     &plan.row_groups,
+                    plan.rows.as_ref(),
                     self.batch_rows as u64,
                     self.keep_dictionaries,
                 ),
                 None,
             ),
         };
-        let cuts = cuts_between(&spans, &plan.row_groups, |rg| {
-            meta.metadata.row_group(rg).num_rows().max(0) as u64
-        });
+        let cuts = cuts_between(&spans, &plan.row_groups);
         let host_reader = HostReader::new(settings.clone())?;
         let gpu_reader = match device.location {
             Location::Host => None,
@@ -413,6 +463,7 @@ fn budgeted_spans(
         let spans = crate::plan::batches_of(
             &meta.metadata,
             &plan.row_groups,
+            plan.rows.as_ref(),
             batch_rows as u64,
             keep_dictionaries,
         );
@@ -435,11 +486,10 @@ fn budgeted_spans(
 
 /// The row groups of `row_groups` (ascending) after which no batch of `spans` goes on: where a
 /// load may be cut into waves. A cut after `rg` is inside a batch that starts at or before
-/// `rg` and ends after it, or ends inside `rg` (`rows_of(rg)`: its rows).
+/// `rg` and ends in a later row group.
 fn cuts_between(
     spans: &[crate::plan::BatchSpan],
     row_groups: &[usize],
-    rows_of: impl Fn(usize) -> u64,
 ) -> std::collections::HashSet<usize> {
     let mut inside = std::collections::HashSet::new();
     for s in spans {
@@ -449,9 +499,6 @@ fn cuts_between(
         let from = row_groups.partition_point(|&rg| rg < first.row_group);
         let to = row_groups.partition_point(|&rg| rg < last.row_group);
         inside.extend(row_groups[from..to].iter().copied());
-        if last.rows.end < rows_of(last.row_group) {
-            inside.insert(last.row_group);
-        }
     }
     row_groups
         .iter()
