@@ -275,7 +275,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 let p = plan(path, &meta, &sel.selection())?;
                 let passes = memory_budget
                     .map(|b| {
-                        cuparquet::plan::plan_passes(
+                        cuparquet::plan::load_passes(
                             path,
                             &p,
                             &meta.metadata,

@@ -22,7 +22,9 @@ use parquet::file::metadata::ParquetMetaData;
 
 pub use coalesce::{CoalesceConfig, IoRequest};
 pub use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
-pub use passes::{batches_of, plan_passes, BatchSpan, PassPlan, PlannedPass, RowRange};
+pub use passes::{
+    batches_of, load_passes, plan_passes, BatchSpan, PassPlan, PlannedPass, RowRange,
+};
 pub use predicate::{parse_predicate, BoundPredicate, Predicate};
 
 use crate::error::{Error, Result};

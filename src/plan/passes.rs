@@ -146,9 +146,11 @@ pub struct PlannedPass {
 /// A plan cut into passes under a device-memory budget.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PassPlan {
-    /// The budget: the most device bytes a pass may need together with the next pass's raw
-    /// chunks.
+    /// The budget: the most device bytes a load's live allocations may reach.
     pub budget: u64,
+    /// The most device bytes a pass may need together with the next pass's raw chunks: the
+    /// budget, or a third of it where a load keeps several passes in flight ([`load_passes`]).
+    pub pass_budget: u64,
     /// Rows per batch asked for.
     pub batch_rows: u64,
     /// The passes, in row-group order.
@@ -198,9 +200,46 @@ pub fn plan_passes(
         .collect();
     Ok(PassPlan {
         budget,
+        pass_budget: budget,
         batch_rows,
         passes,
     })
+}
+
+/// The passes a device load under `budget` reads and decodes: [`plan_passes`] within the
+/// budget when the whole load fits it (then the load goes as without a budget) or a row group
+/// needs more than a third of it; else within a third, so that about three passes are in
+/// flight (read, decoding, waiting for the caller), each read once its estimate fits beside
+/// those of the passes read and not yet handed over.
+pub fn load_passes(
+    path: &Path,
+    plan: &ReadPlan,
+    md: &ParquetMetaData,
+    budget: u64,
+    batch_rows: u64,
+    keep_dictionaries: bool,
+) -> Result<PassPlan> {
+    let whole = plan_passes(path, plan, md, budget, batch_rows, keep_dictionaries)?;
+    if whole.fits() {
+        return Ok(whole);
+    }
+    Ok(
+        match plan_passes(path, plan, md, budget / 3, batch_rows, keep_dictionaries) {
+            Ok(mut p) => {
+                p.budget = budget;
+                p
+            }
+            Err(_) => whole,
+        },
+    )
+}
+
+impl PassPlan {
+    /// Whether the whole load fits the budget at once (or is one pass).
+    pub fn fits(&self) -> bool {
+        self.passes.len() <= 1
+            || self.passes.iter().map(|p| p.device_bytes).sum::<u64>() <= self.budget
+    }
 }
 
 /// Cuts consecutive row groups of `costs` into passes such that, for every pass, its device
@@ -367,8 +406,16 @@ impl fmt::Display for PassPlan {
         let batches: usize = self.passes.iter().map(|p| p.batches.len()).sum();
         writeln!(
             f,
-            "passes under a budget of {}: {} pass{}, {batches} batch{} of at most {} rows",
+            "passes under a budget of {}{}: {} pass{}, {batches} batch{} of at most {} rows",
             human_bytes(self.budget),
+            if self.pass_budget < self.budget {
+                format!(
+                    " (each within {}, several in flight)",
+                    human_bytes(self.pass_budget)
+                )
+            } else {
+                String::new()
+            },
             self.passes.len(),
             if self.passes.len() == 1 { "" } else { "es" },
             if batches == 1 { "" } else { "es" },
@@ -386,7 +433,7 @@ impl fmt::Display for PassPlan {
             writeln!(
                 f,
                 "  the whole load does not fit (~{} on the device): a device load reads and \
-                 decodes these passes one after the other",
+                 decodes these passes in turn, each once it fits beside those in flight",
                 human_bytes(total)
             )?;
         }

@@ -234,11 +234,12 @@ impl ReaderBuilder {
     /// [`DEFAULT_MEMORY_BUDGET_SHARE`] of the device's free memory when the reader is built
     /// (loads estimated at most [`SMALL_LOAD_BYTES`] are not checked against it).
     ///
-    /// Passes of whole row groups are planned from the footer ([`crate::plan::plan_passes`],
+    /// Passes of whole row groups are planned from the footer ([`crate::plan::load_passes`],
     /// printed by `cuparquet plan --memory-budget`): when the whole load's estimate fits, it is
-    /// read and decoded in overlapping waves as without a budget; otherwise pass after pass,
-    /// the next one read while the current one decodes, and a pass decoded only once the
-    /// caller holds every batch of the one before ([`ParquetGpuReader::batches`];
+    /// read and decoded in overlapping waves as without a budget; otherwise in passes of about
+    /// a third of the budget, pipelined like waves, each read only once its estimate fits
+    /// beside those of the passes read and not yet in the caller's hands
+    /// ([`ParquetGpuReader::batches`]: a pass is the caller's once it holds every batch of it;
     /// [`ParquetGpuReader::load`] returns every batch, so its memory is the whole output). A
     /// row group that cannot fit is an error at [`build`](Self::build) naming it and the
     /// budget it needs. Host loads ignore it.
@@ -338,6 +339,7 @@ impl ReaderBuilder {
             self.batch_rows,
             self.keep_dictionaries,
         )?;
+        let mut memory_budget = u64::MAX;
         let (spans, passes) = match device.location {
             Location::Cuda(n) => {
                 let budget = match self.memory_budget {
@@ -361,6 +363,7 @@ impl ReaderBuilder {
                         "must be at least 1 byte",
                     ));
                 }
+                memory_budget = budget;
                 budgeted_spans(
                     &self.path,
                     &plan,
@@ -406,7 +409,9 @@ impl ReaderBuilder {
             tuning,
             cuts,
             spans,
-            passes,
+            passes: passes.as_ref().map(|p| p.0.clone()),
+            pass_costs: passes.map(|p| p.1).unwrap_or_default(),
+            budget: memory_budget,
             progress: self.progress,
             t_setup: t0.elapsed(),
             t_footer,
@@ -435,8 +440,14 @@ fn estimate(plan: &ReadPlan, meta: &crate::metadata::FileMetadata) -> u64 {
         .sum()
 }
 
-/// The batches of a device load under `budget`, and its passes as waves when the whole load
-/// does not fit at once (None when it does: then it is read and decoded as without a budget).
+/// What a device load under a memory budget it does not fit at once reads and decodes: its
+/// waves and their estimated device bytes.
+type BudgetWaves = (Vec<super::waves::Wave>, Vec<u64>);
+
+/// The batches of a device load under `budget`, and, when the whole load does not fit at once,
+/// its waves with their estimated device bytes (None when it fits: then it is read and decoded
+/// as without a budget). The waves are the passes of [`crate::plan::load_passes`]. A row
+/// group the budget cannot hold is an error.
 fn budgeted_spans(
     path: &Path,
     plan: &ReadPlan,
@@ -444,10 +455,10 @@ fn budgeted_spans(
     budget: u64,
     batch_rows: usize,
     keep_dictionaries: bool,
-) -> Result<(Vec<crate::plan::BatchSpan>, Option<Vec<super::waves::Wave>>)> {
+) -> Result<(Vec<crate::plan::BatchSpan>, Option<BudgetWaves>)> {
     let passes = match budget {
         u64::MAX => None,
-        _ => Some(crate::plan::plan_passes(
+        _ => Some(crate::plan::load_passes(
             path,
             plan,
             &meta.metadata,
@@ -456,10 +467,7 @@ fn budgeted_spans(
             keep_dictionaries,
         )?),
     };
-    let fits = |p: &crate::plan::PassPlan| {
-        p.passes.len() <= 1 || p.passes.iter().map(|p| p.device_bytes).sum::<u64>() <= budget
-    };
-    let Some(passes) = passes.filter(|p| !fits(p)) else {
+    let Some(passes) = passes.filter(|p| !p.fits()) else {
         let spans = crate::plan::batches_of(
             &meta.metadata,
             &plan.row_groups,
@@ -480,8 +488,20 @@ fn budgeted_spans(
             ),
         )
     })?;
+    // a wave's cost: the passes it holds (one, or more where a pass had nothing to read)
+    let costs = waves
+        .iter()
+        .map(|w| {
+            passes
+                .passes
+                .iter()
+                .filter(|p| p.row_groups.iter().all(|rg| w.row_groups.contains(rg)))
+                .map(|p| p.device_bytes)
+                .sum()
+        })
+        .collect();
     let spans = passes.passes.into_iter().flat_map(|p| p.batches).collect();
-    Ok((spans, Some(waves)))
+    Ok((spans, Some((waves, costs))))
 }
 
 /// The row groups of `row_groups` (ascending) after which no batch of `spans` goes on: where a

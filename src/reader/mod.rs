@@ -105,6 +105,9 @@ pub(crate) struct ReaderState {
     /// A device load under a memory budget it does not fit at once: its passes, read and
     /// decoded one after the other ([`ReaderBuilder::with_memory_budget`]).
     passes: Option<Vec<waves::Wave>>,
+    /// Their estimated device bytes, and the budget ([`ReaderBuilder::with_memory_budget`]).
+    pass_costs: Vec<u64>,
+    budget: u64,
     progress: Option<ProgressFn>,
     t_setup: Duration,
     t_footer: Duration,

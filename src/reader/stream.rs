@@ -112,25 +112,26 @@ impl ReaderState {
 
     /// Reads and decodes `waves` through `reader`, handing each wave's result to `sink` as it
     /// is decoded (not in order); `sink` returns false when no more are wanted. On a device,
-    /// the passes of a memory budget are read and decoded one after the other
-    /// ([`Self::passes_in_turn`]; `handed(i)` waits until the caller holds every batch of the
-    /// waves before `i`), other waves pipelined ([`Self::pipelined`]); on the host each wave's
-    /// units are read and decoded in parallel.
+    /// several waves are pipelined ([`Self::pipelined`]); under a memory budget the load does
+    /// not fit at once, a wave is read only once `handed` admits it (its estimated device
+    /// bytes fit beside those of the waves read and not yet in the caller's hands); on the
+    /// host each wave's units are read and decoded in parallel.
     pub(super) fn produce(
         &self,
         reader: &dyn RangeReader,
         waves: &[Wave],
         sink: &(dyn Fn(usize, Result<WaveOut>) -> bool + Sync),
-        handed: &(dyn Fn(usize) + Sync),
+        handed: &Handed,
     ) -> Result<()> {
         let plan = &self.plan;
         match self.device.location {
             Location::Cuda(ordinal) if self.passes.is_some() => {
-                self.passes_in_turn(reader, ordinal, waves, sink, handed);
-                Ok(())
+                let (costs, budget) = (&self.pass_costs, self.budget);
+                let admit = |i: usize| handed.admit(i, costs.get(i).copied().unwrap_or(0), budget);
+                self.pipelined(reader, ordinal, waves, sink, Some(&admit))
             }
             Location::Cuda(ordinal) if waves.len() > 1 => {
-                self.pipelined(reader, ordinal, waves, sink)
+                self.pipelined(reader, ordinal, waves, sink, None)
             }
             Location::Cuda(ordinal) => {
                 let r = self.read_chunks(reader, ordinal).and_then(|(chunks, io)| {
@@ -170,69 +171,6 @@ impl ReaderState {
                     }
                 }
                 Ok(())
-            }
-        }
-    }
-
-    /// The passes of a memory budget, one after the other: pass `i + 1` read while pass `i`
-    /// decodes, pass `i` decoded once the caller holds every batch of the passes before it
-    /// (`handed(i)`), so that the live allocations stay within what the pass plan allows: a
-    /// pass's chunks, pages, scratch and batches, and the next pass's chunks.
-    fn passes_in_turn(
-        &self,
-        reader: &dyn RangeReader,
-        ordinal: usize,
-        waves: &[Wave],
-        sink: &(dyn Fn(usize, Result<WaveOut>) -> bool + Sync),
-        handed: &(dyn Fn(usize) + Sync),
-    ) {
-        let Some(first) = waves.first() else {
-            return;
-        };
-        let mut next = Some(self.read_wave(reader, ordinal, first));
-        let (mut bytes, mut rgs) = (0u64, 0usize);
-        for (i, w) in waves.iter().enumerate() {
-            let (chunks, io) = match next.take() {
-                Some(Ok(x)) => x,
-                Some(Err(e)) => {
-                    sink(i, Err(e));
-                    return;
-                }
-                None => return,
-            };
-            handed(i);
-            let t = Instant::now();
-            let after = waves.get(i + 1);
-            let (decoded, read) = std::thread::scope(|s| {
-                let h = after.map(|a| s.spawn(move || self.read_wave(reader, ordinal, a)));
-                // the chunks are dropped on the decode stream, after its kernels
-                let d = crate::device::with_decode_slot(0, move || {
-                    let d = self.decode_part(&chunks, &w.row_groups);
-                    drop(chunks);
-                    d
-                });
-                let r = h.map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(Error::Decode {
-                            path: self.file.path().to_path_buf(),
-                            row_group: after.and_then(|a| a.row_groups.first().copied()),
-                            column: None,
-                            reason: "the thread reading the next pass panicked".into(),
-                        })
-                    })
-                });
-                (d, r)
-            });
-            next = read;
-            let failed = decoded.is_err();
-            if !failed {
-                bytes += w.bytes;
-                rgs += w.row_groups.len();
-                self.notify(bytes, rgs);
-            }
-            let out = decoded.map(|(b, g)| (b, g, io, t.elapsed()));
-            if !sink(i, out) || failed {
-                return;
             }
         }
     }
@@ -298,29 +236,60 @@ pub struct Batches {
     done: bool,
 }
 
-/// How many waves of a stream the caller holds every batch of, and a wake-up for the
-/// producer waiting on it.
+/// The device bytes of a stream's waves under a memory budget: those read and not yet in the
+/// caller's hands (each wave's footer estimate), and a wake-up for the producer waiting to
+/// read the next.
 #[derive(Debug, Default)]
-struct Handed {
-    waves: Mutex<usize>,
+pub(super) struct Handed {
+    state: Mutex<HandedState>,
     cv: std::sync::Condvar,
 }
 
+#[derive(Debug, Default)]
+struct HandedState {
+    /// Waves whose every batch the caller holds (`usize::MAX`: the stream stopped).
+    handed: usize,
+    /// Estimated bytes of the waves admitted and not yet handed over, by wave.
+    held: BTreeMap<usize, u64>,
+    in_use: u64,
+}
+
 impl Handed {
-    fn set(&self, n: usize) {
-        let mut w = self.waves.lock().unwrap_or_else(|p| p.into_inner());
-        if n > *w {
-            *w = n;
+    /// The caller holds every batch of the waves before `n`: their bytes are the caller's.
+    pub(super) fn set(&self, n: usize) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if n > st.handed {
+            st.handed = n;
+            let kept = st.held.split_off(&n);
+            let freed: u64 = st.held.values().sum();
+            st.held = kept;
+            st.in_use -= freed;
             self.cv.notify_all();
         }
     }
 
-    /// Waits until the caller holds every batch of the waves before `i`.
-    fn wait(&self, i: usize) {
-        let mut w = self.waves.lock().unwrap_or_else(|p| p.into_inner());
-        while *w < i {
-            w = self.cv.wait(w).unwrap_or_else(|p| p.into_inner());
+    /// Wave `i` handed over on its own (a load collects every wave as it is decoded).
+    pub(super) fn release(&self, i: usize) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = st.held.remove(&i) {
+            st.in_use -= c;
+            self.cv.notify_all();
         }
+    }
+
+    /// Waits until wave `i`, of `cost` estimated bytes, fits `budget` beside the waves held
+    /// (always when none is held); false when the stream stopped.
+    pub(super) fn admit(&self, i: usize, cost: u64, budget: u64) -> bool {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        while st.handed != usize::MAX && st.in_use > 0 && st.in_use + cost > budget {
+            st = self.cv.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        if st.handed == usize::MAX {
+            return false;
+        }
+        st.in_use += cost;
+        st.held.insert(i, cost);
+        true
     }
 }
 
@@ -361,7 +330,7 @@ impl Batches {
                     (None, None) => &state.host_reader,
                 };
                 let sink = |i: usize, r: Result<WaveOut>| tx.send((i, r)).is_ok();
-                if let Err(e) = state.produce(io, &w, &sink, &|i| h.wait(i)) {
+                if let Err(e) = state.produce(io, &w, &sink, &h) {
                     let _ = tx.send((usize::MAX, Err(e)));
                 }
             });
@@ -512,15 +481,18 @@ impl ReaderState {
         let results: Mutex<Vec<Option<Result<WaveOut>>>> =
             Mutex::new((0..waves.len()).map(|_| None).collect());
         self.notify(0, 0);
+        // a load collects every wave as it is decoded: handed over then (the caller gets them
+        // all, so its memory is the whole output)
+        let handed = Handed::default();
         let sink = |i: usize, r: Result<WaveOut>| {
             let ok = r.is_ok();
             if let Some(slot) = results.lock().unwrap_or_else(|p| p.into_inner()).get_mut(i) {
                 *slot = Some(r);
             }
+            handed.release(i);
             ok
         };
-        // a load hands every batch over as it is decoded
-        self.produce(reader, &waves, &sink, &|_| {})?;
+        self.produce(reader, &waves, &sink, &handed)?;
         let mut batches = Vec::new();
         let mut gpu_decode = GpuDecodeReport::default();
         let mut io = IoReport::default();

@@ -186,13 +186,15 @@ impl ReaderState {
     /// otherwise each wave is read into an allocation of its own, at most one wave ahead of
     /// the decoders. Hands each wave, as it is decoded (not in order), its batches and reports
     /// to `sink`, which returns false when no more are wanted; after an error or a `false`
-    /// the waves not yet decoded are dropped.
+    /// the waves not yet decoded are dropped. With `admit` (a memory budget), waves are read
+    /// wave by wave, each once `admit(i)` lets it in (false: the stream stopped).
     pub(super) fn pipelined(
         &self,
         reader: &dyn RangeReader,
         ordinal: usize,
         waves: &[Wave],
         sink: &(dyn Fn(usize, Result<WaveOut>) -> bool + Sync),
+        admit: Option<&(dyn Fn(usize) -> bool + Sync)>,
     ) -> Result<()> {
         use std::sync::atomic::AtomicBool;
         use std::sync::Condvar;
@@ -211,7 +213,7 @@ impl ReaderState {
         // decode stream has finished with it
         let total = plan.request_bytes();
         let shared: Mutex<Option<Arc<DeviceBuffer>>> = Mutex::new(None);
-        if total <= STREAM_MAX_BYTES {
+        if total <= STREAM_MAX_BYTES && admit.is_none() {
             let gpu = device::gpu(ordinal)?;
             *shared.lock().unwrap_or_else(|p| p.into_inner()) =
                 Some(Arc::new(gpu.alloc(total as usize)?));
@@ -268,7 +270,7 @@ impl ReaderState {
                         n = cv.wait(n).unwrap_or_else(|p| p.into_inner());
                     }
                     drop(n);
-                    if stop.load(Relaxed) {
+                    if stop.load(Relaxed) || admit.is_some_and(|a| !a(i)) {
                         break;
                     }
                     let t = Instant::now();
