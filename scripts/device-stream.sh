@@ -16,6 +16,7 @@ case "${PART:-tests}" in
 tests)
   bash .dev/prepare-cufile-vm.sh >/dev/null 2>&1 || echo "could not write the udev record"
   export CUPARQUET_REQUIRE_GPU=1 PARQUET_TESTING_DIR="$PWD/.dev/corpus/parquet-testing" RUST_BACKTRACE=1
+  export CUPARQUET_BIN="$PWD/.dev/bin/cuparquet"
   for t in .dev/bin/test-test-*; do
     echo "=== $t"
     timeout 300 "$t" --test-threads=2 2>&1 | tee "$out/$(basename "$t").txt" \

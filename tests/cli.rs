@@ -8,9 +8,7 @@ use std::process::{Command, Output};
 use common::*;
 
 fn bin() -> PathBuf {
-    std::env::var_os("CUPARQUET_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_cuparquet")))
+    cuparquet_bin()
 }
 
 fn run(args: &[&str]) -> Output {

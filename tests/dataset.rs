@@ -173,7 +173,7 @@ fn mismatched_schemas_are_an_error_naming_both_files_and_the_field() {
 #[test]
 fn cli_loads_a_directory() {
     let (dir, _) = dataset_dir();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cuparquet"))
+    let out = std::process::Command::new(cuparquet_bin())
         .args(["load", "--device", "host", "--json"])
         .arg(dir.path())
         .output()
@@ -187,7 +187,7 @@ fn cli_loads_a_directory() {
     assert_eq!(v["rows"], 8700);
     assert_eq!(v["files"].as_array().unwrap().len(), 3);
     let ipc = dir.path().join("all.arrow");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cuparquet"))
+    let out = std::process::Command::new(cuparquet_bin())
         .args(["load", "--device", "host", "--output"])
         .arg(&ipc)
         .arg(dir.path().join("part-0.parquet"))

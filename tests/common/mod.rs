@@ -724,3 +724,10 @@ pub fn all_files(bad: bool) -> (Vec<std::path::PathBuf>, tempfile::TempDir) {
     files.extend(generate_corpus(dir.path()).into_iter().map(|(_, p)| p));
     (files, dir)
 }
+
+/// The CLI binary: `CUPARQUET_BIN` (the packed binary on the GPU machine), else cargo's build.
+pub fn cuparquet_bin() -> std::path::PathBuf {
+    std::env::var_os("CUPARQUET_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_BIN_EXE_cuparquet")))
+}
