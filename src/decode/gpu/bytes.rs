@@ -15,7 +15,7 @@ use super::launch::{
     i32s_from_device, u64s, u64s_from_device, upload, upload_table, validity_words, zeroed, Const,
     Mut,
 };
-use super::page_jobs::{data_page_jobs, page_errors, row_bases, PageName, Window};
+use super::page_jobs::{page_errors, row_bases, PageName};
 use super::profile::{since, timed};
 use super::{DeviceColumn, Pass};
 use crate::decode::gpu_plan::Conversion;
@@ -135,10 +135,7 @@ struct BytesJobs {
 /// jobs (each page's window of rows).
 fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
     let Pass {
-        chunks,
-        tables,
-        batches,
-        ..
+        chunks, batches, ..
     } = *pass;
     let gpu = Arc::clone(chunks.buffer().gpu());
     let mut page_jobs: Vec<PageJob> = Vec::new();
@@ -182,6 +179,16 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
         }
     }
     let counters = zeroed(&gpu, (batches.len() * selected.columns.len()).max(1) * 8)?;
+    let mut seen = std::collections::HashSet::new();
+    // the path of the column chunk of (leaf, row group), for errors
+    let chunks_path = |leaf: usize, rg: usize| {
+        chunks
+            .chunks()
+            .iter()
+            .find(|c| c.column == leaf && c.row_group == rg)
+            .map(|c| c.path.clone())
+            .unwrap_or_default()
+    };
     for (b, batch) in batches.iter().enumerate() {
         let rows = batch.num_rows() as usize;
         for &col in &selected.columns {
@@ -193,32 +200,19 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
                 out_valid: validity.as_ref().map_or(0, |v| v.device_ptr()),
                 null_count: counters.device_ptr() + 8 * column as u64,
             });
-            let mut host_pages = 0;
-            let mut first = None;
-            let mut parts = Vec::with_capacity(batch.parts.len());
-            for (sc, part, out_at) in pass.parts(&selected, batch, col)? {
-                let c = &chunks.chunks()[sc.ci];
-                first.get_or_insert((c.row_group, c.path.clone()));
-                parts.push((c.row_group, part.clone(), out_at));
-                if part.start == 0 {
-                    host_pages += sc.host_pages;
-                }
-                let window = Window {
-                    column,
-                    rows: part,
-                    out_at,
-                    max_def: col.max_def_level,
-                    dict: dict_at.get(&sc.ci).copied().unwrap_or((0, 0)),
-                };
-                data_page_jobs(
-                    c,
-                    &tables[sc.ci],
-                    &sc.pages,
-                    &window,
-                    &mut page_jobs,
-                    &mut page_names,
-                );
-            }
+            let dict_of =
+                |sc: &super::SelectedChunk<'_>| dict_at.get(&sc.ci).copied().unwrap_or((0, 0));
+            let (host_pages, parts) = pass.column_jobs(
+                &selected,
+                batch,
+                col,
+                column,
+                &dict_of,
+                &mut seen,
+                &mut page_jobs,
+                &mut page_names,
+            )?;
+            let first = parts.first().map(|p| (p.0, chunks_path(col.leaf, p.0)));
             let (row_group, path) = first.unwrap_or_default();
             outs.push(Out {
                 field: col.field,

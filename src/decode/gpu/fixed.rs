@@ -11,7 +11,7 @@ use super::launch::{
     i32s_from_device, u64s, u64s_from_device, upload, upload_table, validity_words, zeroed, Const,
     Mut,
 };
-use super::page_jobs::{data_page_jobs, page_errors, row_bases, PageName, Window};
+use super::page_jobs::{page_errors, row_bases, PageName};
 use super::{DeviceColumn, Pass};
 use crate::decode::gpu_plan::Conversion;
 use crate::device::DeviceBuffer;
@@ -96,7 +96,6 @@ struct FixedJobs {
 fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
     let Pass {
         chunks,
-        tables,
         fields,
         batches,
         ..
@@ -121,6 +120,7 @@ fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
         }
     }
     let counters = zeroed(&gpu, (batches.len() * selected.columns.len()).max(1) * 8)?;
+    let mut seen = std::collections::HashSet::new();
     for (b, batch) in batches.iter().enumerate() {
         let rows = batch.num_rows() as usize;
         for &col in &selected.columns {
@@ -144,28 +144,17 @@ fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
                 out_width: col.output_width as i32,
                 conversion: conv,
             });
-            let mut host_pages = 0;
-            for (sc, part, out_at) in pass.parts(&selected, batch, col)? {
-                let c = &chunks.chunks()[sc.ci];
-                if part.start == 0 {
-                    host_pages += sc.host_pages;
-                }
-                let window = Window {
-                    column,
-                    rows: part,
-                    out_at,
-                    max_def: col.max_def_level,
-                    dict: sc.dict.map_or((0, 0), |d| (d.1, d.3)),
-                };
-                data_page_jobs(
-                    c,
-                    &tables[sc.ci],
-                    &sc.pages,
-                    &window,
-                    &mut page_jobs,
-                    &mut page_names,
-                );
-            }
+            let dict_of = |sc: &super::SelectedChunk<'_>| sc.dict.map_or((0, 0), |d| (d.1, d.3));
+            let (host_pages, _) = pass.column_jobs(
+                &selected,
+                batch,
+                col,
+                column,
+                &dict_of,
+                &mut seen,
+                &mut page_jobs,
+                &mut page_names,
+            )?;
             outputs.push(DeviceColumn::new(
                 col.field,
                 b,

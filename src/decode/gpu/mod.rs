@@ -231,6 +231,9 @@ impl std::fmt::Debug for Pass<'_> {
     }
 }
 
+/// One part of an output column: (row group, its rows, the output row of the first).
+type ColumnPart = (usize, std::ops::Range<u64>, u64);
+
 /// A chunk one decoder of a pass takes: its index, its GPU column, its pages' (decompressed)
 /// data, the pages decompressed on the host, and its dictionary page as (page, address,
 /// bytes, entries).
@@ -333,6 +336,43 @@ impl<'a> Pass<'a> {
             at += part.rows.end - part.rows.start;
         }
         Ok(out)
+    }
+
+    /// Appends the page jobs of output column `column` (the rows of `batch`, field `col`) to
+    /// `jobs` and `names`: per part of the batch, the pages of its chunk that overlap it, each
+    /// writing its window, decoded with the dictionary `dict_of` gives its chunk. Returns the
+    /// pages its chunks had decompressed on the host (each chunk counted once per pass, in
+    /// `seen`) and the parts as (row group, rows, first output row).
+    #[allow(clippy::too_many_arguments)]
+    fn column_jobs(
+        &self,
+        selected: &Selected<'a>,
+        batch: &BatchSpan,
+        col: &GpuColumn,
+        column: usize,
+        dict_of: &dyn Fn(&SelectedChunk<'a>) -> (u64, i32),
+        seen: &mut std::collections::HashSet<usize>,
+        jobs: &mut Vec<kernels::PageJob>,
+        names: &mut Vec<page_jobs::PageName>,
+    ) -> Result<(usize, Vec<ColumnPart>)> {
+        let mut host_pages = 0;
+        let mut parts = Vec::with_capacity(batch.parts.len());
+        for (sc, rows, out_at) in self.parts(selected, batch, col)? {
+            let c = &self.chunks.chunks()[sc.ci];
+            if seen.insert(sc.ci) {
+                host_pages += sc.host_pages;
+            }
+            parts.push((c.row_group, rows.clone(), out_at));
+            let window = page_jobs::Window {
+                column,
+                rows,
+                out_at,
+                max_def: col.max_def_level,
+                dict: dict_of(sc),
+            };
+            page_jobs::data_page_jobs(c, &self.tables[sc.ci], &sc.pages, &window, jobs, names);
+        }
+        Ok((host_pages, parts))
     }
 
     /// An error about chunk `ci`.
