@@ -304,12 +304,10 @@ pub fn batches_of(
     let group: Vec<(usize, Vec<Range<u64>>)> = row_groups
         .iter()
         .map(|&rg| {
-            let all = md.row_group(rg).num_rows().max(0) as u64;
-            let r = match rows {
-                Some(sel) => sel.get(&rg).cloned().unwrap_or_default(),
-                None => vec![0..all],
-            };
-            (rg, r)
+            (
+                rg,
+                rows_read(rows, rg, md.row_group(rg).num_rows().max(0) as u64),
+            )
         })
         .collect();
     spans(&group, batch_rows.max(1), keep_dictionaries)
@@ -325,15 +323,17 @@ fn batch_spans(
 ) -> Vec<BatchSpan> {
     let rows: Vec<(usize, Vec<Range<u64>>)> = group
         .iter()
-        .map(|c| {
-            let r = match rows {
-                Some(sel) => sel.get(&c.row_group).cloned().unwrap_or_default(),
-                None => vec![0..c.rows],
-            };
-            (c.row_group, r)
-        })
+        .map(|c| (c.row_group, rows_read(rows, c.row_group, c.rows)))
         .collect();
     spans(&rows, batch_rows, keep_dictionaries)
+}
+
+/// The rows of row group `rg` (of `all` rows) a load reads: those `rows` selects, else all.
+fn rows_read(rows: Option<&RowRanges>, rg: usize, all: u64) -> Vec<Range<u64>> {
+    match rows {
+        Some(sel) => sel.get(&rg).cloned().unwrap_or_default(),
+        None => vec![0..all],
+    }
 }
 
 /// [`batch_spans`] of (row group, its rows read) pairs: a row group's rows are gathered whole
