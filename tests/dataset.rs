@@ -209,3 +209,64 @@ fn cli_loads_a_directory() {
     let rows: usize = r.map(|b| b.unwrap().num_rows()).sum();
     assert_eq!(rows, 5700);
 }
+
+#[test]
+fn per_file_access_plans_read_what_each_says() {
+    use cuparquet::plan::{RowGroupAccess, RowSelector};
+    let (_dir, files) = dataset_dir();
+    // part-0: row groups 1 and 3 of its 5; part-1: rows 10..20 of its one; part-2 as it is
+    let a0: Vec<RowGroupAccess> = (0..5)
+        .map(|i| {
+            if i % 2 == 1 {
+                RowGroupAccess::Scan
+            } else {
+                RowGroupAccess::Skip
+            }
+        })
+        .collect();
+    let a1 = vec![RowGroupAccess::Selection(
+        vec![
+            RowSelector::skip(10),
+            RowSelector::select(10),
+            RowSelector::skip(2980),
+        ]
+        .into(),
+    )];
+    for device in devices() {
+        let ds = ParquetGpuReader::dataset_builder()
+            .with_device(device)
+            .build_dataset_with_access(vec![
+                (files[0].clone(), Some(a0.clone())),
+                (files[1].clone(), Some(a1.clone())),
+                (files[2].clone(), None),
+            ])
+            .unwrap();
+        let got: Vec<LoadedBatch> = ds.batches().collect::<cuparquet::Result<_>>().unwrap();
+        let ids: Vec<i64> = host(&got)
+            .iter()
+            .flat_map(|b| {
+                b.column(0)
+                    .as_any()
+                    .downcast_ref::<Int64Array>()
+                    .unwrap()
+                    .values()
+                    .to_vec()
+            })
+            .collect();
+        let want: Vec<i64> = (1000..2000)
+            .chain(3000..4000)
+            .chain(5010..5020)
+            .chain(8000..8700)
+            .collect();
+        assert_eq!(ids, want, "{device}");
+        assert_eq!(
+            ds.load()
+                .unwrap()
+                .batches
+                .iter()
+                .map(|b| b.num_rows())
+                .sum::<usize>(),
+            want.len()
+        );
+    }
+}

@@ -14,6 +14,7 @@ use super::{LoadReport, ParquetGpuReader, ReaderBuilder};
 use crate::array::LoadedBatch;
 use crate::error::{Error, Result};
 use crate::metadata::merge_schemas;
+use crate::plan::RowGroupAccess;
 
 /// Files read as one: a list of files or directories (a directory stands for its `*.parquet`
 /// files, not recursive, sorted by name, names starting with `_` or `.` skipped), one schema
@@ -25,6 +26,8 @@ use crate::metadata::merge_schemas;
 #[derive(Debug, Clone)]
 pub struct Dataset {
     files: Vec<PathBuf>,
+    /// Per file, its access plan ([`ReaderBuilder::build_dataset_with_access`]).
+    access: Vec<Option<Vec<RowGroupAccess>>>,
     builder: ReaderBuilder,
     first: ParquetGpuReader,
     /// Each file's Arrow schema as read so far, the first's first.
@@ -57,21 +60,66 @@ impl ReaderBuilder {
             .map(|p| p.as_ref().to_path_buf())
             .collect();
         let files = crate::source::expand_paths(&given)?;
-        let Some(first_path) = files.first() else {
+        if files.is_empty() {
             return Err(Error::SchemaMismatch {
                 first: given.first().cloned().unwrap_or_default(),
                 second: PathBuf::new(),
                 reason: "no Parquet files there".into(),
             });
-        };
-        let first = self.clone().with_path(first_path).build()?;
+        }
+        let access = vec![None; files.len()];
+        Dataset::open(self, files, access)
+    }
+
+    /// Builds a [`Dataset`] over `files`, each read as its access plan says (skip / scan /
+    /// select per row group, [`ReaderBuilder::with_access_plan`]; `None`: as the builder
+    /// says) — the per-file plan a DataFusion scan hands down (`ParquetAccessPlan`). The
+    /// files are read in the order given.
+    pub fn build_dataset_with_access(
+        self,
+        files: Vec<(PathBuf, Option<Vec<RowGroupAccess>>)>,
+    ) -> Result<Dataset> {
+        let (paths, access): (Vec<PathBuf>, Vec<_>) = files.into_iter().unzip();
+        if paths.is_empty() {
+            return Err(Error::SchemaMismatch {
+                first: PathBuf::new(),
+                second: PathBuf::new(),
+                reason: "no files to read".into(),
+            });
+        }
+        Dataset::open(self, paths, access)
+    }
+}
+
+impl Dataset {
+    fn open(
+        builder: ReaderBuilder,
+        files: Vec<PathBuf>,
+        access: Vec<Option<Vec<RowGroupAccess>>>,
+    ) -> Result<Dataset> {
+        let first = file_builder(&builder, &files, &access, 0).build()?;
         let schema = first.schema().clone();
         Ok(Dataset {
             files,
-            builder: self,
+            access,
+            builder,
             first,
             schema,
         })
+    }
+}
+
+/// The builder of file `i`: `builder`'s options, its path, its access plan.
+fn file_builder(
+    builder: &ReaderBuilder,
+    files: &[PathBuf],
+    access: &[Option<Vec<RowGroupAccess>>],
+    i: usize,
+) -> ReaderBuilder {
+    let b = builder.clone().with_path(&files[i]);
+    match access.get(i).cloned().flatten() {
+        Some(a) => b.with_access_plan(a),
+        None => b,
     }
 }
 
@@ -97,6 +145,7 @@ impl Dataset {
     pub fn batches(&self) -> DatasetBatches {
         DatasetBatches {
             files: self.files.clone(),
+            access: self.access.clone(),
             builder: self.builder.clone(),
             first_schema: (self.files[0].clone(), self.schema.clone()),
             schema: self.schema.clone(),
@@ -117,10 +166,10 @@ impl Dataset {
         let mut schema = self.schema.clone();
         let mut reader = self.first.clone();
         for i in 0..self.files.len() {
-            let after = self.files.get(i + 1).cloned();
-            let b = self.builder.clone();
+            let after = (i + 1 < self.files.len())
+                .then(|| file_builder(&self.builder, &self.files, &self.access, i + 1));
             let (loaded, next) = std::thread::scope(|s| {
-                let h = after.map(|p| s.spawn(move || b.with_path(&p).build()));
+                let h = after.map(|b| s.spawn(move || b.build()));
                 (reader.load(), h.map(|h| h.join()))
             });
             let loaded = loaded?;
@@ -156,6 +205,7 @@ impl Dataset {
 /// The stream of a [`Dataset`]: see [`Dataset::batches`]. Yields `Err` at most once, then ends.
 pub struct DatasetBatches {
     files: Vec<PathBuf>,
+    access: Vec<Option<Vec<RowGroupAccess>>>,
     builder: ReaderBuilder,
     first_schema: (PathBuf, SchemaRef),
     schema: SchemaRef,
@@ -192,11 +242,11 @@ impl DatasetBatches {
         if self.next.is_some() || self.next_started.is_some() {
             return;
         }
-        if let Some(p) = self.files.get(self.next_file).cloned() {
-            let b = self.builder.clone();
+        if self.next_file < self.files.len() {
+            let b = file_builder(&self.builder, &self.files, &self.access, self.next_file);
             self.next = std::thread::Builder::new()
                 .name("cuparquet-footer".into())
-                .spawn(move || b.with_path(&p).build())
+                .spawn(move || b.build())
                 .ok();
         }
     }
@@ -209,7 +259,9 @@ impl DatasetBatches {
             Some(h) => h
                 .join()
                 .map_err(|_| Error::footer(&path, "the thread reading its footer panicked"))??,
-            None => self.builder.clone().with_path(&path).build()?,
+            None => {
+                file_builder(&self.builder, &self.files, &self.access, self.next_file).build()?
+            }
         };
         self.schema = merge_schemas(&[
             (self.first_schema.0.clone(), self.schema.clone()),
