@@ -48,6 +48,37 @@ pub struct Selection {
 /// rows, counted from its first row.
 pub type RowRanges = std::collections::BTreeMap<usize, Vec<Range<u64>>>;
 
+/// What the filter's page pruning did to one row group.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PagePruning {
+    /// The row group.
+    pub row_group: usize,
+    /// Pages of the filter's columns that may hold a match.
+    pub pages_kept: usize,
+    /// Pages of the filter's columns whose statistics rule every row out.
+    pub pages_dropped: usize,
+    /// Rows of the kept pages (before a row selection).
+    pub rows_kept: u64,
+}
+
+/// The rows in both `a` and `b` (ascending, disjoint ranges).
+fn intersect(a: &[Range<u64>], b: &[Range<u64>]) -> Vec<Range<u64>> {
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::new();
+    while i < a.len() && j < b.len() {
+        let (s, e) = (a[i].start.max(b[j].start), a[i].end.min(b[j].end));
+        if s < e {
+            out.push(s..e);
+        }
+        if a[i].end < b[j].end {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
+}
+
 /// How one row group is read, as DataFusion's `ParquetAccessPlan` says it: skipped, scanned
 /// whole, or only the rows a `RowSelection` selects (over that row group's rows).
 #[derive(Debug, Clone)]
@@ -249,9 +280,14 @@ pub struct ReadPlan {
     pub row_groups: Vec<usize>,
     /// Rows to read: in the selected row groups, or those of [`ReadPlan::rows`].
     pub num_rows: u64,
-    /// With a row selection ([`Selection::rows`]): the rows read of each selected row group.
+    /// With a row selection ([`Selection::rows`]) or pages pruned by the filter: the rows read
+    /// of each selected row group.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rows: Option<RowRanges>,
+    /// Row groups whose pages the filter pruned (the page index loaded): pages kept and
+    /// dropped of the filter's columns, rows kept.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub page_pruning: Vec<PagePruning>,
     /// Row groups the predicate (or the row selection) pruned.
     pub pruned: Vec<PrunedRowGroup>,
     /// The predicate as understood, if any.
@@ -443,6 +479,8 @@ pub fn plan_with(
         });
     }
     let mut filter_text = None;
+    let mut page_pruning = Vec::new();
+    let mut page_rows: Option<RowRanges> = None;
     if let Some(expr) = &selection.filter {
         let parsed = parse_predicate(expr)?;
         let bound = predicate::bind(&parsed, expr, schema)?;
@@ -457,6 +495,51 @@ pub fn plan_with(
             None => true,
         });
         filter_text = Some(bound.text().to_string());
+        // with the page index: the rows whose pages may match, intersected with a selection
+        let mut by_page = RowRanges::new();
+        row_groups.retain(|&rg| {
+            let Some(kept) = bound.prune_pages(md, rg) else {
+                return true;
+            };
+            let all = md.row_group(rg).num_rows().max(0) as u64;
+            let rows = match &selection.rows {
+                Some(sel) => intersect(sel.get(&rg).map_or(&[][..], |v| &v[..]), &kept.rows),
+                None => kept.rows.clone(),
+            };
+            if kept.dropped > 0 || rows.is_empty() {
+                page_pruning.push(PagePruning {
+                    row_group: rg,
+                    pages_kept: kept.kept,
+                    pages_dropped: kept.dropped,
+                    rows_kept: kept.rows.iter().map(|r| r.end - r.start).sum(),
+                });
+            }
+            if rows.is_empty() {
+                pruned.push(PrunedRowGroup {
+                    row_group: rg,
+                    reason: format!(
+                        "{}: no page's statistics allow a match ({} pages)",
+                        bound.text(),
+                        kept.dropped
+                    ),
+                });
+                return false;
+            }
+            if rows != [0..all] || selection.rows.is_some() {
+                by_page.insert(rg, rows);
+            }
+            true
+        });
+        if !by_page.is_empty() || selection.rows.is_some() {
+            // row groups the page index does not narrow keep all their rows (or the selection's)
+            for &rg in &row_groups {
+                by_page.entry(rg).or_insert_with(|| match &selection.rows {
+                    Some(sel) => sel.get(&rg).cloned().unwrap_or_default(),
+                    None => vec![0..md.row_group(rg).num_rows().max(0) as u64],
+                });
+            }
+            page_rows = Some(by_page);
+        }
     }
 
     // Column chunks.
@@ -561,7 +644,7 @@ pub fn plan_with(
     }
 
     let (requests, units) = coalesce_units(&mut chunks, meta.file_len, coalesce_cfg);
-    let rows = selection.rows.as_ref().map(|sel| {
+    let rows = page_rows.as_ref().or(selection.rows.as_ref()).map(|sel| {
         let kept: RowRanges = row_groups
             .iter()
             .filter_map(|rg| sel.get(rg).map(|r| (*rg, r.clone())))
@@ -575,6 +658,7 @@ pub fn plan_with(
         row_groups,
         num_rows,
         rows,
+        page_pruning,
         pruned,
         filter: filter_text,
         chunks,
@@ -712,6 +796,22 @@ impl fmt::Display for ReadPlan {
         }
         for p in &self.pruned {
             writeln!(f, "  pruned row group {}: {}", p.row_group, p.reason)?;
+        }
+        if !self.page_pruning.is_empty() {
+            let kept: usize = self.page_pruning.iter().map(|p| p.pages_kept).sum();
+            let dropped: usize = self.page_pruning.iter().map(|p| p.pages_dropped).sum();
+            writeln!(
+                f,
+                "page index: {dropped} page{} of the filter's columns dropped, {kept} kept, in {} \
+                 row group{} (their rows are not decoded)",
+                if dropped == 1 { "" } else { "s" },
+                self.page_pruning.len(),
+                if self.page_pruning.len() == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+            )?;
         }
         let w = self
             .chunks

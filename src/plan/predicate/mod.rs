@@ -647,6 +647,25 @@ fn bind_inner(pred: &Predicate, expr: &str, schema: &SchemaDescriptor) -> Result
     }
 }
 
+/// The sort order of leaf `leaf`'s statistics, or why none can be trusted.
+fn order_trusted(
+    md: &ParquetMetaData,
+    descr: &parquet::schema::types::ColumnDescriptor,
+    leaf: usize,
+) -> std::result::Result<SortOrder, &'static str> {
+    let sort = descr.sort_order();
+    if sort == SortOrder::UNDEFINED {
+        return Err("no defined sort order");
+    }
+    match md.file_metadata().column_order(leaf) {
+        ColumnOrder::UNKNOWN => Err("unknown column order"),
+        ColumnOrder::UNDEFINED if sort != SortOrder::SIGNED => {
+            Err("legacy statistics with an undefined order")
+        }
+        _ => Ok(sort),
+    }
+}
+
 /// Min and max of a column chunk as comparable values, or why they cannot be trusted.
 fn trusted_min_max(
     md: &ParquetMetaData,
@@ -659,17 +678,7 @@ fn trusted_min_max(
     if !stats.min_is_exact() || !stats.max_is_exact() {
         return Err("truncated statistics");
     }
-    let sort = cc.column_descr().sort_order();
-    if sort == SortOrder::UNDEFINED {
-        return Err("no defined sort order");
-    }
-    match md.file_metadata().column_order(leaf) {
-        ColumnOrder::UNKNOWN => return Err("unknown column order"),
-        ColumnOrder::UNDEFINED if sort != SortOrder::SIGNED => {
-            return Err("legacy statistics with an undefined order")
-        }
-        _ => {}
-    }
+    let sort = order_trusted(md, cc.column_descr(), leaf)?;
     if stats.is_min_max_deprecated() && sort != SortOrder::SIGNED {
         return Err("legacy min/max fields with an unsigned order");
     }
@@ -746,22 +755,34 @@ fn show(v: &Value, kind: Kind) -> String {
     }
 }
 
+/// What some rows' statistics (a row group's, or a page's of each column) say of a leaf: all
+/// its values null, and its min and max (or why they cannot be trusted).
+type LeafStats = (bool, std::result::Result<(Value, Value), &'static str>);
+
 /// `None` when the row group may match; `Some(reason)` when it provably cannot.
 fn eval(b: &Bound, md: &ParquetMetaData, rg: &RowGroupMetaData) -> Option<String> {
+    eval_with(b, &|leaf, kind| {
+        (all_null(rg, leaf), trusted_min_max(md, rg, leaf, kind))
+    })
+}
+
+/// `None` when rows whose statistics `stats` gives (per leaf and kind) may match; else why
+/// they cannot.
+fn eval_with(b: &Bound, stats: &dyn Fn(usize, Kind) -> LeafStats) -> Option<String> {
     match b {
-        Bound::And(x, y) => eval(x, md, rg).or_else(|| eval(y, md, rg)),
+        Bound::And(x, y) => eval_with(x, stats).or_else(|| eval_with(y, stats)),
         Bound::Or(x, y) => {
-            let a = eval(x, md, rg)?;
-            let b = eval(y, md, rg)?;
+            let a = eval_with(x, stats)?;
+            let b = eval_with(y, stats)?;
             Some(format!("{a} and {b}"))
         }
         Bound::Never { leaf, text } => {
             let _ = leaf;
             Some(format!("{text}: never true for an integer column"))
         }
-        Bound::NotNull { leaf, text } => {
-            all_null(rg, *leaf).then(|| format!("{text}: all values are null"))
-        }
+        Bound::NotNull { leaf, text } => stats(*leaf, Kind::Bool)
+            .0
+            .then(|| format!("{text}: all values are null")),
         Bound::Cmp {
             leaf,
             text,
@@ -769,10 +790,11 @@ fn eval(b: &Bound, md: &ParquetMetaData, rg: &RowGroupMetaData) -> Option<String
             op,
             value,
         } => {
-            if all_null(rg, *leaf) {
+            let (all_null, min_max) = stats(*leaf, *kind);
+            if all_null {
                 return Some(format!("{text}: all values are null"));
             }
-            let (min, max) = trusted_min_max(md, rg, *leaf, *kind).ok()?;
+            let (min, max) = min_max.ok()?;
             let c_min = value_cmp(&min, value)?;
             let c_max = value_cmp(&max, value)?;
             use Ordering::*;
@@ -795,185 +817,21 @@ fn eval(b: &Bound, md: &ParquetMetaData, rg: &RowGroupMetaData) -> Option<String
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn p(s: &str) -> String {
-        parse_predicate(s).unwrap().to_string()
-    }
-
-    #[test]
-    fn parses_precedence_and_parentheses() {
-        assert_eq!(
-            p("a > 5 AND b = 'k' OR c < 1.5"),
-            "a > 5 AND b = 'k' OR c < 1.5"
-        );
-        let e = parse_predicate("a > 5 AND b = 'k' OR c < 1.5").unwrap();
-        assert!(matches!(e, Predicate::Or(..)), "AND binds tighter: {e:?}");
-        let e = parse_predicate("a > 5 AND (b = 'k' OR c < 1.5)").unwrap();
-        assert!(matches!(e, Predicate::And(..)), "{e:?}");
-        assert_eq!(
-            p("a>5 and (b='it''s' or c<>-2e3)"),
-            "a > 5 AND (b = 'it''s' OR c != -2000.0)"
-        );
-        assert_eq!(p("5 < x"), "x > 5");
-        assert_eq!(p("`a.b` >= 1 AND s.x = true"), "`a.b` >= 1 AND s.x = true");
-        assert_eq!(p("d = '2024-02-29'"), "d = '2024-02-29'");
-    }
-
-    #[test]
-    fn parse_errors_say_where() {
-        for (e, want) in [
-            ("", "empty expression"),
-            ("a >", "expected a literal"),
-            ("a 5", "expected a comparison"),
-            ("(a > 5", "expected ')'"),
-            ("a > 5 b", "unexpected input"),
-            ("a > 'x", "unterminated string"),
-            ("a ! 3", "expected '!='"),
-            ("a > 5 AND", "expected a literal"),
-            ("a # 1", "unexpected character '#'"),
-            ("a > 1.2.3", "invalid number"),
-        ] {
-            let msg = parse_predicate(e).unwrap_err().to_string();
-            assert!(msg.contains(want), "{e:?}: {msg}");
+/// The leaves a bound predicate reads.
+fn leaves_of(b: &Bound, out: &mut Vec<usize>) {
+    match b {
+        Bound::And(x, y) | Bound::Or(x, y) => {
+            leaves_of(x, out);
+            leaves_of(y, out);
         }
-    }
-
-    mod stats {
-        use super::super::*;
-        use parquet::file::metadata::{ColumnChunkMetaData, FileMetaData, RowGroupMetaData};
-        use parquet::schema::parser::parse_message_type;
-        use parquet::schema::types::SchemaDescriptor;
-        use std::sync::Arc;
-
-        /// One row group of 100 rows with one DOUBLE column `x` and one UTF8 column `s`;
-        /// column orders default to type-defined.
-        fn md(x: Statistics, s: Statistics, orders: Option<Vec<ColumnOrder>>) -> ParquetMetaData {
-            let schema = Arc::new(SchemaDescriptor::new(Arc::new(
-                parse_message_type("message m { optional double x; optional binary s (UTF8); }")
-                    .unwrap(),
-            )));
-            let cols = vec![
-                ColumnChunkMetaData::builder(schema.column(0))
-                    .set_statistics(x)
-                    .build()
-                    .unwrap(),
-                ColumnChunkMetaData::builder(schema.column(1))
-                    .set_statistics(s)
-                    .build()
-                    .unwrap(),
-            ];
-            let rg = RowGroupMetaData::builder(schema.clone())
-                .set_num_rows(100)
-                .set_column_metadata(cols)
-                .build()
-                .unwrap();
-            let orders = orders.unwrap_or(vec![
-                ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::SIGNED),
-                ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::UNSIGNED),
-            ]);
-            let fm = FileMetaData::new(2, 100, None, None, schema, Some(orders));
-            ParquetMetaData::new(fm, vec![rg])
+        Bound::Cmp { leaf, .. } | Bound::Never { leaf, .. } | Bound::NotNull { leaf, .. } => {
+            if !out.contains(leaf) {
+                out.push(*leaf)
+            }
         }
-
-        fn pruned(md: &ParquetMetaData, expr: &str) -> bool {
-            let p = parse_predicate(expr).unwrap();
-            let b = bind(&p, expr, md.file_metadata().schema_descr()).unwrap();
-            b.prune_reason(md, 0).is_some()
-        }
-
-        fn s(min: &str, max: &str) -> Statistics {
-            Statistics::byte_array(Some(min.into()), Some(max.into()), None, Some(0), false)
-        }
-
-        #[test]
-        fn trusted_statistics_prune() {
-            let m = md(
-                Statistics::double(Some(1.0), Some(5.0), None, Some(0), false),
-                s("b", "d"),
-                None,
-            );
-            assert!(pruned(&m, "x > 5"));
-            assert!(!pruned(&m, "x >= 5"));
-            assert!(pruned(&m, "s = 'a'"));
-            assert!(!pruned(&m, "s = 'c'"));
-        }
-
-        #[test]
-        fn nan_statistics_keep() {
-            let m = md(
-                Statistics::double(Some(f64::NAN), Some(5.0), None, Some(0), false),
-                s("b", "d"),
-                None,
-            );
-            assert!(!pruned(&m, "x > 5"));
-            let m = md(
-                Statistics::double(Some(1.0), Some(f64::NAN), None, Some(0), false),
-                s("b", "d"),
-                None,
-            );
-            assert!(!pruned(&m, "x < 0"));
-        }
-
-        #[test]
-        fn truncated_statistics_keep() {
-            let t = match s("b", "d") {
-                Statistics::ByteArray(v) => Statistics::ByteArray(v.with_max_is_exact(false)),
-                _ => unreachable!(),
-            };
-            let m = md(
-                Statistics::double(Some(1.0), Some(5.0), None, Some(0), false),
-                t,
-                None,
-            );
-            assert!(!pruned(&m, "s = 'z'"));
-        }
-
-        #[test]
-        fn legacy_order_keeps_unsigned_columns_only() {
-            // Legacy (undefined) column order: strings used signed byte order, so keep;
-            // doubles are signed and still prune.
-            let m = md(
-                Statistics::double(Some(1.0), Some(5.0), None, Some(0), false),
-                s("b", "d"),
-                Some(vec![ColumnOrder::UNDEFINED, ColumnOrder::UNDEFINED]),
-            );
-            assert!(!pruned(&m, "s = 'z'"));
-            assert!(pruned(&m, "x > 7"));
-            let m = md(
-                Statistics::double(Some(1.0), Some(5.0), None, Some(0), false),
-                Statistics::byte_array(Some("b".into()), Some("d".into()), None, Some(0), true),
-                None,
-            );
-            assert!(
-                !pruned(&m, "s = 'z'"),
-                "deprecated min/max fields on a string column"
-            );
-        }
-
-        #[test]
-        fn missing_statistics_keep_and_all_null_prunes() {
-            let m = md(
-                Statistics::double(None, None, None, Some(0), false),
-                Statistics::byte_array(None, None, None, Some(100), false),
-                None,
-            );
-            assert!(!pruned(&m, "x = 1"));
-            assert!(pruned(&m, "s = 'a'"), "all 100 values null");
-            assert!(pruned(&m, "s != 'a'"));
-        }
-    }
-
-    #[test]
-    fn dates() {
-        assert_eq!(parse_date("1970-01-01"), Some(0));
-        assert_eq!(parse_date("2000-03-01"), Some(11017));
-        assert_eq!(parse_date("1969-12-31"), Some(-1));
-        assert_eq!(parse_date("2023-02-29"), None);
-        assert_eq!(parse_date("2024-02-29"), Some(19782));
-        assert_eq!(parse_date("2024-13-01"), None);
-        assert_eq!(parse_date("x"), None);
     }
 }
+
+pub mod pages;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,180 @@
+//! The predicate parser, binder and row-group pruning.
+use super::*;
+
+fn p(s: &str) -> String {
+    parse_predicate(s).unwrap().to_string()
+}
+
+#[test]
+fn parses_precedence_and_parentheses() {
+    assert_eq!(
+        p("a > 5 AND b = 'k' OR c < 1.5"),
+        "a > 5 AND b = 'k' OR c < 1.5"
+    );
+    let e = parse_predicate("a > 5 AND b = 'k' OR c < 1.5").unwrap();
+    assert!(matches!(e, Predicate::Or(..)), "AND binds tighter: {e:?}");
+    let e = parse_predicate("a > 5 AND (b = 'k' OR c < 1.5)").unwrap();
+    assert!(matches!(e, Predicate::And(..)), "{e:?}");
+    assert_eq!(
+        p("a>5 and (b='it''s' or c<>-2e3)"),
+        "a > 5 AND (b = 'it''s' OR c != -2000.0)"
+    );
+    assert_eq!(p("5 < x"), "x > 5");
+    assert_eq!(p("`a.b` >= 1 AND s.x = true"), "`a.b` >= 1 AND s.x = true");
+    assert_eq!(p("d = '2024-02-29'"), "d = '2024-02-29'");
+}
+
+#[test]
+fn parse_errors_say_where() {
+    for (e, want) in [
+        ("", "empty expression"),
+        ("a >", "expected a literal"),
+        ("a 5", "expected a comparison"),
+        ("(a > 5", "expected ')'"),
+        ("a > 5 b", "unexpected input"),
+        ("a > 'x", "unterminated string"),
+        ("a ! 3", "expected '!='"),
+        ("a > 5 AND", "expected a literal"),
+        ("a # 1", "unexpected character '#'"),
+        ("a > 1.2.3", "invalid number"),
+    ] {
+        let msg = parse_predicate(e).unwrap_err().to_string();
+        assert!(msg.contains(want), "{e:?}: {msg}");
+    }
+}
+
+mod stats {
+    use super::super::*;
+    use parquet::file::metadata::{ColumnChunkMetaData, FileMetaData, RowGroupMetaData};
+    use parquet::schema::parser::parse_message_type;
+    use parquet::schema::types::SchemaDescriptor;
+    use std::sync::Arc;
+
+    /// One row group of 100 rows with one DOUBLE column `x` and one UTF8 column `s`;
+    /// column orders default to type-defined.
+    fn md(x: Statistics, s: Statistics, orders: Option<Vec<ColumnOrder>>) -> ParquetMetaData {
+        let schema = Arc::new(SchemaDescriptor::new(Arc::new(
+            parse_message_type("message m { optional double x; optional binary s (UTF8); }")
+                .unwrap(),
+        )));
+        let cols = vec![
+            ColumnChunkMetaData::builder(schema.column(0))
+                .set_statistics(x)
+                .build()
+                .unwrap(),
+            ColumnChunkMetaData::builder(schema.column(1))
+                .set_statistics(s)
+                .build()
+                .unwrap(),
+        ];
+        let rg = RowGroupMetaData::builder(schema.clone())
+            .set_num_rows(100)
+            .set_column_metadata(cols)
+            .build()
+            .unwrap();
+        let orders = orders.unwrap_or(vec![
+            ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::SIGNED),
+            ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::UNSIGNED),
+        ]);
+        let fm = FileMetaData::new(2, 100, None, None, schema, Some(orders));
+        ParquetMetaData::new(fm, vec![rg])
+    }
+
+    fn pruned(md: &ParquetMetaData, expr: &str) -> bool {
+        let p = parse_predicate(expr).unwrap();
+        let b = bind(&p, expr, md.file_metadata().schema_descr()).unwrap();
+        b.prune_reason(md, 0).is_some()
+    }
+
+    fn s(min: &str, max: &str) -> Statistics {
+        Statistics::byte_array(Some(min.into()), Some(max.into()), None, Some(0), false)
+    }
+
+    #[test]
+    fn trusted_statistics_prune() {
+        let m = md(
+            Statistics::double(Some(1.0), Some(5.0), None, Some(0), false),
+            s("b", "d"),
+            None,
+        );
+        assert!(pruned(&m, "x > 5"));
+        assert!(!pruned(&m, "x >= 5"));
+        assert!(pruned(&m, "s = 'a'"));
+        assert!(!pruned(&m, "s = 'c'"));
+    }
+
+    #[test]
+    fn nan_statistics_keep() {
+        let m = md(
+            Statistics::double(Some(f64::NAN), Some(5.0), None, Some(0), false),
+            s("b", "d"),
+            None,
+        );
+        assert!(!pruned(&m, "x > 5"));
+        let m = md(
+            Statistics::double(Some(1.0), Some(f64::NAN), None, Some(0), false),
+            s("b", "d"),
+            None,
+        );
+        assert!(!pruned(&m, "x < 0"));
+    }
+
+    #[test]
+    fn truncated_statistics_keep() {
+        let t = match s("b", "d") {
+            Statistics::ByteArray(v) => Statistics::ByteArray(v.with_max_is_exact(false)),
+            _ => unreachable!(),
+        };
+        let m = md(
+            Statistics::double(Some(1.0), Some(5.0), None, Some(0), false),
+            t,
+            None,
+        );
+        assert!(!pruned(&m, "s = 'z'"));
+    }
+
+    #[test]
+    fn legacy_order_keeps_unsigned_columns_only() {
+        // Legacy (undefined) column order: strings used signed byte order, so keep;
+        // doubles are signed and still prune.
+        let m = md(
+            Statistics::double(Some(1.0), Some(5.0), None, Some(0), false),
+            s("b", "d"),
+            Some(vec![ColumnOrder::UNDEFINED, ColumnOrder::UNDEFINED]),
+        );
+        assert!(!pruned(&m, "s = 'z'"));
+        assert!(pruned(&m, "x > 7"));
+        let m = md(
+            Statistics::double(Some(1.0), Some(5.0), None, Some(0), false),
+            Statistics::byte_array(Some("b".into()), Some("d".into()), None, Some(0), true),
+            None,
+        );
+        assert!(
+            !pruned(&m, "s = 'z'"),
+            "deprecated min/max fields on a string column"
+        );
+    }
+
+    #[test]
+    fn missing_statistics_keep_and_all_null_prunes() {
+        let m = md(
+            Statistics::double(None, None, None, Some(0), false),
+            Statistics::byte_array(None, None, None, Some(100), false),
+            None,
+        );
+        assert!(!pruned(&m, "x = 1"));
+        assert!(pruned(&m, "s = 'a'"), "all 100 values null");
+        assert!(pruned(&m, "s != 'a'"));
+    }
+}
+
+#[test]
+fn dates() {
+    assert_eq!(parse_date("1970-01-01"), Some(0));
+    assert_eq!(parse_date("2000-03-01"), Some(11017));
+    assert_eq!(parse_date("1969-12-31"), Some(-1));
+    assert_eq!(parse_date("2023-02-29"), None);
+    assert_eq!(parse_date("2024-02-29"), Some(19782));
+    assert_eq!(parse_date("2024-13-01"), None);
+    assert_eq!(parse_date("x"), None);
+}

@@ -1,0 +1,172 @@
+//! Page pruning by the filter: with the page index loaded, pages whose statistics prove no row
+//! can match are dropped, and the load holds exactly the rows of the kept pages — arrow-rs's
+//! full read restricted to them — which include every matching row. On the host and, where
+//! there is one, on the GPU.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray};
+use arrow::record_batch::{RecordBatch, RecordBatchReader};
+use common::*;
+use cuparquet::plan::{RowSelection, RowSelector};
+use cuparquet::{Device, LoadedBatch, ParquetGpuReader};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::file::properties::WriterProperties;
+
+fn devices() -> Vec<Device> {
+    let mut v = vec![Device::Host];
+    if gpu_available("page pruning on cuda:0") {
+        v.push(Device::Cuda(0));
+    }
+    v
+}
+
+/// 20,000 rows sorted by `k`, in row groups of 5,000 and pages of 500 rows (arrow-rs writes the
+/// page index by default).
+fn sorted_file(path: &Path) {
+    let n = 20_000i64;
+    let k: ArrayRef = Arc::new(Int64Array::from_iter_values(0..n));
+    let s: ArrayRef = Arc::new(StringArray::from_iter(
+        (0..n).map(|i| (i % 5 != 0).then(|| format!("s{:05}", i % 977))),
+    ));
+    let x: ArrayRef = Arc::new(Float64Array::from_iter_values(
+        (0..n).map(|i| i as f64 * 0.5),
+    ));
+    let b = RecordBatch::try_from_iter([("k", k), ("s", s), ("x", x)]).unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(5000))
+        .set_data_page_row_count_limit(500)
+        .set_write_batch_size(100)
+        .build();
+    write(path, &[b], props);
+}
+
+/// arrow-rs's read of `row_groups` restricted to the rows `rows` (per row group) says.
+fn arrow_rs_rows(path: &Path, plan: &cuparquet::plan::ReadPlan) -> RecordBatch {
+    let rows = plan.rows.as_ref().expect("pages pruned: the plan's rows");
+    let mut sel = Vec::new();
+    let md = ParquetGpuReader::builder(path)
+        .with_device(Device::Host)
+        .build()
+        .unwrap()
+        .metadata()
+        .metadata
+        .clone();
+    for &rg in &plan.row_groups {
+        let n = md.row_group(rg).num_rows() as usize;
+        let mut at = 0;
+        for r in &rows[&rg] {
+            let (s, e) = (r.start as usize, r.end as usize);
+            if s > at {
+                sel.push(RowSelector::skip(s - at));
+            }
+            sel.push(RowSelector::select(e - s));
+            at = e;
+        }
+        if n > at {
+            sel.push(RowSelector::skip(n - at));
+        }
+    }
+    let f = std::fs::File::open(path).unwrap();
+    let r = ParquetRecordBatchReaderBuilder::try_new(f)
+        .unwrap()
+        .with_row_groups(plan.row_groups.clone())
+        .with_row_selection(RowSelection::from(sel))
+        .build()
+        .unwrap();
+    let schema = r.schema();
+    let batches: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
+    concat(&schema, &batches)
+}
+
+#[test]
+fn pages_the_filter_rules_out_are_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("sorted.parquet");
+    sorted_file(&f);
+    let (lo, hi) = (3210i64, 7777i64);
+    let filter = format!("k >= {lo} AND k < {hi}");
+    for device in devices() {
+        let reader = ParquetGpuReader::builder(&f)
+            .with_device(device)
+            .with_page_index(true)
+            .with_filter(filter.clone())
+            .with_batch_rows(1000)
+            .build()
+            .unwrap();
+        let plan = reader.plan();
+        // row groups 0 and 1 hold matches (rows 3210..4999 and 5000..7776); 2 and 3 pruned
+        assert_eq!(plan.row_groups, vec![0, 1], "{device}");
+        let rows = plan.rows.as_ref().unwrap();
+        assert_eq!(
+            rows[&0],
+            vec![3000..5000],
+            "{device}: pages 6..9 of row group 0"
+        );
+        assert_eq!(
+            rows[&1],
+            vec![0..3000],
+            "{device}: pages 0..5 of row group 1"
+        );
+        assert_eq!(plan.num_rows, 5000);
+        let dropped: usize = plan.page_pruning.iter().map(|p| p.pages_dropped).sum();
+        assert!(dropped >= 10, "{device}: {:?}", plan.page_pruning);
+        assert!(plan.to_string().contains("page index:"), "{plan}");
+        // the load: exactly the kept pages' rows, as arrow-rs reads them
+        let want = arrow_rs_rows(&f, plan);
+        let got: Vec<LoadedBatch> = reader.batches().collect::<cuparquet::Result<_>>().unwrap();
+        let host: Vec<RecordBatch> = got.iter().map(|b| b.to_host().unwrap()).collect();
+        let got = concat(reader.schema(), &host);
+        assert_same(&format!("{device} kept pages"), &got, &want);
+        // every matching row is there
+        let k = got.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+        let matching = k.values().iter().filter(|&&v| v >= lo && v < hi).count();
+        assert_eq!(matching as i64, hi - lo, "{device}");
+    }
+    // without the page index: row groups only
+    let reader = ParquetGpuReader::builder(&f)
+        .with_device(Device::Host)
+        .with_filter(filter)
+        .build()
+        .unwrap();
+    assert!(reader.plan().rows.is_none() && reader.plan().page_pruning.is_empty());
+    assert_eq!(reader.plan().num_rows, 10_000);
+}
+
+#[test]
+fn page_pruning_and_a_row_selection_combine() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("sorted.parquet");
+    sorted_file(&f);
+    // select rows 4000..6000 of the file; the filter keeps pages of k in 5500..5600
+    let sel: RowSelection = vec![
+        RowSelector::skip(4000),
+        RowSelector::select(2000),
+        RowSelector::skip(14_000),
+    ]
+    .into();
+    for device in devices() {
+        let reader = ParquetGpuReader::builder(&f)
+            .with_device(device)
+            .with_page_index(true)
+            .with_filter("k >= 5500 AND k < 5600")
+            .with_row_selection(sel.clone())
+            .build()
+            .unwrap();
+        let plan = reader.plan();
+        assert_eq!(plan.row_groups, vec![1], "{device}");
+        assert_eq!(plan.rows.as_ref().unwrap()[&1], vec![500..1000], "{device}");
+        let got: Vec<LoadedBatch> = reader.batches().collect::<cuparquet::Result<_>>().unwrap();
+        let host: Vec<RecordBatch> = got.iter().map(|b| b.to_host().unwrap()).collect();
+        let got = concat(reader.schema(), &host);
+        let k = got.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!(
+            k.values().to_vec(),
+            (5500..6000).collect::<Vec<i64>>(),
+            "{device}"
+        );
+    }
+}
