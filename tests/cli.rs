@@ -498,3 +498,76 @@ fn doctor_reports_and_exits_0_without_a_gpu() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stdout).contains("FAIL  settings"));
 }
+
+#[test]
+fn a_failing_load_leaves_no_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.arrow");
+    let out_s = out.display().to_string();
+    // a file whose data is cut short after its footer was read: the load fails
+    let good = dir.path().join("good.parquet");
+    let cut = dir.path().join("cut.parquet");
+    std::fs::copy(data("alltypes_plain.parquet"), &good).unwrap();
+    let bytes = std::fs::read(&good).unwrap();
+    // keep the footer, zero the data: the pages cannot be read
+    let mut bad = bytes.clone();
+    let footer = u32::from_le_bytes(bytes[bytes.len() - 8..bytes.len() - 4].try_into().unwrap());
+    let data_end = bytes.len() - 8 - footer as usize;
+    for b in &mut bad[4..data_end] {
+        *b = 0xff;
+    }
+    std::fs::write(&cut, &bad).unwrap();
+    let o = run(&[
+        "load",
+        "--device",
+        "host",
+        "--quiet",
+        "--output",
+        &out_s,
+        &cut.display().to_string(),
+    ]);
+    let (_, err) = text(&o);
+    assert!(!o.status.success(), "the load of a corrupted file fails");
+    assert!(err.contains("cut.parquet"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.contains("out"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    // a missing directory: an error naming the output, before anything is read
+    let missing = dir
+        .path()
+        .join("no/such/dir/out.arrow")
+        .display()
+        .to_string();
+    let o = run(&[
+        "load",
+        "--device",
+        "host",
+        "--quiet",
+        "--output",
+        &missing,
+        &good.display().to_string(),
+    ]);
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert!(err.contains("no/such/dir/out.arrow"), "{err}");
+    // a load that works: the file, and nothing else
+    let o = run(&[
+        "load",
+        "--device",
+        "host",
+        "--quiet",
+        "--output",
+        &out_s,
+        &good.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.contains("out"))
+        .collect();
+    assert_eq!(names, vec!["out.arrow".to_string()]);
+}

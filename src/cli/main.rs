@@ -25,7 +25,7 @@ use cuparquet::{Device, Error, ParquetGpuReader};
 
 use crate::doctor::doctor;
 use crate::inspect::inspect;
-use crate::output::{out_err, write_ipc};
+use crate::output::{out_err, Pending};
 use crate::progress::ProgressBar;
 use crate::summary::summary;
 
@@ -399,6 +399,8 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 let bar = bar.clone();
                 b = b.with_progress(move |p| bar.update(p));
             }
+            // the output's temporary file first: a missing directory fails before any read
+            let pending = output.as_deref().map(Pending::create).transpose()?;
             let single = files.len() == 1 && !file.is_dir();
             let loaded = if single {
                 let reader = b.build()?;
@@ -415,9 +417,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 bar.finish();
             }
             let (batches, schema, reports) = loaded?;
-            if let Some(out) = &output {
+            if let Some(out) = pending {
                 // device batches are copied back (`to_host`): the file is what is on the device
-                write_ipc(out, &batches, &schema)?;
+                out.finish(&batches, &schema)?;
             }
             if json {
                 let v = if single {

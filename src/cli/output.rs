@@ -1,5 +1,7 @@
-//! What `load` writes besides its summary: the Arrow IPC file of `--output`, and the error for a
-//! failed write.
+//! What `load` writes besides its summary: the Arrow IPC file of `--output` (through a
+//! temporary file beside it, created before the load and renamed when every batch is written,
+//! so a failing load leaves nothing behind and a missing directory fails before any read), and
+//! the error for a failed write.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -13,8 +15,57 @@ pub(crate) fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {
     }
 }
 
-pub(crate) fn write_ipc(
+/// The `--output` file being written: a temporary file beside `out`, removed unless
+/// [`Pending::finish`] renames it to `out`.
+pub(crate) struct Pending {
+    out: std::path::PathBuf,
+    tmp: std::path::PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl Pending {
+    /// Creates the temporary file beside `out` (an error now when its directory is missing
+    /// or not writable).
+    pub(crate) fn create(out: &Path) -> Result<Pending, Error> {
+        let name = out
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_else(|| "output".into());
+        let tmp = out.with_file_name(format!(".{name}.cuparquet-{}.tmp", std::process::id()));
+        let file = std::fs::File::create(&tmp).map_err(|e| out_err(out, e))?;
+        Ok(Pending {
+            out: out.to_path_buf(),
+            tmp,
+            file: Some(file),
+        })
+    }
+
+    /// Writes `batches` as an Arrow IPC file and renames it into place.
+    pub(crate) fn finish(
+        mut self,
+        batches: &[cuparquet::LoadedBatch],
+        schema: &arrow::datatypes::SchemaRef,
+    ) -> Result<(), Error> {
+        let out = self.out.clone();
+        let f = self
+            .file
+            .take()
+            .ok_or_else(|| out_err(&out, "written twice"))?;
+        write_ipc(&out, f, batches, schema)?;
+        std::fs::rename(&self.tmp, &out).map_err(|e| out_err(&out, e))
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        // not renamed: the load or the write failed
+        let _ = std::fs::remove_file(&self.tmp);
+    }
+}
+
+fn write_ipc(
     out: &Path,
+    f: std::fs::File,
     batches: &[cuparquet::LoadedBatch],
     schema: &arrow::datatypes::SchemaRef,
 ) -> Result<(), Error> {
@@ -22,7 +73,6 @@ pub(crate) fn write_ipc(
         .first()
         .map(|b| b.schema())
         .unwrap_or_else(|| schema.clone());
-    let f = std::fs::File::create(out).map_err(|e| out_err(out, e))?;
     let mut w = arrow::ipc::writer::FileWriter::try_new(std::io::BufWriter::new(f), &schema)
         .map_err(|e| out_err(out, e))?;
     let dictionaries = schema
