@@ -529,11 +529,15 @@ fn a_failing_load_leaves_no_output_file() {
     let (_, err) = text(&o);
     assert!(!o.status.success(), "the load of a corrupted file fails");
     assert!(err.contains("cut.parquet"), "{err}");
-    let left: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-        .filter(|n| n.contains("out"))
-        .collect();
+    // the output and its temporary files in the directory
+    let outputs = || -> Vec<String> {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .filter(|n| n.contains("out"))
+            .collect()
+    };
+    let left = outputs();
     assert!(left.is_empty(), "left behind: {left:?}");
     // a missing directory: an error naming the output, before anything is read
     let missing = dir
@@ -564,10 +568,5 @@ fn a_failing_load_leaves_no_output_file() {
         &good.display().to_string(),
     ]);
     assert!(o.status.success(), "{}", text(&o).1);
-    let names: Vec<String> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-        .filter(|n| n.contains("out"))
-        .collect();
-    assert_eq!(names, vec!["out.arrow".to_string()]);
+    assert_eq!(outputs(), vec!["out.arrow".to_string()]);
 }

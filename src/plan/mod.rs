@@ -317,11 +317,15 @@ impl ReadPlan {
 
     /// Indices into `chunks` of the chunks of row group `rg`.
     pub fn chunks_of_row_group(&self, rg: usize) -> impl Iterator<Item = usize> + '_ {
-        self.chunks
-            .iter()
-            .enumerate()
-            .filter(move |(_, c)| c.row_group == rg)
-            .map(|(i, _)| i)
+        self.chunk_range_of(rg)
+    }
+
+    /// The indices into [`ReadPlan::chunks`] of row group `rg`'s chunks: consecutive, since
+    /// chunks are row-group major in ascending row-group order (found by binary search).
+    pub fn chunk_range_of(&self, rg: usize) -> Range<usize> {
+        let start = self.chunks.partition_point(|c| c.row_group < rg);
+        let end = self.chunks.partition_point(|c| c.row_group <= rg);
+        start..end
     }
 }
 

@@ -77,7 +77,7 @@ pub fn row_group_cost(plan: &ReadPlan, md: &ParquetMetaData, rg: usize) -> RowGr
     let meta = md.row_group(rg);
     let rows = meta.num_rows().max(0) as u64;
     let (mut read, mut device) = (0u64, 0u64);
-    for c in plan.chunks.iter().filter(|c| c.row_group == rg) {
+    for c in &plan.chunks[plan.chunk_range_of(rg)] {
         let col = meta.column(c.column);
         let uncompressed = col.uncompressed_size().max(0) as u64;
         read += c.len();
@@ -278,16 +278,9 @@ fn cut_passes(
 
 /// The chunk indices of `row_groups` (consecutive in the plan).
 fn chunk_range(plan: &ReadPlan, row_groups: &[usize]) -> Range<usize> {
-    let mut idx = plan
-        .chunks
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| row_groups.contains(&c.row_group))
-        .map(|(i, _)| i);
-    let first = idx.next();
-    match first {
-        None => 0..0,
-        Some(a) => a..idx.next_back().unwrap_or(a) + 1,
+    match (row_groups.first(), row_groups.last()) {
+        (Some(&a), Some(&b)) => plan.chunk_range_of(a).start..plan.chunk_range_of(b).end,
+        _ => 0..0,
     }
 }
 

@@ -340,7 +340,7 @@ impl ReaderBuilder {
             self.keep_dictionaries,
         )?;
         let mut memory_budget = u64::MAX;
-        let (spans, passes) = match device.location {
+        let budgeted = match device.location {
             Location::Cuda(n) => {
                 let budget = match self.memory_budget {
                     Some(b) => b,
@@ -364,7 +364,7 @@ impl ReaderBuilder {
                     ));
                 }
                 memory_budget = budget;
-                budgeted_spans(
+                budget_waves(
                     &self.path,
                     &plan,
                     &meta,
@@ -373,7 +373,11 @@ impl ReaderBuilder {
                     self.keep_dictionaries,
                 )?
             }
-            Location::Host => (
+            Location::Host => None,
+        };
+        let (spans, passes) = match budgeted {
+            Some((spans, waves)) => (spans, Some(waves)),
+            None => (
                 crate::plan::batches_of(
                     &meta.metadata,
                     &plan.row_groups,
@@ -409,8 +413,8 @@ impl ReaderBuilder {
             tuning,
             cuts,
             spans,
-            passes: passes.as_ref().map(|p| p.0.clone()),
-            pass_costs: passes.map(|p| p.1).unwrap_or_default(),
+            pass_costs: passes.as_ref().map(|p| p.1.clone()).unwrap_or_default(),
+            passes: passes.map(|p| p.0),
             budget: memory_budget,
             progress: self.progress,
             t_setup: t0.elapsed(),
@@ -444,39 +448,31 @@ fn estimate(plan: &ReadPlan, meta: &crate::metadata::FileMetadata) -> u64 {
 /// waves and their estimated device bytes.
 type BudgetWaves = (Vec<super::waves::Wave>, Vec<u64>);
 
-/// The batches of a device load under `budget`, and, when the whole load does not fit at once,
-/// its waves with their estimated device bytes (None when it fits: then it is read and decoded
-/// as without a budget). The waves are the passes of [`crate::plan::load_passes`]. A row
-/// group the budget cannot hold is an error.
-fn budgeted_spans(
+/// When a device load does not fit `budget` at once: its batches and its waves with their
+/// estimated device bytes, the passes of [`crate::plan::load_passes`] (None when it fits: then
+/// it is read and decoded as without a budget). A row group the budget cannot hold is an error.
+fn budget_waves(
     path: &Path,
     plan: &ReadPlan,
     meta: &crate::metadata::FileMetadata,
     budget: u64,
     batch_rows: usize,
     keep_dictionaries: bool,
-) -> Result<(Vec<crate::plan::BatchSpan>, Option<BudgetWaves>)> {
-    let passes = match budget {
-        u64::MAX => None,
-        _ => Some(crate::plan::load_passes(
-            path,
-            plan,
-            &meta.metadata,
-            budget,
-            batch_rows as u64,
-            keep_dictionaries,
-        )?),
-    };
-    let Some(passes) = passes.filter(|p| !p.fits()) else {
-        let spans = crate::plan::batches_of(
-            &meta.metadata,
-            &plan.row_groups,
-            plan.rows.as_ref(),
-            batch_rows as u64,
-            keep_dictionaries,
-        );
-        return Ok((spans, None));
-    };
+) -> Result<Option<(Vec<crate::plan::BatchSpan>, BudgetWaves)>> {
+    if budget == u64::MAX {
+        return Ok(None);
+    }
+    let passes = crate::plan::load_passes(
+        path,
+        plan,
+        &meta.metadata,
+        budget,
+        batch_rows as u64,
+        keep_dictionaries,
+    )?;
+    if passes.fits() {
+        return Ok(None);
+    }
     let waves = super::waves::pass_waves(plan, &passes).ok_or_else(|| {
         Error::setting(
             "memory_budget",
@@ -488,20 +484,8 @@ fn budgeted_spans(
             ),
         )
     })?;
-    // a wave's cost: the passes it holds (one, or more where a pass had nothing to read)
-    let costs = waves
-        .iter()
-        .map(|w| {
-            passes
-                .passes
-                .iter()
-                .filter(|p| p.row_groups.iter().all(|rg| w.row_groups.contains(rg)))
-                .map(|p| p.device_bytes)
-                .sum()
-        })
-        .collect();
     let spans = passes.passes.into_iter().flat_map(|p| p.batches).collect();
-    Ok((spans, Some((waves, costs))))
+    Ok(Some((spans, waves)))
 }
 
 /// The row groups of `row_groups` (ascending) after which no batch of `spans` goes on: where a

@@ -46,10 +46,15 @@ impl Wave {
     }
 }
 
-/// The passes of `passes` as waves of `plan`: each pass's chunks and the requests that read
-/// them; None when a request reads chunks of two passes (coalescing across row groups).
-pub(super) fn pass_waves(plan: &ReadPlan, passes: &crate::plan::PassPlan) -> Option<Vec<Wave>> {
+/// The passes of `passes` as waves of `plan` (each pass's chunks and the requests that read
+/// them), with their estimated device bytes; None when a request reads chunks of two passes
+/// (coalescing across row groups).
+pub(super) fn pass_waves(
+    plan: &ReadPlan,
+    passes: &crate::plan::PassPlan,
+) -> Option<(Vec<Wave>, Vec<u64>)> {
     let mut out: Vec<Wave> = Vec::with_capacity(passes.passes.len());
+    let mut costs: Vec<u64> = Vec::with_capacity(passes.passes.len());
     let mut at = 0usize; // the next request
     for p in &passes.passes {
         let start = at;
@@ -79,17 +84,23 @@ pub(super) fn pass_waves(plan: &ReadPlan, passes: &crate::plan::PassPlan) -> Opt
             Some(w) if at == start => {
                 w.row_groups.extend_from_slice(&p.row_groups);
                 w.chunks.end = p.chunks.end;
+                if let Some(c) = costs.last_mut() {
+                    *c += p.device_bytes;
+                }
             }
-            _ => out.push(Wave {
-                row_groups: p.row_groups.clone(),
-                chunks: p.chunks.clone(),
-                requests: start..at,
-                bytes,
-            }),
+            _ => {
+                out.push(Wave {
+                    row_groups: p.row_groups.clone(),
+                    chunks: p.chunks.clone(),
+                    requests: start..at,
+                    bytes,
+                });
+                costs.push(p.device_bytes);
+            }
         }
     }
     let readable = out.iter().all(|w| !w.requests.is_empty());
-    (at == plan.requests.len() && readable).then_some(out)
+    (at == plan.requests.len() && readable).then_some((out, costs))
 }
 
 /// Bytes per wave of a device load of mostly uncompressed chunks ([`wave_target`]).
@@ -359,7 +370,9 @@ mod tests {
         let one = crate::plan::passes::row_group_cost(plan, md, 0).device_bytes;
         let passes = crate::plan::plan_passes(f.path(), plan, md, 3 * one, 1 << 20, false).unwrap();
         assert!(passes.passes.len() > 3, "{passes}");
-        let w = pass_waves(plan, &passes).expect("reads within row groups");
+        let (w, costs) = pass_waves(plan, &passes).expect("reads within row groups");
+        let want: Vec<u64> = passes.passes.iter().map(|p| p.device_bytes).collect();
+        assert_eq!(costs, want);
         assert_eq!(w.len(), passes.passes.len());
         let mut at = 0;
         for (x, p) in w.iter().zip(&passes.passes) {
