@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU machine: the streaming reader's runs. PART=tests: the GPU tests (every packed test binary,
 # the GPU required); PART=bench: bench-stream_device (load, batches(), first batch, memory
-# budgets), then a CUPARQUET_PROFILE'd load of the small-row-groups file.
+# budgets), then a CUPARQUET_PROFILE'd load of the small-row-groups file; PART=profile: the
+# stream of the SNAPPY lineitem file with CUPARQUET_PROFILE (each wave's read and decode spans).
 # Prepare on the development machine:
 #   bash ../shared/device/pack.sh -- --test gpu --test gpu_decode --test conformance --test stream \
 #     && bash scripts/pack-bench.sh
@@ -30,5 +31,12 @@ bench)
   f=/tmp/bench-data/small-row-groups-8m-800rg-snappy.parquet
   echo "=== profile of one small-row-groups load"
   [ -f "$f" ] && CUPARQUET_PROFILE=1 .dev/bin/cuparquet load "$f" --device cuda:0 2>&1 | head -12
+  ;;
+profile)
+  # the stream's first batch of the SNAPPY lineitem file, with each wave's read and decode spans
+  echo "=== profile of batches() on snappy-dict"
+  CUPARQUET_BENCH_FILES=snappy-dict CUPARQUET_BENCH_ROUNDS=2 CUPARQUET_BENCH_BUDGETS=none \
+    CUPARQUET_PROFILE=1 timeout 300 .dev/bin/bench-stream_device > "$out/profile.txt" 2>&1
+  grep -E "batch rows|timeline|^  wave 0" "$out/profile.txt" | tail -30
   ;;
 esac

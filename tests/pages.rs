@@ -170,3 +170,186 @@ fn page_pruning_and_a_row_selection_combine() {
         );
     }
 }
+
+/// With the page index, a narrow filter on the sorted column reads only the pages that may
+/// hold a match — of every column, with its dictionary page where it has one — and the load
+/// equals arrow-rs's read of those pages' rows.
+#[test]
+fn a_narrow_filter_reads_only_the_kept_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("sorted_plain.parquet");
+    // one row group of 40 pages of 10,000 rows; `s` keeps its dictionary, the others are plain
+    let n = 400_000i64;
+    let k: ArrayRef = Arc::new(Int64Array::from_iter_values(0..n));
+    let s: ArrayRef = Arc::new(StringArray::from_iter(
+        (0..n).map(|i| (i % 7 != 0).then(|| format!("s{:03}", i % 97))),
+    ));
+    let x: ArrayRef = Arc::new(Float64Array::from_iter_values((0..n).map(|i| i as f64)));
+    let b = RecordBatch::try_from_iter([("k", k), ("s", s), ("x", x)]).unwrap();
+    let props = WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_column_dictionary_enabled("s".into(), true)
+        .set_compression(parquet::basic::Compression::SNAPPY)
+        .set_data_page_row_count_limit(10_000)
+        .set_write_batch_size(1000)
+        .set_max_row_group_row_count(Some(1 << 20))
+        .build();
+    write(&f, &[b], props);
+    let filter = "k >= 123450 AND k < 124000";
+    for device in devices() {
+        let with_index = ParquetGpuReader::builder(&f)
+            .with_device(device)
+            .with_page_index(true)
+            .with_filter(filter)
+            .build()
+            .unwrap();
+        let without = ParquetGpuReader::builder(&f)
+            .with_device(device)
+            .with_filter(filter)
+            .build()
+            .unwrap();
+        let plan = with_index.plan();
+        assert_eq!(
+            plan.rows.as_ref().unwrap()[&0],
+            vec![120_000..130_000],
+            "{device}"
+        );
+        // every chunk reads page 12 of 40, and `s` its dictionary page before the first
+        for c in &plan.chunks {
+            let read: Vec<_> = (c.read.as_ref().expect("a chunk of some pages").iter())
+                .map(|p| p.file.clone())
+                .collect();
+            let pages = c.pages.as_ref().unwrap();
+            assert_eq!(pages.len(), 40, "{device} {}", c.path);
+            let page = &pages[12];
+            let want = page.offset..page.offset + page.compressed_size;
+            match c.path.as_str() {
+                "s" => assert_eq!(read[..], [c.range.start..pages[0].offset, want]),
+                _ => assert_eq!(read[..], [want], "{device} {}", c.path),
+            }
+        }
+        let (a, b) = (plan.request_bytes(), without.plan().request_bytes());
+        assert!(
+            a * 10 < b,
+            "{device}: {a} bytes read with the page index, {b} without"
+        );
+        assert!(
+            plan.to_string()
+                .contains("read only the pages holding selected rows: 3 of 120"),
+            "{plan}"
+        );
+        let loaded = with_index.load().unwrap();
+        assert_eq!(loaded.report.bytes_read, a, "{device}");
+        let host: Vec<RecordBatch> = loaded
+            .batches
+            .iter()
+            .map(|b| b.to_host().unwrap())
+            .collect();
+        let got = concat(with_index.schema(), &host);
+        assert_same(
+            &format!("{device} kept pages"),
+            &got,
+            &arrow_rs_rows(&f, plan),
+        );
+    }
+}
+
+/// One row group of 60,000 rows in pages of 700 (`flat_batch`'s columns; no dictionaries, which
+/// its random values would fill), with or without a page index.
+fn one_large_row_group(path: &Path, page_index: bool) {
+    let mut props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(1 << 20))
+        .set_dictionary_enabled(false)
+        .set_data_page_row_count_limit(700)
+        .set_write_batch_size(100);
+    if !page_index {
+        props = props
+            .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk)
+            .set_offset_index_disabled(true);
+    }
+    write(path, &[flat_batch(60_000, 5)], props.build());
+}
+
+/// A row group larger than the memory budget is planned in pieces cut at page boundaries:
+/// they hold every row once, in order, each reads only the pages holding its rows and fits
+/// half the budget; `plan` prints them. Without a page index, or with a budget below a page,
+/// an error names the row group.
+#[test]
+fn a_row_group_larger_than_the_budget_is_planned_in_pieces() {
+    use cuparquet::metadata::read_metadata;
+    use cuparquet::plan::{passes::row_group_cost, plan, plan_passes, Selection};
+    use cuparquet::source::ParquetFile;
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("large.parquet");
+    one_large_row_group(&f, true);
+    let meta = read_metadata(&ParquetFile::open(&f).unwrap(), true).unwrap();
+    let md = &meta.metadata;
+    let p = plan(&f, &meta, &Selection::default()).unwrap();
+    let whole = row_group_cost(&p, md, 0);
+    for parts in [2u64, 4, 8] {
+        let budget = whole.device_bytes / parts;
+        let passes = plan_passes(&f, &p, md, budget, 1 << 20, false).unwrap();
+        assert!(passes.passes.len() >= parts as usize, "{passes}");
+        let mut next = 0u64;
+        for pass in &passes.passes {
+            let piece = pass.piece.as_ref().expect("a piece");
+            assert!(pass.device_bytes <= budget / 2, "{pass:?}");
+            let rows = &piece.rows.as_ref().unwrap()[&0];
+            assert_eq!(rows.len(), 1);
+            assert_eq!(rows[0].start, next, "pieces in order, every row once");
+            next = rows[0].end;
+            assert_eq!(
+                pass.batches.iter().map(|b| b.num_rows()).sum::<u64>(),
+                piece.num_rows
+            );
+            // each chunk reads its dictionary page and the pages that overlap the piece
+            for c in &piece.chunks {
+                let pages = c.pages.as_ref().unwrap();
+                let want: Vec<usize> = (0..pages.len())
+                    .filter(|&k| {
+                        let end = pages.get(k + 1).map_or(60_000, |n| n.first_row_index);
+                        pages[k].first_row_index < rows[0].end && rows[0].start < end
+                    })
+                    .collect();
+                let read = c.read.as_ref().expect("some pages");
+                let got: Vec<usize> = (0..pages.len())
+                    .filter(|&k| read.iter().any(|r| r.file.contains(&pages[k].offset)))
+                    .collect();
+                assert_eq!(got, want, "{}: rows {:?}", c.path, rows[0]);
+            }
+            assert!(piece.request_bytes() < p.request_bytes());
+        }
+        assert_eq!(next, 60_000);
+        assert!(
+            passes
+                .to_string()
+                .contains("(a piece: only its pages read)"),
+            "{passes}"
+        );
+    }
+    // below one page's worth: an error naming the row group
+    let e = plan_passes(&f, &p, md, whole.device_bytes / 2000, 1 << 20, false).unwrap_err();
+    assert!(
+        matches!(e, cuparquet::Error::MemoryBudget { row_group: 0, .. }),
+        "{e}"
+    );
+    // no page index: the same error
+    let g = dir.path().join("large_no_index.parquet");
+    one_large_row_group(&g, false);
+    let meta = read_metadata(&ParquetFile::open(&g).unwrap(), true).unwrap();
+    let p = plan(&g, &meta, &Selection::default()).unwrap();
+    let e = plan_passes(
+        &g,
+        &p,
+        &meta.metadata,
+        whole.device_bytes / 3,
+        1 << 20,
+        false,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("only where the file has a page index"),
+        "{e}"
+    );
+}

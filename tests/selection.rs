@@ -82,7 +82,9 @@ fn random_row_selections_equal_arrow_rs() {
         file(dir.path(), 9_000, 9_000),
     ];
     let mut r = Rng(0x5eed);
-    for device in devices() {
+    // with the page index, the pages without a selected row are not read
+    let mut fewer_bytes = 0;
+    for (device, page_index) in devices().into_iter().flat_map(|d| [(d, false), (d, true)]) {
         for f in &files {
             let md = ParquetGpuReader::builder(f)
                 .with_device(Device::Host)
@@ -104,18 +106,28 @@ fn random_row_selections_equal_arrow_rs() {
                 let want = arrow_rs(f, rgs.as_deref(), &sel);
                 for batch_rows in [700usize, 1 << 20] {
                     let what = format!(
-                        "{} on {device}, case {case}, batches of {batch_rows}",
+                        "{} on {device}, case {case}, batches of {batch_rows}, page index \
+                         {page_index}",
                         f.display()
                     );
-                    let mut b = ParquetGpuReader::builder(f)
-                        .with_device(device)
-                        .with_batch_rows(batch_rows)
-                        .with_row_selection(sel.clone());
-                    if let Some(g) = &rgs {
-                        b = b.with_row_groups(g.iter().copied());
-                    }
-                    let reader = b.build().unwrap();
+                    let builder = || {
+                        let mut b = ParquetGpuReader::builder(f)
+                            .with_device(device)
+                            .with_batch_rows(batch_rows)
+                            .with_page_index(page_index);
+                        if let Some(g) = &rgs {
+                            b = b.with_row_groups(g.iter().copied());
+                        }
+                        b
+                    };
+                    let reader = builder().with_row_selection(sel.clone()).build().unwrap();
                     assert_eq!(reader.plan().num_rows, sel.row_count() as u64, "{what}");
+                    let whole = builder().build().unwrap().plan().request_bytes();
+                    let read = reader.plan().request_bytes();
+                    if page_index {
+                        assert!(read <= whole, "{what}: {read} > {whole}");
+                        fewer_bytes += usize::from(read < whole);
+                    }
                     let streamed: Vec<LoadedBatch> =
                         reader.batches().collect::<cuparquet::Result<_>>().unwrap();
                     assert!(
@@ -138,10 +150,15 @@ fn random_row_selections_equal_arrow_rs() {
                         &concat(reader.schema(), &to_host(&loaded.batches)),
                         &want,
                     );
+                    assert_eq!(loaded.report.bytes_read, read, "{what}");
                 }
             }
         }
     }
+    assert!(
+        fewer_bytes > 0,
+        "no selection read fewer bytes with the page index"
+    );
 }
 
 #[test]

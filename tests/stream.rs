@@ -202,8 +202,16 @@ fn gpu_memory_budget_bounds_the_live_device_memory() {
             &want,
         );
     }
-    // a budget no row group fits: an error at build, naming the row group and what it needs
-    let e = ParquetGpuReader::builder(&f)
+    // a budget no row group fits, in a file without a page index: an error at build, naming
+    // the row group and what it needs
+    let g = dir.path().join("no_index.parquet");
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(3000))
+        .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk)
+        .set_offset_index_disabled(true)
+        .build();
+    write(&g, &[flat_batch(60_000, 3)], props);
+    let e = ParquetGpuReader::builder(&g)
         .with_device(Device::Cuda(0))
         .with_memory_budget(least / 2)
         .build()
@@ -215,7 +223,81 @@ fn gpu_memory_budget_bounds_the_live_device_memory() {
     );
     let msg = e.to_string();
     assert!(
-        msg.contains("row group") && msg.contains(&f.display().to_string()),
+        msg.contains("row group") && msg.contains(&g.display().to_string()),
         "{msg}"
     );
+}
+
+/// A row group larger than the budget, in a file with a page index (read for the purpose):
+/// loaded in pieces cut at page boundaries, each reading only its pages; the live device
+/// memory stays within 1.1 × the budget and the batches equal arrow-rs.
+#[test]
+fn gpu_a_row_group_larger_than_the_budget_loads_in_pieces() {
+    if !gpu_available("memory budget") {
+        return;
+    }
+    let _gpu = GPU.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("large.parquet");
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(1 << 20))
+        .set_dictionary_enabled(false)
+        .set_data_page_row_count_limit(700)
+        .set_write_batch_size(100)
+        .build();
+    write(&f, &[flat_batch(60_000, 5)], props);
+    let want = oracle(&f, &Projection::All, None).unwrap();
+    let r = ParquetGpuReader::builder(&f)
+        .with_device(Device::Cuda(0))
+        .with_page_index(true)
+        .build()
+        .unwrap();
+    let md = r.metadata().metadata.clone();
+    let whole = cuparquet::plan::passes::row_group_cost(r.plan(), &md, 0).device_bytes;
+    let g = cuparquet::device::gpu(0).unwrap();
+    for (parts, page_index) in [(2u64, false), (4, true), (8, false)] {
+        let budget = whole / parts;
+        let reader = ParquetGpuReader::builder(&f)
+            .with_device(Device::Cuda(0))
+            .with_page_index(page_index)
+            .with_memory_budget(budget)
+            .with_batch_rows(5000)
+            .build()
+            .unwrap();
+        let base = g.live_bytes();
+        g.reset_peak_live_bytes();
+        let mut host = Vec::new();
+        let mut rows = Vec::new();
+        for b in reader.batches() {
+            let b = b.unwrap();
+            assert!(b.num_rows() <= 5000);
+            rows.extend(b.rows().iter().map(|r| (r.row_group, r.rows.clone())));
+            host.push(b.to_host().unwrap());
+            drop(b);
+        }
+        let peak = g.peak_live_bytes() - base;
+        eprintln!("one row group of ~{whole} bytes, budget {budget}: peaked at {peak} bytes");
+        assert!(
+            peak as f64 <= 1.1 * budget as f64,
+            "budget {budget}: peak {peak}"
+        );
+        // every row once, in order
+        let mut next = 0;
+        for (rg, r) in rows {
+            assert_eq!((rg, r.start), (0, next));
+            next = r.end;
+        }
+        assert_eq!(next, 60_000);
+        assert_same(
+            &format!("budget {budget}"),
+            &concat(reader.schema(), &host),
+            &want,
+        );
+        let loaded = reader.load().unwrap();
+        assert_same(
+            &format!("budget {budget}, load()"),
+            &concat(reader.schema(), &loaded.to_host().unwrap()),
+            &want,
+        );
+    }
 }

@@ -273,19 +273,32 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     cuparquet::metadata::merge_schemas(&[first.clone(), last.clone()])?;
                 }
                 let p = plan(path, &meta, &sel.selection())?;
-                let passes = memory_budget
-                    .map(|b| {
-                        cuparquet::plan::load_passes(
-                            path,
-                            &p,
-                            &meta.metadata,
-                            b,
-                            batch_rows,
-                            keep_dictionaries,
-                        )
-                    })
-                    .transpose()?;
-                plans.push((path.clone(), p, passes));
+                let passes_of =
+                    |p: &cuparquet::plan::ReadPlan, meta: &cuparquet::metadata::FileMetadata| {
+                        memory_budget
+                            .map(|b| {
+                                cuparquet::plan::load_passes(
+                                    path,
+                                    p,
+                                    &meta.metadata,
+                                    b,
+                                    batch_rows,
+                                    keep_dictionaries,
+                                )
+                            })
+                            .transpose()
+                    };
+                match passes_of(&p, &meta) {
+                    // a row group too large: in pieces by pages, as a load does, when the file
+                    // has a page index
+                    Err(e @ cuparquet::Error::MemoryBudget { .. }) if !sel.page_index => {
+                        let meta = read_metadata(&f, true)?;
+                        let p = plan(path, &meta, &sel.selection())?;
+                        let passes = passes_of(&p, &meta).map_err(|_| e)?;
+                        plans.push((path.clone(), p, passes));
+                    }
+                    passes => plans.push((path.clone(), p, passes?)),
+                }
             }
             let single = files.len() == 1 && paths.len() == 1 && paths[0] == files[0];
             let first = paths[0].clone();

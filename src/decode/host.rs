@@ -13,8 +13,8 @@ use std::sync::Arc;
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection};
 use parquet::arrow::{parquet_to_arrow_schema_by_columns, ProjectionMask};
 use parquet::file::metadata::ParquetMetaData;
 
@@ -159,18 +159,29 @@ impl HostDecoder {
     }
 
     /// Decodes leaves `leaves` (whole top-level fields of the projection, ascending) of row group
-    /// `rg` from their chunks. Batches have one column per top-level field those leaves belong
-    /// to; for the same row group and batch size, every subset yields batches of the same row
-    /// counts, so subsets decoded apart can be joined column-wise.
+    /// `rg` from their chunks' bytes (file range, bytes: whole chunks, or the parts of chunks
+    /// that read some pages), the rows `rows` (ascending ranges of the row group's rows; `None`:
+    /// all), which the batches hold end to end. Batches have one column per top-level field
+    /// those leaves belong to; for the same row group, rows and batch size, every subset yields
+    /// batches of the same row counts, so subsets decoded apart can be joined column-wise.
     pub(crate) fn decode_leaves(
         &self,
         rg: usize,
         leaves: &[usize],
         chunks: &[(Range<u64>, Bytes)],
+        rows: Option<&[Range<u64>]>,
     ) -> Result<Vec<RecordBatch>> {
         let schema = self.arrow_meta.parquet_schema();
         let mask = ProjectionMask::leaves(schema, leaves.iter().copied());
-        match self.try_decode(rg, chunks, &mask) {
+        let selection = rows.map(|r| {
+            let all = self.arrow_meta.metadata().row_group(rg).num_rows().max(0) as usize;
+            RowSelection::from_consecutive_ranges(
+                r.iter().map(|r| r.start as usize..r.end as usize),
+                all,
+            )
+        });
+        let selection = selection.as_ref();
+        match self.try_decode(rg, chunks, &mask, selection) {
             Ok(b) => Ok(b),
             Err(reason) => {
                 // Find the column to blame: decode the leaves one at a time (error path only).
@@ -182,7 +193,7 @@ impl HostDecoder {
                         .iter()
                         .find(|&&leaf| {
                             let m = ProjectionMask::leaves(schema, [leaf]);
-                            self.try_decode(rg, chunks, &m).is_err()
+                            self.try_decode(rg, chunks, &m, selection).is_err()
                         })
                         .map(|&leaf| name(leaf)),
                 };
@@ -201,19 +212,22 @@ impl HostDecoder {
         rg: usize,
         chunks: &[(Range<u64>, Bytes)],
         mask: &ProjectionMask,
+        selection: Option<&RowSelection>,
     ) -> std::result::Result<Vec<RecordBatch>, String> {
         let run = || -> std::result::Result<Vec<RecordBatch>, String> {
             let pe = |e: parquet::errors::ParquetError| clean_parquet_error(&e);
             let fetched = FetchedChunks::new(self.file_len, chunks.to_vec());
-            let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(
+            let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(
                 fetched,
                 self.arrow_meta.clone(),
             )
             .with_projection(mask.clone())
             .with_row_groups(vec![rg])
-            .with_batch_size(self.batch_rows)
-            .build()
-            .map_err(pe)?;
+            .with_batch_size(self.batch_rows);
+            if let Some(sel) = selection {
+                builder = builder.with_row_selection(sel.clone());
+            }
+            let reader = builder.build().map_err(pe)?;
             reader
                 .collect::<std::result::Result<Vec<_>, _>>()
                 .map_err(|e| clean_parquet_error(&parquet::errors::ParquetError::from(e)))

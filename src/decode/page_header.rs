@@ -570,6 +570,40 @@ pub fn page_table(chunk: &[u8]) -> std::result::Result<Vec<PageEntry>, PageTable
     Ok(pages)
 }
 
+/// [`page_table`] of the parts `parts` of `chunk` (offsets within it, ascending: the parts of
+/// a chunk that reads only some pages), each walked on its own; offsets and page indices count
+/// from the chunk's first byte and first page.
+pub fn page_table_of_parts(
+    chunk: &[u8],
+    parts: impl IntoIterator<Item = std::ops::Range<usize>>,
+) -> std::result::Result<Vec<PageEntry>, PageTableError> {
+    let mut pages: Vec<PageEntry> = Vec::new();
+    for part in parts {
+        let bytes = chunk.get(part.clone()).ok_or_else(|| PageTableError {
+            page: pages.len(),
+            error: HeaderError {
+                offset: part.start,
+                reason: format!(
+                    "a part read ({}..{}) lies outside the chunk",
+                    part.start, part.end
+                ),
+            },
+        })?;
+        let found = page_table(bytes).map_err(|e| PageTableError {
+            page: pages.len() + e.page,
+            error: HeaderError {
+                offset: part.start + e.error.offset,
+                reason: e.error.reason,
+            },
+        })?;
+        pages.extend(found.into_iter().map(|mut p| {
+            p.offset += part.start;
+            p
+        }));
+    }
+    Ok(pages)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

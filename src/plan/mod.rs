@@ -10,11 +10,14 @@
 //! pruning comes later; when the page index is loaded the plan records each chunk's pages.
 
 pub mod coalesce;
+mod display;
+mod page_reads;
 pub mod passes;
+pub mod pieces;
 pub mod predicate;
 pub(crate) mod projection;
+mod rows;
 
-use std::fmt;
 use std::ops::Range;
 use std::path::Path;
 
@@ -26,6 +29,10 @@ pub use passes::{
     batches_of, load_passes, plan_passes, BatchSpan, PassPlan, PlannedPass, RowRange,
 };
 pub use predicate::{parse_predicate, BoundPredicate, Predicate};
+use rows::intersect;
+pub use rows::{
+    position_among, rows_of_access_plan, rows_of_selection, rows_restricted, RowGroupAccess,
+};
 
 use crate::error::{Error, Result};
 use crate::metadata::FileMetadata;
@@ -59,152 +66,6 @@ pub struct PagePruning {
     pub pages_dropped: usize,
     /// Rows of the kept pages (before a row selection).
     pub rows_kept: u64,
-}
-
-/// The rows in both `a` and `b` (ascending, disjoint ranges).
-fn intersect(a: &[Range<u64>], b: &[Range<u64>]) -> Vec<Range<u64>> {
-    let (mut i, mut j) = (0, 0);
-    let mut out = Vec::new();
-    while i < a.len() && j < b.len() {
-        let (s, e) = (a[i].start.max(b[j].start), a[i].end.min(b[j].end));
-        if s < e {
-            out.push(s..e);
-        }
-        if a[i].end < b[j].end {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    out
-}
-
-/// How one row group is read, as DataFusion's `ParquetAccessPlan` says it: skipped, scanned
-/// whole, or only the rows a `RowSelection` selects (over that row group's rows).
-#[derive(Debug, Clone)]
-pub enum RowGroupAccess {
-    /// Not read.
-    Skip,
-    /// Every row.
-    Scan,
-    /// The rows selected (arrow-rs semantics, over this row group's rows; rows past the
-    /// selection's end are not read).
-    Selection(parquet::arrow::arrow_reader::RowSelection),
-}
-
-/// The ranges of rows the next `total` rows of `selectors` ((skip, rows) runs) select, counted
-/// from 0; the selectors are consumed that far.
-fn ranges_of(
-    selectors: &mut std::iter::Peekable<std::vec::IntoIter<(bool, u64)>>,
-    total: u64,
-) -> Vec<Range<u64>> {
-    let mut out: Vec<Range<u64>> = Vec::new();
-    let mut at = 0u64;
-    while at < total {
-        let Some((skip, n)) = selectors.peek_mut() else {
-            break;
-        };
-        let take = (*n).min(total - at);
-        if !*skip && take > 0 {
-            match out.last_mut() {
-                Some(last) if last.end == at => last.end = at + take,
-                _ => out.push(at..at + take),
-            }
-        }
-        at += take;
-        *n -= take;
-        if *n == 0 {
-            selectors.next();
-        }
-    }
-    out
-}
-
-fn selectors(sel: &parquet::arrow::arrow_reader::RowSelection) -> Vec<(bool, u64)> {
-    sel.iter()
-        .map(|s| (s.skip, s.row_count as u64))
-        .filter(|s| s.1 > 0)
-        .collect()
-}
-
-/// The rows `sel` selects over the rows of `row_groups` (ascending), in order, as arrow-rs
-/// reads a `RowSelection` with those row groups; an error naming `path` when it covers more
-/// rows than they hold.
-pub fn rows_of_selection(
-    path: &Path,
-    md: &ParquetMetaData,
-    row_groups: &[usize],
-    sel: &parquet::arrow::arrow_reader::RowSelection,
-) -> Result<RowRanges> {
-    let mut it = selectors(sel).into_iter().peekable();
-    let mut out = RowRanges::new();
-    let mut total = 0u64;
-    for &rg in row_groups {
-        let n = md
-            .row_groups()
-            .get(rg)
-            .map_or(0, |g| g.num_rows().max(0) as u64);
-        total += n;
-        out.insert(rg, ranges_of(&mut it, n));
-    }
-    let left: u64 = it.map(|s| s.1).sum();
-    if left > 0 {
-        return Err(Error::RowGroupSelection {
-            path: path.to_path_buf(),
-            reason: format!(
-                "the row selection covers {} rows, the selected row groups hold {total}",
-                total + left
-            ),
-        });
-    }
-    Ok(out)
-}
-
-/// The rows an access plan (one entry per row group of the file) reads.
-pub fn rows_of_access_plan(
-    path: &Path,
-    md: &ParquetMetaData,
-    access: &[RowGroupAccess],
-) -> Result<RowRanges> {
-    if access.len() != md.num_row_groups() {
-        return Err(Error::RowGroupSelection {
-            path: path.to_path_buf(),
-            reason: format!(
-                "the access plan has {} entries, the file {} row groups",
-                access.len(),
-                md.num_row_groups()
-            ),
-        });
-    }
-    let mut out = RowRanges::new();
-    for (rg, a) in access.iter().enumerate() {
-        let n = md.row_group(rg).num_rows().max(0) as u64;
-        match a {
-            RowGroupAccess::Skip => {}
-            RowGroupAccess::Scan => {
-                if n > 0 {
-                    out.insert(rg, vec![0..n]);
-                }
-            }
-            RowGroupAccess::Selection(sel) => {
-                let mut it = selectors(sel).into_iter().peekable();
-                let ranges = ranges_of(&mut it, n);
-                let left: u64 = it.map(|s| s.1).sum();
-                if left > 0 {
-                    return Err(Error::RowGroupSelection {
-                        path: path.to_path_buf(),
-                        reason: format!(
-                            "the access plan's selection for row group {rg} covers {} rows, the \
-                             row group holds {n}",
-                            n + left
-                        ),
-                    });
-                }
-                out.insert(rg, ranges);
-            }
-        }
-    }
-    Ok(out)
 }
 
 /// A data page, from the offset index.
@@ -246,6 +107,22 @@ pub struct ColumnChunkPlan {
     pub ignored_dictionary_offset: Option<i64>,
     /// Data pages, when the page index was loaded.
     pub pages: Option<Vec<PagePlan>>,
+    /// Only parts of the chunk are read, when the page index was loaded and the load reads some
+    /// rows of the row group ([`ReadPlan::rows`]): the bytes before the first data page (the
+    /// dictionary page) and the runs of data pages holding a row it reads, ascending. The bytes
+    /// of the other pages are not read, and take no room in the destination. `None`: the whole
+    /// chunk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<Vec<ReadPart>>,
+}
+
+/// A part of a column chunk read on its own ([`ColumnChunkPlan::read`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ReadPart {
+    /// Its bytes in the file.
+    pub file: Range<u64>,
+    /// Where its first byte lands, from the chunk's [`ColumnChunkPlan::dest_offset`].
+    pub dest: u64,
 }
 
 impl ColumnChunkPlan {
@@ -257,6 +134,55 @@ impl ColumnChunkPlan {
     /// True for a chunk with no bytes.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The parts read: [`ColumnChunkPlan::read`], else the whole chunk as one part.
+    pub fn read_parts(&self) -> Vec<ReadPart> {
+        match &self.read {
+            Some(parts) => parts.clone(),
+            None => vec![ReadPart {
+                file: self.range.clone(),
+                dest: 0,
+            }],
+        }
+    }
+
+    /// Bytes of the chunk read.
+    pub fn read_len(&self) -> u64 {
+        match &self.read {
+            Some(parts) => parts.iter().map(|p| p.file.end - p.file.start).sum(),
+            None => self.len(),
+        }
+    }
+
+    /// Bytes of the chunk's slice of the destination, from [`ColumnChunkPlan::dest_offset`] to
+    /// the end of its last part: [`ColumnChunkPlan::len`] for a whole chunk. The parts of a
+    /// chunk that reads some pages lie inside it, at their [`ReadPart::dest`]; between them
+    /// lie bytes of the file the requests read through, or alignment padding.
+    pub fn dest_len(&self) -> u64 {
+        match self.read.as_ref().and_then(|p| p.last()) {
+            Some(last) => last.dest + (last.file.end - last.file.start),
+            None => self.len(),
+        }
+    }
+
+    /// The file offset of the byte `at` bytes into the chunk's slice of the destination, when
+    /// that byte was read (a whole chunk: `range.start + at`).
+    pub fn file_offset(&self, at: u64) -> Option<u64> {
+        match &self.read {
+            None => (at < self.len()).then(|| self.range.start + at),
+            Some(parts) => parts.iter().find_map(|p| {
+                let len = p.file.end - p.file.start;
+                (p.dest <= at && at < p.dest + len).then(|| p.file.start + (at - p.dest))
+            }),
+        }
+    }
+
+    /// The page-index entry (index into [`ColumnChunkPlan::pages`]) of the data page whose
+    /// header begins at file offset `offset`, if the page index lists one there.
+    pub fn indexed_page(&self, offset: u64) -> Option<usize> {
+        let pages = self.pages.as_ref()?;
+        pages.binary_search_by_key(&offset, |p| p.offset).ok()
     }
 }
 
@@ -309,8 +235,8 @@ impl ReadPlan {
         self.chunks.iter().map(|c| c.len()).sum()
     }
 
-    /// Bytes the requests read (chunks plus alignment padding and coalesced gaps); also the
-    /// size of the destination buffer.
+    /// Bytes the requests read (the chunks' parts read, plus alignment padding and coalesced
+    /// gaps); also the size of the destination buffer.
     pub fn request_bytes(&self) -> u64 {
         self.requests.iter().map(|r| r.len()).sum()
     }
@@ -546,6 +472,14 @@ pub fn plan_with(
         }
     }
 
+    // The rows read of each row group, where not all.
+    let rows: Option<RowRanges> = page_rows.as_ref().or(selection.rows.as_ref()).map(|sel| {
+        row_groups
+            .iter()
+            .filter_map(|rg| sel.get(rg).map(|r| (*rg, r.clone())))
+            .collect()
+    });
+
     // Column chunks.
     let footer_start = meta.footer_start();
     let offset_index = md.offset_index();
@@ -616,7 +550,7 @@ pub fn plan_with(
                 ));
             }
             let range = if empty { start..start } else { start..end };
-            let pages = offset_index
+            let pages: Option<Vec<PagePlan>> = offset_index
                 .and_then(|oi| oi.get(rg))
                 .and_then(|cols| cols.get(leaf))
                 .map(|idx| {
@@ -629,6 +563,22 @@ pub fn plan_with(
                         })
                         .collect()
                 });
+            // with the page index and some of the row group's rows: only their pages
+            let all_rows = rgm.num_rows().max(0) as u64;
+            let read = match (&pages, rows.as_ref().and_then(|r| r.get(&rg))) {
+                (Some(p), Some(sel)) if !empty && sel[..] != [0..all_rows] => {
+                    page_reads::page_reads(&range, p, sel, all_rows)
+                        .map_err(|e| bad(Some(range.clone()), e))?
+                        .map(|parts| {
+                            // where they land: set with the requests
+                            parts
+                                .into_iter()
+                                .map(|file| ReadPart { file, dest: 0 })
+                                .collect()
+                        })
+                }
+                _ => None,
+            };
             let descr = cc.column_descr();
             chunks.push(ColumnChunkPlan {
                 row_group: rg,
@@ -643,19 +593,15 @@ pub fn plan_with(
                 num_values: cc.num_values(),
                 ignored_dictionary_offset: ignored_dict,
                 pages,
+                read,
             });
         }
     }
 
     let (requests, units) = coalesce_units(&mut chunks, meta.file_len, coalesce_cfg);
-    let rows = page_rows.as_ref().or(selection.rows.as_ref()).map(|sel| {
-        let kept: RowRanges = row_groups
-            .iter()
-            .filter_map(|rg| sel.get(rg).map(|r| (*rg, r.clone())))
-            .collect();
+    if let Some(kept) = &rows {
         num_rows = kept.values().flatten().map(|r| r.end - r.start).sum();
-        kept
-    });
+    }
     Ok(ReadPlan {
         file_len: meta.file_len,
         leaves,
@@ -675,7 +621,7 @@ pub fn plan_with(
 /// Gathers cells into units (see [`UNIT_TARGET_BYTES`]), coalesces each unit's chunks into
 /// requests, and sets every chunk's destination offset. `chunks` are row-group major, leaves
 /// ascending within a row group.
-fn coalesce_units(
+pub(crate) fn coalesce_units(
     chunks: &mut [ColumnChunkPlan],
     file_len: u64,
     cfg: &CoalesceConfig,
@@ -695,7 +641,7 @@ fn coalesce_units(
                     .iter()
                     .take_while(|c| (c.row_group, c.field) == cell)
                     .count();
-            let cell_bytes: u64 = chunks[end..cell_end].iter().map(|c| c.len()).sum();
+            let cell_bytes: u64 = chunks[end..cell_end].iter().map(|c| c.read_len()).sum();
             if end > start
                 && (bytes + cell_bytes > cfg.unit_target_bytes
                     || (cfg.units_within_row_groups
@@ -706,16 +652,46 @@ fn coalesce_units(
             bytes += cell_bytes;
             end = cell_end;
         }
-        let ranges: Vec<Range<u64>> = chunks[start..end].iter().map(|c| c.range.clone()).collect();
+        // every part read of the unit's chunks (a whole chunk is one), coalesced
+        let mut ranges: Vec<Range<u64>> = Vec::new();
+        let mut owner: Vec<usize> = Vec::new();
+        for (i, c) in chunks[start..end].iter().enumerate() {
+            match &c.read {
+                None => {
+                    ranges.push(c.range.clone());
+                    owner.push(start + i);
+                }
+                Some(parts) => {
+                    for p in parts {
+                        ranges.push(p.file.clone());
+                        owner.push(start + i);
+                    }
+                }
+            }
+        }
         let (mut reqs, dests) = coalesce::coalesce(&ranges, file_len, cfg);
         for q in &mut reqs {
             q.dest_offset += dest;
             for c in &mut q.chunks {
-                *c += start;
+                *c = owner[*c];
             }
+            q.chunks.dedup();
         }
-        for (c, d) in chunks[start..end].iter_mut().zip(dests) {
-            c.dest_offset = d + dest;
+        let mut k = 0;
+        for c in chunks[start..end].iter_mut() {
+            match &mut c.read {
+                None => c.dest_offset = dests[k] + dest,
+                Some(parts) => {
+                    // the chunk's slice begins at its first part (parts lie in file order,
+                    // and so in the destination)
+                    c.dest_offset = dests[k] + dest;
+                    for (p, d) in parts.iter_mut().zip(&dests[k..]) {
+                        p.dest = d + dest - c.dest_offset;
+                    }
+                    k += parts.len() - 1;
+                }
+            }
+            k += 1;
         }
         let mut row_groups: Vec<usize> = chunks[start..end].iter().map(|c| c.row_group).collect();
         row_groups.dedup();
@@ -763,144 +739,6 @@ fn top_level_names(md: &ParquetMetaData) -> String {
 
 pub use crate::config::human_bytes;
 
-impl fmt::Display for ReadPlan {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "plan: {} row group{} ({} rows), {} column{}, {} chunk{}: {} in {} request{} ({} read)",
-            self.row_groups.len(),
-            if self.row_groups.len() == 1 { "" } else { "s" },
-            self.num_rows,
-            self.leaves.len(),
-            if self.leaves.len() == 1 { "" } else { "s" },
-            self.chunks.len(),
-            if self.chunks.len() == 1 { "" } else { "s" },
-            human_bytes(self.chunk_bytes()),
-            self.requests.len(),
-            if self.requests.len() == 1 { "" } else { "s" },
-            human_bytes(self.request_bytes()),
-        )?;
-        if let Some(filter) = &self.filter {
-            writeln!(
-                f,
-                "filter: {filter} (prunes row groups by statistics; rows are not filtered)"
-            )?;
-        }
-        if let Some(rows) = &self.rows {
-            let ranges: usize = rows.values().map(Vec::len).sum();
-            writeln!(
-                f,
-                "row selection: {} rows in {ranges} range{} of {} row group{} (pages without a \
-                 selected row are not decoded; their bytes are still read)",
-                self.num_rows,
-                if ranges == 1 { "" } else { "s" },
-                rows.len(),
-                if rows.len() == 1 { "" } else { "s" },
-            )?;
-        }
-        for p in &self.pruned {
-            writeln!(f, "  pruned row group {}: {}", p.row_group, p.reason)?;
-        }
-        if !self.page_pruning.is_empty() {
-            let kept: usize = self.page_pruning.iter().map(|p| p.pages_kept).sum();
-            let dropped: usize = self.page_pruning.iter().map(|p| p.pages_dropped).sum();
-            writeln!(
-                f,
-                "page index: {dropped} page{} of the filter's columns dropped, {kept} kept, in {} \
-                 row group{} (their rows are not decoded)",
-                if dropped == 1 { "" } else { "s" },
-                self.page_pruning.len(),
-                if self.page_pruning.len() == 1 {
-                    ""
-                } else {
-                    "s"
-                },
-            )?;
-        }
-        let w = self
-            .chunks
-            .iter()
-            .map(|c| c.path.len())
-            .max()
-            .unwrap_or(6)
-            .max(6);
-        writeln!(
-            f,
-            "{:>4}  {:<w$}  {:>12}  {:>10}  {:<12} {:<20} {:>10}  {:>5}",
-            "rg", "column", "offset", "bytes", "codec", "type", "values", "req"
-        )?;
-        for (i, c) in self.chunks.iter().enumerate() {
-            let ty = match &c.logical_type {
-                Some(l) => format!("{}/{}", c.physical_type, l),
-                None => c.physical_type.clone(),
-            };
-            let ty: String = ty.chars().take(20).collect();
-            let req = self
-                .requests
-                .iter()
-                .position(|r| r.chunks.contains(&i))
-                .map_or("-".to_string(), |r| r.to_string());
-            writeln!(
-                f,
-                "{:>4}  {:<w$}  {:>12}  {:>10}  {:<12} {:<20} {:>10}  {:>5}",
-                c.row_group,
-                c.path,
-                c.range.start,
-                c.len(),
-                c.codec,
-                ty,
-                c.num_values,
-                req
-            )?;
-        }
-        let units: Vec<String> = self
-            .units
-            .iter()
-            .map(|u| {
-                let c: Vec<usize> = u.chunks.clone().collect();
-                fmt_index_list(&c)
-            })
-            .collect();
-        writeln!(
-            f,
-            "units (chunks read and decoded together): {}",
-            units.join(" | ")
-        )?;
-        writeln!(f, "requests (file range → destination offset):")?;
-        for (k, r) in self.requests.iter().enumerate() {
-            writeln!(
-                f,
-                "{:>5}  {}..{} ({}) → {}  chunks {}",
-                k,
-                r.range.start,
-                r.range.end,
-                human_bytes(r.len()),
-                r.dest_offset,
-                fmt_index_list(&r.chunks)
-            )?;
-        }
-        Ok(())
-    }
-}
-
-fn fmt_index_list(v: &[usize]) -> String {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i;
-        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            v[i].to_string()
-        } else {
-            format!("{}-{}", v[i], v[j])
-        });
-        i = j + 1;
-    }
-    out.join(",")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -915,7 +753,7 @@ mod tests {
             .unwrap_err()
             .contains("invalid row group 'x'"));
         assert!(parse_row_groups("").is_err());
-        assert_eq!(fmt_index_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
+        assert_eq!(display::fmt_index_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
     }
 
     fn chunk(rg: usize, range: Range<u64>) -> ColumnChunkPlan {
@@ -936,6 +774,7 @@ mod tests {
             num_values: 1,
             ignored_dictionary_offset: None,
             pages: None,
+            read: None,
         }
     }
 
@@ -987,6 +826,44 @@ mod tests {
                 .unwrap();
             assert_eq!(c.dest_offset, q.dest_offset + c.range.start - q.range.start);
         }
+    }
+
+    #[test]
+    fn chunks_that_read_some_pages_take_only_their_parts() {
+        let kb = 1u64 << 10;
+        // a chunk of 1 MiB that reads its first 8 KiB (dictionary) and 64 KiB at 512 KiB,
+        // then a whole chunk after it
+        let mut sparse = chunk(0, 0..1024 * kb);
+        sparse.read = Some(vec![
+            ReadPart {
+                file: 0..8 * kb,
+                dest: 0,
+            },
+            ReadPart {
+                file: 512 * kb..576 * kb,
+                dest: 0,
+            },
+        ]);
+        let mut chunks = vec![sparse, chunk(0, 1024 * kb..1100 * kb)];
+        let (reqs, units) = coalesce_units(&mut chunks, 1 << 30, &CoalesceConfig::default());
+        assert_eq!(units.len(), 1);
+        let ranges: Vec<_> = reqs.iter().map(|q| q.range.clone()).collect();
+        assert_eq!(
+            ranges,
+            vec![0..8 * kb, 512 * kb..576 * kb, 1024 * kb..1100 * kb]
+        );
+        assert_eq!(reqs[0].chunks, vec![0]);
+        assert_eq!(reqs[1].chunks, vec![0]);
+        assert_eq!(units[0].bytes, (8 + 64 + 76) * kb);
+        let parts = chunks[0].read.clone().unwrap();
+        assert_eq!(
+            (chunks[0].dest_offset, parts[0].dest, parts[1].dest),
+            (0, 0, 8 * kb)
+        );
+        assert_eq!(chunks[0].dest_len(), 72 * kb);
+        assert_eq!(chunks[0].read_len(), 72 * kb);
+        assert_eq!(chunks[0].file_offset(8 * kb + 5), Some(512 * kb + 5));
+        assert_eq!(chunks[1].dest_offset, 72 * kb);
     }
 
     #[test]

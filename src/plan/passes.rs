@@ -22,7 +22,8 @@ use std::path::Path;
 use parquet::basic::{Compression, Type as PhysicalType};
 use parquet::file::metadata::ParquetMetaData;
 
-use super::{fmt_index_list, human_bytes, ReadPlan, RowRanges};
+use super::display::fmt_index_list;
+use super::{human_bytes, ReadPlan, RowRanges};
 use crate::error::{Error, Result};
 
 /// Scratch bytes per row of a fixed-width column in the GPU decoder (a definition level and a
@@ -79,13 +80,20 @@ pub fn row_group_cost(plan: &ReadPlan, md: &ParquetMetaData, rg: usize) -> RowGr
     let (mut read, mut device) = (0u64, 0u64);
     for c in &plan.chunks[plan.chunk_range_of(rg)] {
         let col = meta.column(c.column);
-        let uncompressed = col.uncompressed_size().max(0) as u64;
-        read += c.len();
-        device += c.len() + CHUNK_OVERHEAD;
+        // a chunk that reads some pages: their share of its bytes and values
+        let share = |n: u64| match c.read {
+            Some(_) if !c.is_empty() => {
+                ((n as u128 * c.read_len() as u128).div_ceil(c.len() as u128)) as u64
+            }
+            _ => n,
+        };
+        let uncompressed = share(col.uncompressed_size().max(0) as u64);
+        read += c.read_len();
+        device += c.read_len() + CHUNK_OVERHEAD;
         if col.compression() != Compression::UNCOMPRESSED {
             device += uncompressed;
         }
-        let values = c.num_values.max(0) as u64;
+        let values = share(c.num_values.max(0) as u64);
         let validity = values.div_ceil(8);
         let descr = col.column_descr();
         device += validity
@@ -141,6 +149,11 @@ pub struct PlannedPass {
     pub device_bytes: u64,
     /// The batches the pass yields, in order.
     pub batches: Vec<BatchSpan>,
+    /// A piece of a row group too large for the budget ([`super::pieces`]): the plan of the
+    /// piece alone, which reads only the pages holding its rows; `chunks` then index its
+    /// chunks. `None`: whole row groups of the load's plan.
+    #[serde(skip)]
+    pub piece: Option<std::sync::Arc<ReadPlan>>,
 }
 
 /// A plan cut into passes under a device-memory budget.
@@ -160,8 +173,11 @@ pub struct PassPlan {
 /// Cuts `plan` into passes under `budget` device bytes, each yielding batches of at most
 /// `batch_rows` rows (never spanning row groups when `keep_dictionaries`). Greedy: a pass
 /// takes the next row groups while it and the raw chunks of the row group after them fit the
-/// budget. A row group that does not fit alone is an error naming it and the budget it needs
-/// (splitting a row group by pages comes with the page-index work). `path` names the file.
+/// budget. Where a row group does not fit beside the next one's reads, the row groups that
+/// need more than half the budget are cut into pieces at page boundaries when the page index
+/// is loaded ([`super::pieces`]: a pass per piece, each reading only its pages); without the
+/// page index, or when a single page range does not fit, an error names the row group and
+/// the budget it needs. `path` names the file.
 pub fn plan_passes(
     path: &Path,
     plan: &ReadPlan,
@@ -178,26 +194,84 @@ pub fn plan_passes(
         .iter()
         .map(|&rg| row_group_cost(plan, md, rg))
         .collect();
-    let cuts = cut_passes(&costs, budget).map_err(|k| Error::MemoryBudget {
+    let too_large = |k: usize| Error::MemoryBudget {
         path: path.to_path_buf(),
         row_group: costs[k].row_group,
         needed: costs[k].device_bytes + costs.get(k + 1).map_or(0, |c| c.read_bytes),
         budget,
-    })?;
-    let passes = cuts
-        .into_iter()
-        .map(|r| {
-            let group = &costs[r];
-            let row_groups: Vec<usize> = group.iter().map(|c| c.row_group).collect();
-            PlannedPass {
-                batches: batch_spans(group, plan.rows.as_ref(), batch_rows, keep_dictionaries),
-                chunks: chunk_range(plan, &row_groups),
-                row_groups,
-                read_bytes: group.iter().map(|c| c.read_bytes).sum(),
-                device_bytes: group.iter().map(|c| c.device_bytes).sum(),
+    };
+    let whole = |group: &[RowGroupCost]| {
+        let row_groups: Vec<usize> = group.iter().map(|c| c.row_group).collect();
+        PlannedPass {
+            batches: batch_spans(group, plan.rows.as_ref(), batch_rows, keep_dictionaries),
+            chunks: chunk_range(plan, &row_groups),
+            row_groups,
+            read_bytes: group.iter().map(|c| c.read_bytes).sum(),
+            device_bytes: group.iter().map(|c| c.device_bytes).sum(),
+            piece: None,
+        }
+    };
+    let mut passes = Vec::new();
+    match cut_passes(&costs, budget) {
+        Ok(cuts) => passes.extend(cuts.into_iter().map(|r| whole(&costs[r]))),
+        Err(k) => {
+            // the row groups over half the budget in pieces, the runs between them as before
+            let large: Vec<usize> = (0..costs.len())
+                .filter(|&i| i == k || costs[i].device_bytes > budget / 2)
+                .collect();
+            let mut start = 0;
+            for &i in large.iter().chain(std::iter::once(&costs.len())) {
+                if start < i {
+                    let run = &costs[start..i];
+                    let cuts = cut_passes(run, budget).map_err(|j| too_large(start + j))?;
+                    passes.extend(cuts.into_iter().map(|r| whole(&run[r])));
+                }
+                if i == costs.len() {
+                    break;
+                }
+                let rg = costs[i].row_group;
+                // pieces within half the budget (the next one is read while one decodes), or
+                // within all of it where pages are too large for that
+                let pieces = match super::pieces::split_row_group(path, plan, md, rg, budget / 2) {
+                    Err(Error::MemoryBudget { .. }) => {
+                        super::pieces::split_row_group(path, plan, md, rg, budget)
+                    }
+                    other => other,
+                };
+                let pieces = match pieces {
+                    Ok(Some(p)) => p,
+                    Ok(None) => return Err(too_large(i)),
+                    Err(Error::MemoryBudget { needed, .. }) => {
+                        return Err(Error::MemoryBudget {
+                            path: path.to_path_buf(),
+                            row_group: rg,
+                            needed,
+                            budget,
+                        })
+                    }
+                    Err(e) => return Err(e),
+                };
+                for (piece, cost) in pieces {
+                    let batches = batches_of(
+                        md,
+                        &[rg],
+                        piece.rows.as_ref(),
+                        batch_rows,
+                        keep_dictionaries,
+                    );
+                    passes.push(PlannedPass {
+                        row_groups: vec![rg],
+                        chunks: 0..piece.chunks.len(),
+                        read_bytes: piece.request_bytes(),
+                        device_bytes: cost.device_bytes,
+                        batches,
+                        piece: Some(std::sync::Arc::new(piece)),
+                    });
+                }
+                start = i + 1;
             }
-        })
-        .collect();
+        }
+    }
     Ok(PassPlan {
         budget,
         pass_budget: budget,
@@ -432,6 +506,22 @@ impl fmt::Display for PassPlan {
         }
         for (i, p) in self.passes.iter().enumerate() {
             let rows: Vec<String> = p.batches.iter().map(|b| b.num_rows().to_string()).collect();
+            if let Some(piece) = &p.piece {
+                let ranges: Vec<String> = (piece.rows.iter().flat_map(|r| r.values()).flatten())
+                    .map(|r| format!("{}..{}", r.start, r.end))
+                    .collect();
+                writeln!(
+                    f,
+                    "  pass {i}: rows {} of row group {} (a piece: only its pages read), {} \
+                     read, ~{} on the device; batches of {} rows",
+                    short_list(&ranges),
+                    fmt_index_list(&p.row_groups),
+                    human_bytes(p.read_bytes),
+                    human_bytes(p.device_bytes),
+                    short_list(&rows)
+                )?;
+                continue;
+            }
             writeln!(
                 f,
                 "  pass {i}: row group{} {}, {} read, ~{} on the device; batches of {} rows",

@@ -276,7 +276,7 @@ impl ReaderBuilder {
         if let Some(size) = self.bounce_buffer_size {
             settings.bounce_buffer_size = size;
         }
-        let tuning = match self.tuning {
+        let tuning = match self.tuning.clone() {
             Some(t) => {
                 t.validate()?;
                 t
@@ -364,14 +364,26 @@ impl ReaderBuilder {
                     ));
                 }
                 memory_budget = budget;
-                budget_waves(
+                match budget_waves(
                     &self.path,
                     &plan,
                     &meta,
                     budget,
                     self.batch_rows,
                     self.keep_dictionaries,
-                )?
+                ) {
+                    // a row group too large: split by pages, with the page index if the file
+                    // has one (read now when it was not asked for)
+                    Err(e @ Error::MemoryBudget { .. }) if !self.page_index => {
+                        let mut again = self.clone();
+                        again.page_index = true;
+                        return match again.build() {
+                            Ok(r) if r.state.passes.is_some() => Ok(r),
+                            _ => Err(e),
+                        };
+                    }
+                    other => other?,
+                }
             }
             Location::Host => None,
         };

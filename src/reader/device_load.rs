@@ -45,7 +45,7 @@ impl ReaderState {
         ordinal: usize,
         wave: &super::waves::Wave,
     ) -> Result<(DeviceChunks, IoReport)> {
-        let plan = &self.plan;
+        let plan = wave.plan(&self.plan);
         let base = plan.requests[wave.requests.start].dest_offset;
         let requests: Vec<IoRequest> = plan.requests[wave.requests.clone()]
             .iter()
@@ -100,6 +100,19 @@ impl ReaderState {
         self.decode_part(chunks, &self.plan.row_groups)
     }
 
+    /// [`Self::decode_part`] of the chunks of `wave` (of its piece's plan, for a piece of a
+    /// row group).
+    pub(super) fn decode_wave(
+        &self,
+        chunks: &DeviceChunks,
+        wave: &super::waves::Wave,
+    ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
+        match &wave.piece {
+            Some(p) => self.decode_rows(chunks, &wave.row_groups, &p.plan, p.spans.clone()),
+            None => self.decode_part(chunks, &wave.row_groups),
+        }
+    }
+
     /// [`Self::decode_on_gpu`] of `chunks` holding every planned chunk of the
     /// row groups `row_groups` (a wave of a pipelined load, or the whole plan).
     pub(super) fn decode_part(
@@ -107,16 +120,28 @@ impl ReaderState {
         chunks: &DeviceChunks,
         row_groups: &[usize],
     ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
+        self.decode_rows(chunks, row_groups, &self.plan, self.spans_of(row_groups))
+    }
+
+    /// Decodes `chunks`, the chunks of `plan` (the load's, or a piece's) for `row_groups`,
+    /// into the batches `spans`.
+    fn decode_rows(
+        &self,
+        chunks: &DeviceChunks,
+        row_groups: &[usize],
+        plan: &crate::plan::ReadPlan,
+        spans: Vec<crate::plan::BatchSpan>,
+    ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
         let pass = PassInput {
             path: self.file.path(),
             metadata: &self.meta.metadata,
-            leaves: &self.plan.leaves,
+            leaves: &plan.leaves,
+            rows: plan.rows.as_ref(),
             decoder: &self.decoder,
             pool: self.host_reader.pool(),
             snappy: self.tuning.snappy,
             profile: profile_requested(),
         };
-        let spans = self.spans_of(row_groups);
         let (batches, report) = decode_pass(&pass, chunks, row_groups, &spans)?;
         let ordinal = chunks.buffer().gpu().ordinal();
         let batches = batches

@@ -135,7 +135,7 @@ impl ReaderState {
                 let d = c
                     .dest_offset
                     .checked_sub(base)
-                    .filter(|d| d + c.len() <= data.len() as u64)
+                    .filter(|d| d + c.dest_len() <= data.len() as u64)
                     .ok_or_else(|| Error::BadColumnChunk {
                         path: self.file.path().to_path_buf(),
                         row_group: rg,
@@ -143,12 +143,33 @@ impl ReaderState {
                         range: Some(c.range.clone()),
                         reason: "the chunk is not covered by the planned requests".into(),
                     })? as usize;
-                chunks.push((c.range.clone(), data.slice(d..d + c.len() as usize)));
+                // the parts read, each at its place in the chunk's slice
+                for p in c.read_parts() {
+                    let at = d + p.dest as usize;
+                    let len = (p.file.end - p.file.start) as usize;
+                    chunks.push((p.file, data.slice(at..at + len)));
+                }
             }
-            let decoded = self.decoder.decode_leaves(rg, &leaves, &chunks)?;
+            let rows = self.rows_decoded(rg);
+            let decoded = self.decoder.decode_leaves(rg, &leaves, &chunks, rows)?;
             parts.push((rg, decoded));
         }
         Ok(parts)
+    }
+
+    /// The rows of row group `rg` the plan reads, where not all: arrow-rs decodes only those
+    /// (and reads only their pages where the plan does).
+    fn rows_decoded(&self, rg: usize) -> Option<&[std::ops::Range<u64>]> {
+        let all = self.meta.metadata.row_group(rg).num_rows().max(0) as u64;
+        crate::plan::rows_restricted(self.plan.rows.as_ref(), rg, all)
+    }
+
+    /// Where the rows `rows` of row group `rg` lie among the rows decoded of it.
+    fn decoded_position(&self, rg: usize, rows: &std::ops::Range<u64>) -> std::ops::Range<u64> {
+        match self.rows_decoded(rg) {
+            Some(read) => crate::plan::position_among(read, rows),
+            None => rows.clone(),
+        }
     }
 
     /// Joins the fields of each row group, decoded in different units, into batches of the
@@ -225,12 +246,13 @@ impl ReaderState {
                 // disagree: arrow-rs caps them by the file's rows)
                 let mut at = 0u64;
                 let mut kept = part.rows.start..part.rows.start;
+                let want = self.decoded_position(part.row_group, &part.rows);
                 for b in decoded {
                     let n = b.num_rows() as u64;
-                    let (lo, hi) = (part.rows.start.max(at), part.rows.end.min(at + n));
+                    let (lo, hi) = (want.start.max(at), want.end.min(at + n));
                     if lo < hi {
                         pieces.push(b.slice((lo - at) as usize, (hi - lo) as usize));
-                        kept.end = hi;
+                        kept.end = part.rows.start + (hi - want.start);
                     }
                     at += n;
                 }
@@ -365,7 +387,11 @@ impl ReaderState {
     pub(super) fn row_counts_only(&self) -> Result<Vec<LoadedBatch>> {
         let mut per_rg = Vec::with_capacity(self.plan.row_groups.len());
         for &rg in &self.plan.row_groups {
-            per_rg.push((rg, self.decoder.decode_leaves(rg, &[], &[])?));
+            per_rg.push((
+                rg,
+                self.decoder
+                    .decode_leaves(rg, &[], &[], self.rows_decoded(rg))?,
+            ));
         }
         self.shape(per_rg)
     }

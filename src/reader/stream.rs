@@ -52,6 +52,7 @@ pub(super) fn stream_waves(
             chunks: w.chunks.start..w.chunks.start,
             requests: w.requests.start..w.requests.start,
             bytes: 0,
+            piece: None,
         });
         c.row_groups.extend_from_slice(&w.row_groups);
         c.chunks.end = w.chunks.end;

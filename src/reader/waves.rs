@@ -32,6 +32,24 @@ pub(super) struct Wave {
     pub(super) requests: std::ops::Range<usize>,
     /// Bytes of the requests.
     pub(super) bytes: u64,
+    /// A piece of a row group too large for the memory budget: its own plan and batches;
+    /// `chunks` and `requests` then index the piece's plan.
+    pub(super) piece: Option<Arc<Piece>>,
+}
+
+/// A piece of a row group ([`crate::plan::pieces`]): its plan, which reads only the pages
+/// holding its rows, and its batches.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Piece {
+    pub(super) plan: Arc<ReadPlan>,
+    pub(super) spans: Vec<crate::plan::BatchSpan>,
+}
+
+impl Wave {
+    /// The plan the wave's chunks and requests index: the piece's, or the load's.
+    pub(super) fn plan<'a>(&'a self, load: &'a ReadPlan) -> &'a ReadPlan {
+        self.piece.as_ref().map_or(load, |p| &p.plan)
+    }
 }
 
 impl Wave {
@@ -42,6 +60,7 @@ impl Wave {
             chunks: 0..plan.chunks.len(),
             requests: 0..plan.requests.len(),
             bytes: plan.request_bytes(),
+            piece: None,
         }
     }
 }
@@ -57,6 +76,28 @@ pub(super) fn pass_waves(
     let mut costs: Vec<u64> = Vec::with_capacity(passes.passes.len());
     let mut at = 0usize; // the next request
     for p in &passes.passes {
+        if let Some(piece) = &p.piece {
+            // the load plan's reads of the row group are not made: skip them
+            let rg = p.row_groups.first().copied().unwrap_or(0);
+            let theirs = plan.chunk_range_of(rg);
+            while at < plan.requests.len()
+                && plan.requests[at].chunks.iter().all(|c| theirs.contains(c))
+            {
+                at += 1;
+            }
+            out.push(Wave {
+                row_groups: p.row_groups.clone(),
+                chunks: 0..piece.chunks.len(),
+                requests: 0..piece.requests.len(),
+                bytes: piece.request_bytes(),
+                piece: Some(Arc::new(Piece {
+                    plan: Arc::clone(piece),
+                    spans: p.batches.clone(),
+                })),
+            });
+            costs.push(p.device_bytes);
+            continue;
+        }
         let start = at;
         let mut bytes = 0;
         while at < plan.requests.len()
@@ -94,6 +135,7 @@ pub(super) fn pass_waves(
                     chunks: p.chunks.clone(),
                     requests: start..at,
                     bytes,
+                    piece: None,
                 });
                 costs.push(p.device_bytes);
             }
@@ -154,6 +196,7 @@ pub(super) fn waves(plan: &ReadPlan, target: u64, ends: &dyn Fn(usize) -> bool) 
             chunks: u.chunks.start..u.chunks.start,
             requests: u.requests.start..u.requests.start,
             bytes: 0,
+            piece: None,
         });
         if u.chunks.start != w.chunks.end || u.requests.start != w.requests.end {
             // not consecutive: no pipelining
@@ -311,7 +354,7 @@ impl ReaderState {
                         let t = Instant::now();
                         // the chunks are dropped on this slot's stream, after its kernels
                         let d = device::with_decode_slot(slot, move || {
-                            let d = self.decode_part(&chunks, &waves[i].row_groups);
+                            let d = self.decode_wave(&chunks, &waves[i]);
                             drop(chunks);
                             d
                         });

@@ -131,13 +131,19 @@ fn host_decompress_chunk(
     // the chunk's bytes back into a pooled pinned buffer (a faster copy than into fresh
     // pageable memory, and no page faults)
     let c = &chunks.chunks()[ci];
-    let mut src = gpu.pinned(c.len() as usize)?;
-    chunks.buffer().copy_into(
-        c.dest_offset as usize,
-        &mut src.as_mut_slice()[..c.len() as usize],
-    )?;
+    let len = c.dest_len() as usize;
+    let mut src = gpu.pinned(len)?;
+    chunks
+        .buffer()
+        .copy_into(c.dest_offset as usize, &mut src.as_mut_slice()[..len])?;
+    let parts: Vec<std::ops::Range<usize>> = c
+        .read_parts()
+        .iter()
+        .map(|p| p.dest as usize..(p.dest + p.file.end - p.file.start) as usize)
+        .collect();
     let result = decompress_and_upload(
-        &src.as_slice()[..c.len() as usize],
+        &src.as_slice()[..len],
+        &parts,
         gpu,
         codec,
         split,
@@ -148,10 +154,12 @@ fn host_decompress_chunk(
     result
 }
 
-/// The pages of one chunk's `bytes`, decompressed into a pinned buffer and uploaded (see
-/// [`host_decompress_chunk`]).
+/// The pages of one chunk's `bytes` (its slice of the destination; the pages in its parts
+/// read, `parts`), decompressed into a
+/// pinned buffer and uploaded (see [`host_decompress_chunk`]).
 fn decompress_and_upload(
     bytes: &[u8],
+    parts: &[std::ops::Range<usize>],
     gpu: &Arc<crate::device::Gpu>,
     codec: parquet::basic::Compression,
     split: bool,
@@ -161,7 +169,8 @@ fn decompress_and_upload(
     use crate::decode::decompress::{decompress_page_into, decompressed_size};
     use crate::decode::page_header::PageKind;
     use rayon::prelude::*;
-    let entries = crate::decode::page_header::page_table(bytes).map_err(|e| fail(e.to_string()))?;
+    let entries = crate::decode::page_header::page_table_of_parts(bytes, parts.iter().cloned())
+        .map_err(|e| fail(e.to_string()))?;
     let sizes = entries
         .iter()
         .enumerate()

@@ -100,25 +100,27 @@ impl DeviceChunks {
     }
 
     /// The plan entries of the chunks: chunk `c`'s bytes are at
-    /// `buffer[c.dest_offset .. c.dest_offset + c.len()]`.
+    /// `buffer[c.dest_offset .. c.dest_offset + c.dest_len()]` (the parts it reads, where it
+    /// reads only some pages: [`ColumnChunkPlan::read`]).
     pub fn chunks(&self) -> &[ColumnChunkPlan] {
         &self.chunks
     }
 
-    /// The device address of chunk `i`'s first byte and its length.
+    /// The device address of chunk `i`'s first byte and the length of its slice.
     pub fn chunk_ptr(&self, i: usize) -> Option<(u64, u64)> {
         let c = self.chunks.get(i)?;
-        Some((self.buffer.device_ptr() + c.dest_offset, c.len()))
+        Some((self.buffer.device_ptr() + c.dest_offset, c.dest_len()))
     }
 
-    /// A host copy of chunk `i`'s bytes.
+    /// A host copy of chunk `i`'s slice of the buffer.
     pub fn chunk_to_host(&self, i: usize) -> Result<Vec<u8>> {
         let c = self.chunks.get(i).ok_or_else(|| Error::Device {
             device: format!("cuda:{}", self.buffer.gpu().ordinal()),
             reason: format!("no chunk {i} (the load holds {})", self.chunks.len()),
         })?;
         let start = c.dest_offset as usize;
-        self.buffer.copy_to_host(start..start + c.len() as usize)
+        self.buffer
+            .copy_to_host(start..start + c.dest_len() as usize)
     }
 }
 
@@ -243,6 +245,8 @@ struct SelectedChunk<'a> {
     pages: Vec<(u64, u64)>,
     host_pages: usize,
     dict: Option<(usize, u64, u64, i32)>,
+    /// A chunk that reads only some pages: each page's first row (from the offset index).
+    first_rows: Option<Vec<u64>>,
 }
 
 /// The chunks of a pass one decoder takes, by (row group, leaf); its columns, in placement
@@ -291,18 +295,27 @@ impl<'a> Pass<'a> {
             let c = &self.chunks.chunks()[ci];
             let (rows, dict) = page_jobs::chunk_pages(&self.tables[ci], &pages);
             let want = (self.rows_of)(c.row_group) as u64;
-            if rows != want {
-                return Err(self.bad_chunk(
-                    ci,
-                    format!("the pages hold {rows} values, the row group {want} rows"),
-                ));
-            }
+            let first_rows = match c.read {
+                // some pages read: each where the offset index says, with its rows
+                Some(_) => Some(
+                    page_jobs::indexed_first_rows(c, &self.tables[ci], want)
+                        .map_err(|e| self.bad_chunk(ci, e))?,
+                ),
+                None if rows != want => {
+                    return Err(self.bad_chunk(
+                        ci,
+                        format!("the pages hold {rows} values, the row group {want} rows"),
+                    ));
+                }
+                None => None,
+            };
             let chunk = SelectedChunk {
                 ci,
                 col,
                 pages,
                 host_pages,
                 dict,
+                first_rows,
             };
             chunks.insert((c.row_group, c.column), chunk);
         }
@@ -370,7 +383,15 @@ impl<'a> Pass<'a> {
                 max_def: col.max_def_level,
                 dict: dict_of(sc),
             };
-            page_jobs::data_page_jobs(c, &self.tables[sc.ci], &sc.pages, &window, jobs, names);
+            page_jobs::data_page_jobs(
+                c,
+                &self.tables[sc.ci],
+                &sc.pages,
+                sc.first_rows.as_deref(),
+                &window,
+                jobs,
+                names,
+            );
         }
         Ok((host_pages, parts))
     }

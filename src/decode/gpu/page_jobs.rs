@@ -60,6 +60,56 @@ pub(super) fn chunk_pages(
     (rows, dict)
 }
 
+/// For a chunk that reads only some pages ([`ColumnChunkPlan::read`]): each page's first row in
+/// its row group of `rg_rows` rows, from the offset index (data pages; 0 for the others). An
+/// error unless the data pages found are exactly the indexed pages inside the parts read, in
+/// order, each holding the rows the index gives it.
+///
+/// [`ColumnChunkPlan::read`]: crate::plan::ColumnChunkPlan::read
+pub(super) fn indexed_first_rows(
+    c: &crate::plan::ColumnChunkPlan,
+    table: &[PageInfo],
+    rg_rows: u64,
+) -> std::result::Result<Vec<u64>, String> {
+    let index = c.pages.as_deref().unwrap_or_default();
+    let parts = c.read_parts();
+    let inside = |o: u64| parts.iter().any(|p| p.file.contains(&o));
+    let mut expected = (0..index.len()).filter(|&k| inside(index[k].offset));
+    let mut out = vec![0u64; table.len()];
+    for (i, p) in table.iter().enumerate() {
+        if !matches!(p.kind, 0 | 3) {
+            continue;
+        }
+        let at = c.file_offset(p.header_offset.max(0) as u64);
+        let Some(k) = at.and_then(|o| c.indexed_page(o)) else {
+            return Err(format!(
+                "a data page at byte {} is not where the offset index puts a page",
+                at.map_or_else(|| "?".into(), |o| o.to_string())
+            ));
+        };
+        if expected.next() != Some(k) {
+            return Err(format!(
+                "the data pages read do not match the offset index's pages (page {k} out of order)"
+            ));
+        }
+        let first = index[k].first_row_index;
+        let end = index.get(k + 1).map_or(rg_rows, |n| n.first_row_index);
+        if p.num_values.max(0) as u64 != end - first {
+            return Err(format!(
+                "page {k} holds {} values, the offset index gives it rows {first}..{end}",
+                p.num_values
+            ));
+        }
+        out[i] = first;
+    }
+    if let Some(k) = expected.next() {
+        return Err(format!(
+            "the offset index's page {k} was read but no data page was found there"
+        ));
+    }
+    Ok(out)
+}
+
 /// One chunk's share of an output column (the index of its job): the rows `rows` of its row
 /// group, landing at output row `out_at`, decoded with the dictionary `dict` (address and
 /// entries; 0 when none) and the column's maximum definition level.
@@ -73,11 +123,14 @@ pub(super) struct Window {
 }
 
 /// Appends a job per data page of one chunk that overlaps `w.rows` to `jobs` and `names`:
-/// each page decodes all its rows and writes those inside the window.
+/// each page decodes all its rows and writes those inside the window. A page's first row is
+/// the rows of the pages before it, or `first_rows` gives it (a chunk that reads only some
+/// pages: [`indexed_first_rows`]).
 pub(super) fn data_page_jobs(
     c: &crate::plan::ColumnChunkPlan,
     table: &[PageInfo],
     page_data: &[(u64, u64)],
+    first_rows: Option<&[u64]>,
     w: &Window,
     jobs: &mut Vec<PageJob>,
     names: &mut Vec<PageName>,
@@ -86,6 +139,9 @@ pub(super) fn data_page_jobs(
     for (k, p) in table.iter().enumerate() {
         if !matches!(p.kind, 0 | 3) {
             continue;
+        }
+        if let Some(f) = first_rows.and_then(|f| f.get(k)) {
+            row = *f;
         }
         let n = p.num_values.max(0) as u64;
         let (first, end) = (row.max(w.rows.start), (row + n).min(w.rows.end));

@@ -17,22 +17,42 @@ use crate::plan::ColumnChunkPlan;
 const THREADS: u32 = 128;
 
 /// Parses the page headers of every chunk of `chunks` on its device: one table per chunk, in
-/// chunk order. `path` names the file in errors.
+/// chunk order. A chunk that reads only some pages ([`ColumnChunkPlan::read`]) is parsed part
+/// by part; page offsets count from the chunk's first byte in the buffer. `path` names the
+/// file in errors.
 pub fn page_tables(chunks: &DeviceChunks, path: &std::path::Path) -> Result<Vec<Vec<PageInfo>>> {
     let buf = chunks.buffer();
     let gpu = Arc::clone(buf.gpu());
-    let n = chunks.chunks().len();
-    if n == 0 {
+    if chunks.chunks().is_empty() {
         return Ok(Vec::new());
     }
+    // the parts parsed: (chunk, offset in the chunk's slice of the buffer, bytes)
+    let parts: Vec<(usize, u64, u64)> = chunks
+        .chunks()
+        .iter()
+        .enumerate()
+        .flat_map(|(ci, c)| match c.read {
+            None => vec![(ci, 0, c.len())],
+            Some(_) => c
+                .read_parts()
+                .iter()
+                .map(|p| (ci, p.dest, p.file.end - p.file.start))
+                .collect(),
+        })
+        .collect();
+    let n = parts.len();
     let module = PAGE_HEADERS_MODULE.load(&gpu)?;
-    let offsets = upload(&gpu, &u64s(chunks.chunks().iter().map(|c| c.dest_offset)))?;
-    let lens = upload(&gpu, &u64s(chunks.chunks().iter().map(|c| c.len())))?;
+    let all = chunks.chunks();
+    let offsets = upload(
+        &gpu,
+        &u64s(parts.iter().map(|&(ci, at, _)| all[ci].dest_offset + at)),
+    )?;
+    let lens = upload(&gpu, &u64s(parts.iter().map(|p| p.2)))?;
     // counts (in: capacities) then error bits, n i32 each: one copy back per pass
     let mut meta = gpu.alloc(n * 8)?;
     let grid = (n as u32).div_ceil(THREADS);
     let size = PageInfo::SIZE;
-    // one pass fills tables of `caps` pages per chunk and returns the counts, where they start
+    // one pass fills tables of `caps` pages per part and returns the counts, where they start
     // and the tables
     let mut fill = |caps: &[i32]| -> Result<(Vec<i32>, Vec<u64>, DeviceBuffer)> {
         let mut starts = Vec::with_capacity(n);
@@ -46,9 +66,10 @@ pub fn page_tables(chunks: &DeviceChunks, path: &std::path::Path) -> Result<Vec<
         let mut init: Vec<u8> = caps.iter().flat_map(|c| c.to_le_bytes()).collect();
         init.resize(n * 8, 0);
         meta.copy_from_host(0, &init)?;
-        // SAFETY: `meta` holds n counts then n error words; `starts` holds n entries and
-        // `pages` the sum of the capacities in `meta`, which the kernel never writes past; all
-        // stay alive until `launch` returns.
+        // SAFETY: `meta` holds n counts then n error words; `offsets`, `lens` and `starts` hold
+        // n entries each, every part inside the buffer (a chunk's parts lie inside its
+        // destination slice); `pages` holds the sum of the capacities in `meta`, which the
+        // kernel never writes past; all stay alive until `launch` returns.
         unsafe {
             PAGE_HEADERS.launch(
                 &gpu,
@@ -68,13 +89,19 @@ pub fn page_tables(chunks: &DeviceChunks, path: &std::path::Path) -> Result<Vec<
             )?
         };
         let mut got = i32s_from_device(&meta, 2 * n)?;
-        check_errors(chunks, path, &got[n..])?;
+        check_errors(chunks, &parts, path, &got[n..])?;
         got.truncate(n);
         Ok((got, starts, pages))
     };
-    // first into capacities estimated from the footer; only when a chunk has more pages than
+    // first into capacities estimated from the footer; only when a part has more pages than
     // its estimate, once more into the counts that pass found
-    let mut caps: Vec<i32> = chunks.chunks().iter().map(page_capacity).collect();
+    let mut caps: Vec<i32> = parts
+        .iter()
+        .map(|&(ci, at, len)| match all[ci].read {
+            None => page_capacity(&all[ci]),
+            Some(_) => part_capacity(&all[ci], at, len),
+        })
+        .collect();
     let over = |counts: &[i32], caps: &[i32]| counts.iter().zip(caps).any(|(c, cap)| c > cap);
     let (mut counts, mut starts, mut pages) = fill(&caps)?;
     if over(&counts, &caps) {
@@ -85,21 +112,27 @@ pub fn page_tables(chunks: &DeviceChunks, path: &std::path::Path) -> Result<Vec<
             let bad: Vec<i32> = (counts.iter().zip(&caps))
                 .map(|(c, cap)| if c > cap { ERR_PAGE_COUNT_CHANGED } else { 0 })
                 .collect();
-            check_errors(chunks, path, &bad)?;
+            check_errors(chunks, &parts, path, &bad)?;
         }
     }
     let total: u64 = caps.iter().map(|&c| c.max(0) as u64).sum();
     let host = pages.copy_to_host(0..total as usize * size)?;
-    Ok(counts
-        .iter()
-        .zip(&starts)
-        .map(|(&c, &s)| {
-            host[s as usize * size..(s as usize + c.max(0) as usize) * size]
+    let mut tables: Vec<Vec<PageInfo>> = vec![Vec::new(); all.len()];
+    for (k, &(ci, at, _)) in parts.iter().enumerate() {
+        let (c, s) = (counts[k].max(0) as usize, starts[k] as usize);
+        tables[ci].extend(
+            host[s * size..(s + c) * size]
                 .chunks_exact(size)
                 .map(PageInfo::from_bytes)
-                .collect()
-        })
-        .collect())
+                .map(|mut p| {
+                    // offsets from the chunk's first byte in the buffer, not the part's
+                    p.header_offset += at as i64;
+                    p.data_offset += at as i64;
+                    p
+                }),
+        );
+    }
+    Ok(tables)
 }
 
 /// The page-header error bit the host sets when a second fill pass finds more pages than the
@@ -119,14 +152,38 @@ fn page_capacity(c: &ColumnChunkPlan) -> i32 {
     est.min(c.len() / 8 + 1).min(1 << 20) as i32
 }
 
-fn check_errors(chunks: &DeviceChunks, path: &std::path::Path, errs: &[i32]) -> Result<()> {
-    for (c, &e) in chunks.chunks().iter().zip(errs) {
+/// The capacity of the part of a chunk that reads some pages, `len` bytes from `at` in its
+/// slice of the buffer: the indexed pages that begin in it, plus one (its dictionary page).
+fn part_capacity(c: &ColumnChunkPlan, at: u64, len: u64) -> i32 {
+    let from = c.file_offset(at).unwrap_or(0);
+    let to = from + len;
+    let pages = c.pages.as_deref().unwrap_or_default();
+    let n = pages
+        .iter()
+        .filter(|p| from <= p.offset && p.offset < to)
+        .count();
+    (n as u64 + 1).min(len / 8 + 1).min(1 << 20) as i32
+}
+
+/// An error naming the chunk of the first part (`parts`: chunk, offset, bytes) with error bits.
+fn check_errors(
+    chunks: &DeviceChunks,
+    parts: &[(usize, u64, u64)],
+    path: &std::path::Path,
+    errs: &[i32],
+) -> Result<()> {
+    for (&(ci, at, len), &e) in parts.iter().zip(errs) {
+        let c = &chunks.chunks()[ci];
         if e != 0 {
+            let range = match c.file_offset(at) {
+                Some(from) if c.read.is_some() => from..from + len,
+                _ => c.range.clone(),
+            };
             return Err(Error::BadColumnChunk {
                 path: path.to_path_buf(),
                 row_group: c.row_group,
                 column: c.path.clone(),
-                range: Some(c.range.clone()),
+                range: Some(range),
                 reason: format!(
                     "page headers (parsed on the GPU): {}",
                     describe_errors(e as u32, PAGE_HEADER_ERRORS)

@@ -29,6 +29,10 @@ pub(crate) struct PassInput<'a> {
     pub(crate) path: &'a std::path::Path,
     pub(crate) metadata: &'a ParquetMetaData,
     pub(crate) leaves: &'a [usize],
+    /// The rows read of each row group, where the plan restricts them ([`ReadPlan::rows`]).
+    ///
+    /// [`ReadPlan::rows`]: crate::plan::ReadPlan::rows
+    pub(crate) rows: Option<&'a crate::plan::RowRanges>,
     pub(crate) decoder: &'a HostDecoder,
     pub(crate) pool: &'a rayon::ThreadPool,
     pub(crate) snappy: SnappyPlacement,
@@ -96,6 +100,8 @@ pub(crate) fn decode_pass(
         .flat_map(|&f| leaves_of[f].iter().copied())
         .collect();
     let rows_of = |rg: usize| md.row_group(rg).num_rows().max(0) as usize;
+    // the rows of a row group the host decodes, where not all: they come back end to end
+    let restricted = |rg: usize| crate::plan::rows_restricted(input.rows, rg, rows_of(rg) as u64);
     let codec_of = |rg: usize, leaf: usize| md.row_group(rg).column(leaf).compression();
     // host part: one batch per row group holding the host fields
     // the schema of the host-decoded fields, for joining their batches
@@ -117,10 +123,18 @@ pub(crate) fn decode_pass(
                     let mut bytes = Vec::new();
                     for (i, c) in chunks.chunks().iter().enumerate() {
                         if c.row_group == rg && !c.is_empty() && host_leaves.contains(&c.column) {
-                            bytes.push((c.range.clone(), Bytes::from(chunks.chunk_to_host(i)?)));
+                            let all = Bytes::from(chunks.chunk_to_host(i)?);
+                            for p in c.read_parts() {
+                                let at = p.dest as usize;
+                                let len = (p.file.end - p.file.start) as usize;
+                                bytes.push((p.file, all.slice(at..at + len)));
+                            }
                         }
                     }
-                    let batches = input.decoder.decode_leaves(rg, &host_leaves, &bytes)?;
+                    let rows = restricted(rg);
+                    let batches = input
+                        .decoder
+                        .decode_leaves(rg, &host_leaves, &bytes, rows)?;
                     let one =
                         arrow::compute::concat_batches(&host_schema, &batches).map_err(|e| {
                             Error::Decode {
@@ -259,7 +273,11 @@ pub(crate) fn decode_pass(
             .map(|p| {
                 let have = host_by_rg.get(&p.row_group).map_or(usize::MAX, |h| h.1);
                 let avail = if consistent { usize::MAX } else { have };
-                let (s, e) = (p.rows.start as usize, p.rows.end as usize);
+                let at = match restricted(p.row_group) {
+                    Some(read) => crate::plan::position_among(read, &p.rows),
+                    None => p.rows.clone(),
+                };
+                let (s, e) = (at.start as usize, at.end as usize);
                 (p.row_group, s.min(avail)..e.min(avail))
             })
             .collect();
