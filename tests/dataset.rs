@@ -140,27 +140,15 @@ fn mismatched_schemas_are_an_error_naming_both_files_and_the_field() {
         &[RecordBatch::try_new(schema, vec![id, s]).unwrap()],
         WriterProperties::default(),
     );
-    let ds = ParquetGpuReader::dataset_builder()
+    // every footer is read when the dataset is built: the error comes before any batch
+    let e = ParquetGpuReader::dataset_builder()
         .with_device(Device::Host)
         .build_dataset([dir.path()])
-        .unwrap();
-    let mut it = ds.batches();
-    let mut err = None;
-    for r in &mut it {
-        if let Err(e) = r {
-            err = Some(e);
-            break;
-        }
-    }
-    let e = err
-        .expect("the second file's schema is refused")
+        .unwrap_err()
         .to_string();
     for needle in ["a.parquet", "b.parquet", "id"] {
         assert!(e.contains(needle), "{e}");
     }
-    assert!(it.next().is_none(), "the stream ends after its error");
-    let e = ds.load().unwrap_err().to_string();
-    assert!(e.contains("b.parquet") && e.contains("id"), "{e}");
     // an empty directory is an error too
     let empty = tempfile::tempdir().unwrap();
     let e = ParquetGpuReader::dataset_builder()

@@ -253,6 +253,18 @@ pub trait RangeReader: fmt::Debug + Send + Sync {
     /// Short name for reports (`host`, `staged`, ...).
     fn name(&self) -> &'static str;
 
+    /// [`read`](RangeReader::read) while the caller decodes what it read before (a pipelined
+    /// load's reads wave by wave): a reader may leave some cores to the decoders. The default
+    /// reads as [`read`](RangeReader::read) does.
+    fn read_beside(
+        &self,
+        file: &ParquetFile,
+        requests: &[IoRequest],
+        dest: Dest<'_>,
+    ) -> Result<IoReport> {
+        self.read(file, requests, dest)
+    }
+
     /// Reads `parts` of `requests` (each a list of request indices) into `dest` as one stream,
     /// calling `done(i, report)` as soon as every byte of part `i` is in `dest` — so the caller
     /// can use a part while later ones are read — with the part's records numbered from 0 in

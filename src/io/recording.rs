@@ -53,6 +53,18 @@ impl<R: RangeReader> RangeReader for RecordingReader<R> {
         self.inner.read(file, requests, dest)
     }
 
+    fn read_beside(
+        &self,
+        file: &ParquetFile,
+        requests: &[IoRequest],
+        dest: Dest<'_>,
+    ) -> Result<IoReport> {
+        if let Ok(mut log) = self.log.lock() {
+            log.extend(requests.iter().map(|q| (q.range.clone(), q.dest_offset)));
+        }
+        self.inner.read_beside(file, requests, dest)
+    }
+
     fn name(&self) -> &'static str {
         self.inner.name()
     }

@@ -39,6 +39,8 @@ pub struct StagedReader {
     settings: IoSettings,
     gpu: Arc<Gpu>,
     pool: Arc<rayon::ThreadPool>,
+    /// The pool of reads made while decoders run ([`StagedReader::pool_for`]).
+    beside: Arc<rayon::ThreadPool>,
 }
 
 struct Slot {
@@ -143,10 +145,12 @@ impl StagedReader {
     pub fn new(settings: IoSettings, ordinal: usize) -> Result<Self> {
         settings.validate()?;
         let pool = shared_pool(settings.nthreads)?;
+        let beside = shared_pool(stream_threads(settings.nthreads))?;
         Ok(StagedReader {
             gpu: gpu(ordinal)?,
             settings,
             pool,
+            beside,
         })
     }
 
@@ -155,25 +159,37 @@ impl StagedReader {
         &self.gpu
     }
 
+    /// The thread pool reads run on; `beside`: the smaller one of reads made while decoders
+    /// run ([`RangeReader::read_beside`]: all threads but 3/8 of them).
+    pub fn pool_for(&self, beside: bool) -> &Arc<rayon::ThreadPool> {
+        if beside {
+            &self.beside
+        } else {
+            &self.pool
+        }
+    }
+
     /// The thread pool reads run on.
     pub fn pool(&self) -> &Arc<rayon::ThreadPool> {
         &self.pool
     }
 
     /// Reads the `selected` requests (indices into `requests`) into `dest`, returning one
-    /// record per selected request. Destinations are assumed checked by the caller.
+    /// record per selected request, on the smaller pool when `beside`
+    /// ([`StagedReader::pool_for`]). Destinations are assumed checked by the caller.
     pub(crate) fn read_selected(
         &self,
         file: &ParquetFile,
         requests: &[IoRequest],
         selected: &[usize],
         dest: &DeviceBuffer,
+        beside: bool,
     ) -> Result<Vec<RequestRecord>> {
         if selected.is_empty() {
             return Ok(Vec::new());
         }
         let spans = self
-            .pool
+            .pool_for(beside)
             .install(|| self.read_bounced(file, requests, selected, dest))?;
         Ok(records_from_spans(
             requests,
@@ -447,14 +463,19 @@ impl StagedReader {
     }
 }
 
-/// Reader threads a streamed read (`StagedReader::read_stream`) leaves idle of
-/// `nthreads`, for the threads decoding what it has read.
+/// Reader threads a streamed read (`StagedReader::read_stream`) leaves idle of `nthreads`
+/// at least, for the threads decoding what it has read; [`stream_threads`] leaves 3/8 of
+/// them where that is more.
 pub(crate) const STREAM_SPARE_THREADS: usize = 2;
 
-/// Reader threads of a streamed read for `nthreads`: all but [`STREAM_SPARE_THREADS`], at
-/// least one.
+/// Reader threads of a streamed read for `nthreads`: all but 3/8 of them (and all but
+/// [`STREAM_SPARE_THREADS`] at least), at least one. Measured on the H200's 16 cores
+/// (benches/RESULTS.md): with 10 readers the decoders of the first waves, which build their
+/// jobs and decompress some pages on the host, wait less for cores (the SNAPPY lineitem
+/// file's first batch 12.0 against 15.0 ms with 14 readers); the loads read as fast.
 pub(crate) fn stream_threads(nthreads: usize) -> usize {
-    nthreads.saturating_sub(STREAM_SPARE_THREADS).max(1)
+    let spare = (nthreads * 3 / 8).max(STREAM_SPARE_THREADS);
+    nthreads.saturating_sub(spare).max(1)
 }
 
 impl RangeReader for StagedReader {
@@ -470,7 +491,7 @@ impl RangeReader for StagedReader {
         };
         check_destinations(file, requests, buf.len() as u64)?;
         let all: Vec<usize> = (0..requests.len()).collect();
-        let records = self.read_selected(file, requests, &all, buf)?;
+        let records = self.read_selected(file, requests, &all, buf, false)?;
         let mut report = IoReport {
             requests: records,
             wall: t0.elapsed(),

@@ -6,8 +6,13 @@
 //! [`coalesce`](mod@coalesce). Every offset the footer gives is checked against the file here,
 //! so that nothing later reads outside the file or hands the decoder an impossible range.
 //!
-//! The predicate prunes **row groups** by their statistics; it does not filter rows. Page-level
-//! pruning comes later; when the page index is loaded the plan records each chunk's pages.
+//! The predicate prunes **row groups** by their statistics; it does not filter rows. With the
+//! page index loaded it also prunes pages ([`predicate`]), and a load that reads some rows of a
+//! row group (a row selection, or the pages the predicate keeps) reads only the pages holding
+//! them ([`ColumnChunkPlan::read`]). The parts: `rows` (row selections and access plans),
+//! `page_reads` (the pages a chunk reads), [`passes`] (passes and batches under a memory
+//! budget), [`pieces`] (a row group larger than the budget, in pieces), [`coalesce`], `display`
+//! (`cuparquet plan`'s text).
 
 pub mod coalesce;
 mod display;

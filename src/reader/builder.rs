@@ -150,7 +150,10 @@ impl ReaderBuilder {
         self
     }
 
-    /// Loads the page index and records page locations in the plan.
+    /// Loads the page index and records page locations in the plan: the filter then prunes
+    /// pages too, and loads of some rows of a row group (row selections, pruned pages) read
+    /// only the pages holding them. Read anyway when a memory budget needs a row group cut in
+    /// pieces ([`with_memory_budget`](Self::with_memory_budget)).
     pub fn with_page_index(mut self, yes: bool) -> Self {
         self.page_index = yes;
         self
@@ -237,12 +240,15 @@ impl ReaderBuilder {
     /// Passes of whole row groups are planned from the footer ([`crate::plan::load_passes`],
     /// printed by `cuparquet plan --memory-budget`): when the whole load's estimate fits, it is
     /// read and decoded in overlapping waves as without a budget; otherwise in passes of about
-    /// a third of the budget, pipelined like waves, each read only once its estimate fits
+    /// half the budget, pipelined like waves, each read only once its estimate fits
     /// beside those of the passes read and not yet in the caller's hands
     /// ([`ParquetGpuReader::batches`]: a pass is the caller's once it holds every batch of it;
     /// [`ParquetGpuReader::load`] returns every batch, so its memory is the whole output). A
-    /// row group that cannot fit is an error at [`build`](Self::build) naming it and the
-    /// budget it needs. Host loads ignore it.
+    /// row group larger than the budget is read in pieces cut at page boundaries, each
+    /// reading only its pages ([`crate::plan::pieces`]; the page index is read for it when
+    /// the file has one); without one, or where a single page range does not fit, it is an
+    /// error at [`build`](Self::build) naming the row group and the budget it needs. Host
+    /// loads ignore it.
     pub fn with_memory_budget(mut self, bytes: u64) -> Self {
         self.memory_budget = Some(bytes);
         self

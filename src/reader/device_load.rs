@@ -38,7 +38,8 @@ impl ReaderState {
         Ok((DeviceChunks::new(Arc::new(buffer), plan.chunks.clone()), io))
     }
 
-    /// Reads the requests of `wave` into a device allocation of their own: its chunks, rebased.
+    /// Reads the requests of `wave` into a device allocation of their own (while the waves
+    /// before decode: [`RangeReader::read_beside`]): its chunks, rebased.
     pub(super) fn read_wave(
         &self,
         reader: &dyn RangeReader,
@@ -57,7 +58,8 @@ impl ReaderState {
             .collect();
         let bytes: u64 = requests.iter().map(|r| r.len()).sum();
         let mut buffer = device::gpu(ordinal)?.alloc(bytes as usize)?;
-        let io = reader.read(&self.file, &requests, Dest::Device(&mut buffer))?;
+        // the decoders of the waves before run meanwhile: leave them some cores
+        let io = reader.read_beside(&self.file, &requests, Dest::Device(&mut buffer))?;
         let chunks = plan.chunks[wave.chunks.clone()]
             .iter()
             .map(|c| {

@@ -19,9 +19,12 @@ use crate::error::{Error, Result};
 use crate::io::{IoReport, RangeReader};
 use crate::plan::ReadPlan;
 
-/// Bytes read by the first wave of a stream: a small one, so the first batch is in the
-/// caller's hands early (one row group when row groups are larger).
-pub(super) const FIRST_STEP_BYTES: u64 = 32 << 20;
+/// Bytes read by the first wave of a stream at least: one, so the first wave holds the row
+/// groups of the first batch and no more, and the first batch is in the caller's hands as
+/// early as its own reads and decoding allow. Measured on the H200 (benches/RESULTS.md, with
+/// the streamed reads' 10 readers of 16): the 24M-row SNAPPY lineitem file's first batch in
+/// 10–12 ms (best of 5) from a first wave of one row group, 15 ms from one of 32 MiB (two).
+pub(super) const FIRST_STEP_BYTES: u64 = 1;
 
 /// Bytes per wave of a host stream.
 pub(super) const HOST_STEP_BYTES: u64 = 256 << 20;
@@ -129,7 +132,17 @@ impl ReaderState {
             Location::Cuda(ordinal) if self.passes.is_some() => {
                 let (costs, budget) = (&self.pass_costs, self.budget);
                 let admit = |i: usize| handed.admit(i, costs.get(i).copied().unwrap_or(0), budget);
-                self.pipelined(reader, ordinal, waves, sink, Some(&admit))
+                // a decoded wave holds only its batches until it is handed over
+                let decoded = |i: usize, r: Result<WaveOut>| {
+                    if let Ok((batches, ..)) = &r {
+                        let bytes = (batches.iter().filter_map(|b| b.as_device()))
+                            .map(|b| b.device_bytes() as u64)
+                            .sum();
+                        handed.decoded(i, bytes);
+                    }
+                    sink(i, r)
+                };
+                self.pipelined(reader, ordinal, waves, &decoded, Some(&admit))
             }
             Location::Cuda(ordinal) if waves.len() > 1 => {
                 self.pipelined(reader, ordinal, waves, sink, None)
@@ -264,6 +277,19 @@ impl Handed {
             let kept = st.held.split_off(&n);
             let freed: u64 = st.held.values().sum();
             st.held = kept;
+            st.in_use -= freed;
+            self.cv.notify_all();
+        }
+    }
+
+    /// Wave `i` is decoded: what it holds until it is handed over is its batches, `bytes` of
+    /// them, no longer its estimate (its reads, decompressed pages and scratch are freed).
+    pub(super) fn decoded(&self, i: usize, bytes: u64) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = st.held.get_mut(&i) {
+            let now = bytes.min(*c);
+            let freed = *c - now;
+            *c = now;
             st.in_use -= freed;
             self.cv.notify_all();
         }
@@ -525,6 +551,30 @@ mod tests {
     use super::*;
     use crate::device::Device;
     use crate::reader::tests::int_file;
+
+    #[test]
+    fn waves_hold_their_estimate_until_decoded_then_their_batches() {
+        let h = Handed::default();
+        assert!(h.admit(0, 600, 1000));
+        // wave 1 would not fit beside wave 0's estimate; once wave 0 is decoded it holds only
+        // its 300 bytes of batches, and wave 1 fits
+        let t = std::thread::scope(|s| {
+            let waiter = s.spawn(|| h.admit(1, 600, 1000));
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert!(
+                !waiter.is_finished(),
+                "admitted beside a wave's whole estimate"
+            );
+            h.decoded(0, 300);
+            waiter.join().unwrap()
+        });
+        assert!(t);
+        // a decoded wave never holds more than its estimate; handing it over frees it
+        h.decoded(1, 5000);
+        assert_eq!(h.state.lock().unwrap().in_use, 900);
+        h.set(2);
+        assert_eq!(h.state.lock().unwrap().in_use, 0);
+    }
 
     #[test]
     fn stream_waves_start_small_and_keep_batches_whole() {
