@@ -265,7 +265,19 @@ impl Tuning {
                 }
             }
         }
-        self.validate()?;
+        // a value out of range names where it came from
+        self.validate().map_err(|e| match e {
+            Error::Setting {
+                name,
+                value,
+                reason,
+            } => Error::Setting {
+                name: format!("{source} {name}"),
+                value,
+                reason,
+            },
+            e => e,
+        })?;
         Ok(self)
     }
 
@@ -345,7 +357,31 @@ impl IoSettings {
             s.bounce_buffer_size = parse_size(ENV_BOUNCE_BUFFER_SIZE, &v)?;
         }
         s.bounce_buffer_count = Tuning::from_lookup(&get)?.bounce_buffer_count;
-        s.validate()?;
+        // a value out of range names the variable it came from
+        s.validate().map_err(|e| match e {
+            Error::Setting {
+                name,
+                value,
+                reason,
+            } => {
+                let var = match name.as_str() {
+                    "nthreads" => Some(ENV_NTHREADS),
+                    "task_size" => Some(ENV_TASK_SIZE),
+                    "bounce_buffer_size" => Some(ENV_BOUNCE_BUFFER_SIZE),
+                    _ => None,
+                };
+                let name = match var {
+                    Some(v) if get(v).is_some() => format!("{v} ({name})"),
+                    _ => name,
+                };
+                Error::Setting {
+                    name,
+                    value,
+                    reason,
+                }
+            }
+            e => e,
+        })?;
         Ok(s)
     }
 
@@ -523,6 +559,19 @@ mod tests {
         assert!(e.to_string().contains("CUPARQUET_TASK_SIZE"), "{e}");
         assert!(parse_size("x", "").is_err());
         assert!(parse_size("x", "99999999999999GiB").is_err());
+        // a value that parses but is out of range names the variable it came from
+        let e = IoSettings::from_lookup(|k| (k == ENV_TASK_SIZE).then(|| "1".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CUPARQUET_TASK_SIZE (task_size)"), "{e}");
+        let e = IoSettings::from_lookup(|k| (k == ENV_NTHREADS).then(|| "5000".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CUPARQUET_NTHREADS"), "{e}");
+        let e = Tuning::from_lookup(|k| (k == ENV_TUNING).then(|| "decode_threads=9".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CUPARQUET_TUNING decode_threads"), "{e}");
     }
 
     #[test]

@@ -143,7 +143,7 @@ pub fn run(opts: &DoctorOptions) -> Vec<Check> {
             Status::Warn,
             "nvidia-fs",
             format!("{}: cuFile could only use its POSIX compat path", nvfs.detail),
-            Some("load the nvidia-fs module for GPUDirect Storage; meanwhile auto mode stages through pinned memory"),
+            Some("run: sudo modprobe nvidia-fs (the module comes with the nvidia-gds package) for GPUDirect Storage; meanwhile auto mode stages through pinned memory"),
         )
     });
 
@@ -269,6 +269,16 @@ fn udev_check(path: &Path) -> Check {
     let dev = meta.dev();
     let (major, minor) = (libc::major(dev), libc::minor(dev));
     let record = PathBuf::from(format!("/run/udev/data/b{major}:{minor}"));
+    // the command that writes what cuFile looks for (what udev would have written)
+    let fix = |append: bool| {
+        format!(
+            "run: sudo sh -c 'mkdir -p /run/udev/data && printf \"E:ID_FS_USAGE=filesystem\\nE:ID_FS_TYPE={}\\n\" {} {}' \
+             (auto mode stages meanwhile)",
+            fs_type(path).unwrap_or_else(|| "ext4".into()),
+            if append { ">>" } else { ">" },
+            record.display()
+        )
+    };
     match std::fs::read_to_string(&record) {
         Ok(text) if text.lines().any(|l| l.starts_with("E:ID_FS_USAGE=")) => check(
             Status::Ok,
@@ -280,7 +290,7 @@ fn udev_check(path: &Path) -> Check {
             Status::Warn,
             "udev record",
             format!("{} lacks ID_FS_USAGE: cuFileHandleRegister will fail", record.display()),
-            Some("add E:ID_FS_USAGE=filesystem to the record (see shared/device/prepare-cufile-vm.sh); auto mode stages meanwhile"),
+            Some(&fix(true)),
         ),
         Err(_) => check(
             Status::Warn,
@@ -290,9 +300,25 @@ fn udev_check(path: &Path) -> Check {
                 record.display(),
                 path.display()
             ),
-            Some("write the udev record (see shared/device/prepare-cufile-vm.sh); auto mode stages meanwhile"),
+            Some(&fix(false)),
         ),
     }
+}
+
+/// The filesystem type of the mount holding `path` (the longest mount point above it in
+/// `/proc/mounts`).
+fn fs_type(path: &Path) -> Option<String> {
+    let path = std::fs::canonicalize(path).ok()?;
+    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (_, at, ty) = (f.next()?, f.next()?, f.next()?);
+            path.starts_with(at).then(|| (at.len(), ty.to_string()))
+        })
+        .max_by_key(|(n, _)| *n)
+        .map(|(_, ty)| ty)
 }
 
 /// The cufile.json in use (`CUFILE_ENV_PATH_JSON`, else /etc/cufile.json) and its

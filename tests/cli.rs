@@ -39,7 +39,7 @@ fn inspect_shows_schema_row_groups_and_columns() {
         "schema:",
         "OPTIONAL INT32 id;",
         "row group 0: 7300 rows",
-        "string_col: BYTE_ARRAY / String | ",
+        "string_col: BYTE_ARRAY STRING | ",
         "UNCOMPRESSED",
         "statistics",
         "page index column+offset",
@@ -47,6 +47,32 @@ fn inspect_shows_schema_row_groups_and_columns() {
     ] {
         assert!(out.contains(want), "missing {want:?} in:\n{out}");
     }
+    // statistics as the values they stand for: dates, strings, scaled decimals
+    let o = run(&["inspect", "testdata/lineitem-sample.parquet"]);
+    let (out, _) = text(&o);
+    for want in [
+        "l_shipdate: INT32 DATE | ",
+        "statistics min 1992-01-03, max 1998-11-05, nulls 0",
+        "min 'A', max 'R'",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    let o = run(&["inspect", &data("fixed_length_decimal.parquet")]);
+    let (out, _) = text(&o);
+    assert!(
+        out.contains("DECIMAL(25,2)") && out.contains("min 2.00, max 24.00"),
+        "{out}"
+    );
+    // --json: the same, structured
+    let o = run(&["inspect", "testdata/lineitem-sample.parquet", "--json"]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("inspect --json is JSON");
+    assert_eq!(v["rows"], 20_000);
+    let c = &v["row_groups"][0]["columns"][3];
+    assert_eq!(c["path"], "l_shipdate");
+    assert_eq!(c["logical_type"], "DATE");
+    assert_eq!(c["statistics"]["min"], "1992-01-03");
+    assert_eq!(c["statistics"]["null_count"], 0);
 }
 
 #[test]
@@ -164,7 +190,7 @@ fn tuning_switches_come_from_one_flag_or_variable() {
     assert!(o.status.success(), "{}", text(&o).1);
     let o = run(&["load", f, "--device", "host", "--tuning", "fast=1"]);
     let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2), "a usage error: {err}");
     assert!(
         err.contains("--tuning") && err.contains("unknown key \"fast\""),
         "{err}"
@@ -176,7 +202,7 @@ fn tuning_switches_come_from_one_flag_or_variable() {
         .output()
         .unwrap();
     let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2), "a usage error: {err}");
     assert!(err.contains("CUPARQUET_TUNING=wave_bytes="), "{err}");
 }
 
@@ -325,33 +351,53 @@ fn exit_codes() {
         .to_string();
     let enc = data("uniform_encryption.parquet.encrypted");
     let ok = data("alltypes_plain.parquet");
-    for (args, want) in [
-        (vec!["load", missing], "No such file"),
-        (vec!["inspect", missing], "No such file"),
-        (vec!["load", bad.as_str()], "invalid Parquet footer"),
-        (vec!["plan", bad.as_str()], "invalid Parquet footer"),
-        (vec!["load", enc.as_str()], "encrypted"),
+    // (a selection or setting that cannot be used is a usage error too: 2, with the same line)
+    for (args, want, code) in [
+        (vec!["load", missing], "No such file", 1),
+        (vec!["inspect", missing], "No such file", 1),
+        (vec!["load", bad.as_str()], "invalid Parquet footer", 1),
+        (vec!["plan", bad.as_str()], "invalid Parquet footer", 1),
+        (vec!["load", enc.as_str()], "encrypted", 1),
         (
             vec!["load", ok.as_str(), "--columns", "nope"],
             "unknown column 'nope'",
+            2,
+        ),
+        (
+            vec!["load", ok.as_str(), "--columns", " , "],
+            "--columns",
+            2,
         ),
         (
             vec!["load", ok.as_str(), "--row-groups", "5"],
             "row group 5 does not exist",
+            2,
         ),
         (
             vec!["load", ok.as_str(), "--filter", "id >"],
             "expected a literal",
+            2,
+        ),
+        (
+            vec!["plan", ok.as_str(), "--filter", "id >"],
+            "expected a literal",
+            2,
+        ),
+        (
+            vec!["load", ok.as_str(), "--batch-rows", "0"],
+            "batch_rows",
+            2,
         ),
         (
             // no such device here or on a GPU machine
             vec!["load", ok.as_str(), "--device", "cuda:99"],
             "device cuda:99: ",
+            1,
         ),
     ] {
         let o = run(&args);
         let (_, err) = text(&o);
-        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
         assert!(err.starts_with("cuparquet: error: "), "{err}");
         assert!(err.contains(want), "{args:?}: {err}");
@@ -468,6 +514,19 @@ fn doctor_reports_and_exits_0_without_a_gpu() {
     ] {
         assert!(out.contains(want), "missing {want:?}:\n{out}");
     }
+    // every fix is something a user can do: a command or a setting, never a script of ours
+    for l in out.lines().filter(|l| l.contains("fix:")) {
+        assert!(!l.contains("shared/") && !l.contains(".sh"), "{l}");
+    }
+    if let Some(l) = out
+        .lines()
+        .find(|l| l.contains("udev record") && l.contains("fix:"))
+    {
+        assert!(
+            l.contains("run: sudo sh -c 'mkdir -p /run/udev/data"),
+            "{l}"
+        );
+    }
     // exit 0 unless a check failed; no GPU is a warning, not a failure
     let failed = out.lines().any(|l| l.starts_with("FAIL"));
     assert_eq!(
@@ -569,4 +628,126 @@ fn a_failing_load_leaves_no_output_file() {
     ]);
     assert!(o.status.success(), "{}", text(&o).1);
     assert_eq!(outputs(), vec!["out.arrow".to_string()]);
+}
+
+/// A setting out of range in the environment: a usage error naming the variable.
+#[test]
+fn a_bad_variable_is_named() {
+    let o = Command::new(bin())
+        .args([
+            "load",
+            "testdata/lineitem-sample.parquet",
+            "--device",
+            "host",
+        ])
+        .env("CUPARQUET_TASK_SIZE", "1")
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("CUPARQUET_TASK_SIZE"), "{err}");
+    for (var, value) in [
+        ("CUPARQUET_TUNING", "decode_threads=9"),
+        ("CUPARQUET_MEMORY_BUDGET", "lots"),
+    ] {
+        let o = Command::new(bin())
+            .args([
+                "load",
+                "testdata/lineitem-sample.parquet",
+                "--device",
+                "host",
+            ])
+            .env(var, value)
+            .output()
+            .unwrap();
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{var}: {err}");
+        assert!(err.contains(var), "{err}");
+    }
+}
+
+/// `cuparquet inspect big.parquet | head`: the reader goes away after a few lines; the process
+/// ends quietly with exit code 0 (no panic, no "Broken pipe").
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("many.parquet");
+    // 2,000 row groups of 3 columns: far more text than a pipe holds
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(5))
+        .build();
+    let col = |k: i64| -> arrow::array::ArrayRef {
+        std::sync::Arc::new(arrow::array::Int64Array::from_iter_values(
+            (0..10_000).map(|i| i * k),
+        ))
+    };
+    let b = arrow::record_batch::RecordBatch::try_from_iter([
+        ("a", col(1)),
+        ("b", col(2)),
+        ("c", col(3)),
+    ])
+    .unwrap();
+    // one row group per write (a batch of many row groups recurses deeply in the writer)
+    let parts: Vec<_> = (0..2000).map(|k| b.slice(k * 5, 5)).collect();
+    write(&f, &parts, props);
+    let f = f.to_str().unwrap();
+    for args in [vec!["inspect", f], vec!["plan", f]] {
+        let mut child = Command::new(bin())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut head = [0u8; 100];
+        child
+            .stdout
+            .as_mut()
+            .unwrap()
+            .read_exact(&mut head)
+            .unwrap();
+        drop(child.stdout.take()); // like `head` exiting
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}
+
+/// `--help`'s syntax for a name with dots works: `` `a.b` `` is the field named `a.b`.
+#[test]
+fn a_name_with_dots_in_backquotes() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("dots.parquet");
+    let col = |k: i64| -> arrow::array::ArrayRef {
+        std::sync::Arc::new(arrow::array::Int64Array::from_iter_values(
+            (0..10).map(|i| i * k),
+        ))
+    };
+    let b =
+        arrow::record_batch::RecordBatch::try_from_iter([("a.b", col(1)), ("c", col(2))]).unwrap();
+    write(
+        &f,
+        &[b],
+        parquet::file::properties::WriterProperties::default(),
+    );
+    let out = dir.path().join("out.arrow");
+    let o = run(&[
+        "load",
+        f.to_str().unwrap(),
+        "--device",
+        "host",
+        "--quiet",
+        "--columns",
+        "`a.b`",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let got = read_ipc(&out);
+    assert_eq!(got.schema().fields().len(), 1);
+    assert_eq!(got.schema().field(0).name(), "a.b");
+    let help = run(&["load", "--help"]);
+    assert!(text(&help).0.contains("(`a.b`)"), "{}", text(&help).0);
 }

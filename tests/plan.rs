@@ -485,3 +485,25 @@ fn passes_cover_the_plan_under_a_budget() {
     );
     assert_eq!(one.passes[0].batches[0].parts.len(), 4);
 }
+
+/// A path into a map takes the whole map (Arrow reads a map's keys and values together): the
+/// load equals arrow-rs reading that top-level column.
+#[test]
+fn a_path_into_a_map_takes_the_whole_map() {
+    let f = corpus_dir().join("data/nested_maps.snappy.parquet");
+    let want = oracle(&f, &Projection::Roots(vec![0]), None).unwrap();
+    let top = want.schema().field(0).name().clone();
+    for path in [
+        format!("{top}.key_value.key"),
+        format!("{top}.key_value.value"),
+    ] {
+        let reader = ParquetGpuReader::builder(&f)
+            .with_device(Device::Host)
+            .with_columns([path.clone()])
+            .build()
+            .unwrap();
+        let loaded = reader.load().unwrap();
+        let got = concat(reader.schema(), &loaded.to_host().unwrap());
+        assert_same(&path, &got, &want);
+    }
+}

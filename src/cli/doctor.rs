@@ -12,7 +12,7 @@ pub(crate) fn doctor(path: &Path, bench: bool, json: bool) -> ExitCode {
     });
     if json {
         match serde_json::to_string_pretty(&checks) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => out!("{s}\n"),
             Err(e) => {
                 eprintln!("cuparquet: error: doctor: {e}");
                 return ExitCode::from(1);
@@ -20,7 +20,7 @@ pub(crate) fn doctor(path: &Path, bench: bool, json: bool) -> ExitCode {
         }
     } else {
         for c in &checks {
-            println!("{c}");
+            out!("{c}\n");
         }
     }
     let failed = checks.iter().filter(|c| c.status == Status::Fail).count();

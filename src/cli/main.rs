@@ -1,11 +1,20 @@
 //! `cuparquet`: inspect, plan and load Parquet files into host or GPU memory.
 //!
-//! Exit codes: 0 success; 2 usage error; 1 any other error, printed as one line naming the file
-//! and the cause.
+//! Exit codes: 0 success (also when stdout is closed early, as by `| head`); 2 usage error (the
+//! command line, a filter, a column, a row group or a setting that cannot be used, with what to
+//! do instead); 1 any other error, printed as one line naming the file and the cause.
 //!
 //! This file holds the command line (clap), `main` (errors → exit codes) and `run`, which hands
 //! each command to its module: `inspect`, `doctor`, and for `load` the `progress` bar, the
 //! `output` file and the `summary` printed at the end.
+
+/// `print!` to stdout that ends the process quietly, with exit code 0, when stdout has been
+/// closed (`cuparquet inspect big.parquet | head`).
+macro_rules! out {
+    ($($t:tt)*) => {
+        $crate::output::emit(&format!($($t)*))
+    };
+}
 
 mod doctor;
 mod inspect;
@@ -62,6 +71,9 @@ enum Cmd {
         /// Leave out per-column-chunk details.
         #[arg(long)]
         brief: bool,
+        /// Print the footer as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Show the byte ranges a selection needs, and how they are coalesced into requests.
     Plan {
@@ -95,7 +107,8 @@ enum Cmd {
         files: Vec<PathBuf>,
         #[command(flatten)]
         sel: SelectionArgs,
-        /// Target: auto, host, cuda or cuda:N.
+        /// Target: auto, host (or cpu), cuda (= cuda:0) or cuda:N; gpu and gpu:N are aliases of
+        /// cuda and cuda:N.
         #[arg(long, default_value = "auto", value_parser = parse_device)]
         device: Device,
         /// Write the loaded data as an Arrow IPC file.
@@ -144,7 +157,8 @@ enum Cmd {
 
 #[derive(Args, Debug)]
 struct SelectionArgs {
-    /// Columns: names or dotted paths, comma separated (`a`.`b` for a name with dots).
+    /// Columns, comma separated: top-level names or dotted paths to nested fields (s.b); a
+    /// name that itself contains dots in backquotes (`a.b`).
     #[arg(long, short)]
     columns: Option<String>,
     /// Row-group pruning predicate, e.g. "x > 5 AND (y = 'k' OR z <= 2.5)". Prunes row groups
@@ -160,13 +174,24 @@ struct SelectionArgs {
 }
 
 impl SelectionArgs {
-    fn selection(&self) -> Selection {
-        Selection {
-            columns: self.columns.as_deref().map(split_columns),
+    /// The selection asked for; `--columns` naming no column is a usage error.
+    fn selection(&self) -> Result<Selection, Error> {
+        let columns = self.columns.as_deref().map(split_columns);
+        if columns.as_ref().is_some_and(Vec::is_empty) {
+            return Err(Error::Setting {
+                name: "--columns".into(),
+                value: self.columns.clone().unwrap_or_default(),
+                reason: "names no column: give one or more names (or leave --columns out to \
+                         load every column)"
+                    .into(),
+            });
+        }
+        Ok(Selection {
+            columns,
             row_groups: self.row_groups.as_ref().map(|r| r.0.clone()),
             filter: self.filter.clone(),
             rows: None,
-        }
+        })
     }
 }
 
@@ -187,7 +212,7 @@ fn parse_compat(s: &str) -> Result<CompatMode, String> {
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
-    cuparquet::config::parse_size("--task-size", s).map_err(|e| e.to_string())
+    cuparquet::config::parse_size("size", s).map_err(|e| e.to_string())
 }
 
 /// Splits on commas outside backquotes.
@@ -237,9 +262,22 @@ fn main() -> ExitCode {
                 msg = format!("{file}: {msg}");
             }
             eprintln!("cuparquet: error: {msg}");
-            ExitCode::from(1)
+            ExitCode::from(if is_usage(&e) { 2 } else { 1 })
         }
     }
+}
+
+/// Whether `e` is a usage error (exit code 2): what the command line asked for cannot be done
+/// as asked — a filter, a column, a row group, a setting — rather than the file or the machine
+/// failing.
+fn is_usage(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Filter { .. }
+            | Error::UnknownColumn { .. }
+            | Error::RowGroupSelection { .. }
+            | Error::Setting { .. }
+    )
 }
 
 fn run(cli: Cli) -> Result<ExitCode, Error> {
@@ -249,7 +287,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             no_bench,
             json,
         } => Ok(doctor(&path, !no_bench, json)),
-        Cmd::Inspect { file, brief } => inspect(&file, brief).map(|()| ExitCode::SUCCESS),
+        Cmd::Inspect { file, brief, json } => {
+            inspect(&file, brief, json).map(|()| ExitCode::SUCCESS)
+        }
         Cmd::Plan {
             files,
             sel,
@@ -272,7 +312,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 if let [first, .., last] = schemas.as_slice() {
                     cuparquet::metadata::merge_schemas(&[first.clone(), last.clone()])?;
                 }
-                let p = plan(path, &meta, &sel.selection())?;
+                let p = plan(path, &meta, &sel.selection()?)?;
                 let passes_of =
                     |p: &cuparquet::plan::ReadPlan, meta: &cuparquet::metadata::FileMetadata| {
                         memory_budget
@@ -293,7 +333,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     // has a page index
                     Err(e @ cuparquet::Error::MemoryBudget { .. }) if !sel.page_index => {
                         let meta = read_metadata(&f, true)?;
-                        let p = plan(path, &meta, &sel.selection())?;
+                        let p = plan(path, &meta, &sel.selection()?)?;
                         let passes = passes_of(&p, &meta).map_err(|_| e)?;
                         plans.push((path.clone(), p, passes));
                     }
@@ -328,23 +368,23 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 let text = v
                     .and_then(|v| serde_json::to_string_pretty(&v))
                     .map_err(|e| out_err(&first, e))?;
-                println!("{text}");
+                out!("{text}\n");
             } else {
                 if !single {
                     let rows: u64 = plans.iter().map(|(_, p, _)| p.num_rows).sum();
-                    println!(
-                        "{} files, one schema ({} fields), {rows} rows selected",
+                    out!(
+                        "{} files, one schema ({} fields), {rows} rows selected\n",
                         plans.len(),
                         schemas[0].1.fields().len()
                     );
                 }
                 for (path, p, passes) in &plans {
                     if !single {
-                        println!("file: {}", path.display());
+                        out!("file: {}\n", path.display());
                     }
-                    print!("{p}");
+                    out!("{p}");
                     if let Some(passes) = passes {
-                        print!("{passes}");
+                        out!("{passes}");
                     }
                 }
             }
@@ -371,7 +411,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             let mut b = ParquetGpuReader::builder(&file)
                 .with_device(device)
                 .with_page_index(sel.page_index);
-            let s = sel.selection();
+            let s = sel.selection()?;
             if let Some(c) = s.columns {
                 b = b.with_columns(c);
             }
@@ -447,21 +487,21 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     })
                 };
                 let v = v.map_err(|e| out_err(&file, e))?;
-                println!(
-                    "{}",
+                out!(
+                    "{}\n",
                     serde_json::to_string_pretty(&v).map_err(|e| out_err(&file, e))?
                 );
             } else if !quiet {
                 for r in &reports {
-                    print!("{}", summary(r, report, output.as_deref()));
+                    out!("{}", summary(r, report, output.as_deref()));
                 }
                 if !single {
                     let rows: u64 = reports.iter().map(|r| r.rows).sum();
                     let bytes: u64 = reports.iter().map(|r| r.output_bytes).sum();
                     let wall: f64 = reports.iter().map(|r| r.load_time.as_secs_f64()).sum();
-                    println!(
+                    out!(
                         "{} files, one schema of {} columns: {rows} rows, Arrow output {}, load \
-                         wall {:.2} ms in all",
+                         wall {:.2} ms in all\n",
                         reports.len(),
                         schema.fields().len(),
                         cuparquet::config::human_bytes(bytes),

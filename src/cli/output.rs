@@ -1,12 +1,27 @@
-//! What `load` writes besides its summary: the Arrow IPC file of `--output` (through a
-//! temporary file beside it, created before the load and renamed when every batch is written,
-//! so a failing load leaves nothing behind and a missing directory fails before any read), and
-//! the error for a failed write.
+//! What the commands write: stdout ([`emit`], behind the `out!` macro: a closed stdout ends
+//! the process quietly), the Arrow IPC file of `load --output` (through a temporary file
+//! beside it, created before the load and renamed when every batch is written, so a failing
+//! load leaves nothing behind and a missing directory fails before any read), and the error
+//! for a failed write.
 
 use std::io::Write as _;
 use std::path::Path;
 
 use cuparquet::Error;
+
+/// Writes `text` to stdout. When stdout has been closed (a pipe whose reader is gone, as with
+/// `| head`), the process ends here with exit code 0 and no message: the reader has what it
+/// wanted. Another write error ends it with exit code 1 and one line saying so.
+pub(crate) fn emit(text: &str) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("cuparquet: error: writing to stdout: {e}");
+        std::process::exit(1);
+    }
+}
 
 pub(crate) fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Output {

@@ -67,7 +67,8 @@ impl fmt::Display for Device {
 impl FromStr for Device {
     type Err = Error;
 
-    /// `auto`, `host` (or `cpu`), `cuda` (= `cuda:0`), `cuda:N`.
+    /// `auto`, `host` (or `cpu`), `cuda` (= `cuda:0`), `cuda:N`; `gpu` and `gpu:N` are aliases
+    /// of `cuda` and `cuda:N`.
     fn from_str(s: &str) -> Result<Self> {
         let t = s.trim().to_ascii_lowercase();
         let bad = || Error::Device {
@@ -192,7 +193,11 @@ pub(crate) fn resolve_with(device: Device, probe: &CudaProbe) -> Result<DeviceCh
             if probe.devices == 0 {
                 return Err(Error::Device {
                     device: requested,
-                    reason: probe.detail.clone(),
+                    reason: format!(
+                        "{}; load into host memory instead with Device::Host (`--device host`), \
+                         or let Device::Auto (`--device auto`) choose",
+                        probe.detail
+                    ),
                 });
             }
             if n >= probe.devices {
@@ -288,7 +293,11 @@ mod tests {
         let e = resolve_with(Device::Cuda(0), &probe(0))
             .unwrap_err()
             .to_string();
-        assert_eq!(e, "device cuda:0: 0 devices");
+        assert_eq!(
+            e,
+            "device cuda:0: 0 devices; load into host memory instead with Device::Host \
+             (`--device host`), or let Device::Auto (`--device auto`) choose"
+        );
     }
 
     #[test]

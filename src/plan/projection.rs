@@ -50,6 +50,15 @@ fn is_list_or_map(t: &Type) -> bool {
     )
 }
 
+fn is_map(t: &Type) -> bool {
+    let info = t.get_basic_info();
+    matches!(info.logical_type_ref(), Some(LogicalType::Map))
+        || matches!(
+            info.converted_type(),
+            ConvertedType::MAP | ConvertedType::MAP_KEY_VALUE
+        )
+}
+
 /// Finds the node at `segs` below `node`; returns its full path from the root.
 fn find(node: &Type, segs: &[String], path: &mut Vec<String>) -> bool {
     let Some((first, rest)) = segs.split_first() else {
@@ -87,6 +96,21 @@ pub(crate) fn resolve_leaves(schema: &SchemaDescriptor, segs: &[String]) -> Opti
     let mut path = Vec::new();
     if !find(schema.root_schema(), segs, &mut path) {
         return None;
+    }
+    // a path into a MAP takes the whole map: Arrow reads a map's keys and values together
+    let mut node = schema.root_schema();
+    for k in 0..path.len() {
+        let Some(child) = node.get_fields().iter().find(|f| f.name() == path[k]) else {
+            break;
+        };
+        if is_map(child) && k + 1 < path.len() {
+            path.truncate(k + 1);
+            break;
+        }
+        if !child.is_group() {
+            break;
+        }
+        node = child;
     }
     let leaves: Vec<usize> = (0..schema.num_columns())
         .filter(|&i| {

@@ -391,7 +391,13 @@ impl ReaderBuilder {
                     other => other?,
                 }
             }
-            Location::Host => None,
+            Location::Host => {
+                // host loads have no budget, but a bad value is an error, not ignored
+                if let Ok(v) = std::env::var(ENV_MEMORY_BUDGET) {
+                    crate::config::parse_size(ENV_MEMORY_BUDGET, &v)?;
+                }
+                None
+            }
         };
         let (spans, passes) = match budgeted {
             Some((spans, waves)) => (spans, Some(waves)),

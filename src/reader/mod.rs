@@ -266,7 +266,7 @@ impl ReaderState {
             bytes_read: io.bytes(),
             footer_bytes: self.meta.reads.iter().map(|r| r.end - r.start).sum(),
             footer_reads: self.meta.reads.len(),
-            output_bytes: batches.iter().map(|b| b.memory_size() as u64).sum(),
+            output_bytes: crate::array::memory_held(&batches) as u64,
             settings: self.settings.clone(),
             io_time: io.wall,
             io,

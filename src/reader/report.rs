@@ -31,7 +31,7 @@ pub struct LoadReport {
     pub footer_bytes: u64,
     /// Footer reads.
     pub footer_reads: usize,
-    /// Bytes of the resulting Arrow buffers.
+    /// Bytes of the resulting Arrow buffers, each counted once ([`crate::array::memory_held`]).
     pub output_bytes: u64,
     /// I/O settings in use.
     pub settings: IoSettings,
