@@ -353,3 +353,37 @@ fn a_row_group_larger_than_the_budget_is_planned_in_pieces() {
         "{e}"
     );
 }
+
+/// A page index that cannot describe its chunk (two page locations swapped) is an error naming
+/// the row group and column when it is loaded, never a load in the wrong order: readers take
+/// page locations from it.
+#[test]
+fn an_offset_index_that_does_not_describe_its_chunk_is_an_error() {
+    use cuparquet::metadata::{read_metadata, FileMetadata};
+    use cuparquet::plan::{plan, Selection};
+    use cuparquet::source::ParquetFile;
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("sorted.parquet");
+    sorted_file(&f);
+    let meta = read_metadata(&ParquetFile::open(&f).unwrap(), true).unwrap();
+    assert!(plan(&f, &meta, &Selection::default()).is_ok());
+    let mut oi = meta.metadata.offset_index().unwrap().clone();
+    oi[1][2].page_locations.swap(3, 4);
+    let md = meta
+        .metadata
+        .as_ref()
+        .clone()
+        .into_builder()
+        .set_offset_index(Some(oi))
+        .build();
+    let bad = FileMetadata {
+        metadata: Arc::new(md),
+        ..meta.clone()
+    };
+    let e = plan(&f, &bad, &Selection::default()).unwrap_err();
+    assert!(
+        matches!(&e, cuparquet::Error::BadColumnChunk { row_group: 1, column, .. } if column == "x"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("offset index puts page 4"), "{e}");
+}

@@ -49,7 +49,11 @@ pub(super) fn page_reads(
 /// Checks that `pages` tile chunk `range` as a chunk's data pages must: at least one, the
 /// first holding row 0, first rows ascending within the row group's `num_rows`, pages of some
 /// bytes each, ascending and disjoint, inside the chunk.
-fn check_index(range: &Range<u64>, pages: &[PagePlan], num_rows: u64) -> Result<(), String> {
+pub(super) fn check_index(
+    range: &Range<u64>,
+    pages: &[PagePlan],
+    num_rows: u64,
+) -> Result<(), String> {
     let Some(first) = pages.first() else {
         return Err("the offset index lists no page for a chunk with values".into());
     };
