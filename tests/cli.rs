@@ -630,6 +630,17 @@ fn a_failing_load_leaves_no_output_file() {
     assert_eq!(outputs(), vec!["out.arrow".to_string()]);
 }
 
+/// A batch of `rows` rows of int64 columns named `names` (column k holds i × (k + 1)).
+fn int_columns(names: &[&str], rows: i64) -> arrow::record_batch::RecordBatch {
+    let cols = names.iter().enumerate().map(|(k, n)| {
+        let a: arrow::array::ArrayRef = std::sync::Arc::new(
+            arrow::array::Int64Array::from_iter_values((0..rows).map(|i| i * (k as i64 + 1))),
+        );
+        (*n, a)
+    });
+    arrow::record_batch::RecordBatch::try_from_iter(cols).unwrap()
+}
+
 /// A setting out of range in the environment: a usage error naming the variable.
 #[test]
 fn a_bad_variable_is_named() {
@@ -678,17 +689,7 @@ fn a_closed_stdout_ends_quietly() {
     let props = parquet::file::properties::WriterProperties::builder()
         .set_max_row_group_row_count(Some(5))
         .build();
-    let col = |k: i64| -> arrow::array::ArrayRef {
-        std::sync::Arc::new(arrow::array::Int64Array::from_iter_values(
-            (0..10_000).map(|i| i * k),
-        ))
-    };
-    let b = arrow::record_batch::RecordBatch::try_from_iter([
-        ("a", col(1)),
-        ("b", col(2)),
-        ("c", col(3)),
-    ])
-    .unwrap();
+    let b = int_columns(&["a", "b", "c"], 10_000);
     // one row group per write (a batch of many row groups recurses deeply in the writer)
     let parts: Vec<_> = (0..2000).map(|k| b.slice(k * 5, 5)).collect();
     write(&f, &parts, props);
@@ -720,13 +721,7 @@ fn a_closed_stdout_ends_quietly() {
 fn a_name_with_dots_in_backquotes() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("dots.parquet");
-    let col = |k: i64| -> arrow::array::ArrayRef {
-        std::sync::Arc::new(arrow::array::Int64Array::from_iter_values(
-            (0..10).map(|i| i * k),
-        ))
-    };
-    let b =
-        arrow::record_batch::RecordBatch::try_from_iter([("a.b", col(1)), ("c", col(2))]).unwrap();
+    let b = int_columns(&["a.b", "c"], 10);
     write(
         &f,
         &[b],
