@@ -38,6 +38,7 @@
 //! | Arrow batches in GPU memory | [`Device::Cuda`] → [`load`](ParquetGpuReader::load): batches of about `with_batch_rows` rows ([`LoadedBatch::as_device`]), or as a stream ([`batches`](ParquetGpuReader::batches)) |
 //! | a stream of batches, under a device-memory budget | [`ParquetGpuReader::batches`] ([`Batches`]: `'static`, `Send`); [`ReaderBuilder::with_memory_budget`] |
 //! | several files or a directory as one | [`ParquetGpuReader::dataset_builder`] … [`build_dataset`](ReaderBuilder::build_dataset) → [`Dataset::batches`] / [`Dataset::load`] |
+//! | some rows only (arrow-rs's `RowSelection`, DataFusion's access plan shape) | [`ReaderBuilder::with_row_selection`], [`ReaderBuilder::with_access_plan`]; with [`ReaderBuilder::with_page_index`], only the pages holding those rows are read |
 //! | column chunks in GPU memory, still encoded | [`ParquetGpuReader::load_chunks`] ([`reader::DeviceChunks`]), then [`decode_on_gpu`](ParquetGpuReader::decode_on_gpu) |
 //! | device memory, pinned memory, kernels of your own | [`device::gpu`] → [`device::Gpu`] (`alloc`, `pinned`, `load_module`) |
 //! | Arrow arrays / batches in device memory | [`DeviceArray`], [`DeviceRecordBatch`] (`upload`, `to_host`) |
