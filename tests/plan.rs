@@ -507,3 +507,38 @@ fn a_path_into_a_map_takes_the_whole_map() {
         assert_same(&path, &got, &want);
     }
 }
+
+/// `IS [NOT] NULL`, `[NOT] IN` and `NOT` prune row groups by their statistics.
+#[test]
+fn is_null_in_and_not_prune_row_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("nulls.parquet");
+    // 4 row groups of 10,000 sorted keys; v is null now and then in the first two only
+    let n = 40_000i64;
+    let k: ArrayRef = Arc::new(Int64Array::from_iter_values(0..n));
+    let v: ArrayRef = Arc::new(Int64Array::from_iter(
+        (0..n).map(|i| (i >= 20_000 || i % 7 != 0).then_some(i)),
+    ));
+    let b = RecordBatch::try_from_iter([("k", k), ("v", v)]).unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(10_000))
+        .build();
+    write(&f, &[b], props);
+    let meta = read_metadata(&ParquetFile::open(&f).unwrap(), false).unwrap();
+    for (filter, want) in [
+        ("v IS NULL", vec![0, 1]),
+        ("v IS NOT NULL", vec![0, 1, 2, 3]),
+        ("k IN (5, 35000)", vec![0, 3]),
+        ("k NOT IN (5)", vec![0, 1, 2, 3]),
+        ("NOT k < 30000", vec![3]),
+        ("NOT (k < 10000 OR k >= 20000)", vec![1]),
+        ("v IS NULL AND k IN (15000)", vec![1]),
+    ] {
+        let sel = Selection {
+            filter: Some(filter.into()),
+            ..Default::default()
+        };
+        let p = plan(&f, &meta, &sel).unwrap();
+        assert_eq!(p.row_groups, want, "{filter}");
+    }
+}

@@ -161,8 +161,9 @@ struct SelectionArgs {
     /// name that itself contains dots in backquotes (`a.b`).
     #[arg(long, short)]
     columns: Option<String>,
-    /// Row-group pruning predicate, e.g. "x > 5 AND (y = 'k' OR z <= 2.5)". Prunes row groups
-    /// by statistics; does not filter rows.
+    /// Row-group pruning predicate, e.g. "x > 5 AND (y = 'k' OR z <= 2.5)", with IS [NOT]
+    /// NULL, [NOT] IN (…) and NOT. Prunes row groups (and pages, with --page-index) by
+    /// statistics; does not filter rows.
     #[arg(long, short)]
     filter: Option<String>,
     /// Row groups, e.g. 0,2-4.

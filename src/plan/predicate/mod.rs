@@ -1,4 +1,5 @@
-//! Row-group pruning predicates: `col <op> literal`, joined by `AND` / `OR`, with parentheses.
+//! Row-group pruning predicates: `col <op> literal`, `col IS [NOT] NULL`, `col [NOT] IN (…)`,
+//! joined by `AND` / `OR`, negated by `NOT`, with parentheses.
 //!
 //! A predicate **prunes row groups; it never filters rows**. A row group is skipped only when
 //! its statistics prove that no row in it can satisfy the predicate; the rows of the row groups
@@ -9,11 +10,18 @@
 //! ```text
 //! expr    := and ( OR and )*
 //! and     := atom ( AND atom )*
-//! atom    := '(' expr ')' | column op literal | literal op column
+//! atom    := NOT atom | '(' expr ')' | column op literal | literal op column
+//!          | column IS [NOT] NULL | column [NOT] IN '(' literal ( ',' literal )* ')'
 //! op      := '<' | '<=' | '>' | '>=' | '=' | '==' | '!=' | '<>'
 //! column  := name ( '.' name )*        name: [A-Za-z_][A-Za-z0-9_]* or `any text`
 //! literal := integer | float | 'string' ('' escapes a quote) | true | false
 //! ```
+//!
+//! `x IN (a, b)` is `x = a OR x = b`; `x NOT IN (a, b)` is `x != a AND x != b`. `NOT` follows
+//! SQL: a comparison with NULL is not true, nor is its negation, so `NOT x < 5` prunes as
+//! `x >= 5` — except on float columns, where NaN (left out of min/max) satisfies the
+//! negation of every comparison: there `NOT` of a comparison prunes nothing. `IS NULL` prunes
+//! a row group whose statistics count no null; `IS NOT NULL` one whose values are all null.
 //!
 //! Dates are written as strings, `'YYYY-MM-DD'`, and compared against DATE columns.
 //!
@@ -60,6 +68,17 @@ impl CmpOp {
             CmpOp::Gt => CmpOp::Lt,
             CmpOp::Ge => CmpOp::Le,
             op => op,
+        }
+    }
+    /// The operator true exactly where `self` is false, for non-null, non-NaN values.
+    fn negate(self) -> Self {
+        match self {
+            CmpOp::Lt => CmpOp::Ge,
+            CmpOp::Le => CmpOp::Gt,
+            CmpOp::Gt => CmpOp::Le,
+            CmpOp::Ge => CmpOp::Lt,
+            CmpOp::Eq => CmpOp::Ne,
+            CmpOp::Ne => CmpOp::Eq,
         }
     }
     fn symbol(self) -> &'static str {
@@ -110,10 +129,19 @@ pub enum Predicate {
         /// Literal.
         value: Literal,
     },
+    /// `column IS NULL`, or `IS NOT NULL` when `negated`.
+    IsNull {
+        /// Column path segments.
+        column: Vec<String>,
+        /// `IS NOT NULL`.
+        negated: bool,
+    },
     /// Both hold.
     And(Box<Predicate>, Box<Predicate>),
     /// Either holds.
     Or(Box<Predicate>, Box<Predicate>),
+    /// Does not hold (SQL: not true where the predicate is NULL either).
+    Not(Box<Predicate>),
 }
 
 fn fmt_column(column: &[String]) -> String {
@@ -147,271 +175,20 @@ impl fmt::Display for Predicate {
                 write!(f, "{} AND {}", wrap(a), wrap(b))
             }
             Predicate::Or(a, b) => write!(f, "{a} OR {b}"),
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Lexer and parser
-
-#[derive(Debug, Clone, PartialEq)]
-enum Tok {
-    Ident(String),
-    Dot,
-    Int(i128),
-    Float(f64),
-    Str(String),
-    Op(CmpOp),
-    LParen,
-    RParen,
-    And,
-    Or,
-    True,
-    False,
-}
-
-fn lex(expr: &str) -> Result<Vec<(usize, Tok)>> {
-    let err = |pos: usize, msg: &str| Error::Filter {
-        expr: expr.to_string(),
-        reason: format!("{msg} at position {}", pos + 1),
-    };
-    let b = expr.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        let start = i;
-        match c {
-            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
-            b'(' => {
-                out.push((start, Tok::LParen));
-                i += 1
-            }
-            b')' => {
-                out.push((start, Tok::RParen));
-                i += 1
-            }
-            b'.' if !b.get(i + 1).is_some_and(|d| d.is_ascii_digit()) => {
-                out.push((start, Tok::Dot));
-                i += 1
-            }
-            b'<' | b'>' | b'=' | b'!' => {
-                let two = b.get(i + 1).copied();
-                let (op, n) = match (c, two) {
-                    (b'<', Some(b'=')) => (CmpOp::Le, 2),
-                    (b'<', Some(b'>')) => (CmpOp::Ne, 2),
-                    (b'<', _) => (CmpOp::Lt, 1),
-                    (b'>', Some(b'=')) => (CmpOp::Ge, 2),
-                    (b'>', _) => (CmpOp::Gt, 1),
-                    (b'=', Some(b'=')) => (CmpOp::Eq, 2),
-                    (b'=', _) => (CmpOp::Eq, 1),
-                    (b'!', Some(b'=')) => (CmpOp::Ne, 2),
-                    _ => return Err(err(start, "expected '!='")),
-                };
-                out.push((start, Tok::Op(op)));
-                i += n;
-            }
-            b'\'' => {
-                let mut s = Vec::new();
-                i += 1;
-                loop {
-                    match b.get(i) {
-                        None => return Err(err(start, "unterminated string literal")),
-                        Some(b'\'') if b.get(i + 1) == Some(&b'\'') => {
-                            s.push(b'\'');
-                            i += 2;
-                        }
-                        Some(b'\'') => {
-                            i += 1;
-                            break;
-                        }
-                        Some(&ch) => {
-                            s.push(ch);
-                            i += 1;
-                        }
-                    }
+            Predicate::IsNull { column, negated } => write!(
+                f,
+                "{} IS {}NULL",
+                fmt_column(column),
+                if *negated { "NOT " } else { "" }
+            ),
+            Predicate::Not(p) => match **p {
+                Predicate::Cmp { .. } | Predicate::IsNull { .. } | Predicate::Not(_) => {
+                    write!(f, "NOT {p}")
                 }
-                // The input is a &str and quotes are ASCII, so the bytes between are UTF-8.
-                out.push((start, Tok::Str(String::from_utf8_lossy(&s).into_owned())));
-            }
-            b'`' => {
-                let end = expr[i + 1..]
-                    .find('`')
-                    .ok_or_else(|| err(start, "unterminated `quoted` name"))?;
-                out.push((start, Tok::Ident(expr[i + 1..i + 1 + end].to_string())));
-                i += end + 2;
-            }
-            b'0'..=b'9' | b'-' | b'+' | b'.' => {
-                i += 1;
-                while i < b.len()
-                    && (b[i].is_ascii_alphanumeric()
-                        || b[i] == b'.'
-                        || ((b[i] == b'-' || b[i] == b'+') && matches!(b[i - 1], b'e' | b'E')))
-                {
-                    i += 1;
-                }
-                let text = &expr[start..i];
-                let tok = if let Ok(v) = text.parse::<i128>() {
-                    Tok::Int(v)
-                } else if let Ok(v) = text.parse::<f64>() {
-                    if !v.is_finite() {
-                        return Err(err(start, "number out of range"));
-                    }
-                    Tok::Float(v)
-                } else {
-                    return Err(err(start, &format!("invalid number '{text}'")));
-                };
-                out.push((start, tok));
-            }
-            c if c.is_ascii_alphabetic() || c == b'_' => {
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                    i += 1;
-                }
-                let word = &expr[start..i];
-                let tok = match word.to_ascii_lowercase().as_str() {
-                    "and" => Tok::And,
-                    "or" => Tok::Or,
-                    "true" => Tok::True,
-                    "false" => Tok::False,
-                    _ => Tok::Ident(word.to_string()),
-                };
-                out.push((start, tok));
-            }
-            _ => {
-                let ch = expr[start..].chars().next().unwrap_or('?');
-                return Err(err(start, &format!("unexpected character '{ch}'")));
-            }
+                _ => write!(f, "NOT ({p})"),
+            },
         }
     }
-    Ok(out)
-}
-
-struct Parser<'a> {
-    expr: &'a str,
-    toks: Vec<(usize, Tok)>,
-    pos: usize,
-}
-
-impl Parser<'_> {
-    fn err(&self, msg: &str) -> Error {
-        let at = match self.toks.get(self.pos) {
-            Some((p, _)) => format!("at position {}", p + 1),
-            None => "at the end".to_string(),
-        };
-        Error::Filter {
-            expr: self.expr.to_string(),
-            reason: format!("{msg} {at}"),
-        }
-    }
-    fn peek(&self) -> Option<&Tok> {
-        self.toks.get(self.pos).map(|(_, t)| t)
-    }
-    fn bump(&mut self) -> Option<Tok> {
-        let t = self.toks.get(self.pos).map(|(_, t)| t.clone());
-        self.pos += 1;
-        t
-    }
-    fn expr(&mut self, depth: usize) -> Result<Predicate> {
-        if depth > 64 {
-            return Err(self.err("expression nested too deeply"));
-        }
-        let mut left = self.and(depth)?;
-        while self.peek() == Some(&Tok::Or) {
-            self.pos += 1;
-            let right = self.and(depth)?;
-            left = Predicate::Or(Box::new(left), Box::new(right));
-        }
-        Ok(left)
-    }
-    fn and(&mut self, depth: usize) -> Result<Predicate> {
-        let mut left = self.atom(depth)?;
-        while self.peek() == Some(&Tok::And) {
-            self.pos += 1;
-            let right = self.atom(depth)?;
-            left = Predicate::And(Box::new(left), Box::new(right));
-        }
-        Ok(left)
-    }
-    fn atom(&mut self, depth: usize) -> Result<Predicate> {
-        if self.peek() == Some(&Tok::LParen) {
-            self.pos += 1;
-            let e = self.expr(depth + 1)?;
-            if self.bump() != Some(Tok::RParen) {
-                self.pos -= 1;
-                return Err(self.err("expected ')'"));
-            }
-            return Ok(e);
-        }
-        if matches!(self.peek(), Some(Tok::Ident(_))) {
-            let column = self.column()?;
-            let op = self.op()?;
-            let value = self.literal()?;
-            return Ok(Predicate::Cmp { column, op, value });
-        }
-        let value = self.literal()?;
-        let op = self.op()?.flip();
-        if !matches!(self.peek(), Some(Tok::Ident(_))) {
-            return Err(self.err("expected a column name"));
-        }
-        let column = self.column()?;
-        Ok(Predicate::Cmp { column, op, value })
-    }
-    fn column(&mut self) -> Result<Vec<String>> {
-        let mut parts = Vec::new();
-        loop {
-            match self.bump() {
-                Some(Tok::Ident(s)) => parts.push(s),
-                _ => {
-                    self.pos -= 1;
-                    return Err(self.err("expected a column name"));
-                }
-            }
-            if self.peek() == Some(&Tok::Dot) {
-                self.pos += 1;
-            } else {
-                return Ok(parts);
-            }
-        }
-    }
-    fn op(&mut self) -> Result<CmpOp> {
-        match self.bump() {
-            Some(Tok::Op(op)) => Ok(op),
-            _ => {
-                self.pos -= 1;
-                Err(self.err("expected a comparison (<, <=, >, >=, =, !=)"))
-            }
-        }
-    }
-    fn literal(&mut self) -> Result<Literal> {
-        match self.bump() {
-            Some(Tok::Int(v)) => Ok(Literal::Int(v)),
-            Some(Tok::Float(v)) => Ok(Literal::Float(v)),
-            Some(Tok::Str(s)) => Ok(Literal::Str(s)),
-            Some(Tok::True) => Ok(Literal::Bool(true)),
-            Some(Tok::False) => Ok(Literal::Bool(false)),
-            _ => {
-                self.pos -= 1;
-                Err(self.err("expected a literal (number, 'string', true or false)"))
-            }
-        }
-    }
-}
-
-/// Parses a filter expression.
-pub fn parse_predicate(expr: &str) -> Result<Predicate> {
-    let toks = lex(expr)?;
-    if toks.is_empty() {
-        return Err(Error::Filter {
-            expr: expr.to_string(),
-            reason: "empty expression".into(),
-        });
-    }
-    let mut p = Parser { expr, toks, pos: 0 };
-    let e = p.expr(0)?;
-    if p.pos < p.toks.len() {
-        return Err(p.err("unexpected input"));
-    }
-    Ok(e)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -450,10 +227,19 @@ enum Bound {
         leaf: usize,
         text: String,
     },
-    /// True for every non-null row (e.g. `int_col != 2.5`).
+    /// True for every non-null row (e.g. `int_col != 2.5`, `IS NOT NULL`).
     NotNull {
         leaf: usize,
         text: String,
+    },
+    /// True for the null rows (`IS NULL`).
+    IsNull {
+        leaf: usize,
+        text: String,
+    },
+    /// May be true for any row: prunes nothing (a negated comparison on floats).
+    Keep {
+        leaf: usize,
     },
     And(Box<Bound>, Box<Bound>),
     Or(Box<Bound>, Box<Bound>),
@@ -523,6 +309,74 @@ pub fn bind(pred: &Predicate, expr: &str, schema: &SchemaDescriptor) -> Result<B
     })
 }
 
+/// The leaf `column` names, and its name as written: an error unless it is one flat
+/// (unrepeated) primitive column.
+fn flat_leaf(column: &[String], expr: &str, schema: &SchemaDescriptor) -> Result<(usize, String)> {
+    let ferr = |reason: String| Error::Filter {
+        expr: expr.to_string(),
+        reason,
+    };
+    let name = fmt_column(column);
+    let leaves =
+        resolve_leaves(schema, column).ok_or_else(|| ferr(format!("unknown column '{name}'")))?;
+    let [leaf] = leaves[..] else {
+        return Err(ferr(format!(
+            "column '{name}' is not a primitive column (it has {} leaves)",
+            leaves.len()
+        )));
+    };
+    if schema.column(leaf).max_rep_level() > 0 {
+        return Err(ferr(format!(
+            "column '{name}' is repeated (inside a list or map): filters take flat columns"
+        )));
+    }
+    Ok((leaf, name))
+}
+
+/// `NOT pred` bound: the negation pushed down (De Morgan; comparisons negated, `IS NULL` ↔
+/// `IS NOT NULL`). A negated comparison on a float column prunes nothing: NaN satisfies it and
+/// min/max leave NaN out.
+fn bind_not(pred: &Predicate, expr: &str, schema: &SchemaDescriptor) -> Result<Bound> {
+    Ok(match pred {
+        Predicate::Not(p) => bind_inner(p, expr, schema)?,
+        Predicate::And(a, b) => Bound::Or(
+            Box::new(bind_not(a, expr, schema)?),
+            Box::new(bind_not(b, expr, schema)?),
+        ),
+        Predicate::Or(a, b) => Bound::And(
+            Box::new(bind_not(a, expr, schema)?),
+            Box::new(bind_not(b, expr, schema)?),
+        ),
+        Predicate::IsNull { column, negated } => bind_inner(
+            &Predicate::IsNull {
+                column: column.clone(),
+                negated: !negated,
+            },
+            expr,
+            schema,
+        )?,
+        Predicate::Cmp { column, op, value } => {
+            let b = bind_inner(
+                &Predicate::Cmp {
+                    column: column.clone(),
+                    op: op.negate(),
+                    value: value.clone(),
+                },
+                expr,
+                schema,
+            )?;
+            match b {
+                Bound::Cmp {
+                    leaf,
+                    kind: Kind::Float,
+                    ..
+                } => Bound::Keep { leaf },
+                b => b,
+            }
+        }
+    })
+}
+
 fn bind_inner(pred: &Predicate, expr: &str, schema: &SchemaDescriptor) -> Result<Bound> {
     let ferr = |reason: String| Error::Filter {
         expr: expr.to_string(),
@@ -537,22 +391,19 @@ fn bind_inner(pred: &Predicate, expr: &str, schema: &SchemaDescriptor) -> Result
             Box::new(bind_inner(a, expr, schema)?),
             Box::new(bind_inner(b, expr, schema)?),
         )),
+        Predicate::Not(p) => bind_not(p, expr, schema),
+        Predicate::IsNull { column, negated } => {
+            let (leaf, name) = flat_leaf(column, expr, schema)?;
+            let text = format!("{name} IS {}NULL", if *negated { "NOT " } else { "" });
+            Ok(if *negated {
+                Bound::NotNull { leaf, text }
+            } else {
+                Bound::IsNull { leaf, text }
+            })
+        }
         Predicate::Cmp { column, op, value } => {
-            let name = fmt_column(column);
-            let leaves = resolve_leaves(schema, column)
-                .ok_or_else(|| ferr(format!("unknown column '{name}'")))?;
-            let [leaf] = leaves[..] else {
-                return Err(ferr(format!(
-                    "column '{name}' is not a primitive column (it has {} leaves)",
-                    leaves.len()
-                )));
-            };
+            let (leaf, name) = flat_leaf(column, expr, schema)?;
             let col = schema.column(leaf);
-            if col.max_rep_level() > 0 {
-                return Err(ferr(format!(
-                    "column '{name}' is repeated (inside a list or map): filters take flat columns"
-                )));
-            }
             let text = format!("{name} {} {value}", op.symbol());
             let ty = col.physical_type();
             let logical = col.logical_type_ref();
@@ -757,12 +608,24 @@ fn show(v: &Value, kind: Kind) -> String {
 
 /// What some rows' statistics (a row group's, or a page's of each column) say of a leaf: all
 /// its values null, and its min and max (or why they cannot be trusted).
-type LeafStats = (bool, std::result::Result<(Value, Value), &'static str>);
+/// What statistics say of a leaf's nulls: all rows null, or none.
+#[derive(Debug, Clone, Copy, Default)]
+struct Nulls {
+    all: bool,
+    none: bool,
+}
+
+type LeafStats = (Nulls, std::result::Result<(Value, Value), &'static str>);
 
 /// `None` when the row group may match; `Some(reason)` when it provably cannot.
 fn eval(b: &Bound, md: &ParquetMetaData, rg: &RowGroupMetaData) -> Option<String> {
     eval_with(b, &|leaf, kind| {
-        (all_null(rg, leaf), trusted_min_max(md, rg, leaf, kind))
+        let nulls = Nulls {
+            all: all_null(rg, leaf),
+            none: rg.num_rows() > 0
+                && (rg.column(leaf).statistics()).and_then(|s| s.null_count_opt()) == Some(0),
+        };
+        (nulls, trusted_min_max(md, rg, leaf, kind))
     })
 }
 
@@ -782,7 +645,13 @@ fn eval_with(b: &Bound, stats: &dyn Fn(usize, Kind) -> LeafStats) -> Option<Stri
         }
         Bound::NotNull { leaf, text } => stats(*leaf, Kind::Bool)
             .0
+            .all
             .then(|| format!("{text}: all values are null")),
+        Bound::IsNull { leaf, text } => stats(*leaf, Kind::Bool)
+            .0
+            .none
+            .then(|| format!("{text}: no value is null")),
+        Bound::Keep { .. } => None,
         Bound::Cmp {
             leaf,
             text,
@@ -790,8 +659,8 @@ fn eval_with(b: &Bound, stats: &dyn Fn(usize, Kind) -> LeafStats) -> Option<Stri
             op,
             value,
         } => {
-            let (all_null, min_max) = stats(*leaf, *kind);
-            if all_null {
+            let (nulls, min_max) = stats(*leaf, *kind);
+            if nulls.all {
                 return Some(format!("{text}: all values are null"));
             }
             let (min, max) = min_max.ok()?;
@@ -824,7 +693,11 @@ fn leaves_of(b: &Bound, out: &mut Vec<usize>) {
             leaves_of(x, out);
             leaves_of(y, out);
         }
-        Bound::Cmp { leaf, .. } | Bound::Never { leaf, .. } | Bound::NotNull { leaf, .. } => {
+        Bound::Cmp { leaf, .. }
+        | Bound::Never { leaf, .. }
+        | Bound::NotNull { leaf, .. }
+        | Bound::IsNull { leaf, .. }
+        | Bound::Keep { leaf, .. } => {
             if !out.contains(leaf) {
                 out.push(*leaf)
             }
@@ -833,5 +706,7 @@ fn leaves_of(b: &Bound, out: &mut Vec<usize>) {
 }
 
 pub mod pages;
+mod parse;
+pub use parse::parse_predicate;
 #[cfg(test)]
 mod tests;

@@ -12,7 +12,7 @@ use std::ops::Range;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::page_index::column_index::ColumnIndexMetaData;
 
-use super::{eval_with, leaves_of, order_trusted, value_cmp, BoundPredicate, Kind, Value};
+use super::{eval_with, leaves_of, order_trusted, value_cmp, BoundPredicate, Kind, Nulls, Value};
 
 /// What page pruning kept of a row group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,15 +65,19 @@ impl BoundPredicate {
             let (start, end) = (w[0], w[1]);
             let stats = |leaf: usize, kind: Kind| {
                 let Some((_, idx, firsts)) = cols.iter().find(|c| c.0 == leaf) else {
-                    return (false, Err("no page index"));
+                    return (Nulls::default(), Err("no page index"));
                 };
                 let k = page_of(firsts, start);
                 let page_rows = firsts.get(k + 1).copied().unwrap_or(n) - firsts[k];
-                let all_null = idx.is_null_page(k)
+                let all = idx.is_null_page(k)
                     || idx
                         .null_count(k)
                         .is_some_and(|c| c.max(0) as u64 == page_rows);
-                (all_null, page_min_max(md, rg, leaf, idx, k, kind))
+                let none = !idx.is_null_page(k) && idx.null_count(k) == Some(0);
+                (
+                    Nulls { all, none },
+                    page_min_max(md, rg, leaf, idx, k, kind),
+                )
             };
             if eval_with(&self.bound, &stats).is_none() {
                 match rows.last_mut() {

@@ -25,6 +25,35 @@ fn parses_precedence_and_parentheses() {
 }
 
 #[test]
+fn parses_is_null_in_and_not() {
+    assert_eq!(p("x IS NULL"), "x IS NULL");
+    assert_eq!(p("x is not null"), "x IS NOT NULL");
+    assert_eq!(p("s IN ('a', 'b')"), "s = 'a' OR s = 'b'");
+    assert_eq!(p("s not in ('a','b')"), "s != 'a' AND s != 'b'");
+    assert_eq!(
+        p("y = 1 AND s IN ('a', 'b')"),
+        "y = 1 AND (s = 'a' OR s = 'b')"
+    );
+    assert_eq!(p("NOT x > 5"), "NOT x > 5");
+    assert_eq!(p("NOT (x > 5 AND s = 'a')"), "NOT (x > 5 AND s = 'a')");
+    assert_eq!(p("NOT NOT x IS NULL"), "NOT NOT x IS NULL");
+    assert!(matches!(
+        parse_predicate("y = 1 AND s IN (1, 2)").unwrap(),
+        Predicate::And(..)
+    ));
+    for (e, want) in [
+        ("x IS 5", "expected NULL"),
+        ("s IN 'a'", "expected '(' after IN"),
+        ("s IN ('a' 'b')", "expected ',' or ')'"),
+        ("s IN ()", "expected a literal"),
+        ("NOT", "expected a literal"),
+    ] {
+        let msg = parse_predicate(e).unwrap_err().to_string();
+        assert!(msg.contains(want), "{e:?}: {msg}");
+    }
+}
+
+#[test]
 fn parse_errors_say_where() {
     for (e, want) in [
         ("", "empty expression"),
@@ -153,6 +182,39 @@ mod stats {
             !pruned(&m, "s = 'z'"),
             "deprecated min/max fields on a string column"
         );
+    }
+
+    #[test]
+    fn is_null_in_and_not_prune_as_sql_reads_them() {
+        let m = md(
+            Statistics::double(Some(1.0), Some(5.0), None, Some(0), false),
+            s("b", "d"),
+            None,
+        );
+        assert!(pruned(&m, "x IS NULL"), "no null counted");
+        assert!(!pruned(&m, "x IS NOT NULL"));
+        assert!(pruned(&m, "s IN ('a', 'z')"));
+        assert!(!pruned(&m, "s IN ('a', 'c')"));
+        assert!(!pruned(&m, "s NOT IN ('b')"));
+        assert!(pruned(&m, "NOT s < 'e'"), "s >= 'e' against max 'd'");
+        assert!(pruned(&m, "NOT (s < 'e' OR s = 'c')"));
+        assert!(
+            !pruned(&m, "NOT (s >= 'b' AND x > 0)"),
+            "x <= 0 may hold for a NaN"
+        );
+        // floats: NaN satisfies the negation of every comparison, and min/max leave it out
+        assert!(!pruned(&m, "NOT x < 10"));
+        assert!(pruned(&m, "x >= 10"));
+        assert!(pruned(&m, "NOT NOT x >= 10"));
+        // null counts: all null, or unknown
+        let m = md(
+            Statistics::double(Some(1.0), Some(5.0), None, None, false),
+            Statistics::byte_array(None, None, None, Some(100), false),
+            None,
+        );
+        assert!(pruned(&m, "s IS NOT NULL"));
+        assert!(!pruned(&m, "s IS NULL"));
+        assert!(!pruned(&m, "x IS NULL"), "no null count: keep");
     }
 
     #[test]
