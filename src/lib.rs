@@ -51,8 +51,9 @@
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
-//! use arrow::array::{ArrayRef, Int64Array, StringArray};
-//! use arrow::record_batch::RecordBatch;
+//! // Arrow types through cuparquet's re-export: the versions its batches hold
+//! use cuparquet::arrow::array::{ArrayRef, Int64Array, StringArray};
+//! use cuparquet::arrow::record_batch::RecordBatch;
 //! use cuparquet::{Device, ParquetGpuReader};
 //!
 //! // A small file with two row groups.
@@ -61,10 +62,11 @@
 //!     ("id", Arc::new(Int64Array::from_iter_values(0..100)) as ArrayRef),
 //!     ("name", Arc::new(StringArray::from_iter_values((0..100).map(|i| format!("n{i}"))))),
 //! ])?;
-//! let props = parquet::file::properties::WriterProperties::builder()
+//! let props = cuparquet::parquet::file::properties::WriterProperties::builder()
 //!     .set_max_row_group_row_count(Some(50))
 //!     .build();
-//! let mut w = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path)?, batch.schema(), Some(props))?;
+//! let file = std::fs::File::create(&path)?;
+//! let mut w = cuparquet::parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props))?;
 //! w.write(&batch)?;
 //! w.close()?;
 //!
@@ -83,6 +85,19 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! ## Depending on it
+//!
+//! ```toml
+//! [dependencies]
+//! # not on crates.io yet: a path or git dependency; pick the CUDA bindings your libcufile
+//! # matches (cuda-13000, cuda-12090 or cuda-12080); leave out the CLI
+//! cuparquet = { path = "../cuparquet", default-features = false, features = ["cuda-13000"] }
+//! ```
+//!
+//! Arrow and Parquet types come through [`arrow`](mod@arrow) and [`parquet`](mod@parquet)
+//! (`cuparquet::arrow::array::Int64Array`): the versions the batches hold, with no second
+//! `arrow = "…"` line to keep in step.
 //!
 //! ## Devices
 //!
@@ -173,6 +188,12 @@ pub mod internals {
         };
     }
 }
+
+/// The `arrow` crate cuparquet is built on (the major version DataFusion uses): name Arrow
+/// types through `cuparquet::arrow` and they are the ones the batches hold.
+pub use arrow;
+/// The `parquet` crate cuparquet is built on (`RowSelection`, footers, statistics).
+pub use parquet;
 
 pub use array::{DeviceArray, DeviceRecordBatch, LoadedBatch, Location, RowSpan};
 pub use device::Device;
