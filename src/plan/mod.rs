@@ -569,13 +569,10 @@ pub fn plan_with(
                         .collect()
                 });
             // the page index, when loaded, must describe the chunk: readers (arrow-rs on the
-            // host, the page reads below) take page locations and first rows from it
+            // host, the page reads) take page locations and first rows from it. With some of
+            // the row group's rows, only their pages are read (`page_reads` checks the index
+            // itself).
             let all_rows = rgm.num_rows().max(0) as u64;
-            if let (Some(p), false) = (&pages, empty) {
-                page_reads::check_index(&range, p, all_rows)
-                    .map_err(|e| bad(Some(range.clone()), e))?;
-            }
-            // with the page index and some of the row group's rows: only their pages
             let read = match (&pages, rows.as_ref().and_then(|r| r.get(&rg))) {
                 (Some(p), Some(sel)) if !empty && sel[..] != [0..all_rows] => {
                     page_reads::page_reads(&range, p, sel, all_rows)
@@ -587,6 +584,11 @@ pub fn plan_with(
                                 .map(|file| ReadPart { file, dest: 0 })
                                 .collect()
                         })
+                }
+                (Some(p), _) if !empty => {
+                    page_reads::check_index(&range, p, all_rows)
+                        .map_err(|e| bad(Some(range.clone()), e))?;
+                    None
                 }
                 _ => None,
             };
