@@ -443,6 +443,11 @@ pub(crate) fn parse_bool(name: &str, value: &str) -> Result<bool> {
     }
 }
 
+/// The largest uncompressed page cuparquet decodes: 1 GiB. Writers cut pages at about 1 MiB
+/// (arrow-rs, pyarrow, DuckDB, Polars, Spark), so only a corrupt or hostile header claims more;
+/// such a page is an error naming it, before anything is allocated for it.
+pub const MAX_PAGE_BYTES: u64 = 1 << 30;
+
 /// Parses a size in bytes, with an optional suffix: `B`, `KiB`/`K`/`KB`, `MiB`/`M`/`MB`,
 /// `GiB`/`G`/`GB` (all powers of 1024; case-insensitive).
 pub fn parse_size(name: &str, value: &str) -> Result<u64> {

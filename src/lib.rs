@@ -126,6 +126,8 @@
 //! | `CUPARQUET_KERNEL_CACHE` | — | `$XDG_CACHE_HOME/cuparquet/kernels` |
 //! | `CUPARQUET_TUNING` | [`with_tuning`](ReaderBuilder::with_tuning) | see [`config::Tuning`] |
 //! | `CUPARQUET_PROFILE` | — | off (`1`: stage times of the GPU decoder in the report) |
+//! | `CUPARQUET_MAX_PAGE_SIZE` | [`with_max_page_size`](ReaderBuilder::with_max_page_size) | 1 GiB ([`config::MAX_PAGE_BYTES`]): larger page claims are refused |
+//! | `CUPARQUET_MEMORY_BUDGET` | [`with_memory_budget`](ReaderBuilder::with_memory_budget) | 80% of the device's free memory |
 //!
 //! Sizes take a suffix (`64KiB`, `4MiB`, `1GiB`); an invalid value is an error naming the
 //! variable.

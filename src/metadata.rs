@@ -246,8 +246,40 @@ pub(crate) fn clean_parquet_error(e: &parquet::errors::ParquetError) -> String {
             s = format!("unexpected end of data: {rest}");
         }
         if s.len() == before {
-            return s;
+            return rephrase(s);
         }
+    }
+}
+
+/// arrow-rs messages that leak its internals, in terms of the file: a footer schema that
+/// refers past its end, an unformatted message template, a struct reader out of step with
+/// its children. A trailing `{}` (a template left unfilled) goes.
+pub(crate) fn rephrase(s: String) -> String {
+    if let Some(rest) = s.strip_prefix("Index out of bound, index = ") {
+        let mut nums = rest.split(", len = ");
+        if let (Some(i), Some(n)) = (nums.next(), nums.next()) {
+            return format!(
+                "the footer's schema is malformed: element {i} is referenced, the schema has {n} (a group claims more children than follow it)"
+            );
+        }
+    }
+    if s.contains("{levels_to_read}") || s.starts_with("insufficient definition levels read") {
+        return "a page holds fewer definition levels than its header's value count (its levels are corrupt)".into();
+    }
+    if s.starts_with("insufficient repetition levels read") {
+        return "a page holds fewer repetition levels than its header's value count (its levels are corrupt)".into();
+    }
+    if let Some(rest) = s.strip_prefix("StructArrayReader out of sync") {
+        let counts = rest
+            .trim_start_matches(" in read_records")
+            .trim_start_matches(", ");
+        return format!(
+            "the columns of a struct disagree on their number of rows ({counts}): the file's levels or value counts are corrupt"
+        );
+    }
+    match s.strip_suffix("{}") {
+        Some(t) => t.trim_end_matches([' ', ':']).to_string(),
+        None => s,
     }
 }
 
@@ -258,6 +290,28 @@ mod tests {
 
     fn schema(fields: Vec<Field>) -> SchemaRef {
         Arc::new(Schema::new(fields))
+    }
+
+    #[test]
+    fn arrow_rs_internals_are_rephrased() {
+        let r = rephrase("Index out of bound, index = 13, len = 13".into());
+        assert!(r.contains("element 13") && r.contains("has 13"), "{r}");
+        let r = rephrase(
+            "insufficient definition levels read from column - expected {levels_to_read}, got {levels_read}".into(),
+        );
+        assert!(!r.contains('{') && r.contains("definition levels"), "{r}");
+        let r = rephrase(
+            "StructArrayReader out of sync in read_records, expected 10 read, got 7".into(),
+        );
+        assert!(
+            r.contains("expected 10 read, got 7") && r.contains("struct"),
+            "{r}"
+        );
+        assert_eq!(
+            rephrase("index out of bounds: {}".into()),
+            "index out of bounds"
+        );
+        assert_eq!(rephrase("plain message".into()), "plain message");
     }
 
     #[test]

@@ -387,14 +387,25 @@ fn documented_failures() {
         // arrow-rs 59's footer parser rejects it (a list element type mismatch in the Thrift);
         // both readers stop at the footer.
         ("dict-page-offset-zero.parquet", "invalid Parquet footer"),
-        // A map of strings whose total size overflows arrow-rs's i32 string offsets.
+        // A map of strings in one page of 1 GiB + 4 bytes (which would overflow arrow-rs's i32
+        // string offsets): past cuparquet's 1 GiB page cap, refused before it is inflated.
         (
             "large_string_map.brotli.parquet",
-            "index overflow decoding byte array",
+            "pages of more than 1073741824 are refused",
         ),
         // The dictionary page header is malformed.
         ("nation.dict-malformed.parquet", "Invalid page header"),
     ];
+    // with the cap raised, the page reaches arrow-rs, which cannot hold it either
+    let big = dir.join("large_string_map.brotli.parquet");
+    let e = cuparquet::ParquetGpuReader::builder(&big)
+        .with_device(Device::Host)
+        .with_max_page_size(2 << 30)
+        .build()
+        .and_then(|r| r.load())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("index overflow decoding byte array"), "{e}");
     for (name, want) in expect {
         let p: PathBuf = dir.join(name);
         let e = load(&p, Device::Host, None, None).unwrap_err().to_string();

@@ -302,3 +302,121 @@ fn random_corruption_never_panics() {
     );
     assert!(outcomes.1 > 100);
 }
+
+/// The offset of `pattern` inside `bytes[from..to]`.
+fn find(bytes: &[u8], from: usize, to: usize, pattern: &[u8]) -> Option<usize> {
+    bytes[from..to]
+        .windows(pattern.len())
+        .position(|w| w == pattern)
+        .map(|i| from + i)
+}
+
+/// One row group of one column, written by arrow-rs; the file's bytes and its footer.
+fn one_column(
+    dir: &Path,
+    name: &str,
+    array: arrow::array::ArrayRef,
+    props: parquet::file::properties::WriterProperties,
+) -> (PathBuf, Vec<u8>, ParquetMetaData) {
+    let path = dir.join(name);
+    let batch = arrow::record_batch::RecordBatch::try_from_iter([("x", array)]).unwrap();
+    write(&path, &[batch], props);
+    let bytes = std::fs::read(&path).unwrap();
+    let meta = parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&bytes::Bytes::from(bytes.clone()))
+        .unwrap();
+    (path, bytes, meta)
+}
+
+#[test]
+fn a_dictionary_claiming_more_entries_than_its_bytes_hold_is_refused() {
+    use parquet::file::properties::WriterProperties;
+    let dir = scratch_dir();
+    // 100 distinct int64 values: a PLAIN dictionary of 800 bytes, num_values 100 (zigzag 200,
+    // the varint C8 01)
+    let values = arrow::array::Int64Array::from_iter_values((0..5_000).map(|i| i % 100));
+    let props = WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::UNCOMPRESSED)
+        .build();
+    let (path, mut bytes, meta) = one_column(
+        dir.path(),
+        "dict.parquet",
+        std::sync::Arc::new(values),
+        props,
+    );
+    let col = meta.row_group(0).column(0);
+    let start = col.dictionary_page_offset().expect("a dictionary page") as usize;
+    let header = cuparquet::internals::page_header::parse_page_header(&bytes[start..]).unwrap();
+    assert_eq!(header.num_values(), 100);
+    // field 1 (i32) of the dictionary header: 15 C8 01 → 8,191 entries (FE 7F), same length
+    let at = find(
+        &bytes,
+        start,
+        start + header.header_len,
+        &[0x15, 0xC8, 0x01],
+    )
+    .expect("num_values");
+    bytes[at + 1..at + 3].copy_from_slice(&[0xFE, 0x7F]);
+    std::fs::write(&path, &bytes).unwrap();
+    // the host path (arrow-rs, and the GPU path's host-decoded fields); the device's own page
+    // walk is not checked this way yet (issue 18)
+    let e = load(&path).expect_err("the dictionary cannot hold 8,191 entries");
+    assert_clear(&path, &e);
+    let msg = e.to_string();
+    assert!(
+        msg.contains("8191 entries") && msg.contains("row group 0"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_snappy_page_shorter_than_its_claim_is_refused() {
+    use parquet::file::properties::WriterProperties;
+    let dir = scratch_dir();
+    // BYTE_STREAM_SPLIT doubles (decoded on the host on every path), SNAPPY, no dictionary
+    let values = arrow::array::Float64Array::from_iter_values((0..2_000).map(|i| i as f64 * 0.5));
+    let props = WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::SNAPPY)
+        .set_dictionary_enabled(false)
+        .set_encoding(parquet::basic::Encoding::BYTE_STREAM_SPLIT)
+        .build();
+    let (path, mut bytes, meta) = one_column(
+        dir.path(),
+        "bss.parquet",
+        std::sync::Arc::new(values),
+        props,
+    );
+    let start = meta.row_group(0).column(0).data_page_offset() as usize;
+    let header = cuparquet::internals::page_header::parse_page_header(&bytes[start..]).unwrap();
+    let size = header.uncompressed_size;
+    assert_eq!(size, 16_000);
+    // PageHeader: 15 00 (type 0), then 15 + zigzag varint of the uncompressed size
+    let zz = |v: i32| -> Vec<u8> {
+        let mut z = ((v << 1) ^ (v >> 31)) as u32;
+        let mut out = vec![];
+        loop {
+            let b = (z & 0x7f) as u8;
+            z >>= 7;
+            if z == 0 {
+                out.push(b);
+                break;
+            }
+            out.push(b | 0x80);
+        }
+        out
+    };
+    let old = [vec![0x15, 0x00, 0x15], zz(size)].concat();
+    let new = [vec![0x15, 0x00, 0x15], zz(size + 8)].concat();
+    assert_eq!(old.len(), new.len());
+    let at = find(&bytes, start, start + header.header_len, &old).expect("the size field");
+    bytes[at..at + new.len()].copy_from_slice(&new);
+    std::fs::write(&path, &bytes).unwrap();
+    let e = load(&path).expect_err("the page decompresses to 8 bytes fewer than claimed");
+    assert_clear(&path, &e);
+    let msg = e.to_string();
+    assert!(
+        msg.contains("decompresses to 16000 bytes; the header claims 16008"),
+        "{msg}"
+    );
+    assert!(msg.contains("row group 0, column 'x'"), "{msg}");
+}

@@ -133,7 +133,12 @@ fn decompress_values(
         return crate::decode::panic_guard::contain(|| {
             crate::decode::snappy_host::decompress_into(values, out, split)
         })
-        .map_err(|panic| fail(format!("decompression panicked: {panic}")))?
+        .map_err(|panic| {
+            fail(format!(
+                "decompression panicked: {}",
+                crate::metadata::rephrase(panic)
+            ))
+        })?
         .map_err(|e| fail(format!("decompression failed: {e}")));
     }
     let options = CodecOptionsBuilder::default().build();
@@ -150,7 +155,12 @@ fn decompress_values(
     };
     let mut v = Vec::with_capacity(out.len());
     let got = crate::decode::panic_guard::contain(|| c.decompress(values, &mut v, Some(out.len())))
-        .map_err(|panic| fail(format!("decompression panicked: {panic}")))?
+        .map_err(|panic| {
+            fail(format!(
+                "decompression panicked: {}",
+                crate::metadata::rephrase(panic)
+            ))
+        })?
         .map_err(|e| fail(format!("decompression failed: {e}")))?;
     if got != out.len() || v.len() != out.len() {
         return Err(fail(format!(

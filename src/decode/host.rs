@@ -19,6 +19,8 @@ use parquet::arrow::{parquet_to_arrow_schema_by_columns, ProjectionMask};
 use parquet::file::metadata::ParquetMetaData;
 
 use crate::decode::chunks::FetchedChunks;
+use crate::decode::claims::{check_page, ChunkKind};
+use crate::decode::page_header::{parse_page_header, PageEntry};
 use crate::decode::panic_guard::contain;
 use crate::error::{Error, Result};
 use crate::metadata::clean_parquet_error;
@@ -31,6 +33,8 @@ pub(crate) struct HostDecoder {
     arrow_meta: ArrowReaderMetadata,
     schema: SchemaRef,
     batch_rows: usize,
+    /// Pages claiming more uncompressed bytes are refused ([`crate::config::MAX_PAGE_BYTES`]).
+    max_page_bytes: u64,
 }
 
 /// The top-level string and binary fields of `schema` (a file's Arrow schema) that are flat
@@ -150,7 +154,14 @@ impl HostDecoder {
             arrow_meta,
             schema,
             batch_rows: batch_rows.max(1),
+            max_page_bytes: crate::config::MAX_PAGE_BYTES,
         })
+    }
+
+    /// The same decoder, refusing pages that claim more than `bytes` uncompressed bytes.
+    pub(crate) fn with_max_page_bytes(mut self, bytes: u64) -> Self {
+        self.max_page_bytes = bytes;
+        self
     }
 
     /// The Arrow schema of the decoded batches.
@@ -181,6 +192,7 @@ impl HostDecoder {
             )
         });
         let selection = selection.as_ref();
+        self.check_claims(rg, leaves, chunks)?;
         match self.try_decode(rg, chunks, &mask, selection) {
             Ok(b) => Ok(b),
             Err(reason) => {
@@ -205,6 +217,60 @@ impl HostDecoder {
                 })
             }
         }
+    }
+
+    /// Every page of the chunks of `leaves` checked against what its bytes can hold
+    /// ([`claims`](crate::decode::claims)) before arrow-rs allocates by its header. Pages are
+    /// walked until a header does not parse: arrow-rs then reports that one.
+    fn check_claims(
+        &self,
+        rg: usize,
+        leaves: &[usize],
+        chunks: &[(Range<u64>, Bytes)],
+    ) -> Result<()> {
+        let group = self.arrow_meta.metadata().row_group(rg);
+        for &leaf in leaves {
+            let Some(col) = group.columns().get(leaf) else {
+                continue;
+            };
+            let (start, len) = col.byte_range();
+            let end = start.saturating_add(len);
+            let kind = ChunkKind {
+                codec: col.compression(),
+                physical: col.column_type(),
+                type_length: col.column_descr().type_length(),
+            };
+            for (range, bytes) in chunks
+                .iter()
+                .filter(|(r, _)| r.start >= start && r.end <= end)
+            {
+                let mut off = 0usize;
+                let mut page = 0usize;
+                while off < bytes.len() {
+                    let Ok(header) = parse_page_header(&bytes[off..]) else {
+                        break;
+                    };
+                    let entry = PageEntry {
+                        offset: off,
+                        header,
+                    };
+                    if let Err(reason) = check_page(&entry, bytes, kind, self.max_page_bytes) {
+                        return Err(Error::Decode {
+                            path: self.path.clone(),
+                            row_group: Some(rg),
+                            column: Some(col.column_descr().path().string()),
+                            reason: format!(
+                                "page {page} (header at byte {} of the file): {reason}",
+                                range.start + off as u64
+                            ),
+                        });
+                    }
+                    off = entry.data().end;
+                    page += 1;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn try_decode(
@@ -235,7 +301,8 @@ impl HostDecoder {
         match contain(run) {
             Ok(r) => r,
             Err(panic) => Err(format!(
-                "corrupt data (the arrow-rs decoder panicked: {panic})"
+                "corrupt data (the arrow-rs decoder panicked: {})",
+                crate::metadata::rephrase(panic)
             )),
         }
     }

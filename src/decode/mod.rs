@@ -13,6 +13,7 @@
 //! against page by page, lives with the tests (`tests/reference_decoder`).
 
 pub(crate) mod chunks;
+pub(crate) mod claims;
 pub mod decompress;
 #[allow(unsafe_code)] // kernel launches (see the module docs)
 pub(crate) mod gpu;

@@ -17,9 +17,32 @@ use crate::error::{Error, Result};
 use crate::io::gpu::GpuReader;
 use crate::io::host::HostReader;
 use crate::io::policy::MachineFacts;
-use crate::metadata::read_metadata;
+use crate::metadata::{read_metadata, FileMetadata};
 use crate::plan::{plan_with, CoalesceConfig, ReadPlan, Selection};
 use crate::source::ParquetFile;
+
+/// The variable that sets [`ReaderBuilder::with_max_page_size`].
+pub const ENV_MAX_PAGE_SIZE: &str = "CUPARQUET_MAX_PAGE_SIZE";
+
+/// Reads the footer of the file at `path` (with `page_index`, its column and offset indexes
+/// too) as [`ReaderBuilder::build`] does: a footer the parser panics on is an error. Hand it
+/// to [`ReaderBuilder::with_metadata`] to plan a load without reading it twice (an engine
+/// pruning row groups and pages by the footer first).
+pub fn read_footer(path: impl AsRef<Path>, page_index: bool) -> Result<FileMetadata> {
+    read_footer_of(&ParquetFile::open(path)?, page_index)
+}
+
+fn read_footer_of(file: &ParquetFile, page_index: bool) -> Result<FileMetadata> {
+    contain(|| read_metadata(file, page_index)).map_err(|p| {
+        Error::footer(
+            file.path(),
+            format!(
+                "unreadable footer (the parser panicked: {})",
+                crate::metadata::rephrase(p)
+            ),
+        )
+    })?
+}
 
 /// Builds a [`ParquetGpuReader`]. Settings not given come from the `CUPARQUET_*` environment
 /// variables, then from the defaults.
@@ -43,6 +66,8 @@ pub struct ReaderBuilder {
     memory_budget: Option<u64>,
     rows: Option<RowsAsked>,
     progress: Option<ProgressFn>,
+    metadata: Option<Arc<FileMetadata>>,
+    max_page_size: Option<u64>,
 }
 
 /// The rows asked for: a selection over the rows of the selected row groups, or an access
@@ -87,6 +112,8 @@ impl ReaderBuilder {
             memory_budget: None,
             rows: None,
             progress: None,
+            metadata: None,
+            max_page_size: None,
         }
     }
 
@@ -254,6 +281,24 @@ impl ReaderBuilder {
         self
     }
 
+    /// Uses a footer already read ([`read_footer`]) instead
+    /// of reading it again: an engine that prunes by the footer first hands it over. It must
+    /// be this file's footer; with its page index loaded, it counts as
+    /// [`with_page_index(true)`](Self::with_page_index).
+    pub fn with_metadata(mut self, metadata: Arc<FileMetadata>) -> Self {
+        self.page_index |= metadata.page_index_loaded;
+        self.metadata = Some(metadata);
+        self
+    }
+
+    /// Refuses pages whose header claims more than `bytes` uncompressed bytes (an error naming
+    /// the page, before anything is allocated for it). Default
+    /// [`MAX_PAGE_BYTES`](crate::config::MAX_PAGE_BYTES) (1 GiB), or `CUPARQUET_MAX_PAGE_SIZE`.
+    pub fn with_max_page_size(mut self, bytes: u64) -> Self {
+        self.max_page_size = Some(bytes);
+        self
+    }
+
     /// A callback told of progress during [`ParquetGpuReader::load`].
     pub fn with_progress(mut self, f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
         self.progress = Some(Arc::new(f));
@@ -296,12 +341,21 @@ impl ReaderBuilder {
         }
         let device = device::resolve(self.device)?;
         let file = ParquetFile::open(&self.path)?;
-        let meta = contain(|| read_metadata(&file, self.page_index)).map_err(|p| {
-            Error::footer(
-                &self.path,
-                format!("unreadable footer (the parser panicked: {p})"),
-            )
-        })??;
+        let meta = match &self.metadata {
+            Some(m) if m.file_len != file.len() => {
+                return Err(Error::footer(
+                    &self.path,
+                    format!(
+                        "the footer handed over is of a file of {} bytes, this one has {}",
+                        m.file_len,
+                        file.len()
+                    ),
+                ))
+            }
+            Some(m) if self.page_index && !m.page_index_loaded => read_footer_of(&file, true)?,
+            Some(m) => FileMetadata::clone(m),
+            None => read_footer_of(&file, self.page_index)?,
+        };
         let t_footer = t0.elapsed();
         let coalesce = self.coalesce.unwrap_or_else(|| match device.location {
             // the GPU decodes whole passes, not units: device loads read in units of the
@@ -337,6 +391,13 @@ impl ReaderBuilder {
         };
         let plan = plan_with(&self.path, &meta, &selection, &coalesce)?;
         let decode_meta = sanitize_metadata(&self.path, &meta.metadata, &plan)?;
+        let max_page_size = match self.max_page_size {
+            Some(n) => n,
+            None => match std::env::var(ENV_MAX_PAGE_SIZE) {
+                Ok(v) => crate::config::parse_size(ENV_MAX_PAGE_SIZE, &v)?,
+                Err(_) => crate::config::MAX_PAGE_BYTES,
+            },
+        };
         let decoder = HostDecoder::new(
             &self.path,
             meta.file_len,
@@ -344,7 +405,8 @@ impl ReaderBuilder {
             &plan.leaves,
             self.batch_rows,
             self.keep_dictionaries,
-        )?;
+        )?
+        .with_max_page_bytes(max_page_size);
         let mut memory_budget = u64::MAX;
         let budgeted = match device.location {
             Location::Cuda(n) => {

@@ -32,7 +32,8 @@ use std::time::{Duration, Instant};
 use arrow::datatypes::SchemaRef;
 
 pub use builder::{
-    ReaderBuilder, DEFAULT_MEMORY_BUDGET_SHARE, ENV_MEMORY_BUDGET, SMALL_LOAD_BYTES,
+    read_footer, ReaderBuilder, DEFAULT_MEMORY_BUDGET_SHARE, ENV_MAX_PAGE_SIZE, ENV_MEMORY_BUDGET,
+    SMALL_LOAD_BYTES,
 };
 pub use dataset::{Dataset, DatasetBatches, LoadedDataset};
 pub use host_load::{release_cached_buffers, RETAINED_BUFFER_BYTES};

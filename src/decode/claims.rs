@@ -1,0 +1,296 @@
+//! What a page header claims, checked against what the page's bytes can hold before anything
+//! is allocated by that claim: a header claiming 2^31 − 1 dictionary entries or uncompressed
+//! bytes must be an error, not a 16 GiB allocation.
+//!
+//! Checked for every page before a decoder sees it:
+//! - the uncompressed size is at most the load's page cap ([`MAX_PAGE_BYTES`] unless set: the
+//!   largest single allocation a page may ask for);
+//! - SNAPPY data: the length its own preamble states equals the header's uncompressed size (what
+//!   it really decompresses to); LZ4 and GZIP data: the uncompressed size is within the codec's
+//!   largest possible expansion of the compressed bytes;
+//! - uncompressed pages (v1 and dictionary pages) are as long as they claim;
+//! - a dictionary page's entries fit its uncompressed bytes at their smallest width;
+//! - v2 pages: level lengths, nulls and rows within the page's values and bytes.
+
+use parquet::basic::{Compression, Type as PhysicalType};
+
+use super::page_header::{PageEntry, PageKind};
+
+#[cfg(doc)]
+use crate::config::MAX_PAGE_BYTES;
+
+/// What a chunk's pages are, from the column's metadata.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ChunkKind {
+    pub(crate) codec: Compression,
+    pub(crate) physical: PhysicalType,
+    /// FIXED_LEN_BYTE_ARRAY width.
+    pub(crate) type_length: i32,
+}
+
+/// Largest output of `codec` per input byte (a bound, not a typical ratio): LZ4 writes at
+/// most 255 bytes of a match per byte of its length continuation; DEFLATE at most 1,032 per
+/// byte (258 bytes per 2-bit code, ×4).
+fn expansion(codec: Compression) -> Option<u64> {
+    match codec {
+        Compression::LZ4 | Compression::LZ4_RAW => Some(255),
+        Compression::GZIP(_) => Some(1_032),
+        _ => None,
+    }
+}
+
+/// The uncompressed length a SNAPPY stream states in its preamble (a varint), if readable.
+fn snappy_len(data: &[u8]) -> Option<u64> {
+    let mut v = 0u64;
+    for (i, b) in data.iter().take(5).enumerate() {
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Checks `page` (of `chunk`, the bytes its offsets count from) against its claims: the
+/// reason when a claim cannot be true.
+pub(crate) fn check_page(
+    page: &PageEntry,
+    chunk: &[u8],
+    kind: ChunkKind,
+    max_page_bytes: u64,
+) -> Result<(), String> {
+    let h = &page.header;
+    let (want, stored) = (h.uncompressed_size, h.compressed_size);
+    if want < 0 || stored < 0 {
+        return Err(format!(
+            "negative page size (uncompressed {want}, compressed {stored})"
+        ));
+    }
+    let (want, stored) = (want as u64, stored as u64);
+    if want > max_page_bytes {
+        return Err(format!(
+            "the header claims {want} uncompressed bytes; pages of more than {max_page_bytes} are refused (CUPARQUET_MAX_PAGE_SIZE or with_max_page_size raise the cap)"
+        ));
+    }
+    let data = chunk.get(page.data()).unwrap_or(&[]);
+    // v2: levels are stored uncompressed in front of the values
+    let mut levels = 0u64;
+    let mut compressed = true;
+    if let Some(v2) = &h.data_v2 {
+        let (r, d) = (v2.rep_levels_byte_length, v2.def_levels_byte_length);
+        if r < 0 || d < 0 {
+            return Err(format!(
+                "negative level lengths (repetition {r}, definition {d})"
+            ));
+        }
+        levels = r as u64 + d as u64;
+        if levels > want || levels > stored {
+            return Err(format!(
+                "{levels} bytes of levels in a page of {stored} bytes ({want} uncompressed)"
+            ));
+        }
+        if v2.num_values < 0 || v2.num_nulls < 0 || v2.num_rows < 0 {
+            return Err("negative value, null or row count".into());
+        }
+        if v2.num_nulls > v2.num_values || v2.num_rows > v2.num_values {
+            return Err(format!(
+                "{} nulls and {} rows in a page of {} values",
+                v2.num_nulls, v2.num_rows, v2.num_values
+            ));
+        }
+        compressed = v2.is_compressed;
+    }
+    if let Some(v1) = &h.data_v1 {
+        if v1.num_values < 0 {
+            return Err(format!("a negative value count ({})", v1.num_values));
+        }
+    }
+    let values = data.get(levels as usize..).unwrap_or(&[]);
+    let (want_values, stored_values) = (want - levels, stored - levels);
+    if kind.codec == Compression::UNCOMPRESSED || !compressed {
+        if want_values != stored_values && !matches!(h.kind, PageKind::Index) {
+            return Err(format!(
+                "an uncompressed page (or values section) of {stored_values} bytes whose header says {want_values}"
+            ));
+        }
+    } else if stored_values > 0 || want_values > 0 {
+        match kind.codec {
+            Compression::SNAPPY => match snappy_len(values) {
+                Some(n) if n == want_values => {}
+                Some(n) => {
+                    return Err(format!(
+                        "the SNAPPY data decompresses to {n} bytes; the header claims {want_values}"
+                    ))
+                }
+                None => return Err("the SNAPPY data has no readable length".into()),
+            },
+            codec => {
+                if let Some(x) = expansion(codec) {
+                    let most = stored_values.saturating_mul(x).saturating_add(64);
+                    if want_values > most {
+                        return Err(format!(
+                            "the header claims {want_values} bytes from {stored_values} bytes of {codec} data, more than it can hold ({most})"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(dict) = &h.dictionary {
+        let n = dict.num_values;
+        if n < 0 {
+            return Err(format!("a negative dictionary size ({n})"));
+        }
+        // the smallest a PLAIN entry can be, in bits
+        let bits: u64 = match kind.physical {
+            PhysicalType::BOOLEAN => 1,
+            PhysicalType::INT32 | PhysicalType::FLOAT | PhysicalType::BYTE_ARRAY => 32,
+            PhysicalType::INT64 | PhysicalType::DOUBLE => 64,
+            PhysicalType::INT96 => 96,
+            PhysicalType::FIXED_LEN_BYTE_ARRAY => 8 * kind.type_length.max(0) as u64,
+        };
+        if (n as u64).saturating_mul(bits) > want.saturating_mul(8) {
+            return Err(format!(
+                "the dictionary claims {n} entries; its {want} bytes hold at most {}",
+                want.saturating_mul(8) / bits.max(1)
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::page_header::{DataPageV1, DataPageV2, DictionaryPage, PageHeader};
+
+    fn entry(kind: PageKind, want: i32, stored: i32) -> PageEntry {
+        PageEntry {
+            offset: 0,
+            header: PageHeader {
+                kind,
+                uncompressed_size: want,
+                compressed_size: stored,
+                crc: None,
+                data_v1: None,
+                dictionary: None,
+                data_v2: None,
+                header_len: 0,
+            },
+        }
+    }
+
+    const MAX: u64 = crate::config::MAX_PAGE_BYTES;
+
+    const SNAPPY_INT64: ChunkKind = ChunkKind {
+        codec: Compression::SNAPPY,
+        physical: PhysicalType::INT64,
+        type_length: 0,
+    };
+
+    #[test]
+    fn snappy_claims_must_match_the_stream() {
+        let data = snap::raw::Encoder::new().compress_vec(&[7u8; 800]).unwrap();
+        let mut p = entry(PageKind::DataV1, 800, data.len() as i32);
+        p.header.data_v1 = Some(DataPageV1 {
+            num_values: 100,
+            ..Default::default()
+        });
+        assert_eq!(check_page(&p, &data, SNAPPY_INT64, MAX), Ok(()));
+        p.header.uncompressed_size = 801;
+        let e = check_page(&p, &data, SNAPPY_INT64, MAX).unwrap_err();
+        assert!(
+            e.contains("decompresses to 800") && e.contains("801"),
+            "{e}"
+        );
+        p.header.uncompressed_size = i32::MAX;
+        let e = check_page(&p, &data, SNAPPY_INT64, MAX).unwrap_err();
+        assert!(e.contains("are refused"), "{e}");
+    }
+
+    #[test]
+    fn dictionaries_must_fit_their_bytes() {
+        let data = vec![0u8; 80];
+        let kind = ChunkKind {
+            codec: Compression::UNCOMPRESSED,
+            ..SNAPPY_INT64
+        };
+        let mut p = entry(PageKind::Dictionary, 80, 80);
+        p.header.dictionary = Some(DictionaryPage {
+            num_values: 10,
+            ..Default::default()
+        });
+        assert_eq!(check_page(&p, &data, kind, MAX), Ok(()));
+        p.header.dictionary = Some(DictionaryPage {
+            num_values: i32::MAX,
+            ..Default::default()
+        });
+        let e = check_page(&p, &data, kind, MAX).unwrap_err();
+        assert!(
+            e.contains("2147483647 entries") && e.contains("at most 10"),
+            "{e}"
+        );
+        // strings: 4 bytes of length each at least
+        let strings = ChunkKind {
+            physical: PhysicalType::BYTE_ARRAY,
+            ..kind
+        };
+        p.header.dictionary = Some(DictionaryPage {
+            num_values: 21,
+            ..Default::default()
+        });
+        assert!(check_page(&p, &data, strings, MAX).is_err());
+    }
+
+    #[test]
+    fn lz4_and_gzip_claims_are_bounded_by_the_codec() {
+        let data = vec![0u8; 100];
+        let lz4 = ChunkKind {
+            codec: Compression::LZ4_RAW,
+            ..SNAPPY_INT64
+        };
+        let p = entry(PageKind::DataV1, 25_000, 100);
+        assert_eq!(check_page(&p, &data, lz4, MAX), Ok(()));
+        let p = entry(PageKind::DataV1, 1 << 29, 100);
+        let e = check_page(&p, &data, lz4, MAX).unwrap_err();
+        assert!(e.contains("more than it can hold"), "{e}");
+    }
+
+    #[test]
+    fn v2_levels_and_counts_must_fit() {
+        let data = vec![0u8; 50];
+        let kind = ChunkKind {
+            codec: Compression::UNCOMPRESSED,
+            ..SNAPPY_INT64
+        };
+        let mut p = entry(PageKind::DataV2, 50, 50);
+        p.header.data_v2 = Some(DataPageV2 {
+            num_values: 5,
+            num_nulls: 1,
+            num_rows: 5,
+            def_levels_byte_length: 10,
+            is_compressed: false,
+            ..Default::default()
+        });
+        assert_eq!(check_page(&p, &data, kind, MAX), Ok(()));
+        p.header.data_v2 = Some(DataPageV2 {
+            num_values: 5,
+            num_nulls: 6,
+            num_rows: 5,
+            is_compressed: false,
+            ..Default::default()
+        });
+        assert!(check_page(&p, &data, kind, MAX)
+            .unwrap_err()
+            .contains("6 nulls"));
+        p.header.data_v2 = Some(DataPageV2 {
+            num_values: 5,
+            def_levels_byte_length: 60,
+            is_compressed: false,
+            ..Default::default()
+        });
+        assert!(check_page(&p, &data, kind, MAX)
+            .unwrap_err()
+            .contains("60 bytes of levels"));
+    }
+}
