@@ -542,3 +542,101 @@ fn is_null_in_and_not_prune_row_groups() {
         assert_eq!(p.row_groups, want, "{filter}");
     }
 }
+
+/// Timestamps (ISO literals with and without a zone, raw numbers, every unit) and decimals
+/// (INT64 and FIXED_LEN_BYTE_ARRAY) prune row groups; literals finer than the column's unit or
+/// scale are bounds, not rounded values.
+#[test]
+fn timestamps_and_decimals_prune_row_groups() {
+    use arrow::array::{
+        Decimal128Array, TimestampMicrosecondArray, TimestampMillisecondArray,
+        TimestampNanosecondArray,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("ts-dec.parquet");
+    // 4 row groups of 10,000 rows; row i is 2024-01-01T00:00:00Z + i seconds, and i cents
+    let base = 1_704_067_200i64;
+    let n = 40_000i64;
+    let secs = || (0..n).map(move |i| base + i);
+    let cols: Vec<(&str, ArrayRef)> = vec![
+        (
+            "ts_us",
+            Arc::new(
+                TimestampMicrosecondArray::from_iter_values(secs().map(|s| s * 1_000_000))
+                    .with_timezone("UTC"),
+            ),
+        ),
+        (
+            "ts_ms",
+            Arc::new(TimestampMillisecondArray::from_iter_values(
+                secs().map(|s| s * 1_000),
+            )),
+        ),
+        (
+            "ts_ns",
+            Arc::new(
+                TimestampNanosecondArray::from_iter_values(secs().map(|s| s * 1_000_000_000))
+                    .with_timezone("+00:00"),
+            ),
+        ),
+        (
+            "d64",
+            Arc::new(
+                Decimal128Array::from_iter_values((0..n).map(i128::from))
+                    .with_precision_and_scale(15, 2)
+                    .unwrap(),
+            ),
+        ),
+        (
+            "d25",
+            Arc::new(
+                Decimal128Array::from_iter_values((0..n).map(i128::from))
+                    .with_precision_and_scale(25, 2)
+                    .unwrap(),
+            ),
+        ),
+    ];
+    let b = RecordBatch::try_from_iter(cols).unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(10_000))
+        .build();
+    write(&f, &[b], props);
+    let meta = read_metadata(&ParquetFile::open(&f).unwrap(), false).unwrap();
+    let kept = |filter: &str| {
+        let sel = Selection {
+            filter: Some(filter.into()),
+            ..Default::default()
+        };
+        plan(&f, &meta, &sel).map(|p| p.row_groups)
+    };
+    for (filter, want) in [
+        ("ts_us > '2024-01-01T05:33:20Z'", vec![2, 3]),
+        ("ts_us >= '2024-01-01T06:33:20+01:00'", vec![2, 3]),
+        ("ts_us < '2024-01-01'", vec![]),
+        ("ts_us <= '2023-12-31 23:59:59.999999'", vec![]),
+        ("ts_us = '2024-01-01T00:00:00.0000005Z'", vec![]),
+        ("ts_us <= '2024-01-01T02:46:39.9999999Z'", vec![0]),
+        ("ts_us = 1704067200000000", vec![0]),
+        ("ts_ms = '2024-01-01T02:46:40'", vec![1]),
+        ("ts_ms > '2024-01-01 08:19:59.999'", vec![3]),
+        ("ts_ns >= '2024-01-01T08:20:00Z'", vec![3]),
+        ("ts_ns < '2024-01-01T00:00:00.000000001Z'", vec![0]),
+        ("d64 >= 300.00", vec![3]),
+        ("d64 < 100.005", vec![0, 1]),
+        ("d64 = '0.015'", vec![]),
+        ("d64 <= 99", vec![0]),
+        ("d25 > 399.98", vec![3]),
+        ("d25 < -1", vec![]),
+        ("d25 = '200.00' OR d64 = 0.5", vec![0, 2]),
+    ] {
+        assert_eq!(kept(filter).unwrap(), want, "{filter}");
+    }
+    for (filter, why) in [
+        ("ts_ms = '2024-01-01T02:46:40Z'", "local times"),
+        ("ts_us > '2024-13-01'", "not a timestamp"),
+        ("d64 > 'abc'", "not a decimal"),
+    ] {
+        let e = kept(filter).unwrap_err().to_string();
+        assert!(e.contains(why), "{filter}: {e}");
+    }
+}

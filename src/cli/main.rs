@@ -162,8 +162,9 @@ struct SelectionArgs {
     #[arg(long, short)]
     columns: Option<String>,
     /// Row-group pruning predicate, e.g. "x > 5 AND (y = 'k' OR z <= 2.5)", with IS [NOT]
-    /// NULL, [NOT] IN (…) and NOT. Prunes row groups (and pages, with --page-index) by
-    /// statistics; does not filter rows.
+    /// NULL, [NOT] IN (…) and NOT; dates 'YYYY-MM-DD', timestamps
+    /// 'YYYY-MM-DDTHH:MM:SS[.f][Z|±HH:MM]', decimals as numbers. Prunes row groups (and pages,
+    /// with --page-index) by statistics; does not filter rows.
     #[arg(long, short)]
     filter: Option<String>,
     /// Row groups, e.g. 0,2-4.

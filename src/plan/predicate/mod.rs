@@ -24,6 +24,14 @@
 //! a row group whose statistics count no null; `IS NOT NULL` one whose values are all null.
 //!
 //! Dates are written as strings, `'YYYY-MM-DD'`, and compared against DATE columns.
+//! Timestamps (INT64 TIMESTAMP columns of any unit) are written
+//! `'YYYY-MM-DD[THH:MM[:SS[.fraction]]][Z|±HH:MM]'`; a zone is accepted only for columns
+//! adjusted to UTC (the literal is converted to UTC), and a local-time column compares with
+//! the wall-clock time as written. A number compares with the raw value in the column's
+//! unit. Decimals (INT32, INT64, FIXED_LEN_BYTE_ARRAY or BYTE_ARRAY) compare exactly at the
+//! column's scale, with a number or a quoted number. A literal finer than the unit or scale
+//! is a bound: `x < 1.005` on a scale-2 column prunes as `x <= 1.00`, and `x = 1.005` is never
+//! true. INT96 timestamps cannot be filtered (their statistics have no defined order).
 //!
 //! Statistics are used only where they are trustworthy: a row group is kept when its column
 //! has no statistics, no min or max, truncated (inexact) min or max, a NaN min or max, an
@@ -203,6 +211,13 @@ enum Kind {
     Bytes,
     Bool,
     Date,
+    /// INT64 timestamps (compared as signed integers in the column's unit).
+    Timestamp,
+    /// Decimals stored as INT32/INT64 (compared as signed integers at the column's scale).
+    Decimal,
+    /// Decimals stored as big-endian two's-complement bytes (FIXED_LEN_BYTE_ARRAY,
+    /// BYTE_ARRAY): statistics decoded to integers.
+    DecimalBytes,
 }
 
 /// A literal converted to the column's domain.
@@ -261,6 +276,24 @@ impl BoundPredicate {
     /// `None` when row group `rg` may hold matching rows; otherwise why it cannot.
     pub fn prune_reason(&self, md: &ParquetMetaData, rg: usize) -> Option<String> {
         eval(&self.bound, md, md.row_group(rg))
+    }
+}
+
+/// Nanoseconds per unit of a timestamp column, and whether it is adjusted to UTC (legacy
+/// converted types are).
+fn timestamp_unit(col: &parquet::schema::types::ColumnDescriptor) -> (i128, bool) {
+    use parquet::basic::TimeUnit;
+    match col.logical_type_ref() {
+        Some(LogicalType::Timestamp(t)) => (
+            match t.unit {
+                TimeUnit::MILLIS => 1_000_000,
+                TimeUnit::MICROS => 1_000,
+                TimeUnit::NANOS => 1,
+            },
+            t.is_adjusted_to_u_t_c,
+        ),
+        _ if col.converted_type() == ConvertedType::TIMESTAMP_MILLIS => (1_000_000, true),
+        _ => (1_000, true),
     }
 }
 
@@ -414,7 +447,32 @@ fn bind_inner(pred: &Predicate, expr: &str, schema: &SchemaDescriptor) -> Result
                 None => ty.to_string(),
             };
             let kind = match (ty, logical, conv) {
-                (_, Some(LogicalType::Decimal(_)), _) | (_, _, ConvertedType::DECIMAL) => None,
+                (PhysicalType::INT32 | PhysicalType::INT64, Some(LogicalType::Decimal(_)), _)
+                | (PhysicalType::INT32 | PhysicalType::INT64, _, ConvertedType::DECIMAL) => {
+                    Some(Kind::Decimal)
+                }
+                (
+                    PhysicalType::FIXED_LEN_BYTE_ARRAY | PhysicalType::BYTE_ARRAY,
+                    Some(LogicalType::Decimal(_)),
+                    _,
+                )
+                | (
+                    PhysicalType::FIXED_LEN_BYTE_ARRAY | PhysicalType::BYTE_ARRAY,
+                    _,
+                    ConvertedType::DECIMAL,
+                ) => Some(Kind::DecimalBytes),
+                (PhysicalType::INT64, Some(LogicalType::Timestamp(_)), _)
+                | (
+                    PhysicalType::INT64,
+                    _,
+                    ConvertedType::TIMESTAMP_MILLIS | ConvertedType::TIMESTAMP_MICROS,
+                ) => Some(Kind::Timestamp),
+                (PhysicalType::INT96, _, _) => {
+                    return Err(ferr(format!(
+                        "column '{name}' is an INT96 timestamp: its statistics have no defined \
+                         order, so filters cannot use them"
+                    )))
+                }
                 (PhysicalType::INT32, Some(LogicalType::Date), _)
                 | (PhysicalType::INT32, _, ConvertedType::DATE) => Some(Kind::Date),
                 (PhysicalType::INT32 | PhysicalType::INT64, Some(LogicalType::Integer(int)), _)
@@ -448,7 +506,7 @@ fn bind_inner(pred: &Predicate, expr: &str, schema: &SchemaDescriptor) -> Result
             let Some(kind) = kind else {
                 return Err(ferr(format!(
                     "column '{name}' has type {type_name}, which filters do not support \
-                     (supported: integers, floats, booleans, strings, dates)"
+                     (supported: integers, floats, booleans, strings, dates, timestamps, decimals)"
                 )));
             };
             let mismatch = || {
@@ -463,8 +521,61 @@ fn bind_inner(pred: &Predicate, expr: &str, schema: &SchemaDescriptor) -> Result
                 op,
                 value,
             };
+            // a literal between two values the column can hold (finer than its unit or scale)
+            let between = |below: i128, above: i128| match op {
+                CmpOp::Lt | CmpOp::Le => mk(CmpOp::Le, Value::Int(below)),
+                CmpOp::Gt | CmpOp::Ge => mk(CmpOp::Ge, Value::Int(above)),
+                CmpOp::Eq => Bound::Never {
+                    leaf,
+                    text: text.clone(),
+                },
+                CmpOp::Ne => Bound::NotNull {
+                    leaf,
+                    text: text.clone(),
+                },
+            };
+            let of_scaled = |v: literals::Scaled| match v {
+                literals::Scaled::Exact(v) => mk(*op, Value::Int(v)),
+                literals::Scaled::Between(a, b) => between(a, b),
+            };
             Ok(match (kind, value) {
-                (Kind::Signed | Kind::Unsigned | Kind::Date, Literal::Int(v)) => {
+                (Kind::Timestamp, Literal::Str(s)) => {
+                    let (unit_nanos, utc) = timestamp_unit(&col);
+                    let (nanos, zoned) = literals::parse_timestamp(s).ok_or_else(|| {
+                        ferr(format!(
+                            "'{s}' is not a timestamp: TIMESTAMP column '{name}' compares with \
+                             'YYYY-MM-DD[THH:MM[:SS[.fff]]][Z|±HH:MM]' (or a raw number in its unit)"
+                        ))
+                    })?;
+                    if zoned && !utc {
+                        return Err(ferr(format!(
+                            "column '{name}' holds local times (not adjusted to UTC): write '{s}' \
+                             without a time zone"
+                        )));
+                    }
+                    of_scaled(literals::scaled(nanos, unit_nanos))
+                }
+                (Kind::Decimal | Kind::DecimalBytes, Literal::Int(v)) => {
+                    let scale = col.type_scale().max(0) as u32;
+                    of_scaled(literals::at_scale(*v, 0, scale).ok_or_else(mismatch)?)
+                }
+                (Kind::Decimal | Kind::DecimalBytes, Literal::Float(f)) => {
+                    // the shortest text that reads back as the same double: the digits written
+                    let (num, digits) =
+                        literals::parse_decimal(&format!("{f}")).ok_or_else(mismatch)?;
+                    let scale = col.type_scale().max(0) as u32;
+                    of_scaled(literals::at_scale(num, digits, scale).ok_or_else(mismatch)?)
+                }
+                (Kind::Decimal | Kind::DecimalBytes, Literal::Str(s)) => {
+                    let (num, digits) = literals::parse_decimal(s).ok_or_else(|| {
+                        ferr(format!(
+                            "'{s}' is not a decimal: DECIMAL column '{name}' compares with a number"
+                        ))
+                    })?;
+                    let scale = col.type_scale().max(0) as u32;
+                    of_scaled(literals::at_scale(num, digits, scale).ok_or_else(mismatch)?)
+                }
+                (Kind::Signed | Kind::Unsigned | Kind::Date | Kind::Timestamp, Literal::Int(v)) => {
                     mk(*op, Value::Int(*v))
                 }
                 (Kind::Signed | Kind::Unsigned, Literal::Float(f)) => {
@@ -563,6 +674,14 @@ fn trusted_min_max(
             Value::Float(*s.min_opt().ok_or(none)?),
             Value::Float(*s.max_opt().ok_or(none)?),
         ),
+        (Statistics::FixedLenByteArray(s), Kind::DecimalBytes) => (
+            Value::Int(be_int(s.min_opt().ok_or(none)?.data()).ok_or("a decimal too wide")?),
+            Value::Int(be_int(s.max_opt().ok_or(none)?.data()).ok_or("a decimal too wide")?),
+        ),
+        (Statistics::ByteArray(s), Kind::DecimalBytes) => (
+            Value::Int(be_int(s.min_opt().ok_or(none)?.data()).ok_or("a decimal too wide")?),
+            Value::Int(be_int(s.max_opt().ok_or(none)?.data()).ok_or("a decimal too wide")?),
+        ),
         (Statistics::ByteArray(s), _) => (
             Value::Bytes(s.min_opt().ok_or(none)?.data().to_vec()),
             Value::Bytes(s.max_opt().ok_or(none)?.data().to_vec()),
@@ -578,6 +697,17 @@ fn trusted_min_max(
         return Err("min greater than max");
     }
     Ok(pair)
+}
+
+/// A big-endian two's-complement integer of at most 16 bytes (a decimal's statistics).
+fn be_int(b: &[u8]) -> Option<i128> {
+    if b.is_empty() || b.len() > 16 {
+        return None;
+    }
+    let fill = if b[0] & 0x80 != 0 { 0xff } else { 0 };
+    let mut buf = [fill; 16];
+    buf[16 - b.len()..].copy_from_slice(b);
+    Some(i128::from_be_bytes(buf))
 }
 
 fn value_cmp(a: &Value, b: &Value) -> Option<Ordering> {
@@ -641,7 +771,7 @@ fn eval_with(b: &Bound, stats: &dyn Fn(usize, Kind) -> LeafStats) -> Option<Stri
         }
         Bound::Never { leaf, text } => {
             let _ = leaf;
-            Some(format!("{text}: never true for an integer column"))
+            Some(format!("{text}: never true for the column's type"))
         }
         Bound::NotNull { leaf, text } => stats(*leaf, Kind::Bool)
             .0
@@ -705,6 +835,7 @@ fn leaves_of(b: &Bound, out: &mut Vec<usize>) {
     }
 }
 
+mod literals;
 pub mod pages;
 mod parse;
 pub use parse::parse_predicate;

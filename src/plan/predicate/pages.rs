@@ -140,6 +140,24 @@ fn page_min_max(
             Value::Float(*i.min_value(k).ok_or(none)?),
             Value::Float(*i.max_value(k).ok_or(none)?),
         ),
+        (ColumnIndexMetaData::FIXED_LEN_BYTE_ARRAY(i), Kind::DecimalBytes)
+        | (ColumnIndexMetaData::BYTE_ARRAY(i), Kind::DecimalBytes) => {
+            let wide = "a decimal too wide";
+            // a bound cut short would be another number: only whole values count
+            let width = md.row_group(rg).column(leaf).column_descr().type_length();
+            let whole = |v: &[u8]| {
+                !matches!(idx, ColumnIndexMetaData::FIXED_LEN_BYTE_ARRAY(_))
+                    || v.len() as i32 == width
+            };
+            let (lo, hi) = (i.min_value(k).ok_or(none)?, i.max_value(k).ok_or(none)?);
+            if !whole(lo) || !whole(hi) {
+                return Err("truncated decimal bounds");
+            }
+            (
+                Value::Int(super::be_int(lo).ok_or(wide)?),
+                Value::Int(super::be_int(hi).ok_or(wide)?),
+            )
+        }
         // a truncated bound is still a bound: the min below, the max above the values
         (ColumnIndexMetaData::BYTE_ARRAY(i), Kind::Bytes) => (
             Value::Bytes(i.min_value(k).ok_or(none)?.to_vec()),
