@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{make_array, Array, ArrayData, ArrayRef, MutableArrayData};
+use arrow::array::{Array, ArrayData, ArrayRef, MutableArrayData};
 use arrow::buffer::{Buffer, NullBuffer};
 use arrow::datatypes::{DataType, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
@@ -124,7 +124,8 @@ impl DeviceArray {
             + self.dictionary.as_ref().map_or(0, |d| d.device_bytes())
     }
 
-    fn host_data(&self) -> Result<ArrayData> {
+    /// The array on the host by synchronous pageable copies (for arrays without buffers).
+    pub(super) fn host_data(&self) -> Result<ArrayData> {
         let mut b = ArrayData::builder(self.data_type.clone()).len(self.len);
         if let Some(v) = &self.validity {
             let bytes = v.copy_to_host(0..self.len.div_ceil(8).min(v.len()))?;
@@ -147,9 +148,14 @@ impl DeviceArray {
         })
     }
 
-    /// The array in host memory (device→host copies).
+    /// The array in host memory: its buffers copied into pinned memory that arrow's buffers
+    /// then use without another copy.
     pub fn to_host(&self) -> Result<ArrayRef> {
-        self.host_data().map(make_array)
+        let mut v = super::download::download(std::slice::from_ref(self))?;
+        v.pop().ok_or_else(|| Error::Device {
+            device: "device array".into(),
+            reason: "nothing came back from the device".into(),
+        })
     }
 }
 
@@ -183,13 +189,11 @@ impl DeviceRecordBatch {
         self.columns.iter().map(DeviceArray::device_bytes).sum()
     }
 
-    /// The batch in host memory.
+    /// The batch in host memory: every buffer copied into one pinned buffer by asynchronous
+    /// copies and handed to arrow without another copy (the pinned memory goes back to the
+    /// device's pool when the last array using it is dropped).
     pub fn to_host(&self) -> Result<RecordBatch> {
-        let cols = self
-            .columns
-            .iter()
-            .map(DeviceArray::to_host)
-            .collect::<Result<Vec<_>>>()?;
+        let cols = super::download::download(&self.columns)?;
         let opts = RecordBatchOptions::new().with_row_count(Some(self.num_rows));
         RecordBatch::try_new_with_options(self.schema.clone(), cols, &opts).map_err(|e| {
             Error::Device {
@@ -203,6 +207,7 @@ impl DeviceRecordBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow::array::make_array;
     use arrow::array::{Int32Array, ListArray, StringArray, StructArray};
     use arrow::datatypes::{Field, Int32Type};
 

@@ -5,9 +5,15 @@
 //! against it work with both. [`to_host`] (free on the host, a device→host copy otherwise)
 //! gives an arrow-rs [`RecordBatch`].
 //!
+//! Device batches come back through pinned memory that arrow's buffers then use without
+//! another copy (`download`, the module's one unsafe part: pinned memory wrapped as arrow
+//! buffers).
+//!
 //! [`to_host`]: LoadedBatch::to_host
 
 mod device_batch;
+#[allow(unsafe_code)] // pinned memory handed to arrow as buffers (see the module docs)
+mod download;
 
 use std::ops::Range;
 use std::path::Path;

@@ -21,9 +21,28 @@ use crate::error::{Error, Result};
 /// each other and the reads that fill the next bounce buffers.
 pub const COPY_STREAMS: usize = 4;
 
-/// Pinned bytes a device's pool keeps for reuse after a load: the most recently returned
-/// buffers, up to this many bytes (allocating pinned memory costs milliseconds per buffer).
+/// Pinned bytes a device's pool keeps for reuse at least: the most recently returned buffers
+/// (allocating pinned memory costs milliseconds per buffer, and freeing it waits for the
+/// device). The pool keeps up to [`pinned_pool_retain`]: this, or a sixteenth of the host's
+/// memory up to 4 GiB, whichever is more — batches copied back to the host live in pinned
+/// buffers from the pool, and an engine holds a few of them per partition at a time.
 pub const PINNED_POOL_RETAIN: usize = 1 << 30;
+
+/// The pinned bytes a device's pool keeps for reuse (see [`PINNED_POOL_RETAIN`]).
+pub fn pinned_pool_retain() -> usize {
+    static RETAIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *RETAIN.get_or_init(|| {
+        let total = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+                let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+                Some(kib * 1024)
+            })
+            .unwrap_or(0);
+        (total / 16).clamp(PINNED_POOL_RETAIN, 4 << 30)
+    })
+}
 
 /// `range` must lie inside a buffer of `len` bytes (`what`: "device", "pinned").
 fn check_range(ordinal: usize, range: &Range<usize>, len: usize, what: &str) -> Result<()> {
@@ -101,6 +120,9 @@ impl Drop for Event {
     }
 }
 
+/// Streams for copies back to the host, per device.
+const DOWNLOAD_STREAMS: usize = 4;
+
 /// Decode streams per device: up to this many decoding threads run their kernels at once.
 pub(crate) const DECODE_STREAMS: usize = crate::config::MAX_DECODE_THREADS;
 
@@ -164,6 +186,10 @@ pub struct Gpu {
     /// reads (copies) and the decoding of what was read before run at once, and so that
     /// several decoding threads (each on its slot's stream, [`with_decode_slot`]) overlap.
     decode: Vec<Stream>,
+    /// Streams for copies back to the host ([`Gpu::download_stream`]), apart from the read
+    /// and decode streams so that a batch copied back does not wait behind the next reads.
+    downloads: Vec<Stream>,
+    next_download: std::sync::atomic::AtomicUsize,
     pinned: Mutex<Vec<PinnedBuffer>>,
     /// cuparquet's own stream-ordered memory pool and the stream its allocations and frees are
     /// ordered on; None where the device has no memory pools (allocations then go straight to
@@ -253,8 +279,16 @@ impl Gpu {
                 .map_err(|e| driver_error(ordinal, "cuStreamCreate", e))?;
             decode.push(Stream { raw });
         }
+        let mut downloads = Vec::with_capacity(DOWNLOAD_STREAMS);
+        for _ in 0..DOWNLOAD_STREAMS {
+            let raw = cu::stream::create(cu::stream::StreamKind::NonBlocking)
+                .map_err(|e| driver_error(ordinal, "cuStreamCreate", e))?;
+            downloads.push(Stream { raw });
+        }
         Ok(Gpu {
             decode,
+            downloads,
+            next_download: std::sync::atomic::AtomicUsize::new(0),
             ordinal,
             ctx,
             name,
@@ -403,6 +437,14 @@ impl Gpu {
         &self.streams
     }
 
+    /// A stream for copies back to the host, taken in turn from a few kept for that.
+    pub fn download_stream(&self) -> &Stream {
+        let i = self
+            .next_download
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        &self.downloads[i % self.downloads.len()]
+    }
+
     /// The stream the calling thread's decoding kernels run on (its [`with_decode_slot`], or
     /// the slot's companion inside [`with_companion_stream`]).
     pub(crate) fn decode_stream(&self) -> &Stream {
@@ -538,13 +580,14 @@ impl Gpu {
     }
 
     /// Returns a pinned buffer to the pool; the least recently returned buffers are freed
-    /// when the pool holds more than [`PINNED_POOL_RETAIN`] bytes. The caller must have waited
+    /// when the pool holds more than [`pinned_pool_retain`] bytes. The caller must have waited
     /// for every copy from the buffer (crate-private for that reason).
     pub(crate) fn recycle_pinned(&self, b: PinnedBuffer) {
         let mut pool = self.pinned.lock().unwrap_or_else(|p| p.into_inner());
         pool.push(b);
         let mut held: usize = pool.iter().map(|b| b.len).sum();
-        while held > PINNED_POOL_RETAIN && pool.len() > 1 {
+        let retain = pinned_pool_retain();
+        while held > retain && pool.len() > 1 {
             held -= pool.remove(0).len;
         }
     }
@@ -561,7 +604,12 @@ impl Gpu {
 impl Drop for Gpu {
     fn drop(&mut self) {
         if self.ctx.bind_to_thread().is_ok() {
-            for s in self.streams.iter().chain(&self.decode) {
+            for s in self
+                .streams
+                .iter()
+                .chain(&self.decode)
+                .chain(&self.downloads)
+            {
                 // SAFETY: each stream is live and destroyed once, here, after its work (frees
                 // included) has completed.
                 unsafe {
@@ -644,6 +692,44 @@ impl DeviceBuffer {
         // valid host slice of exactly the copied length; the copy is synchronous.
         unsafe { cu::memcpy_dtoh_sync(dest, self.ptr + offset as u64) }
             .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyDtoH", e))
+    }
+
+    /// Enqueues a copy of device bytes `src` into `dst[dst_offset..]` on `stream`.
+    ///
+    /// # Safety
+    /// Until work recorded on `stream` after this call has completed (the stream synchronized,
+    /// or an event recorded after it waited for), the caller must not read or write those
+    /// bytes of `dst`, drop it or give it back to the pool, and must not drop `self`.
+    pub unsafe fn copy_to_pinned_async(
+        &self,
+        src: Range<usize>,
+        dst: &mut PinnedBuffer,
+        dst_offset: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        self.check(&src)?;
+        let len = src.end - src.start;
+        check_range(
+            self.gpu.ordinal,
+            &(dst_offset..dst_offset.saturating_add(len)),
+            dst.len,
+            "pinned",
+        )?;
+        if len == 0 {
+            return Ok(());
+        }
+        self.gpu.bind()?;
+        // SAFETY: both ranges lie inside live allocations (checked above); the caller keeps
+        // them alive and the destination untouched until the copy completes (this function's
+        // contract).
+        unsafe {
+            cu::memcpy_dtoh_async(
+                &mut dst.as_mut_slice()[dst_offset..dst_offset + len],
+                self.ptr + src.start as u64,
+                stream.raw,
+            )
+        }
+        .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyDtoHAsync", e))
     }
 
     /// Copies `src` to device bytes starting at `offset` (synchronous).
@@ -826,6 +912,25 @@ impl PinnedBuffer {
             )
         }
         .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyHtoDAsync", e))
+    }
+}
+
+impl Stream {
+    /// Blocks until the work enqueued on the stream has completed.
+    pub fn synchronize(&self, gpu: &Gpu) -> Result<()> {
+        gpu.bind()?;
+        // SAFETY: the stream is live (owned by `gpu`, which outlives the call).
+        unsafe { cu::stream::synchronize(self.raw) }
+            .map_err(|e| driver_error(gpu.ordinal, "cuStreamSynchronize", e))
+    }
+}
+
+impl PinnedBuffer {
+    /// Gives the buffer back to its device's pool (the caller has waited for every copy into
+    /// or out of it).
+    pub(crate) fn recycle(self) {
+        let gpu = Arc::clone(&self.gpu);
+        gpu.recycle_pinned(self);
     }
 }
 

@@ -13,7 +13,8 @@ mod gpu;
 pub mod nvrtc;
 
 pub use gpu::{
-    gpu, DeviceBuffer, Event, Gpu, PinnedBuffer, Stream, COPY_STREAMS, PINNED_POOL_RETAIN,
+    gpu, pinned_pool_retain, DeviceBuffer, Event, Gpu, PinnedBuffer, Stream, COPY_STREAMS,
+    PINNED_POOL_RETAIN,
 };
 pub(crate) use gpu::{with_companion_stream, with_decode_slot};
 
