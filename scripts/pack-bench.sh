@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .dev/bin
-cargo bench --no-run --message-format=json 2>/dev/null | python3 -c 'import sys, json
+cargo bench --workspace --no-run --message-format=json 2>/dev/null | python3 -c 'import sys, json
 for line in sys.stdin:
     try: m = json.loads(line)
     except ValueError: continue

@@ -139,7 +139,13 @@ fn no_stage_imports_a_later_one_and_no_file_is_too_long() {
     assert!(all.len() > 20, "found only {} files under src/", all.len());
     // tests, benchmarks and scripts are rooms too: only their length is checked
     let mut others = Vec::new();
-    for dir in ["tests", "benches", "scripts", "examples"] {
+    for dir in [
+        "tests",
+        "benches",
+        "scripts",
+        "examples",
+        "cuparquet-datafusion",
+    ] {
         files(Path::new(dir), &mut others);
     }
     let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
@@ -211,4 +217,37 @@ fn the_import_scanner_sees_grouped_and_plain_paths() {
     );
     assert_eq!(stage(Path::new("src/lib.rs")).as_deref(), Some("lib"));
     assert_eq!(stage(Path::new("src/cli/main.rs")), None);
+}
+
+/// DESIGN.md: the DataFusion crate uses cuparquet's reader and never touches CUDA itself (no
+/// cudarc, no device memory or streams of its own).
+#[test]
+fn the_datafusion_crate_does_not_touch_cuda() {
+    let mut src = Vec::new();
+    files(Path::new("cuparquet-datafusion/src"), &mut src);
+    assert!(src.len() >= 5, "found only {} files", src.len());
+    let mut problems = Vec::new();
+    for path in &src {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for bad in [
+                "cudarc",
+                "cuparquet::device::",
+                "DeviceBuffer",
+                "unsafe {",
+                "unsafe fn",
+                "unsafe impl",
+            ] {
+                if code.contains(bad) {
+                    problems.push(format!("{}:{}: {bad}", path.display(), i + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "CUDA touched directly:\n{}",
+        problems.join("\n")
+    );
 }

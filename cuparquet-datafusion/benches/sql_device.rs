@@ -1,0 +1,312 @@
+//! SQL over cuparquet's scan against DataFusion's own Parquet scan and a `MemTable` of the same
+//! batches, in one run, on TPC-H-like tables — and the device→host copy of Q1's columns.
+//!
+//! `bench-sql_device` — environment:
+//! - `CUPARQUET_BENCH_DIR` (default `target/bench-data`): the tables go to
+//!   `tpch-<orders>/{lineitem,orders,customer}/part-N.parquet`, written when missing (SNAPPY,
+//!   row groups of about 1,000,000 rows, `CUPARQUET_BENCH_FILES` files per table, default 8);
+//! - `CUPARQUET_BENCH_ORDERS` (default 6,000,000: about 24M lineitem rows);
+//! - `CUPARQUET_BENCH_ROUNDS` (default 5), `CUPARQUET_BENCH_OUT` (JSON lines appended);
+//! - `CUPARQUET_BENCH_PARTITIONS` (default: the cores).
+//!
+//! Each query runs once per scan as a warm-up whose answer must equal DataFusion's; then the
+//! scans take turns, round by round. Figures: best and median wall time from `ctx.sql` to the
+//! collected answer, warm page cache.
+//!
+//! The queries' SQL is also written to `<dir>/queries.json` for other engines (DuckDB:
+//! `scripts/duckdb_tpch.py`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cuparquet::{Device, ParquetGpuReader};
+use cuparquet_datafusion::{register_gpu_parquet, tpch, GpuScanOptions};
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use datafusion::datasource::MemTable;
+use datafusion::parquet::basic::Compression;
+use datafusion::parquet::file::properties::WriterProperties;
+use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+
+fn env_usize(k: &str, d: usize) -> usize {
+    std::env::var(k)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(d)
+}
+
+const TABLES: [&str; 3] = ["lineitem", "orders", "customer"];
+const QUERIES: [(&str, &str); 4] = [
+    ("Q1", tpch::Q1),
+    ("Q3", tpch::Q3),
+    ("Q6", tpch::Q6),
+    ("Q12", tpch::Q12),
+];
+
+fn tables(dir: &Path, orders: usize, files: usize) -> PathBuf {
+    let root = dir.join(format!("tpch-{orders}"));
+    if !root.join("done").exists() {
+        let t = Instant::now();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_max_row_group_row_count(Some(1_000_000))
+            .build();
+        let _ = std::fs::remove_dir_all(&root);
+        let written = tpch::write_tables(&root, orders, files, &props).expect("writing the tables");
+        std::fs::write(root.join("done"), b"").unwrap();
+        eprintln!(
+            "wrote {} lineitem rows in {files} files in {:.1} s",
+            written.lineitem_rows,
+            t.elapsed().as_secs_f64()
+        );
+    }
+    root
+}
+
+fn config(partitions: usize) -> SessionConfig {
+    SessionConfig::new().with_target_partitions(partitions)
+}
+
+async fn gpu_ctx(root: &Path, cfg: SessionConfig, device: Device) -> SessionContext {
+    let ctx = SessionContext::new_with_config(cfg);
+    for t in TABLES {
+        let dir = format!("{}/", root.join(t).display());
+        let options = GpuScanOptions::default().with_device(device);
+        register_gpu_parquet(&ctx, t, &dir, options).await.unwrap();
+    }
+    ctx
+}
+
+async fn df_ctx(root: &Path, partitions: usize) -> SessionContext {
+    let ctx = SessionContext::new_with_config(config(partitions));
+    for t in TABLES {
+        let dir = format!("{}/", root.join(t).display());
+        ctx.register_parquet(t, dir, ParquetReadOptions::default())
+            .await
+            .unwrap();
+    }
+    ctx
+}
+
+/// The tables in memory as `from` scans them (the same batches), partitioned as it yields
+/// them.
+async fn mem_ctx(from: &SessionContext, partitions: usize) -> SessionContext {
+    let ctx = SessionContext::new_with_config(config(partitions));
+    for t in TABLES {
+        let df = from.table(t).await.unwrap();
+        let schema = Arc::new(df.schema().as_arrow().clone());
+        let parts = df.collect_partitioned().await.unwrap();
+        ctx.register_table(t, Arc::new(MemTable::try_new(schema, parts).unwrap()))
+            .unwrap();
+    }
+    ctx
+}
+
+async fn run(ctx: &SessionContext, sql: &str) -> (Duration, Vec<RecordBatch>) {
+    let t = Instant::now();
+    let out = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+    (t.elapsed(), out)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn best_median(mut v: Vec<Duration>) -> (f64, f64) {
+    v.sort();
+    (ms(v[0]), ms(v[v.len() / 2]))
+}
+
+/// Q1's columns loaded into device memory, then copied back: GB/s of the copy (bytes of the
+/// host batches over the time of every `to_host`, one thread, then 4 threads).
+fn device_to_host(root: &Path, rounds: usize) -> Option<String> {
+    if cuparquet::device::probe_cuda().devices == 0 {
+        return None;
+    }
+    let files: Vec<PathBuf> = {
+        let mut v: Vec<_> = std::fs::read_dir(root.join("lineitem"))
+            .ok()?
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+            .collect();
+        v.sort();
+        v
+    };
+    let cols = [
+        "l_returnflag",
+        "l_linestatus",
+        "l_quantity",
+        "l_extendedprice",
+        "l_discount",
+        "l_tax",
+        "l_shipdate",
+    ];
+    let mut batches = Vec::new();
+    for f in &files {
+        let r = ParquetGpuReader::builder(f)
+            .with_columns(cols)
+            .with_device(Device::Cuda(0))
+            .build()
+            .unwrap();
+        batches.extend(r.load().unwrap().batches);
+    }
+    let mut lines = Vec::new();
+    for threads in [1usize, 4] {
+        let mut times = Vec::new();
+        let mut bytes = 0;
+        for _ in 0..rounds {
+            let t = Instant::now();
+            let chunk = batches.len().div_ceil(threads);
+            bytes = std::thread::scope(|s| {
+                let hs: Vec<_> = batches
+                    .chunks(chunk)
+                    .map(|part| {
+                        s.spawn(move || {
+                            part.iter()
+                                .map(|b| b.to_host().unwrap().get_array_memory_size())
+                                .sum::<usize>()
+                        })
+                    })
+                    .collect();
+                hs.into_iter().map(|h| h.join().unwrap()).sum::<usize>()
+            });
+            times.push(t.elapsed());
+        }
+        let (best, med) = best_median(times);
+        lines.push(format!(
+            "device→host of Q1's 7 columns ({} batches, {:.2} GB), {threads} thread(s): best {best:.1} ms ({:.1} GB/s), median {med:.1} ms",
+            batches.len(),
+            bytes as f64 / 1e9,
+            bytes as f64 / 1e6 / best,
+        ));
+    }
+    Some(lines.join("\n"))
+}
+
+fn main() {
+    let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cores)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(bench(cores));
+}
+
+async fn bench(cores: usize) {
+    let dir = PathBuf::from(
+        std::env::var("CUPARQUET_BENCH_DIR").unwrap_or_else(|_| "target/bench-data".into()),
+    );
+    let orders = env_usize("CUPARQUET_BENCH_ORDERS", 6_000_000);
+    let files = env_usize("CUPARQUET_BENCH_FILES", 8);
+    let rounds = env_usize("CUPARQUET_BENCH_ROUNDS", 5).max(1);
+    let partitions = env_usize("CUPARQUET_BENCH_PARTITIONS", cores);
+    let root = tables(&dir, orders, files);
+    let queries: serde_json::Map<String, serde_json::Value> = QUERIES
+        .iter()
+        .map(|(n, q)| (n.to_string(), serde_json::Value::from(*q)))
+        .collect();
+    std::fs::write(
+        root.join("queries.json"),
+        serde_json::to_vec_pretty(&queries).unwrap(),
+    )
+    .unwrap();
+
+    let gpu_device = if cuparquet::device::probe_cuda().devices > 0 {
+        Device::Cuda(0)
+    } else {
+        Device::Host
+    };
+    let gpu = gpu_ctx(&root, config(partitions), gpu_device).await;
+    // one partition per file group, not byte ranges: fewer, larger loads
+    let per_file = gpu_ctx(
+        &root,
+        config(partitions).with_repartition_file_scans(false),
+        gpu_device,
+    )
+    .await;
+    let host = gpu_ctx(&root, config(partitions), Device::Host).await;
+    let df = df_ctx(&root, partitions).await;
+    let mem = mem_ctx(&gpu, partitions).await;
+    let scans: [(&str, &SessionContext); 5] = [
+        ("cuparquet", &gpu),
+        ("cuparquet-per-file", &per_file),
+        ("cuparquet-host", &host),
+        ("datafusion", &df),
+        ("memtable", &mem),
+    ];
+    println!(
+        "machine: {cores} cores, {partitions} partitions; cuparquet scan on {gpu_device}; {orders} orders in {files} files per table; {rounds} rounds"
+    );
+    let mut out = std::env::var("CUPARQUET_BENCH_OUT").ok().map(|p| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .unwrap()
+    });
+    println!("| query | cuparquet | cuparquet, a partition per file | cuparquet on host | DataFusion's scan | MemTable | vs DataFusion | vs MemTable |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for (name, sql) in QUERIES {
+        let (_, reference) = run(&df, sql).await;
+        let want = pretty_format_batches(&reference).unwrap().to_string();
+        for (scan, ctx) in scans {
+            let (_, got) = run(ctx, sql).await;
+            let got = pretty_format_batches(&got).unwrap().to_string();
+            assert_eq!(
+                got, want,
+                "{name} through {scan} differs from DataFusion's scan"
+            );
+        }
+        let mut times: Vec<Vec<Duration>> = vec![Vec::new(); scans.len()];
+        for _ in 0..rounds {
+            for (i, (_, ctx)) in scans.iter().enumerate() {
+                times[i].push(run(ctx, sql).await.0);
+            }
+        }
+        let stats: Vec<(f64, f64)> = times.into_iter().map(best_median).collect();
+        let cell = |(b, m): (f64, f64)| format!("{b:.1} ms (median {m:.1})");
+        println!(
+            "| {name} | {} | {} | {} | {} | {} | {:.2}× | {:.2}× |",
+            cell(stats[0]),
+            cell(stats[1]),
+            cell(stats[2]),
+            cell(stats[3]),
+            cell(stats[4]),
+            stats[3].0 / stats[0].0,
+            stats[0].0 / stats[4].0,
+        );
+        if let Some(f) = out.as_mut() {
+            let fields: Vec<String> = scans
+                .iter()
+                .zip(&stats)
+                .map(|((s, _), (b, m))| {
+                    format!("\"{s}\":{{\"best_ms\":{b:.3},\"median_ms\":{m:.3}}}")
+                })
+                .collect();
+            writeln!(f, "{{\"query\":\"{name}\",\"orders\":{orders},\"files\":{files},\"partitions\":{partitions},{}}}", fields.join(",")).unwrap();
+        }
+    }
+    // where the scan's time goes: its metrics, summed over partitions
+    for (name, sql) in [QUERIES[0], QUERIES[2]] {
+        for (scan, ctx) in [scans[0], scans[1]] {
+            let (_, out) = run(ctx, &format!("EXPLAIN ANALYZE {sql}")).await;
+            let text = pretty_format_batches(&out).unwrap().to_string();
+            for line in text.lines().filter(|l| {
+                l.contains("DataSourceExec") || l.contains("AggregateExec: mode=Partial")
+            }) {
+                let metrics = line
+                    .split("metrics=")
+                    .nth(1)
+                    .unwrap_or(line)
+                    .trim_end_matches(['|', ' ']);
+                println!("{name} {scan}: {}", metrics);
+            }
+        }
+    }
+    if let Some(s) = device_to_host(&root, rounds) {
+        println!("{s}");
+    }
+}

@@ -1,0 +1,170 @@
+//! The file format: schemas and statistics from the footers, scans by cuparquet.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::Session;
+use datafusion::common::{internal_datafusion_err, not_impl_err, GetExt, Statistics};
+use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
+use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
+use datafusion::datasource::physical_plan::{
+    FileScanConfig, FileScanConfigBuilder, FileSinkConfig, FileSource,
+};
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::error::Result;
+use datafusion::physical_expr::LexRequirement;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion_datasource_parquet::ParquetFormat;
+use object_store::{ObjectMeta, ObjectStore};
+
+use crate::options::GpuScanOptions;
+use crate::source::GpuParquetSource;
+
+/// The name `CREATE EXTERNAL TABLE … STORED AS` knows the format by.
+pub const FORMAT_NAME: &str = "gpuparquet";
+
+/// Parquet files scanned by cuparquet. Schemas and statistics are read from the footers by
+/// DataFusion's own Parquet format (without view types, so string columns are `Utf8`, as
+/// cuparquet's batches hold them); scans go through [`GpuParquetSource`].
+#[derive(Debug)]
+pub struct GpuParquetFormat {
+    options: GpuScanOptions,
+    footers: ParquetFormat,
+}
+
+impl Default for GpuParquetFormat {
+    fn default() -> Self {
+        Self::new(GpuScanOptions::default())
+    }
+}
+
+impl GpuParquetFormat {
+    /// The format with these scan options.
+    pub fn new(options: GpuScanOptions) -> Self {
+        GpuParquetFormat {
+            options,
+            footers: ParquetFormat::new()
+                .with_force_view_types(false)
+                .with_binary_as_string(false),
+        }
+    }
+
+    /// The scan options.
+    pub fn options(&self) -> &GpuScanOptions {
+        &self.options
+    }
+}
+
+#[async_trait]
+impl FileFormat for GpuParquetFormat {
+    fn get_ext(&self) -> String {
+        "parquet".into()
+    }
+
+    fn get_ext_with_compression(&self, c: &FileCompressionType) -> Result<String> {
+        if c.is_compressed() {
+            return not_impl_err!(
+                "cuparquet reads Parquet files, not files compressed as a whole ({c:?})"
+            );
+        }
+        Ok(self.get_ext())
+    }
+
+    /// Uncompressed as a whole (pages carry their own codecs): a directory given to
+    /// `CREATE EXTERNAL TABLE` is read as its `*.parquet` files.
+    fn compression_type(&self) -> Option<FileCompressionType> {
+        Some(FileCompressionType::UNCOMPRESSED)
+    }
+
+    async fn infer_schema(
+        &self,
+        state: &dyn Session,
+        store: &Arc<dyn ObjectStore>,
+        objects: &[ObjectMeta],
+    ) -> Result<SchemaRef> {
+        self.footers.infer_schema(state, store, objects).await
+    }
+
+    async fn infer_stats(
+        &self,
+        state: &dyn Session,
+        store: &Arc<dyn ObjectStore>,
+        table_schema: SchemaRef,
+        object: &ObjectMeta,
+    ) -> Result<Statistics> {
+        self.footers
+            .infer_stats(state, store, table_schema, object)
+            .await
+    }
+
+    async fn create_physical_plan(
+        &self,
+        _state: &dyn Session,
+        conf: FileScanConfig,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let source = conf
+            .file_source()
+            .downcast_ref::<GpuParquetSource>()
+            .cloned()
+            .ok_or_else(|| internal_datafusion_err!("expected a GpuParquetSource"))?
+            .with_options(self.options.clone());
+        let conf = FileScanConfigBuilder::from(conf)
+            .with_source(Arc::new(source))
+            .build();
+        Ok(DataSourceExec::from_data_source(conf))
+    }
+
+    /// Writing is DataFusion's own Parquet writer.
+    async fn create_writer_physical_plan(
+        &self,
+        input: Arc<dyn ExecutionPlan>,
+        state: &dyn Session,
+        conf: FileSinkConfig,
+        order_requirements: Option<LexRequirement>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        self.footers
+            .create_writer_physical_plan(input, state, conf, order_requirements)
+            .await
+    }
+
+    fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
+        Arc::new(GpuParquetSource::new(table_schema, self.options.clone()))
+    }
+}
+
+/// Makes [`GpuParquetFormat`]s for `CREATE EXTERNAL TABLE … STORED AS GPUPARQUET`, each
+/// with these options and the statement's `OPTIONS` over them.
+#[derive(Debug, Clone, Default)]
+pub struct GpuParquetFormatFactory {
+    /// The options each table starts from.
+    pub options: GpuScanOptions,
+}
+
+impl FileFormatFactory for GpuParquetFormatFactory {
+    fn create(
+        &self,
+        _state: &dyn Session,
+        format_options: &HashMap<String, String>,
+    ) -> Result<Arc<dyn FileFormat>> {
+        let mut options = self.options.clone();
+        let mut keys: Vec<_> = format_options.iter().collect();
+        keys.sort();
+        for (k, v) in keys {
+            options.set(k, v)?;
+        }
+        Ok(Arc::new(GpuParquetFormat::new(options)))
+    }
+
+    fn default(&self) -> Arc<dyn FileFormat> {
+        Arc::new(GpuParquetFormat::new(self.options.clone()))
+    }
+}
+
+impl GetExt for GpuParquetFormatFactory {
+    fn get_ext(&self) -> String {
+        FORMAT_NAME.into()
+    }
+}

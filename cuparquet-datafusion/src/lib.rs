@@ -1,0 +1,115 @@
+//! # cuparquet-datafusion
+//!
+//! SQL over Parquet decoded on the GPU: a DataFusion file format whose scan is cuparquet's
+//! reader. Where there is no GPU the same scan decodes with arrow-rs on the host, so a query
+//! runs everywhere.
+//!
+//! ```text
+//!  SQL ─▶ DataFusion planner ─▶ DataSourceExec(FileScanConfig) ─▶ GpuParquetSource ─▶ GpuParquetOpener
+//!                                 files and row groups split        projection, the      per file: prune row groups and
+//!                                 over target_partitions            pushed filters       pages (DataFusion's PruningPredicate),
+//!                                                                                        then cuparquet's stream of batches
+//! ```
+//!
+//! It is built the way DataFusion's own Parquet scan is:
+//!
+//! * [`GpuParquetFormat`] is a [`FileFormat`](datafusion::datasource::file_format::FileFormat):
+//!   `ListingTable`, directories and `CREATE EXTERNAL TABLE … STORED AS GPUPARQUET` (after
+//!   [`register_gpu_parquet_format`]) use it. Schemas and statistics come from the footers,
+//!   as DataFusion's own format reads them (without view types: the batches hold `Utf8`).
+//! * [`GpuParquetSource`] is its [`FileSource`](datafusion::datasource::physical_plan::FileSource):
+//!   it takes the projection and the filters DataFusion pushes down, and prints them in
+//!   `EXPLAIN`.
+//! * [`GpuParquetOpener`] opens one file of a partition: it prunes row groups by their
+//!   statistics and pages by the page index with DataFusion's `PruningPredicate`, keeps only
+//!   the row groups of the partition's byte range, hands the resulting access plan to
+//!   [`cuparquet::ParquetGpuReader`] and streams its batches. The reader's blocking work runs
+//!   on a thread of its own, never on the async executor.
+//! * [`register_gpu_parquet`] registers a file or a directory as a table in one call.
+//!
+//! Filters are `Inexact`: they prune row groups and pages, and DataFusion keeps its own
+//! `FilterExec` over the rows that remain. `LIMIT` without a filter reads only the row groups it
+//! needs, and the stream stops once DataFusion has its rows.
+//!
+//! ## Output
+//!
+//! Batches are host [`RecordBatch`](datafusion::arrow::record_batch::RecordBatch)es for
+//! DataFusion's CPU operators: decoded on the GPU and copied back where a GPU is used, decoded
+//! by arrow-rs where there is none. A GPU engine takes them while still on the device with
+//! [`device_batches`]: the same scan, files and pruning, yielding
+//! [`cuparquet::LoadedBatch`]es.
+//!
+//! ## Example
+//!
+//! ```no_run
+//! # async fn f() -> datafusion::error::Result<()> {
+//! use datafusion::prelude::SessionContext;
+//! use cuparquet_datafusion::{register_gpu_parquet, GpuScanOptions};
+//!
+//! let ctx = SessionContext::new();
+//! register_gpu_parquet(&ctx, "lineitem", "data/lineitem/", GpuScanOptions::default()).await?;
+//! let df = ctx.sql("SELECT l_returnflag, sum(l_quantity) FROM lineitem GROUP BY 1").await?;
+//! df.show().await?;
+//! # Ok(())
+//! # }
+//! ```
+#![deny(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+mod adapt;
+mod device;
+mod format;
+mod opener;
+mod options;
+mod prune;
+mod source;
+pub mod tpch;
+
+use std::sync::Arc;
+
+use datafusion::datasource::listing::{
+    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+};
+use datafusion::datasource::listing_table_factory::ListingTableFactory;
+use datafusion::error::Result;
+use datafusion::prelude::SessionContext;
+
+pub use device::{device_batches, DeviceBatchStream};
+pub use format::{GpuParquetFormat, GpuParquetFormatFactory, FORMAT_NAME};
+pub use opener::GpuParquetOpener;
+pub use options::{GpuScanOptions, OPTION_KEYS};
+pub use source::GpuParquetSource;
+
+/// Registers the file or directory at `path` (a local path or a `file://` URL; a directory
+/// means every `.parquet` file in it) as the table `name`, scanned by cuparquet.
+pub async fn register_gpu_parquet(
+    ctx: &SessionContext,
+    name: &str,
+    path: &str,
+    options: GpuScanOptions,
+) -> Result<()> {
+    let url = ListingTableUrl::parse(path)?;
+    let listing = ListingOptions::new(Arc::new(GpuParquetFormat::new(options)))
+        .with_file_extension(".parquet");
+    let state = ctx.state();
+    let schema = listing.infer_schema(&state, &url).await?;
+    let config = ListingTableConfig::new(url)
+        .with_listing_options(listing)
+        .with_schema(schema);
+    ctx.register_table(name, Arc::new(ListingTable::try_new(config)?))?;
+    Ok(())
+}
+
+/// Makes `CREATE EXTERNAL TABLE … STORED AS GPUPARQUET LOCATION '…'` scan with cuparquet.
+/// `OPTIONS` take the keys of [`GpuScanOptions::set`] (`'device' 'host'`, `'batch_rows'
+/// '65536'`, …). DataFusion's own `STORED AS PARQUET` is left as it is.
+pub fn register_gpu_parquet_format(ctx: &SessionContext) -> Result<()> {
+    let state = ctx.state_ref();
+    let mut state = state.write();
+    state.register_file_format(Arc::new(GpuParquetFormatFactory::default()), true)?;
+    state.table_factories_mut().insert(
+        FORMAT_NAME.to_uppercase(),
+        Arc::new(ListingTableFactory::new()),
+    );
+    Ok(())
+}

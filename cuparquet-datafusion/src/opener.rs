@@ -1,0 +1,428 @@
+//! Opening one file of a partition: prune, plan, and stream cuparquet's batches, the blocking
+//! work on a thread of its own.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cuparquet::{LoadedBatch, ParquetGpuReader};
+use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::common::{DataFusionError, Result};
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::{FileOpenFuture, FileOpener};
+use datafusion::physical_expr::simplifier::PhysicalExprSimplifier;
+use datafusion::physical_expr_adapter::{
+    DefaultPhysicalExprAdapterFactory, PhysicalExprAdapterFactory,
+};
+use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder, Time};
+use datafusion::physical_plan::PhysicalExpr;
+use datafusion_datasource_parquet::ParquetFileMetrics;
+use futures::{FutureExt, StreamExt};
+use tokio::sync::mpsc;
+
+use crate::options::GpuScanOptions;
+use crate::prune::{access_plan, rows_of, to_reader_access, Pruning};
+
+/// Batches a scan thread hands over before it waits for the consumer.
+const CHANNEL_BATCHES: usize = 2;
+
+/// Rows per batch of a scan that reads no column (`COUNT(*)`): only row counts.
+const COUNT_BATCH_ROWS: usize = 1 << 20;
+
+/// Opens the files of one partition for [`GpuParquetSource`](crate::GpuParquetSource):
+/// yields host batches of the file columns read, in the file schema's order.
+pub struct GpuParquetOpener {
+    partition: usize,
+    /// The table's columns that come from files.
+    file_schema: SchemaRef,
+    /// The columns read (indices into `file_schema`) and their schema.
+    columns: Vec<usize>,
+    output_schema: SchemaRef,
+    predicate: Option<Arc<dyn PhysicalExpr>>,
+    pruning: Pruning,
+    limit: Option<usize>,
+    options: GpuScanOptions,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl std::fmt::Debug for GpuParquetOpener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuParquetOpener")
+            .field("partition", &self.partition)
+            .field("columns", &self.columns)
+            .field("limit", &self.limit)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GpuParquetOpener {
+    pub(crate) fn new(
+        partition: usize,
+        file_schema: SchemaRef,
+        columns: Vec<usize>,
+        predicate: Option<Arc<dyn PhysicalExpr>>,
+        limit: Option<usize>,
+        options: GpuScanOptions,
+        metrics: ExecutionPlanMetricsSet,
+    ) -> Self {
+        let output_schema = Arc::new(Schema::new_with_metadata(
+            columns
+                .iter()
+                .map(|&i| file_schema.field(i).clone())
+                .collect::<Vec<_>>(),
+            file_schema.metadata().clone(),
+        ));
+        let pruning = Pruning::new(
+            predicate.as_ref(),
+            &file_schema,
+            options.pruning,
+            options.pruning && options.page_index,
+        );
+        GpuParquetOpener {
+            partition,
+            file_schema,
+            columns,
+            output_schema,
+            pruning,
+            predicate,
+            limit,
+            options,
+            metrics,
+        }
+    }
+
+    /// The schema of the batches it yields.
+    pub fn output_schema(&self) -> &SchemaRef {
+        &self.output_schema
+    }
+
+    /// The work of opening `file`, to run on a thread of its own.
+    pub(crate) fn job(&self, file: PartitionedFile) -> ScanJob {
+        let name = file.object_meta.location.to_string();
+        ScanJob {
+            file,
+            file_schema: Arc::clone(&self.file_schema),
+            columns: self
+                .columns
+                .iter()
+                .map(|&i| self.file_schema.field(i).name().clone())
+                .collect(),
+            output_schema: Arc::clone(&self.output_schema),
+            predicate: self.predicate.clone(),
+            pruning: self.pruning.clone(),
+            limit: self.limit,
+            options: self.options.clone(),
+            metrics: ScanMetrics::new(&self.metrics, self.partition, &name),
+            name,
+        }
+    }
+}
+
+impl FileOpener for GpuParquetOpener {
+    fn open(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
+        let job = self.job(file);
+        let rx = spawn(job, |job, b| match b {
+            Scanned::Rows(n) => job.count_batch(n),
+            Scanned::Batch(b) => job.host_batch(b),
+        })?;
+        Ok(async move { Ok(channel_stream(rx).boxed()) }.boxed())
+    }
+}
+
+/// What a scan thread produces: batches, or, for a scan that reads no column of the file,
+/// row counts.
+pub(crate) enum Scanned {
+    Rows(usize),
+    Batch(LoadedBatch),
+}
+
+/// Runs `job` on a thread of its own, each item converted by `convert` there; the receiver
+/// gets them. Dropping the receiver stops the thread at its next batch.
+pub(crate) fn spawn<T: Send + 'static>(
+    job: ScanJob,
+    convert: impl Fn(&ScanJob, Scanned) -> Result<T> + Send + 'static,
+) -> Result<mpsc::Receiver<Result<T>>> {
+    let (tx, rx) = mpsc::channel(CHANNEL_BATCHES);
+    std::thread::Builder::new()
+        .name("cuparquet-scan".into())
+        .spawn(move || {
+            // a panic must end the stream with an error, never end it early and quietly (a
+            // query answered from part of the file)
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                job.run(&mut |item| {
+                    let item = item.and_then(|s| convert(&job, s));
+                    tx.blocking_send(item).is_ok()
+                })
+            }));
+            if let Err(p) = ran {
+                let why = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                let _ = tx.blocking_send(Err(DataFusionError::Execution(format!(
+                    "the cuparquet scan of {} panicked: {why}",
+                    job.name
+                ))));
+            }
+        })
+        .map_err(|e| DataFusionError::Execution(format!("cannot start a scan thread: {e}")))?;
+    Ok(rx)
+}
+
+/// The items of `rx` as a stream.
+pub(crate) fn channel_stream<T: Send + 'static>(
+    rx: mpsc::Receiver<T>,
+) -> impl futures::Stream<Item = T> + Send + 'static {
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|v| (v, rx)) })
+}
+
+/// The scan's metrics of one file: DataFusion's Parquet pruning counters and cuparquet's own.
+pub(crate) struct ScanMetrics {
+    pub(crate) parquet: ParquetFileMetrics,
+    /// Time to read the footer, prune and plan.
+    open_time: Time,
+    /// Time in the reader's stream: reads and decodes.
+    load_time: Time,
+    /// Time to copy device batches to the host.
+    to_host_time: Time,
+    /// Bytes the reads of the file's plan cover (column chunks and coalesced gaps).
+    bytes_read: Count,
+    /// Rows the reader yields.
+    rows_read: Count,
+    /// Batches decoded on a GPU.
+    device_batches: Count,
+}
+
+impl ScanMetrics {
+    fn new(set: &ExecutionPlanMetricsSet, partition: usize, file: &str) -> Self {
+        let b = || MetricBuilder::new(set);
+        ScanMetrics {
+            parquet: ParquetFileMetrics::new(partition, file, set),
+            open_time: b().subset_time("cuparquet_open_time", partition),
+            load_time: b().subset_time("cuparquet_load_time", partition),
+            to_host_time: b().subset_time("cuparquet_to_host_time", partition),
+            bytes_read: b().counter("cuparquet_bytes_read", partition),
+            rows_read: b().counter("cuparquet_rows_read", partition),
+            device_batches: b().counter("cuparquet_device_batches", partition),
+        }
+    }
+}
+
+/// Opening and reading one file.
+pub(crate) struct ScanJob {
+    file: PartitionedFile,
+    name: String,
+    file_schema: SchemaRef,
+    columns: Vec<String>,
+    output_schema: SchemaRef,
+    predicate: Option<Arc<dyn PhysicalExpr>>,
+    /// The predicate's pruning over the table's file schema (files whose own schema differs
+    /// get theirs, [`ScanJob::file_pruning`]).
+    pruning: Pruning,
+    limit: Option<usize>,
+    options: GpuScanOptions,
+    pub(crate) metrics: ScanMetrics,
+}
+
+impl ScanJob {
+    /// The file's local path.
+    fn path(&self) -> Result<PathBuf> {
+        let store = object_store::local::LocalFileSystem::new();
+        store
+            .path_to_filesystem(&self.file.object_meta.location)
+            .map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name)))
+    }
+
+    /// Prunes and plans the file, then hands each batch to `emit` until it returns false.
+    /// An error is handed over once, then the scan ends.
+    pub(crate) fn run(&self, emit: &mut dyn FnMut(Result<Scanned>) -> bool) {
+        match self.open() {
+            Err(e) => {
+                emit(Err(e));
+            }
+            Ok(Opened::Nothing) => {}
+            Ok(Opened::Rows(mut rows)) => {
+                while rows > 0 {
+                    let n = rows.min(COUNT_BATCH_ROWS);
+                    rows -= n;
+                    if !emit(Ok(Scanned::Rows(n))) {
+                        return;
+                    }
+                }
+            }
+            Ok(Opened::Reader(reader)) => {
+                self.metrics
+                    .bytes_read
+                    .add(reader.plan().request_bytes() as usize);
+                let mut batches = reader.batches();
+                loop {
+                    let t = self.metrics.load_time.timer();
+                    let next = batches.next();
+                    t.done();
+                    let Some(b) = next else { break };
+                    let item = b.map_err(|e| external(&self.name, e));
+                    let failed = item.is_err();
+                    if let Ok(b) = &item {
+                        self.metrics.rows_read.add(b.num_rows());
+                        if b.as_device().is_some() {
+                            self.metrics.device_batches.add(1);
+                        }
+                    }
+                    if !emit(item.map(Scanned::Batch)) || failed {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn open(&self) -> Result<Opened> {
+        let _t = self.metrics.open_time.timer();
+        let path = self.path()?;
+        let page_index = self.pruning.wants_page_index();
+        let meta = cuparquet::reader::read_footer(&path, page_index)
+            .map_err(|e| external(&self.name, e))?;
+        let md = &meta.metadata;
+        let (schema, pruning) = self.file_pruning(md)?;
+        let plan = access_plan(
+            &self.file,
+            md,
+            &schema,
+            &pruning,
+            self.predicate.is_some(),
+            self.limit,
+            &self.metrics.parquet,
+        )?;
+        if plan.row_group_index_iter().next().is_none() {
+            return Ok(Opened::Nothing);
+        }
+        // the table's columns this file has (a file may lack some: they read as nulls)
+        let root = md.file_metadata().schema_descr().root_schema();
+        let present: Vec<&String> = self
+            .columns
+            .iter()
+            .filter(|c| root.get_fields().iter().any(|f| f.name() == c.as_str()))
+            .collect();
+        if present.is_empty() {
+            return Ok(Opened::Rows(rows_of(&plan, md)));
+        }
+        let mut b = ParquetGpuReader::builder(&path)
+            .with_metadata(Arc::new(meta))
+            .with_columns(present.iter().map(|c| quoted(c)))
+            .with_device(self.options.device)
+            .with_access_plan(to_reader_access(plan));
+        if let Some(n) = self.options.batch_rows {
+            b = b.with_batch_rows(n);
+        }
+        if let Some(m) = self.options.memory_budget {
+            b = b.with_memory_budget(m);
+        }
+        let reader = b.build().map_err(|e| external(&self.name, e))?;
+        Ok(Opened::Reader(reader))
+    }
+
+    /// The schema pruning sees for this file, and the pruning: the table's, or — where the
+    /// file's own columns differ (some missing, other types) — the predicate rewritten for the
+    /// file as DataFusion's own scan does (a missing column is null), so that statistics of
+    /// one file are never read as another column's.
+    fn file_pruning(
+        &self,
+        md: &cuparquet::parquet::file::metadata::ParquetMetaData,
+    ) -> Result<(SchemaRef, Pruning)> {
+        let Some(predicate) = &self.predicate else {
+            return Ok((Arc::clone(&self.file_schema), self.pruning.clone()));
+        };
+        let fm = md.file_metadata();
+        let physical = cuparquet::parquet::arrow::parquet_to_arrow_schema(
+            fm.schema_descr(),
+            fm.key_value_metadata(),
+        )
+        .map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name)))?;
+        let same = physical.fields().len() == self.file_schema.fields().len()
+            && physical
+                .fields()
+                .iter()
+                .zip(self.file_schema.fields())
+                .all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type());
+        if same {
+            return Ok((Arc::clone(&self.file_schema), self.pruning.clone()));
+        }
+        let physical = Arc::new(physical);
+        let rewritten = DefaultPhysicalExprAdapterFactory
+            .create(Arc::clone(&self.file_schema), Arc::clone(&physical))?
+            .rewrite(Arc::clone(predicate))?;
+        let rewritten = PhysicalExprSimplifier::new(&physical).simplify(rewritten)?;
+        let pruning = Pruning::new(
+            Some(&rewritten),
+            &physical,
+            self.options.pruning,
+            self.options.pruning && self.options.page_index,
+        );
+        Ok((physical, pruning))
+    }
+
+    /// A batch of `rows` rows of a scan that reads no column of this file: no column, or
+    /// only columns the file lacks (all null).
+    fn count_batch(&self, rows: usize) -> Result<RecordBatch> {
+        let empty = RecordBatch::try_new_with_options(
+            Arc::new(Schema::empty()),
+            vec![],
+            &RecordBatchOptions::new().with_row_count(Some(rows)),
+        )?;
+        crate::adapt::to_schema(&empty, &self.output_schema, &self.name)
+    }
+
+    /// `b` on the host, in the output schema.
+    fn host_batch(&self, b: LoadedBatch) -> Result<RecordBatch> {
+        let t = self.metrics.to_host_time.timer();
+        let host = b.into_host().map_err(|e| external(&self.name, e))?;
+        t.done();
+        crate::adapt::to_schema(&host, &self.output_schema, &self.name)
+    }
+}
+
+enum Opened {
+    /// Nothing of the file is read.
+    Nothing,
+    /// Only the number of rows is wanted.
+    Rows(usize),
+    Reader(ParquetGpuReader),
+}
+
+/// A column name as cuparquet's paths take it: backquoted where it holds a dot.
+fn quoted(name: &str) -> String {
+    if name.contains('.') {
+        format!("`{name}`")
+    } else {
+        name.to_string()
+    }
+}
+
+/// A cuparquet error as DataFusion's, naming the file.
+pub(crate) fn external(file: &str, e: cuparquet::Error) -> DataFusionError {
+    DataFusionError::External(Box::new(ScanError {
+        file: file.to_string(),
+        source: e,
+    }))
+}
+
+/// A cuparquet error in a scan of `file`.
+#[derive(Debug)]
+struct ScanError {
+    file: String,
+    source: cuparquet::Error,
+}
+
+impl std::fmt::Display for ScanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cuparquet scan of {}: {}", self.file, self.source)
+    }
+}
+
+impl std::error::Error for ScanError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}

@@ -1,0 +1,137 @@
+//! How the scan reads: the device, batch rows, the page index, the memory budget.
+
+use cuparquet::Device;
+use datafusion::error::{DataFusionError, Result};
+
+/// The scan's settings. Settings not given here come from cuparquet's `CUPARQUET_*`
+/// environment variables, then from its defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuScanOptions {
+    /// Where batches are decoded: [`Device::Auto`] (default: the GPU when one can be used,
+    /// else the host), [`Device::Host`] or [`Device::Cuda`].
+    pub device: Device,
+    /// Rows per batch; `None` (default): cuparquet's default (2^20), or
+    /// `CUPARQUET_BATCH_ROWS`. Not DataFusion's `batch_size` (8,192): a GPU decodes batches
+    /// of a million rows as fast as batches of eight thousand.
+    pub batch_rows: Option<usize>,
+    /// Read the page index to prune pages by the filters and to read only the pages of the
+    /// rows kept (default true).
+    pub page_index: bool,
+    /// Prune row groups by their statistics (default true).
+    pub pruning: bool,
+    /// A device-memory budget for each file's load; `None`: cuparquet's default.
+    pub memory_budget: Option<u64>,
+}
+
+impl Default for GpuScanOptions {
+    fn default() -> Self {
+        GpuScanOptions {
+            device: Device::Auto,
+            batch_rows: None,
+            page_index: true,
+            pruning: true,
+            memory_budget: None,
+        }
+    }
+}
+
+/// The keys [`GpuScanOptions::set`] takes.
+pub const OPTION_KEYS: [&str; 5] = [
+    "device",
+    "batch_rows",
+    "page_index",
+    "pruning",
+    "memory_budget",
+];
+
+impl GpuScanOptions {
+    /// The scan on `device`.
+    pub fn with_device(mut self, device: Device) -> Self {
+        self.device = device;
+        self
+    }
+
+    /// Batches of about `rows` rows.
+    pub fn with_batch_rows(mut self, rows: usize) -> Self {
+        self.batch_rows = Some(rows);
+        self
+    }
+
+    /// Sets one option by name, as `CREATE EXTERNAL TABLE … OPTIONS (…)` gives them (with or
+    /// without a `format.` prefix): `device` (`auto`, `host`, `cuda:N`), `batch_rows`,
+    /// `page_index` and `pruning` (`true`/`false`), `memory_budget` (bytes, or `512MiB`).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let key = key.strip_prefix("format.").unwrap_or(key);
+        let bad = |why: String| {
+            DataFusionError::Configuration(format!("cuparquet option {key} = {value:?}: {why}"))
+        };
+        match key {
+            "device" => {
+                self.device = value.parse().map_err(|e| bad(format!("{e}")))?;
+            }
+            "batch_rows" => {
+                let n: usize = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| bad("expected a number of rows".into()))?;
+                if n == 0 {
+                    return Err(bad("must be at least 1".into()));
+                }
+                self.batch_rows = Some(n);
+            }
+            "page_index" => self.page_index = parse_bool(value).ok_or_else(|| bad(bool_why()))?,
+            "pruning" => self.pruning = parse_bool(value).ok_or_else(|| bad(bool_why()))?,
+            "memory_budget" => {
+                let n = cuparquet::config::parse_size("memory_budget", value)
+                    .map_err(|e| bad(format!("{e}")))?;
+                self.memory_budget = Some(n);
+            }
+            _ => {
+                return Err(bad(format!(
+                    "unknown option; the options are {}",
+                    OPTION_KEYS.join(", ")
+                )))
+            }
+        }
+        Ok(())
+    }
+}
+
+fn bool_why() -> String {
+    "expected true or false".into()
+}
+
+fn parse_bool(v: &str) -> Option<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_parse_and_refuse() {
+        let mut o = GpuScanOptions::default();
+        o.set("format.device", "host").unwrap();
+        o.set("batch_rows", "65536").unwrap();
+        o.set("page_index", "false").unwrap();
+        o.set("memory_budget", "512MiB").unwrap();
+        assert_eq!(o.device, Device::Host);
+        assert_eq!(o.batch_rows, Some(65536));
+        assert!(!o.page_index);
+        assert_eq!(o.memory_budget, Some(512 << 20));
+        let e = o.set("batch_rows", "0").unwrap_err().to_string();
+        assert!(e.contains("batch_rows") && e.contains("at least 1"), "{e}");
+        let e = o.set("colour", "red").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown option") && e.contains("page_index"),
+            "{e}"
+        );
+        let e = o.set("device", "tpu").unwrap_err().to_string();
+        assert!(e.contains("device"), "{e}");
+    }
+}

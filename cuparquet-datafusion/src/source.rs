@@ -1,0 +1,221 @@
+//! The scan's `FileSource`: projection, pushed filters, `EXPLAIN`, metrics.
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{exec_err, Result};
+use datafusion::datasource::physical_plan::{FileOpener, FileScanConfig, FileSource};
+use datafusion::datasource::projection::{ProjectionOpener, SplitProjection};
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::physical_expr::conjunction;
+use datafusion::physical_expr::projection::ProjectionExprs;
+use datafusion::physical_plan::filter_pushdown::{FilterPushdownPropagation, PushedDown};
+use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
+use datafusion::physical_plan::{apply_expression_roots, DisplayFormatType, PhysicalExpr};
+use object_store::ObjectStore;
+
+use crate::opener::GpuParquetOpener;
+use crate::options::GpuScanOptions;
+
+/// cuparquet's scan inside DataFusion's `DataSourceExec`. It takes the columns DataFusion
+/// projects (expressions over them are evaluated on the batches read) and the filters it
+/// pushes down. Filters prune row groups and pages and stay `Inexact`: DataFusion keeps its
+/// `FilterExec` over the rows read.
+#[derive(Clone)]
+pub struct GpuParquetSource {
+    table_schema: TableSchema,
+    projection: SplitProjection,
+    predicate: Option<Arc<dyn PhysicalExpr>>,
+    options: GpuScanOptions,
+    batch_size: Option<usize>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl fmt::Debug for GpuParquetSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GpuParquetSource")
+            .field("file_columns", &self.projection.file_indices)
+            .field("predicate", &self.predicate.as_ref().map(|p| p.to_string()))
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GpuParquetSource {
+    /// A scan of every column of `table_schema`, with no filter.
+    pub fn new(table_schema: impl Into<TableSchema>, options: GpuScanOptions) -> Self {
+        let table_schema = table_schema.into();
+        GpuParquetSource {
+            projection: SplitProjection::unprojected(&table_schema),
+            table_schema,
+            predicate: None,
+            options,
+            batch_size: None,
+            metrics: ExecutionPlanMetricsSet::new(),
+        }
+    }
+
+    /// The same scan with these options.
+    pub fn with_options(mut self, options: GpuScanOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The same scan, pruning by `predicate` (over the table schema) too.
+    pub fn with_predicate(mut self, predicate: Arc<dyn PhysicalExpr>) -> Self {
+        self.predicate = Some(match self.predicate.take() {
+            Some(p) => conjunction([p, predicate]),
+            None => predicate,
+        });
+        self
+    }
+
+    /// The scan options.
+    pub fn options(&self) -> &GpuScanOptions {
+        &self.options
+    }
+
+    /// The indices (into the file schema) of the columns read.
+    pub fn file_columns(&self) -> &[usize] {
+        &self.projection.file_indices
+    }
+
+    /// The opener of one partition's files, yielding batches of the file columns read
+    /// ([`file_columns`](Self::file_columns)), on the host or (through
+    /// [`device_batches`](crate::device_batches)) where they were decoded.
+    pub(crate) fn opener(
+        &self,
+        base_config: &FileScanConfig,
+        partition: usize,
+    ) -> Result<GpuParquetOpener> {
+        let url = base_config.object_store_url.as_str();
+        if !url.starts_with("file://") {
+            return exec_err!(
+                "cuparquet reads local files only; this table is on {url}: \
+                 use DataFusion's own Parquet format for object stores"
+            );
+        }
+        Ok(GpuParquetOpener::new(
+            partition,
+            self.table_schema.file_schema().clone(),
+            self.projection.file_indices.clone(),
+            self.predicate.clone(),
+            base_config.limit,
+            self.options.clone(),
+            self.metrics.clone(),
+        ))
+    }
+}
+
+impl FileSource for GpuParquetSource {
+    fn create_file_opener(
+        &self,
+        _object_store: Arc<dyn ObjectStore>,
+        base_config: &FileScanConfig,
+        partition: usize,
+    ) -> Result<Arc<dyn FileOpener>> {
+        let inner: Arc<dyn FileOpener> = Arc::new(self.opener(base_config, partition)?);
+        ProjectionOpener::try_new(
+            self.projection.clone(),
+            inner,
+            self.table_schema.file_schema(),
+        )
+    }
+
+    fn table_schema(&self) -> &TableSchema {
+        &self.table_schema
+    }
+
+    fn with_batch_size(&self, batch_size: usize) -> Arc<dyn FileSource> {
+        let mut s = self.clone();
+        s.batch_size = Some(batch_size);
+        Arc::new(s)
+    }
+
+    fn filter(&self) -> Option<Arc<dyn PhysicalExpr>> {
+        self.predicate.clone()
+    }
+
+    fn projection(&self) -> Option<&ProjectionExprs> {
+        Some(&self.projection.source)
+    }
+
+    fn try_pushdown_projection(
+        &self,
+        projection: &ProjectionExprs,
+    ) -> Result<Option<Arc<dyn FileSource>>> {
+        let mut s = self.clone();
+        let merged = self.projection.source.try_merge(projection)?;
+        s.projection = SplitProjection::new(self.table_schema.file_schema(), &merged);
+        Ok(Some(Arc::new(s)))
+    }
+
+    fn metrics(&self) -> &ExecutionPlanMetricsSet {
+        &self.metrics
+    }
+
+    fn file_type(&self) -> &str {
+        "gpuparquet"
+    }
+
+    fn fmt_extra(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match t {
+            DisplayFormatType::Default | DisplayFormatType::Verbose => {
+                write!(f, ", device={}", self.options.device)?;
+                if let Some(p) = &self.predicate {
+                    write!(f, ", predicate={p}")?;
+                    if let Some(pp) =
+                        crate::prune::pruning_predicate(p, self.table_schema.file_schema())
+                    {
+                        write!(f, ", pruning_predicate={}", pp.predicate_expr())?;
+                    }
+                }
+                if self.options.page_index {
+                    write!(f, ", page_index=true")?;
+                }
+                Ok(())
+            }
+            DisplayFormatType::TreeRender => {
+                writeln!(f, "device={}", self.options.device)?;
+                if let Some(p) = &self.predicate {
+                    writeln!(f, "predicate={p}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Every filter prunes row groups and pages; none is applied to rows, so DataFusion
+    /// keeps each (`PushedDown::No`).
+    fn try_pushdown_filters(
+        &self,
+        filters: Vec<Arc<dyn PhysicalExpr>>,
+        _config: &ConfigOptions,
+    ) -> Result<FilterPushdownPropagation<Arc<dyn FileSource>>> {
+        if filters.is_empty() || !self.options.pruning {
+            return Ok(FilterPushdownPropagation::with_parent_pushdown_result(
+                vec![PushedDown::No; filters.len()],
+            ));
+        }
+        let n = filters.len();
+        let s = self.clone().with_predicate(conjunction(filters));
+        Ok(
+            FilterPushdownPropagation::with_parent_pushdown_result(vec![PushedDown::No; n])
+                .with_updated_node(Arc::new(s) as Arc<dyn FileSource>),
+        )
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        apply_expression_roots(
+            self.predicate
+                .iter()
+                .chain(self.projection.source.iter().map(|p| &p.expr)),
+            f,
+        )
+    }
+}

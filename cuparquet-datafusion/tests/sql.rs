@@ -1,0 +1,556 @@
+//! SQL over cuparquet's scan, checked against DataFusion's own Parquet scan of the same files:
+//! TPC-H-like queries over several files (SNAPPY and ZSTD, page index on), filters, `LIMIT`,
+//! projections, `COUNT(*)`, `EXPLAIN`, the scan's metrics, `CREATE EXTERNAL TABLE`, device
+//! batches and bad files.
+//!
+//! The scan runs on `Device::Auto`: the host on CI, the GPU on the GPU machine (where
+//! `CUPARQUET_REQUIRE_GPU=1` makes a scan that did not use it a failure).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use cuparquet_datafusion::{
+    device_batches, register_gpu_parquet, register_gpu_parquet_format, tpch, GpuScanOptions,
+};
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use datafusion::parquet::basic::{Compression, ZstdLevel};
+use datafusion::parquet::file::properties::WriterProperties;
+use datafusion::physical_plan::metrics::MetricValue;
+use datafusion::physical_plan::{collect, ExecutionPlan};
+use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+use futures::StreamExt;
+
+/// Orders per table (lineitem has about four times as many rows).
+const ORDERS: usize = 40_000;
+
+struct Data {
+    _dir: tempfile::TempDir,
+    snappy: tpch::Tables,
+    zstd: tpch::Tables,
+}
+
+fn props(codec: Compression) -> WriterProperties {
+    WriterProperties::builder()
+        .set_compression(codec)
+        .set_max_row_group_row_count(Some(20_000))
+        .set_data_page_row_count_limit(2_000)
+        .build()
+}
+
+/// The tables, written once for every test of this binary.
+fn data() -> &'static Data {
+    static DATA: OnceLock<Data> = OnceLock::new();
+    DATA.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let snappy = tpch::write_tables(
+            &dir.path().join("snappy"),
+            ORDERS,
+            3,
+            &props(Compression::SNAPPY),
+        )
+        .unwrap();
+        let zstd = tpch::write_tables(
+            &dir.path().join("zstd"),
+            ORDERS,
+            2,
+            &props(Compression::ZSTD(ZstdLevel::try_new(3).unwrap())),
+        )
+        .unwrap();
+        Data {
+            _dir: dir,
+            snappy,
+            zstd,
+        }
+    })
+}
+
+fn config() -> SessionConfig {
+    SessionConfig::new().with_target_partitions(4)
+}
+
+fn s(p: &Path) -> String {
+    format!("{}/", p.display())
+}
+
+/// A session with the tables scanned by cuparquet.
+async fn gpu_ctx(t: &tpch::Tables, options: GpuScanOptions) -> SessionContext {
+    let ctx = SessionContext::new_with_config(config());
+    for (name, dir) in [
+        ("lineitem", &t.lineitem),
+        ("orders", &t.orders),
+        ("customer", &t.customer),
+    ] {
+        register_gpu_parquet(&ctx, name, &s(dir), options.clone())
+            .await
+            .unwrap();
+    }
+    ctx
+}
+
+/// A session with the same tables scanned by DataFusion.
+async fn df_ctx(t: &tpch::Tables) -> SessionContext {
+    let ctx = SessionContext::new_with_config(config());
+    for (name, dir) in [
+        ("lineitem", &t.lineitem),
+        ("orders", &t.orders),
+        ("customer", &t.customer),
+    ] {
+        ctx.register_parquet(name, s(dir), ParquetReadOptions::default())
+            .await
+            .unwrap();
+    }
+    ctx
+}
+
+async fn run(ctx: &SessionContext, sql: &str) -> Vec<RecordBatch> {
+    ctx.sql(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// The batches as a table of text (the same for `Utf8` and `Utf8View` columns).
+fn text(batches: &[RecordBatch]) -> String {
+    pretty_format_batches(batches).unwrap().to_string()
+}
+
+/// The queries every scan must answer as DataFusion's does.
+const QUERIES: &[&str] = &[
+    tpch::Q1,
+    tpch::Q3,
+    tpch::Q6,
+    tpch::Q12,
+    // strings and dates
+    "SELECT l_shipmode, count(*), min(l_comment), max(l_shipdate) FROM lineitem
+       WHERE l_shipinstruct = 'COLLECT COD' AND l_comment LIKE '%ironic%' GROUP BY 1 ORDER BY 1",
+    "SELECT o_orderstatus, count(*) FROM orders WHERE o_orderdate BETWEEN date '1996-01-01' AND date '1996-03-31'
+       GROUP BY 1 ORDER BY 1",
+    // a selective range on a sorted column: row groups and pages pruned
+    "SELECT l_orderkey, l_linenumber, l_quantity, l_comment FROM lineitem
+       WHERE l_orderkey BETWEEN 40001 AND 40100 ORDER BY 1, 2",
+    "SELECT * FROM orders WHERE o_orderkey IN (1, 5, 81, 159997) ORDER BY o_orderkey",
+    // projections and counts
+    "SELECT count(*) FROM lineitem",
+    "SELECT count(*) FROM lineitem WHERE l_receiptdate > date '1998-01-01'",
+    "SELECT count(l_comment), count(DISTINCT l_shipmode) FROM lineitem",
+    "SELECT l_tax + l_discount AS x, upper(l_shipmode) FROM lineitem ORDER BY l_orderkey, l_linenumber LIMIT 7",
+    "SELECT c_name, c_acctbal FROM customer WHERE c_acctbal < 0 ORDER BY c_acctbal, c_name LIMIT 5",
+    // LIMIT with nothing to order: only the count is certain
+    "SELECT count(*) FROM (SELECT l_orderkey FROM lineitem LIMIT 25)",
+    // a filter that keeps nothing
+    "SELECT count(*), sum(l_quantity) FROM lineitem WHERE l_orderkey < 0",
+];
+
+async fn same_answers(t: &tpch::Tables, options: GpuScanOptions) {
+    let gpu = gpu_ctx(t, options).await;
+    let df = df_ctx(t).await;
+    for q in QUERIES {
+        let ours = text(&run(&gpu, q).await);
+        let theirs = text(&run(&df, q).await);
+        assert_eq!(ours, theirs, "{q}");
+        assert!(
+            ours.lines().count() > 4 || q.contains("< 0"),
+            "{q}: too few rows to mean anything:\n{ours}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn queries_equal_datafusion_snappy() {
+    same_answers(&data().snappy, GpuScanOptions::default()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn queries_equal_datafusion_zstd_small_batches() {
+    same_answers(
+        &data().zstd,
+        GpuScanOptions::default().with_batch_rows(3_000),
+    )
+    .await;
+}
+
+/// The plan of `sql` over cuparquet's tables, run to the end, with its scan node.
+async fn executed(ctx: &SessionContext, sql: &str) -> (Vec<RecordBatch>, Arc<dyn ExecutionPlan>) {
+    let plan = ctx
+        .sql(sql)
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    let out = collect(Arc::clone(&plan), ctx.task_ctx()).await.unwrap();
+    (out, plan)
+}
+
+/// The sum of metric `name` over the plan's nodes (of a pruning metric: what it pruned).
+fn metric(plan: &Arc<dyn ExecutionPlan>, name: &str) -> usize {
+    let mut total = 0;
+    if let Some(m) = plan.metrics() {
+        for v in m.iter() {
+            total += match v.value() {
+                MetricValue::PruningMetrics {
+                    name: n,
+                    pruning_metrics,
+                } if n == name => pruning_metrics.pruned(),
+                other if other.name() == name => other.as_usize(),
+                _ => 0,
+            };
+        }
+    }
+    for c in plan.children() {
+        total += metric(c, name);
+    }
+    total
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn filters_prune_row_groups_and_pages_and_show_in_explain() {
+    let t = &data().snappy;
+    let ctx = gpu_ctx(t, GpuScanOptions::default()).await;
+    let explain = text(
+        &run(
+            &ctx,
+            "EXPLAIN SELECT l_quantity FROM lineitem WHERE l_orderkey BETWEEN 40001 AND 40100",
+        )
+        .await,
+    );
+    assert!(explain.contains("file_type=gpuparquet"), "{explain}");
+    assert!(
+        explain.contains("predicate=l_orderkey@0 >= 40001"),
+        "{explain}"
+    );
+    assert!(explain.contains("pruning_predicate="), "{explain}");
+    assert!(
+        explain.contains("FilterExec"),
+        "filters are inexact: DataFusion filters rows\n{explain}"
+    );
+
+    let (out, plan) = executed(
+        &ctx,
+        "SELECT l_quantity FROM lineitem WHERE l_orderkey BETWEEN 40001 AND 40100",
+    )
+    .await;
+    let rows: usize = out.iter().map(|b| b.num_rows()).sum();
+    assert!(rows > 50, "{rows}");
+    let read = metric(&plan, "cuparquet_rows_read");
+    let pruned_rg = metric(&plan, "row_groups_pruned_statistics");
+    let pages_pruned = metric(&plan, "page_index_rows_pruned");
+    assert!(pruned_rg > 0, "no row group pruned");
+    assert!(pages_pruned > 0, "no page pruned");
+    // one row group at most is read, and of it only the pages holding the range
+    assert!(read >= rows && read <= 4_000, "read {read} rows for {rows}");
+    assert!(metric(&plan, "cuparquet_bytes_read") > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn limit_reads_only_the_row_groups_it_needs() {
+    let t = &data().snappy;
+    let ctx = gpu_ctx(t, GpuScanOptions::default()).await;
+    let (out, plan) = executed(&ctx, "SELECT l_orderkey, l_comment FROM lineitem LIMIT 10").await;
+    assert_eq!(out.iter().map(|b| b.num_rows()).sum::<usize>(), 10);
+    let read = metric(&plan, "cuparquet_rows_read");
+    assert!(
+        read > 0 && read < t.lineitem_rows / 2,
+        "read {read} of {} rows",
+        t.lineitem_rows
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_scan_uses_the_gpu_when_one_is_required() {
+    let t = &data().snappy;
+    let ctx = gpu_ctx(t, GpuScanOptions::default()).await;
+    let (_, plan) = executed(&ctx, "SELECT sum(l_quantity) FROM lineitem").await;
+    let on_device = metric(&plan, "cuparquet_device_batches");
+    let probe = cuparquet::device::probe_cuda();
+    eprintln!(
+        "scan: {on_device} batches decoded on a GPU ({})",
+        probe.detail
+    );
+    if std::env::var("CUPARQUET_REQUIRE_GPU").as_deref() == Ok("1") {
+        assert!(
+            on_device > 0,
+            "CUPARQUET_REQUIRE_GPU=1 but the scan ran on the host: {}",
+            probe.detail
+        );
+    }
+    if probe.devices == 0 {
+        assert_eq!(on_device, 0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn create_external_table_stored_as_gpuparquet() {
+    let t = &data().zstd;
+    let ctx = SessionContext::new_with_config(config());
+    register_gpu_parquet_format(&ctx).unwrap();
+    let sql = format!(
+        "CREATE EXTERNAL TABLE lineitem STORED AS GPUPARQUET LOCATION '{}' OPTIONS ('device' 'host', 'batch_rows' '5000')",
+        s(&t.lineitem)
+    );
+    run(&ctx, &sql).await;
+    let explain = text(
+        &run(
+            &ctx,
+            "EXPLAIN SELECT sum(l_tax) FROM lineitem WHERE l_shipmode = 'AIR'",
+        )
+        .await,
+    );
+    assert!(
+        explain.contains("file_type=gpuparquet") && explain.contains("device=host"),
+        "{explain}"
+    );
+    let ours = text(&run(&ctx, tpch::Q1).await);
+    let theirs = text(&run(&df_ctx(t).await, tpch::Q1).await);
+    assert_eq!(ours, theirs);
+
+    let bad = format!(
+        "CREATE EXTERNAL TABLE l2 STORED AS GPUPARQUET LOCATION '{}' OPTIONS ('colour' 'red')",
+        s(&t.lineitem)
+    );
+    let e = ctx
+        .sql(&bad)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("unknown option") && e.contains("colour"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn device_batches_hold_the_scanned_columns() {
+    let t = &data().snappy;
+    let ctx = gpu_ctx(t, GpuScanOptions::default()).await;
+    let df = ctx
+        .sql("SELECT l_shipmode, l_quantity FROM lineitem")
+        .await
+        .unwrap();
+    let plan = df.create_physical_plan().await.unwrap();
+    // the scan node under whatever DataFusion put on top
+    let mut scan = Arc::clone(&plan);
+    while scan.name() != "DataSourceExec" {
+        scan = Arc::clone(scan.children()[0]);
+    }
+    let mut rows = 0;
+    let partitions = scan.properties().output_partitioning().partition_count();
+    for p in 0..partitions {
+        let mut s = device_batches(&scan, p).unwrap();
+        while let Some(b) = s.next().await {
+            let b = b.unwrap();
+            assert_eq!(b.num_columns(), 2);
+            rows += b.num_rows();
+        }
+    }
+    assert_eq!(rows, t.lineitem_rows);
+    let e = device_batches(&plan, 0).err().map(|e| e.to_string());
+    assert!(plan.name() == "DataSourceExec" || e.is_some_and(|e| e.contains("DataSourceExec")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_corrupt_file_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = &data().snappy;
+    let good = t.orders.join("part-0.parquet");
+    std::fs::copy(&good, dir.path().join("a.parquet")).unwrap();
+    // the same file with its column data overwritten: the footer still reads
+    let mut bytes = std::fs::read(&good).unwrap();
+    for b in bytes[4..4000].iter_mut() {
+        *b = 0xA5;
+    }
+    let bad: PathBuf = dir.path().join("b.parquet");
+    std::fs::write(&bad, &bytes).unwrap();
+    let ctx = SessionContext::new_with_config(config());
+    register_gpu_parquet(&ctx, "orders", &s(dir.path()), GpuScanOptions::default())
+        .await
+        .unwrap();
+    let e = ctx
+        .sql("SELECT sum(o_orderkey), count(o_comment) FROM orders")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .expect_err("a corrupt file must fail the query")
+        .to_string();
+    assert!(e.contains("b.parquet"), "{e}");
+}
+
+/// The parquet-testing corpus: `PARQUET_TESTING_DIR`, else `../shared/parquet-testing` from
+/// the workspace root (where the GPU machine runs the tests) or from this crate's folder
+/// (where cargo does).
+fn corpus() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("PARQUET_TESTING_DIR") {
+        return Some(PathBuf::from(d).join("data"));
+    }
+    [
+        "../shared/parquet-testing/data",
+        "../../shared/parquet-testing/data",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.is_dir())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn corpus_files_read_as_datafusion_reads_them() {
+    let Some(dir) = corpus() else {
+        panic!("the parquet-testing corpus is not found (set PARQUET_TESTING_DIR)");
+    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .collect();
+    files.sort();
+    let (mut same, mut theirs_failed) = (0, Vec::new());
+    let mut differ = Vec::new();
+    for f in &files {
+        let path = f.display().to_string();
+        let df = SessionContext::new_with_config(config());
+        let theirs = match df
+            .register_parquet("t", &path, ParquetReadOptions::default())
+            .await
+        {
+            Ok(()) => match df.sql("SELECT * FROM t").await {
+                Ok(d) => d.collect().await,
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        let Ok(theirs) = theirs else {
+            theirs_failed.push(f.file_name().unwrap().to_string_lossy().to_string());
+            continue;
+        };
+        let ours = async {
+            let ctx = SessionContext::new_with_config(config());
+            register_gpu_parquet(&ctx, "t", &path, GpuScanOptions::default()).await?;
+            ctx.sql("SELECT * FROM t").await?.collect().await
+        }
+        .await;
+        match ours {
+            Ok(ours) if text(&ours) == text(&theirs) => same += 1,
+            Ok(_) => differ.push(format!("{}: different values", f.display())),
+            Err(e) => differ.push(format!("{}: {e}", f.display())),
+        }
+    }
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "{same} corpus files read the same; DataFusion itself fails on {}: {theirs_failed:?}",
+        theirs_failed.len()
+    );
+    assert!(
+        differ.is_empty(),
+        "{} files differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+    assert!(same > 30, "{same}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn files_with_different_columns_read_as_one_table() {
+    use datafusion::arrow::array::{ArrayRef, Int64Array, StringArray};
+    let dir = tempfile::tempdir().unwrap();
+    // nullable columns, as pyarrow writes them
+    let write = |name: &str, cols: Vec<(&str, ArrayRef)>| {
+        let batch =
+            RecordBatch::try_from_iter_with_nullable(cols.into_iter().map(|(n, a)| (n, a, true)))
+                .unwrap();
+        let f = std::fs::File::create(dir.path().join(name)).unwrap();
+        let mut w =
+            datafusion::parquet::arrow::ArrowWriter::try_new(f, batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+    };
+    // the second file lacks `s` and has its columns in another order
+    write(
+        "a.parquet",
+        vec![
+            (
+                "k",
+                Arc::new(Int64Array::from_iter_values(0..100)) as ArrayRef,
+            ),
+            (
+                "s",
+                Arc::new(StringArray::from_iter_values(
+                    (0..100).map(|i| format!("s{i}")),
+                )),
+            ),
+            (
+                "v",
+                Arc::new(Int64Array::from_iter_values((0..100).map(|i| i * 10))),
+            ),
+        ],
+    );
+    write(
+        "b.parquet",
+        vec![
+            (
+                "v",
+                Arc::new(Int64Array::from_iter_values((100..150).map(|i| i * 10))) as ArrayRef,
+            ),
+            ("k", Arc::new(Int64Array::from_iter_values(100..150))),
+        ],
+    );
+    let path = s(dir.path());
+    let ours = SessionContext::new_with_config(config());
+    register_gpu_parquet(&ours, "t", &path, GpuScanOptions::default())
+        .await
+        .unwrap();
+    let theirs = SessionContext::new_with_config(config());
+    theirs
+        .register_parquet("t", &path, ParquetReadOptions::default())
+        .await
+        .unwrap();
+    for q in [
+        "SELECT k, s, v FROM t ORDER BY k",
+        "SELECT count(s), count(*), sum(v) FROM t",
+        "SELECT k FROM t WHERE s IS NULL ORDER BY k LIMIT 3",
+    ] {
+        let a = text(&run(&ours, q).await);
+        let b = text(&run(&theirs, q).await);
+        assert_eq!(a, b, "{q}");
+    }
+    let n = text(&run(&ours, "SELECT count(*) FROM t WHERE s IS NULL").await);
+    assert!(n.contains("| 50 "), "{n}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hive_partitioned_directories_read_as_datafusion_reads_them() {
+    use datafusion::arrow::array::{ArrayRef, Int64Array};
+    let dir = tempfile::tempdir().unwrap();
+    for (year, from) in [("2023", 0i64), ("2024", 1000)] {
+        let sub = dir.path().join(format!("year={year}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        let k: ArrayRef = Arc::new(Int64Array::from_iter_values(from..from + 500));
+        let batch = RecordBatch::try_from_iter_with_nullable([("k", k, true)]).unwrap();
+        let f = std::fs::File::create(sub.join("part-0.parquet")).unwrap();
+        let mut w =
+            datafusion::parquet::arrow::ArrowWriter::try_new(f, batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+    }
+    let ours = SessionContext::new_with_config(config());
+    register_gpu_parquet_format(&ours).unwrap();
+    let theirs = SessionContext::new_with_config(config());
+    for (ctx, format) in [(&ours, "GPUPARQUET"), (&theirs, "PARQUET")] {
+        let sql = format!(
+            "CREATE EXTERNAL TABLE t STORED AS {format} LOCATION '{}'",
+            s(dir.path())
+        );
+        run(ctx, &sql).await;
+    }
+    for q in [
+        "SELECT year, count(*), sum(k) FROM t GROUP BY year ORDER BY year",
+        "SELECT k, year FROM t WHERE year = '2024' AND k < 1003 ORDER BY k",
+        "SELECT count(*) FROM t WHERE year = '2023' OR k > 1490",
+    ] {
+        let a = text(&run(&ours, q).await);
+        let b = text(&run(&theirs, q).await);
+        assert_eq!(a, b, "{q}");
+        assert!(a.lines().count() > 4, "{q}: {a}");
+    }
+}
