@@ -6,6 +6,7 @@
 mod common;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use arrow::record_batch::{RecordBatch, RecordBatchReader};
 use common::*;
@@ -243,4 +244,326 @@ fn access_plans_skip_scan_and_select_per_row_group() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("row group 2") && e.contains("2001"), "{e}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exact row filters (`with_row_filter`): the rows arrow-rs's compute kernels keep.
+
+use arrow::array::{
+    Array, ArrayRef, BooleanArray, Date64Array, Decimal128Array, Decimal256Array, Decimal32Array,
+    Decimal64Array, Float32Array, Float64Array, Int16Array, Int32Array, Int64Array, Scalar,
+    StringArray, TimestampMicrosecondArray, TimestampMillisecondArray, TimestampSecondArray,
+    UInt32Array, UInt64Array,
+};
+use arrow::compute::kernels::cmp::{eq, gt, gt_eq, lt, lt_eq, neq};
+use arrow::compute::{and_kleene, filter_record_batch, is_not_null, is_null, not, or_kleene};
+use arrow::datatypes::i256;
+use cuparquet::plan::{CmpOp, Literal, Predicate};
+use parquet::arrow::ProjectionMask;
+
+type Oracle = fn(&RecordBatch) -> BooleanArray;
+
+fn col<'a>(b: &'a RecordBatch, name: &str) -> &'a ArrayRef {
+    b.column_by_name(name).unwrap()
+}
+
+fn and(a: BooleanArray, b: BooleanArray) -> BooleanArray {
+    and_kleene(&a, &b).unwrap()
+}
+
+fn or(a: BooleanArray, b: BooleanArray) -> BooleanArray {
+    or_kleene(&a, &b).unwrap()
+}
+
+fn scalar<A: Array>(a: A) -> Scalar<A> {
+    Scalar::new(a)
+}
+
+/// arrow-rs's read of `path` (the leaves of `columns`, or every column), and of every column.
+fn read_all(path: &Path, columns: Option<&[&str]>) -> (RecordBatch, RecordBatch) {
+    let read = |cols: Option<&[&str]>| {
+        let f = std::fs::File::open(path).unwrap();
+        let mut b = ParquetRecordBatchReaderBuilder::try_new(f).unwrap();
+        if let Some(c) = cols {
+            let mask = ProjectionMask::columns(b.parquet_schema(), c.iter().copied());
+            b = b.with_projection(mask);
+        }
+        let r = b.build().unwrap();
+        let schema = r.schema();
+        let batches: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
+        concat(&schema, &batches)
+    };
+    (read(columns), read(None))
+}
+
+/// Loads `path` with row filter `expr` (projection `columns`) on `device` and checks the
+/// result against `oracle` over arrow-rs's read; returns the rows kept.
+fn check_row_filter(
+    path: &Path,
+    device: Device,
+    expr: &str,
+    oracle: Oracle,
+    columns: Option<&[&str]>,
+    page_index: bool,
+) -> usize {
+    let (asked, full) = read_all(path, columns);
+    let mask = oracle(&full);
+    let expected = filter_record_batch(&asked, &mask).unwrap();
+    let mut b = ParquetGpuReader::builder(path)
+        .with_device(device)
+        .with_batch_rows(4096)
+        .with_page_index(page_index)
+        .with_row_filter(expr);
+    if let Some(c) = columns {
+        b = b.with_columns(c.iter().copied());
+    }
+    let reader = b.build().unwrap_or_else(|e| panic!("{expr}: {e}"));
+    let loaded = reader
+        .load()
+        .unwrap_or_else(|e| panic!("{expr} on {device:?}: {e}"));
+    let got = concat(reader.schema(), &to_host(&loaded.batches));
+    let ctx = format!("`{expr}` on {device:?}, columns {columns:?}, page index {page_index}");
+    assert_eq!(got.num_rows(), expected.num_rows(), "{ctx}: rows");
+    assert_eq!(got.num_columns(), expected.num_columns(), "{ctx}: columns");
+    for (i, f) in expected.schema().fields().iter().enumerate() {
+        assert_eq!(reader.schema().field(i).name(), f.name(), "{ctx}");
+        assert_eq!(
+            got.column(i).as_ref(),
+            expected.column(i).as_ref(),
+            "{ctx}: column {}",
+            f.name()
+        );
+    }
+    assert!(
+        loaded.batches.iter().all(|b| b.num_rows() > 0),
+        "{ctx}: an empty batch"
+    );
+    expected.num_rows()
+}
+
+fn row_filter_cases() -> Vec<(&'static str, Oracle)> {
+    vec![
+        ("i32 > 1000 AND i32 <= 30000", |b| {
+            and(
+                gt(col(b, "i32"), &Int32Array::new_scalar(1000)).unwrap(),
+                lt_eq(col(b, "i32"), &Int32Array::new_scalar(30000)).unwrap(),
+            )
+        }),
+        ("i64 < 0 OR utf8 = 's7'", |b| {
+            or(
+                lt(col(b, "i64"), &Int64Array::new_scalar(0)).unwrap(),
+                eq(col(b, "utf8"), &StringArray::new_scalar("s7")).unwrap(),
+            )
+        }),
+        ("NOT f64 < 100000", |b| {
+            not(&lt(col(b, "f64"), &Float64Array::new_scalar(100000.0)).unwrap()).unwrap()
+        }),
+        ("f32 != 3 AND f64 >= 1000.5", |b| {
+            and(
+                neq(col(b, "f32"), &Float32Array::new_scalar(3.0)).unwrap(),
+                gt_eq(col(b, "f64"), &Float64Array::new_scalar(1000.5)).unwrap(),
+            )
+        }),
+        ("utf8 IN ('s1', 's2', 's3') AND NOT i8 IS NULL", |b| {
+            let s = |v| eq(col(b, "utf8"), &StringArray::new_scalar(v)).unwrap();
+            and(
+                or(or(s("s1"), s("s2")), s("s3")),
+                is_not_null(col(b, "i8")).unwrap(),
+            )
+        }),
+        ("i8 IS NULL", |b| is_null(col(b, "i8")).unwrap()),
+        ("bool = true AND u32 != 5", |b| {
+            and(
+                eq(col(b, "bool"), &BooleanArray::new_scalar(true)).unwrap(),
+                neq(col(b, "u32"), &UInt32Array::new_scalar(5)).unwrap(),
+            )
+        }),
+        ("u64 > 100000000000", |b| {
+            gt(col(b, "u64"), &UInt64Array::new_scalar(100_000_000_000)).unwrap()
+        }),
+        ("i16 < 2.5", |b| {
+            lt_eq(col(b, "i16"), &Int16Array::new_scalar(2)).unwrap()
+        }),
+        ("i32 = 0.5", |b| {
+            eq(col(b, "i32"), &Int32Array::new_scalar(i32::MIN)).unwrap()
+        }),
+        ("date32 >= '2019-06-01'", |b| {
+            gt_eq(
+                col(b, "date32"),
+                &arrow::array::Date32Array::new_scalar(18048),
+            )
+            .unwrap()
+        }),
+        // arrow-rs writes Date64 as a plain INT64 (milliseconds)
+        ("date64 > 86400000 AND time32s < 40000", |b| {
+            let t = arrow::array::Time32SecondArray::new_scalar(40000);
+            and(
+                gt(col(b, "date64"), &Date64Array::new_scalar(86_400_000)).unwrap(),
+                lt(col(b, "time32s"), &t).unwrap(),
+            )
+        }),
+        ("date64 > 86400000", |b| {
+            gt(col(b, "date64"), &Date64Array::new_scalar(86_400_000)).unwrap()
+        }),
+        // arrow-rs writes second timestamps as a plain INT64
+        ("ts_s < 1641600", |b| {
+            lt(col(b, "ts_s"), &TimestampSecondArray::new_scalar(1_641_600)).unwrap()
+        }),
+        ("ts_ms_utc >= '1970-01-01T01:00:00Z'", |b| {
+            let v = TimestampMillisecondArray::from(vec![3_600_000]).with_timezone("UTC");
+            gt_eq(col(b, "ts_ms_utc"), &scalar(v)).unwrap()
+        }),
+        ("ts_us < '1970-01-02T00:00:00+02:00'", |b| {
+            let v = TimestampMicrosecondArray::from(vec![79_200_000_000]).with_timezone("+02:00");
+            lt(col(b, "ts_us"), &scalar(v)).unwrap()
+        }),
+        ("dec128 > 12.5", |b| {
+            let v = Decimal128Array::from(vec![125_000_000_000i128])
+                .with_precision_and_scale(38, 10)
+                .unwrap();
+            gt(col(b, "dec128"), &scalar(v)).unwrap()
+        }),
+        ("dec32 <= -1.5", |b| {
+            let v = Decimal32Array::from(vec![-150])
+                .with_precision_and_scale(7, 2)
+                .unwrap();
+            lt_eq(col(b, "dec32"), &scalar(v)).unwrap()
+        }),
+        ("dec64 < 100", |b| {
+            let v = Decimal64Array::from(vec![100_000])
+                .with_precision_and_scale(15, 3)
+                .unwrap();
+            lt(col(b, "dec64"), &scalar(v)).unwrap()
+        }),
+        ("dec256 > -1000", |b| {
+            let v = Decimal256Array::from(vec![i256::from_i128(-100_000_000)])
+                .with_precision_and_scale(50, 5)
+                .unwrap();
+            gt(col(b, "dec256"), &scalar(v)).unwrap()
+        }),
+        ("dict_utf8 = 'red' OR dict_utf8 IS NULL", |b| {
+            let d = arrow::compute::cast(col(b, "dict_utf8"), &arrow::datatypes::DataType::Utf8)
+                .unwrap();
+            or(
+                eq(&d, &StringArray::new_scalar("red")).unwrap(),
+                is_null(&d).unwrap(),
+            )
+        }),
+    ]
+}
+
+#[test]
+fn row_filters_equal_arrow_rs_compute_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("row_filter.parquet");
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(6000))
+        .set_data_page_row_count_limit(500)
+        .set_write_batch_size(100)
+        .build();
+    write(&path, &[flat_batch(20_000, 5)], props);
+    let (mut some, mut total) = (0, 0);
+    for device in devices() {
+        for (expr, oracle) in row_filter_cases() {
+            for page_index in [false, true] {
+                let n = check_row_filter(&path, device, expr, oracle, None, page_index);
+                some += (n > 0 && n < 20_000) as usize;
+                total += 1;
+            }
+            // the filter's columns left out of the output
+            check_row_filter(&path, device, expr, oracle, Some(&["utf8", "f64"]), false);
+        }
+    }
+    // the cases are not trivial: most keep some rows and drop others
+    assert!(
+        some * 10 >= total * 8,
+        "{some} of {total} cases kept some rows"
+    );
+}
+
+/// Field `i` of struct column `s`, null where `s` is (SQL: a field of a null struct is null).
+fn s_field(b: &RecordBatch, i: usize) -> (ArrayRef, BooleanArray) {
+    let s = col(b, "s")
+        .as_any()
+        .downcast_ref::<arrow::array::StructArray>()
+        .unwrap();
+    (Arc::clone(s.column(i)), is_not_null(s).unwrap())
+}
+
+fn struct_oracle(b: &RecordBatch) -> BooleanArray {
+    let (a, valid) = s_field(b, 0);
+    let (sb, _) = s_field(b, 1);
+    and(
+        and(
+            gt(&a, &Int32Array::new_scalar(100)).unwrap(),
+            neq(&sb, &StringArray::new_scalar("b5")).unwrap(),
+        ),
+        valid,
+    )
+}
+
+fn null_oracle(b: &RecordBatch) -> BooleanArray {
+    let (sb, valid) = s_field(b, 1);
+    or(is_null(&sb).unwrap(), not(&valid).unwrap())
+}
+
+#[test]
+fn row_filters_on_struct_fields_and_beside_nested_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("row_filter_nested.parquet");
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(700))
+        .build();
+    write(&path, &[nested_batch(3000)], props);
+    for device in devices() {
+        for columns in [None, Some(&["s.b", "list_i32"][..]), Some(&["id", "m"][..])] {
+            let expr = "s.a > 100 AND s.b != 'b5'";
+            let n = check_row_filter(&path, device, expr, struct_oracle, columns, false);
+            assert!(n > 0 && n < 3000, "{expr}: {n}");
+            let n = check_row_filter(&path, device, "s.b IS NULL", null_oracle, columns, false);
+            assert!(n > 0 && n < 3000, "s.b IS NULL: {n}");
+        }
+    }
+}
+
+#[test]
+fn typed_row_predicates_equal_their_text_and_bad_filters_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(dir.path(), 5000, 1000);
+    let typed = Predicate::And(
+        Box::new(Predicate::Cmp {
+            column: vec!["i32".into()],
+            op: CmpOp::Ge,
+            value: Literal::Int(500),
+        }),
+        Box::new(Predicate::Not(Box::new(Predicate::IsNull {
+            column: vec!["utf8".into()],
+            negated: false,
+        }))),
+    );
+    for device in devices() {
+        let load = |b: cuparquet::ReaderBuilder| {
+            let r = b.with_device(device).build().unwrap();
+            concat(r.schema(), &to_host(&r.load().unwrap().batches))
+        };
+        let a = load(ParquetGpuReader::builder(&path).with_row_predicate(typed.clone()));
+        let b = load(
+            ParquetGpuReader::builder(&path).with_row_filter("i32 >= 500 AND utf8 IS NOT NULL"),
+        );
+        assert!(a.num_rows() > 0 && a.num_rows() < 5000);
+        assert_eq!(a, b);
+    }
+    for (expr, says) in [
+        ("nope > 1", "unknown column 'nope'"),
+        ("i32 > 'x'", "cannot compare column 'i32'"),
+        ("i32 >", "expected"),
+    ] {
+        let e = ParquetGpuReader::builder(&path)
+            .with_device(Device::Host)
+            .with_row_filter(expr)
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says), "{expr}: {e}");
+    }
 }

@@ -72,6 +72,20 @@ impl LoadedBatch {
         }
     }
 
+    /// The same file and rows, holding `batch` instead (the rows a filter kept).
+    pub(crate) fn replace_host(&self, batch: RecordBatch) -> Self {
+        LoadedBatch::host(batch, Arc::clone(&self.file), self.rows.clone())
+    }
+
+    /// The same file, rows and device, holding `batch` instead (the rows a filter kept).
+    pub(crate) fn replace_device(&self, batch: DeviceRecordBatch) -> Self {
+        let ordinal = match &self.data {
+            BatchData::Device(_, n) => *n,
+            BatchData::Host(_) => 0,
+        };
+        LoadedBatch::device(batch, ordinal, Arc::clone(&self.file), self.rows.clone())
+    }
+
     /// The rows the batch holds, in order: row ranges of one or more row groups.
     pub fn rows(&self) -> &[RowSpan] {
         &self.rows

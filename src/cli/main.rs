@@ -167,6 +167,11 @@ struct SelectionArgs {
     /// with --page-index) by statistics; does not filter rows.
     #[arg(long, short)]
     filter: Option<String>,
+    /// Row filter: only the rows where the predicate is true are loaded (SQL's WHERE; same
+    /// language as --filter, which it implies for pruning). Evaluated on the GPU for device
+    /// loads; columns it reads and --columns leaves out are left out of the output.
+    #[arg(long = "where", short = 'w', value_name = "PREDICATE")]
+    row_filter: Option<String>,
     /// Row groups, e.g. 0,2-4.
     #[arg(long, value_parser = parse_row_group_list)]
     row_groups: Option<RowGroupList>,
@@ -191,7 +196,11 @@ impl SelectionArgs {
         Ok(Selection {
             columns,
             row_groups: self.row_groups.as_ref().map(|r| r.0.clone()),
-            filter: self.filter.clone(),
+            // what a row filter prunes, for the plan
+            filter: match (&self.filter, &self.row_filter) {
+                (Some(f), Some(w)) => Some(format!("({f}) AND ({w})")),
+                (f, w) => f.clone().or_else(|| w.clone()),
+            },
             rows: None,
         })
     }
@@ -420,8 +429,11 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             if let Some(r) = s.row_groups {
                 b = b.with_row_groups(r);
             }
-            if let Some(f) = s.filter {
+            if let Some(f) = &sel.filter {
                 b = b.with_filter(f);
+            }
+            if let Some(w) = &sel.row_filter {
+                b = b.with_row_filter(w);
             }
             if let Some(n) = batch_rows {
                 b = b.with_batch_rows(n);

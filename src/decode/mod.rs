@@ -15,6 +15,7 @@
 pub(crate) mod chunks;
 pub(crate) mod claims;
 pub mod decompress;
+pub(crate) mod filter;
 #[allow(unsafe_code)] // kernel launches (see the module docs)
 pub(crate) mod gpu;
 pub mod gpu_plan;

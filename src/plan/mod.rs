@@ -33,7 +33,7 @@ pub use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 pub use passes::{
     batches_of, load_passes, plan_passes, BatchSpan, PassPlan, PlannedPass, RowRange,
 };
-pub use predicate::{parse_predicate, BoundPredicate, Predicate};
+pub use predicate::{parse_predicate, BoundPredicate, CmpOp, Literal, Predicate};
 use rows::intersect;
 pub use rows::{
     position_among, rows_of_access_plan, rows_of_selection, rows_restricted, RowGroupAccess,
@@ -320,18 +320,16 @@ pub fn plan(path: &Path, meta: &FileMetadata, selection: &Selection) -> Result<R
     plan_with(path, meta, selection, &CoalesceConfig::default())
 }
 
-/// [`plan`] with explicit coalescing parameters.
-pub fn plan_with(
+/// The leaf columns `columns` names (top-level names or dotted paths, as
+/// [`Selection::columns`]), ascending; every leaf when `None`. An unknown or malformed name is
+/// an error listing the file's columns.
+pub fn projected_leaves(
     path: &Path,
-    meta: &FileMetadata,
-    selection: &Selection,
-    coalesce_cfg: &CoalesceConfig,
-) -> Result<ReadPlan> {
-    let md: &ParquetMetaData = &meta.metadata;
+    md: &ParquetMetaData,
+    columns: Option<&[String]>,
+) -> Result<Vec<usize>> {
     let schema = md.file_metadata().schema_descr();
-
-    // Projection.
-    let leaves: Vec<usize> = match &selection.columns {
+    Ok(match columns {
         None => (0..schema.num_columns()).collect(),
         Some(names) => {
             let mut v = Vec::new();
@@ -355,7 +353,21 @@ pub fn plan_with(
             v.dedup();
             v
         }
-    };
+    })
+}
+
+/// [`plan`] with explicit coalescing parameters.
+pub fn plan_with(
+    path: &Path,
+    meta: &FileMetadata,
+    selection: &Selection,
+    coalesce_cfg: &CoalesceConfig,
+) -> Result<ReadPlan> {
+    let md: &ParquetMetaData = &meta.metadata;
+    let schema = md.file_metadata().schema_descr();
+
+    // Projection.
+    let leaves = projected_leaves(path, md, selection.columns.as_deref())?;
 
     // Row groups: explicit list, then the predicate.
     let n_rg = md.num_row_groups();

@@ -10,6 +10,7 @@ use parquet::file::metadata::ParquetMetaData;
 use super::{ParquetGpuReader, Progress, ProgressFn, ReaderState, DEFAULT_BATCH_ROWS};
 use crate::array::Location;
 use crate::config::{CompatMode, IoSettings, Tuning};
+use crate::decode::filter::BatchFilter;
 use crate::decode::host::HostDecoder;
 use crate::decode::panic_guard::contain;
 use crate::device::{self, Device};
@@ -18,7 +19,8 @@ use crate::io::gpu::GpuReader;
 use crate::io::host::HostReader;
 use crate::io::policy::MachineFacts;
 use crate::metadata::{read_metadata, FileMetadata};
-use crate::plan::{plan_with, CoalesceConfig, ReadPlan, Selection};
+use crate::plan::predicate::{fmt_column, parse_predicate, row_filter, Predicate};
+use crate::plan::{plan_with, projected_leaves, CoalesceConfig, ReadPlan, Selection};
 use crate::source::ParquetFile;
 
 /// The variable that sets [`ReaderBuilder::with_max_page_size`].
@@ -68,6 +70,14 @@ pub struct ReaderBuilder {
     progress: Option<ProgressFn>,
     metadata: Option<Arc<FileMetadata>>,
     max_page_size: Option<u64>,
+    row_filter: Option<RowFilterExpr>,
+}
+
+/// A row filter as given: text, parsed at build, or a typed predicate.
+#[derive(Debug, Clone)]
+enum RowFilterExpr {
+    Text(String),
+    Typed(Predicate),
 }
 
 /// The rows asked for: a selection over the rows of the selected row groups, or an access
@@ -114,6 +124,7 @@ impl ReaderBuilder {
             progress: None,
             metadata: None,
             max_page_size: None,
+            row_filter: None,
         }
     }
 
@@ -144,6 +155,26 @@ impl ReaderBuilder {
     /// (see [`plan::predicate`](crate::plan::predicate)). Rows are not filtered.
     pub fn with_filter(mut self, expr: impl Into<String>) -> Self {
         self.selection.filter = Some(expr.into());
+        self
+    }
+
+    /// Returns only the rows for which `expr` is true (SQL's `WHERE`: a row where it is
+    /// unknown, e.g. compares a null, is left out), in the language of
+    /// [`plan::predicate`](crate::plan::predicate). Row groups and (with
+    /// [`with_page_index`](Self::with_page_index)) pages that cannot match are not read, as
+    /// with [`with_filter`](Self::with_filter); the rows read are then tested, on the GPU for
+    /// a device load. Columns the filter reads and the projection leaves out are loaded for
+    /// the test and left out of the batches. A batch's [`rows`](crate::LoadedBatch::rows)
+    /// still names the rows it was cut from; batches with no matching row are not yielded.
+    pub fn with_row_filter(mut self, expr: impl Into<String>) -> Self {
+        self.row_filter = Some(RowFilterExpr::Text(expr.into()));
+        self
+    }
+
+    /// [`with_row_filter`](Self::with_row_filter) with a typed predicate (e.g. built by an
+    /// engine from its own expressions) instead of text.
+    pub fn with_row_predicate(mut self, predicate: Predicate) -> Self {
+        self.row_filter = Some(RowFilterExpr::Typed(predicate));
         self
     }
 
@@ -389,6 +420,32 @@ impl ReaderBuilder {
                 Some(crate::plan::rows_of_access_plan(&self.path, md, a)?)
             }
         };
+        // a row filter prunes like a filter, and reads the columns it tests
+        let filter = match &self.row_filter {
+            None => None,
+            Some(expr) => {
+                let (pred, text) = match expr {
+                    RowFilterExpr::Text(t) => (parse_predicate(t)?, t.clone()),
+                    RowFilterExpr::Typed(p) => (p.clone(), p.to_string()),
+                };
+                let schema = md.file_metadata().schema_descr();
+                let rf = row_filter(&pred, &text, schema)?;
+                let asked = projected_leaves(&self.path, md, selection.columns.as_deref())?;
+                if let Some(cols) = &mut selection.columns {
+                    for &leaf in rf.leaves() {
+                        if asked.binary_search(&leaf).is_err() {
+                            cols.push(fmt_column(schema.column(leaf).path().parts()));
+                        }
+                    }
+                }
+                let canonical = pred.to_string();
+                selection.filter = Some(match selection.filter.take() {
+                    None => canonical,
+                    Some(f) => format!("({f}) AND ({canonical})"),
+                });
+                Some((rf, asked))
+            }
+        };
         let plan = plan_with(&self.path, &meta, &selection, &coalesce)?;
         let decode_meta = sanitize_metadata(&self.path, &meta.metadata, &plan)?;
         let max_page_size = match self.max_page_size {
@@ -407,6 +464,16 @@ impl ReaderBuilder {
             self.keep_dictionaries,
         )?
         .with_max_page_bytes(max_page_size);
+        let row_filter = match &filter {
+            None => None,
+            Some((rf, asked)) => Some(BatchFilter::new(
+                &self.path,
+                rf,
+                &plan.leaves,
+                asked,
+                decoder.schema(),
+            )?),
+        };
         let mut memory_budget = u64::MAX;
         let budgeted = match device.location {
             Location::Cuda(n) => {
@@ -495,6 +562,7 @@ impl ReaderBuilder {
             device,
             settings,
             decoder,
+            row_filter,
             host_reader,
             tuning,
             cuts,

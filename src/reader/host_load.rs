@@ -336,7 +336,7 @@ impl ReaderState {
             // No leaf selected: batches carry row counts only; there is nothing to read.
             self.row_counts_only()?
         } else {
-            self.join_fields(parts)?
+            self.filter_rows(self.join_fields(parts)?)?
         };
         decode_time += t_join.elapsed();
         if units.is_empty() {

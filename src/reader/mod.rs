@@ -21,6 +21,7 @@ mod dataset;
 mod device_load;
 mod host_load;
 mod report;
+mod row_filter;
 mod stream;
 mod timeline;
 mod waves;
@@ -96,6 +97,8 @@ pub(crate) struct ReaderState {
     device: DeviceChoice,
     settings: IoSettings,
     decoder: HostDecoder,
+    /// The exact row filter ([`ReaderBuilder::with_row_filter`]), bound to the load's leaves.
+    row_filter: Option<crate::decode::filter::BatchFilter>,
     host_reader: HostReader,
     gpu_reader: Option<GpuReader>,
     tuning: Tuning,
@@ -180,7 +183,7 @@ impl ParquetGpuReader {
 
     /// The Arrow schema of the batches.
     pub fn schema(&self) -> &SchemaRef {
-        self.state.decoder.schema()
+        self.state.out_schema()
     }
 
     /// Reads and decodes everything the plan selects: the batches [`batches`](Self::batches)
@@ -255,7 +258,7 @@ impl ReaderState {
         gpu_decode: Option<GpuDecodeReport>,
     ) -> Loaded {
         let plan = &self.plan;
-        let schema = self.decoder.schema().clone();
+        let schema = self.out_schema().clone();
         let report = LoadReport {
             path: self.file.path().to_path_buf(),
             device: self.device.clone(),

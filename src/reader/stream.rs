@@ -128,6 +128,21 @@ impl ReaderState {
         handed: &Handed,
     ) -> Result<()> {
         let plan = &self.plan;
+        // the row filter, applied as each wave is decoded
+        let filtered = |i: usize, r: Result<WaveOut>| {
+            sink(
+                i,
+                r.and_then(|(b, g, io, d)| {
+                    let t = Instant::now();
+                    let b = self.filter_rows(b)?;
+                    Ok((b, g, io, d + t.elapsed()))
+                }),
+            )
+        };
+        let sink: &(dyn Fn(usize, Result<WaveOut>) -> bool + Sync) = match self.row_filter {
+            Some(_) => &filtered,
+            None => sink,
+        };
         match self.device.location {
             Location::Cuda(ordinal) if self.passes.is_some() => {
                 let (costs, budget) = (&self.pass_costs, self.budget);

@@ -37,6 +37,12 @@ pub(crate) const SNAPPY_MODULE: KernelModule = KernelModule {
     source: include_str!("kernels/snappy.cu"),
 };
 
+/// The exact row filter: predicates into row masks, scans, compaction.
+pub(crate) const FILTER_MODULE: KernelModule = KernelModule {
+    name: "filter",
+    source: include_str!("kernels/filter.cu"),
+};
+
 /// Every kernel module.
 #[cfg(test)]
 pub(crate) const MODULES: &[&KernelModule] = &[
@@ -44,7 +50,14 @@ pub(crate) const MODULES: &[&KernelModule] = &[
     &DECODE_FIXED_MODULE,
     &DECODE_BYTES_MODULE,
     &SNAPPY_MODULE,
+    &FILTER_MODULE,
 ];
+
+/// Threads per block of the filter's kernels (`FILTER_THREADS` in filter.cu).
+pub(crate) const FILTER_THREADS: u32 = 256;
+
+/// Rows per block of the filter's scans (`FILTER_SPAN` in filter.cu).
+pub(crate) const FILTER_SPAN: u64 = 256 * 16;
 
 /// Threads per block of `snappy_pages` (`SNAPPY_THREADS` in snappy.cu; a unit test checks).
 pub(crate) const SNAPPY_THREADS: u32 = 256;
@@ -115,6 +128,41 @@ kernels! {
     );
     /// One block per fragment of a page. (jobs, num_jobs, errors).
     SNAPPY_FRAGMENTS = snappy_fragments in SNAPPY_MODULE(Const<SnappyJob>, i32, Mut<u32>);
+    /// Integers against a 128-bit literal. (values, n, valid, mode, lit_lo, lit_hi, out).
+    PRED_INT = pred_int in FILTER_MODULE(Const<u8>, u64, Const<u8>, i32, u64, u64, Mut<u8>);
+    /// Floats against a double. (values, n, valid, mode, lit_bits, out).
+    PRED_FLOAT = pred_float in FILTER_MODULE(Const<u8>, u64, Const<u8>, i32, u64, Mut<u8>);
+    /// Strings against bytes. (offsets, chars, n, valid, mode, lit, lit_len, out).
+    PRED_BYTES = pred_bytes in FILTER_MODULE(
+        Const<u8>, Const<u8>, u64, Const<u8>, i32, Const<u8>, u64, Mut<u8>
+    );
+    /// Valid or null rows. (valid, n, want, out).
+    PRED_VALID = pred_valid in FILTER_MODULE(Const<u8>, u64, i32, Mut<u8>);
+    /// a = a AND/OR b. (a, b, n, mode).
+    MASK_COMBINE = mask_combine in FILTER_MODULE(Mut<u8>, Const<u8>, u64, i32);
+    /// One block per span: its sum. (mask or null, values, n, sums).
+    SPAN_TOTAL = span_total in FILTER_MODULE(Const<u8>, Const<i64>, u64, Mut<i64>);
+    /// One block per span: exclusive prefix sums from the span bases.
+    /// (mask or null, values, n, bases, out).
+    SPAN_SCAN = span_scan in FILTER_MODULE(Const<u8>, Const<i64>, u64, Const<i64>, Mut<i64>);
+    /// Fixed-width values of the kept rows. (in, width, n, mask, pos, out).
+    COMPACT_FIXED = compact_fixed in FILTER_MODULE(
+        Const<u8>, i32, u64, Const<u8>, Const<i64>, Mut<u8>
+    );
+    /// Bits of the kept rows. (in, n, mask, pos, out words, zeros).
+    COMPACT_BITS = compact_bits in FILTER_MODULE(
+        Const<u8>, u64, Const<u8>, Const<i64>, Mut<u32>, Mut<u64>
+    );
+    /// Kept rows' string lengths. (offsets, large, n, mask, lengths).
+    KEPT_LENGTHS = kept_lengths in FILTER_MODULE(Const<u8>, i32, u64, Const<u8>, Mut<i64>);
+    /// Output offsets of the kept rows. (starts, n, mask, pos, m, large, out).
+    COMPACT_OFFSETS = compact_offsets in FILTER_MODULE(
+        Const<i64>, u64, Const<u8>, Const<i64>, u64, i32, Mut<u8>
+    );
+    /// Kept rows' characters. (offsets, large, chars, n, mask, starts, out).
+    COMPACT_CHARS = compact_chars in FILTER_MODULE(
+        Const<u8>, i32, Const<u8>, u64, Const<u8>, Const<i64>, Mut<u8>
+    );
 }
 
 /// A field of a job structure: a C scalar, naturally aligned, little-endian.
@@ -465,6 +513,34 @@ mod tests {
         };
         assert_eq!(define("SNAPPY_THREADS"), u64::from(SNAPPY_THREADS));
         assert_eq!(define("SNAPPY_FRAGMENT"), SNAPPY_FRAGMENT);
+    }
+
+    #[test]
+    fn filter_constants_match_the_kernel() {
+        let define = |name: &str| -> String {
+            let line = FILTER_MODULE
+                .source
+                .lines()
+                .find(|l| l.starts_with(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("{name} in filter.cu"));
+            line.split_whitespace().nth(2).unwrap().to_string()
+        };
+        assert_eq!(define("FILTER_THREADS"), FILTER_THREADS.to_string());
+        assert_eq!(
+            define("SCAN_PER_THREAD").parse::<u64>().unwrap() * u64::from(FILTER_THREADS),
+            FILTER_SPAN
+        );
+        // the operators' numbers (filter.rs's op_code)
+        for (name, op) in [
+            ("OP_LT", 0),
+            ("OP_LE", 1),
+            ("OP_GT", 2),
+            ("OP_GE", 3),
+            ("OP_EQ", 4),
+        ] {
+            assert_eq!(define(name), op.to_string(), "{name}");
+        }
+        assert_eq!(define("OP_NE"), "5");
     }
 
     #[test]

@@ -37,6 +37,7 @@
 mod bytes;
 #[cfg(test)]
 mod c_source;
+mod filter;
 mod fixed;
 pub(crate) mod kernels;
 mod launch;
@@ -49,6 +50,7 @@ mod report;
 mod snappy;
 
 pub use bytes::decode_bytes_columns;
+pub(crate) use filter::{filter_device, DeviceKept};
 pub use fixed::decode_fixed_columns;
 pub use page_tables::page_tables;
 pub(crate) use pass::{decode_pass, PassInput};

@@ -152,7 +152,8 @@ pub enum Predicate {
     Not(Box<Predicate>),
 }
 
-fn fmt_column(column: &[String]) -> String {
+/// A column path as the predicate language writes it (names with other characters quoted).
+pub(crate) fn fmt_column(column: &[String]) -> String {
     column
         .iter()
         .map(|s| {
@@ -252,9 +253,12 @@ enum Bound {
         leaf: usize,
         text: String,
     },
-    /// May be true for any row: prunes nothing (a negated comparison on floats).
+    /// Float `leaf op value`, or NaN: prunes nothing (a negated comparison on floats: NaN,
+    /// left out of min/max, satisfies it).
     Keep {
         leaf: usize,
+        op: CmpOp,
+        value: Value,
     },
     And(Box<Bound>, Box<Bound>),
     Or(Box<Bound>, Box<Bound>),
@@ -402,8 +406,10 @@ fn bind_not(pred: &Predicate, expr: &str, schema: &SchemaDescriptor) -> Result<B
                 Bound::Cmp {
                     leaf,
                     kind: Kind::Float,
+                    op,
+                    value,
                     ..
-                } => Bound::Keep { leaf },
+                } => Bound::Keep { leaf, op, value },
                 b => b,
             }
         }
@@ -838,6 +844,8 @@ fn leaves_of(b: &Bound, out: &mut Vec<usize>) {
 mod literals;
 pub mod pages;
 mod parse;
+mod rows;
 pub use parse::parse_predicate;
+pub use rows::{row_filter, RowFilter, RowKind, RowTest, RowValue};
 #[cfg(test)]
 mod tests;
