@@ -597,7 +597,7 @@ mod tests {
             declared.len(),
             "declared kernels missing from their sources"
         );
-        assert_eq!(found, 11);
+        assert_eq!(found, 23);
     }
 
     fn mirror<T: CStruct>() -> (&'static str, usize, &'static [(&'static str, &'static str)]) {
