@@ -38,6 +38,7 @@
 //! | Arrow batches in GPU memory | [`Device::Cuda`] → [`load`](ParquetGpuReader::load): batches of about `with_batch_rows` rows ([`LoadedBatch::as_device`]), or as a stream ([`batches`](ParquetGpuReader::batches)) |
 //! | a stream of batches, under a device-memory budget | [`ParquetGpuReader::batches`] ([`Batches`]: `'static`, `Send`); [`ReaderBuilder::with_memory_budget`] |
 //! | several files or a directory as one | [`ParquetGpuReader::dataset_builder`] … [`build_dataset`](ReaderBuilder::build_dataset) → [`Dataset::batches`] / [`Dataset::load`] |
+//! | only the rows matching a predicate (SQL's `WHERE`; on the GPU for device loads) | [`ReaderBuilder::with_row_filter`] (text), [`ReaderBuilder::with_row_predicate`] ([`plan::Predicate`]); [`ReaderBuilder::with_filter`] prunes row groups only |
 //! | some rows only (arrow-rs's `RowSelection`, DataFusion's access plan shape) | [`ReaderBuilder::with_row_selection`], [`ReaderBuilder::with_access_plan`]; with [`ReaderBuilder::with_page_index`], only the pages holding those rows are read |
 //! | column chunks in GPU memory, still encoded | [`ParquetGpuReader::load_chunks`] ([`reader::DeviceChunks`]), then [`decode_on_gpu`](ParquetGpuReader::decode_on_gpu) |
 //! | device memory, pinned memory, kernels of your own | [`device::gpu`] → [`device::Gpu`] (`alloc`, `pinned`, `load_module`) |
@@ -79,6 +80,14 @@
 //! let loaded = reader.load()?;
 //! let rows: usize = loaded.batches.iter().map(|b| b.num_rows()).sum();
 //! assert_eq!(rows, 50);                // the whole row group: rows are not filtered
+//! // a row filter keeps only the rows where it is true
+//! let exact = ParquetGpuReader::builder(&path)
+//!     .with_columns(["name"])
+//!     .with_row_filter("id >= 60 AND id < 65")
+//!     .with_device(Device::Host)
+//!     .build()?
+//!     .load()?;
+//! assert_eq!(exact.batches.iter().map(|b| b.num_rows()).sum::<usize>(), 5);
 //! let host = loaded.batches[0].to_host()?;
 //! assert_eq!(host.num_columns(), 1);
 //! # std::fs::remove_file(&path)?;

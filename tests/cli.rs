@@ -746,3 +746,51 @@ fn a_name_with_dots_in_backquotes() {
     let help = run(&["load", "--help"]);
     assert!(text(&help).0.contains("(`a.b`)"), "{}", text(&help).0);
 }
+
+/// `load --where` returns only the matching rows, without the columns read for the filter
+/// only; a bad predicate is a usage error.
+#[test]
+fn load_where_keeps_only_matching_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("where.parquet");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(1000))
+        .build();
+    write(&f, &[int_columns(&["a", "b", "c"], 5000)], props);
+    let out = dir.path().join("out.arrow");
+    let o = run(&[
+        "load",
+        f.to_str().unwrap(),
+        "--device",
+        "host",
+        "--quiet",
+        "--columns",
+        "c",
+        "--where",
+        "a >= 1200 AND b < 5000 OR a = 4999",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let got = read_ipc(&out);
+    assert_eq!(got.schema().fields().len(), 1);
+    assert_eq!(got.schema().field(0).name(), "c");
+    // a = i, b = 2i, c = 3i: rows 1200..2500 and 4999
+    let want: Vec<i64> = (1200..2500).chain([4999]).map(|i| 3 * i).collect();
+    let c = got
+        .column(0)
+        .as_any()
+        .downcast_ref::<arrow::array::Int64Array>()
+        .unwrap();
+    assert_eq!(c.values().to_vec(), want);
+    let o = run(&[
+        "load",
+        f.to_str().unwrap(),
+        "--device",
+        "host",
+        "--where",
+        "zz > 1",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o).1);
+    assert!(text(&o).1.contains("unknown column 'zz'"), "{}", text(&o).1);
+}

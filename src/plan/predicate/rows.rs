@@ -107,7 +107,10 @@ impl CmpOp {
     }
 }
 
-/// A predicate bound for testing rows: see the [module docs](self).
+/// A predicate bound for testing rows: a tree of [`RowTest`]s without `NOT` (negations pushed
+/// down, exact under SQL's three-valued logic since a row is kept only where the whole test is
+/// true), literals in the column's terms (timestamps in its unit, decimals unscaled at its
+/// scale, dates in days, booleans as 0 and 1).
 #[derive(Debug, Clone)]
 pub struct RowFilter {
     test: RowTest,
