@@ -25,7 +25,9 @@ pub type DeviceBatchStream = Pin<Box<dyn Stream<Item = Result<LoadedBatch>> + Se
 /// ([`GpuParquetSource::file_columns`]), in the file schema's order: the projection's
 /// expressions and partition columns are for the engine to apply. A `LIMIT` pushed into the
 /// scan prunes the row groups read, but batches are not cut to it. Pushed filters prune, as in
-/// `execute`, and no rows are filtered.
+/// `execute`, and those the scan takes as `Exact` ([`GpuParquetSource::row_filter`]) are
+/// applied to the rows (on the device, where a file's filter converts; else on the host, and
+/// that batch comes back on the host).
 pub fn device_batches(
     plan: &Arc<dyn ExecutionPlan>,
     partition: usize,
@@ -50,8 +52,8 @@ pub fn device_batches(
     let stream = futures::stream::iter(files)
         .map(move |file| {
             let job = opener.job(file);
-            match spawn(job, |_, s| match s {
-                Scanned::Batch(b) => Ok(b),
+            match spawn(job, |job, s| match s {
+                Scanned::Batch(b) => job.device_batch(b),
                 Scanned::Rows(_) => exec_err!("a scan with no column has no device batch"),
             }) {
                 Ok(rx) => channel_stream(rx).boxed(),

@@ -62,6 +62,7 @@ mod format;
 mod opener;
 mod options;
 mod prune;
+mod row_filter;
 mod source;
 pub mod tpch;
 

@@ -5,12 +5,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use cuparquet::{LoadedBatch, ParquetGpuReader};
-use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
+use datafusion::arrow::array::{BooleanArray, RecordBatch, RecordBatchOptions};
+use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
-use datafusion::common::{DataFusionError, Result};
+use datafusion::common::{exec_err, DataFusionError, Result};
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{FileOpenFuture, FileOpener};
 use datafusion::physical_expr::simplifier::PhysicalExprSimplifier;
+use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr_adapter::{
     DefaultPhysicalExprAdapterFactory, PhysicalExprAdapterFactory,
 };
@@ -22,12 +24,19 @@ use tokio::sync::mpsc;
 
 use crate::options::GpuScanOptions;
 use crate::prune::{access_plan, rows_of, to_reader_access, Pruning};
+use crate::row_filter::RowFilter;
 
 /// Batches a scan thread hands over before it waits for the consumer.
 const CHANNEL_BATCHES: usize = 2;
 
 /// Rows per batch of a scan that reads no column (`COUNT(*)`): only row counts.
 const COUNT_BATCH_ROWS: usize = 1 << 20;
+
+/// The filters a scan was given: all of them, for pruning, and those it applies to the rows.
+pub(crate) struct ScanFilters {
+    pub(crate) predicate: Option<Arc<dyn PhysicalExpr>>,
+    pub(crate) row_filter: Option<Arc<dyn PhysicalExpr>>,
+}
 
 /// Opens the files of one partition for [`GpuParquetSource`](crate::GpuParquetSource):
 /// yields host batches of the file columns read, in the file schema's order.
@@ -39,6 +48,7 @@ pub struct GpuParquetOpener {
     columns: Vec<usize>,
     output_schema: SchemaRef,
     predicate: Option<Arc<dyn PhysicalExpr>>,
+    row_filter: Option<Arc<dyn PhysicalExpr>>,
     pruning: Pruning,
     limit: Option<usize>,
     options: GpuScanOptions,
@@ -61,11 +71,15 @@ impl GpuParquetOpener {
         partition: usize,
         file_schema: SchemaRef,
         columns: Vec<usize>,
-        predicate: Option<Arc<dyn PhysicalExpr>>,
+        filters: ScanFilters,
         limit: Option<usize>,
         options: GpuScanOptions,
         metrics: ExecutionPlanMetricsSet,
     ) -> Self {
+        let ScanFilters {
+            predicate,
+            row_filter,
+        } = filters;
         let output_schema = Arc::new(Schema::new_with_metadata(
             columns
                 .iter()
@@ -86,6 +100,7 @@ impl GpuParquetOpener {
             output_schema,
             pruning,
             predicate,
+            row_filter,
             limit,
             options,
             metrics,
@@ -110,6 +125,8 @@ impl GpuParquetOpener {
                 .collect(),
             output_schema: Arc::clone(&self.output_schema),
             predicate: self.predicate.clone(),
+            row_filter: self.row_filter.clone(),
+            host_filter: std::sync::OnceLock::new(),
             pruning: self.pruning.clone(),
             limit: self.limit,
             options: self.options.clone(),
@@ -218,6 +235,12 @@ pub(crate) struct ScanJob {
     columns: Vec<String>,
     output_schema: SchemaRef,
     predicate: Option<Arc<dyn PhysicalExpr>>,
+    /// The pushed filters to apply to the rows (over the table's file schema).
+    row_filter: Option<Arc<dyn PhysicalExpr>>,
+    /// Where cuparquet cannot apply the row filter to this file (its schema differs and the
+    /// filter rewritten for it does not convert, or does not bind): the filter over the
+    /// file's schema, evaluated by DataFusion on each batch read.
+    host_filter: std::sync::OnceLock<(Arc<dyn PhysicalExpr>, SchemaRef)>,
     /// The predicate's pruning over the table's file schema (files whose own schema differs
     /// get theirs, [`ScanJob::file_pruning`]).
     pruning: Pruning,
@@ -298,14 +321,36 @@ impl ScanJob {
         if plan.row_group_index_iter().next().is_none() {
             return Ok(Opened::Nothing);
         }
+        // the row filter in the file's terms: applied by cuparquet where it converts
+        let mut rows = None;
+        if let Some(expr) = &self.row_filter {
+            let expr = self.for_file(expr, &schema)?;
+            match crate::row_filter::row_filter(&expr, &schema, schema.fields().len()) {
+                Some(RowFilter::Nothing) => return Ok(Opened::Nothing),
+                Some(RowFilter::All) => {}
+                Some(RowFilter::Rows(p)) => rows = Some((p, expr)),
+                None => {
+                    let _ = self.host_filter.set((expr, nullable(&schema)));
+                }
+            }
+        }
         // the table's columns this file has (a file may lack some: they read as nulls)
-        let root = md.file_metadata().schema_descr().root_schema();
-        let present: Vec<&String> = self
-            .columns
+        let names: Vec<String> = (md.file_metadata().schema_descr().root_schema())
+            .get_fields()
             .iter()
-            .filter(|c| root.get_fields().iter().any(|f| f.name() == c.as_str()))
+            .map(|f| f.name().to_string())
             .collect();
-        if present.is_empty() {
+        let has = |c: &str| names.iter().any(|f| f == c);
+        let mut present: Vec<String> = self.columns.iter().filter(|c| has(c)).cloned().collect();
+        if let Some((expr, _)) = self.host_filter.get() {
+            // the filter's columns are read too (and left out after it)
+            for c in collect_columns(expr) {
+                if !present.iter().any(|p| p == c.name()) && has(c.name()) {
+                    present.push(c.name().to_string());
+                }
+            }
+        }
+        if present.is_empty() && rows.is_none() {
             return Ok(Opened::Rows(rows_of(&plan, md)));
         }
         let mut b = ParquetGpuReader::builder(&path)
@@ -319,8 +364,43 @@ impl ScanJob {
         if let Some(m) = self.options.memory_budget {
             b = b.with_memory_budget(m);
         }
-        let reader = b.build().map_err(|e| external(&self.name, e))?;
+        let reader = match rows {
+            None => b.build(),
+            Some((p, expr)) => match b.clone().with_row_predicate(p).build() {
+                // a filter cuparquet's types refuse for this file (e.g. a timestamp stored as
+                // a plain integer): DataFusion evaluates it on the batches read
+                Err(cuparquet::Error::Filter { .. }) => {
+                    let _ = self.host_filter.set((expr.clone(), nullable(&schema)));
+                    let extra: Vec<String> = collect_columns(&expr)
+                        .iter()
+                        .map(|c| c.name().to_string())
+                        .filter(|c| !present.contains(c) && has(c))
+                        .collect();
+                    present.extend(extra);
+                    b.with_columns(present.iter().map(|c| quoted(c))).build()
+                }
+                other => other,
+            },
+        }
+        .map_err(|e| external(&self.name, e))?;
         Ok(Opened::Reader(reader))
+    }
+
+    /// `expr` (over the table's file schema) over `schema`, this file's: the same where the
+    /// file's columns are the table's, else rewritten as DataFusion's own scan does (a missing
+    /// column is null, a type cast) and simplified.
+    fn for_file(
+        &self,
+        expr: &Arc<dyn PhysicalExpr>,
+        schema: &SchemaRef,
+    ) -> Result<Arc<dyn PhysicalExpr>> {
+        if Arc::ptr_eq(schema, &self.file_schema) {
+            return Ok(Arc::clone(expr));
+        }
+        let rewritten = DefaultPhysicalExprAdapterFactory
+            .create(Arc::clone(&self.file_schema), Arc::clone(schema))?
+            .rewrite(Arc::clone(expr))?;
+        PhysicalExprSimplifier::new(schema).simplify(rewritten)
     }
 
     /// The schema pruning sees for this file, and the pruning: the table's, or — where the
@@ -374,12 +454,38 @@ impl ScanJob {
         crate::adapt::to_schema(&empty, &self.output_schema, &self.name)
     }
 
-    /// `b` on the host, in the output schema.
-    fn host_batch(&self, b: LoadedBatch) -> Result<RecordBatch> {
+    /// `b` on the host, in the output schema (the row filter applied by DataFusion where
+    /// cuparquet could not apply it to this file).
+    pub(crate) fn host_batch(&self, b: LoadedBatch) -> Result<RecordBatch> {
         let t = self.metrics.to_host_time.timer();
         let host = b.into_host().map_err(|e| external(&self.name, e))?;
         t.done();
+        let host = self.filter_on_host(host)?;
         crate::adapt::to_schema(&host, &self.output_schema, &self.name)
+    }
+
+    /// `b` as the scan yields it for GPU operators: where it was decoded, unless DataFusion
+    /// has to apply the row filter to it (then on the host).
+    pub(crate) fn device_batch(&self, b: LoadedBatch) -> Result<LoadedBatch> {
+        if self.host_filter.get().is_none() {
+            return Ok(b);
+        }
+        let host = b.to_host().map_err(|e| external(&self.name, e))?;
+        Ok(b.replace_host(self.filter_on_host(host)?))
+    }
+
+    /// The rows of `batch` (columns of this file) the row filter keeps, where DataFusion
+    /// evaluates it ([`Self::host_filter`]); `batch` itself otherwise.
+    fn filter_on_host(&self, batch: RecordBatch) -> Result<RecordBatch> {
+        let Some((expr, schema)) = self.host_filter.get() else {
+            return Ok(batch);
+        };
+        let full = crate::adapt::to_schema(&batch, schema, &self.name)?;
+        let mask = expr.evaluate(&full)?.into_array(full.num_rows())?;
+        let Some(mask) = mask.as_any().downcast_ref::<BooleanArray>() else {
+            return exec_err!("{}: the row filter {expr} is not boolean", self.name);
+        };
+        Ok(filter_record_batch(&batch, mask)?)
     }
 }
 
@@ -389,6 +495,19 @@ enum Opened {
     /// Only the number of rows is wanted.
     Rows(usize),
     Reader(ParquetGpuReader),
+}
+
+/// `schema` with every field nullable: the batches the host filter is evaluated on hold nulls
+/// for the columns not read.
+fn nullable(schema: &SchemaRef) -> SchemaRef {
+    Arc::new(Schema::new_with_metadata(
+        schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_nullable(true))
+            .collect::<Vec<_>>(),
+        schema.metadata().clone(),
+    ))
 }
 
 /// A column name as cuparquet's paths take it: backquoted where it holds a dot.

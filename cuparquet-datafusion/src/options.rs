@@ -21,6 +21,10 @@ pub struct GpuScanOptions {
     pub pruning: bool,
     /// A device-memory budget for each file's load; `None`: cuparquet's default.
     pub memory_budget: Option<u64>,
+    /// Apply the pushed filters cuparquet can evaluate to the rows (on the GPU for device
+    /// scans), so that they are `Exact` and DataFusion drops its `FilterExec` for them
+    /// (default true); false: every filter prunes only and stays `Inexact`.
+    pub row_filter: bool,
 }
 
 impl Default for GpuScanOptions {
@@ -31,17 +35,19 @@ impl Default for GpuScanOptions {
             page_index: true,
             pruning: true,
             memory_budget: None,
+            row_filter: true,
         }
     }
 }
 
 /// The keys [`GpuScanOptions::set`] takes.
-pub const OPTION_KEYS: [&str; 5] = [
+pub const OPTION_KEYS: [&str; 6] = [
     "device",
     "batch_rows",
     "page_index",
     "pruning",
     "memory_budget",
+    "row_filter",
 ];
 
 impl GpuScanOptions {
@@ -59,7 +65,8 @@ impl GpuScanOptions {
 
     /// Sets one option by name, as `CREATE EXTERNAL TABLE … OPTIONS (…)` gives them (with or
     /// without a `format.` prefix): `device` (`auto`, `host`, `cuda:N`), `batch_rows`,
-    /// `page_index` and `pruning` (`true`/`false`), `memory_budget` (bytes, or `512MiB`).
+    /// `page_index`, `pruning` and `row_filter` (`true`/`false`), `memory_budget` (bytes, or
+    /// `512MiB`).
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let key = key.strip_prefix("format.").unwrap_or(key);
         let bad = |why: String| {
@@ -81,6 +88,7 @@ impl GpuScanOptions {
             }
             "page_index" => self.page_index = parse_bool(value).ok_or_else(|| bad(bool_why()))?,
             "pruning" => self.pruning = parse_bool(value).ok_or_else(|| bad(bool_why()))?,
+            "row_filter" => self.row_filter = parse_bool(value).ok_or_else(|| bad(bool_why()))?,
             "memory_budget" => {
                 let n = cuparquet::config::parse_size("memory_budget", value)
                     .map_err(|e| bad(format!("{e}")))?;

@@ -21,13 +21,18 @@ use crate::options::GpuScanOptions;
 
 /// cuparquet's scan inside DataFusion's `DataSourceExec`. It takes the columns DataFusion
 /// projects (expressions over them are evaluated on the batches read) and the filters it
-/// pushes down. Filters prune row groups and pages and stay `Inexact`: DataFusion keeps its
-/// `FilterExec` over the rows read.
+/// pushes down. Every filter prunes row groups and pages; those cuparquet can evaluate exactly
+/// as DataFusion does ([`crate::row_filter`]'s rules: comparisons, `IN`, `IS NULL`, `AND`,
+/// `OR`, `NOT` over integer, boolean, string, date, timestamp and decimal columns) are applied
+/// to the rows, on the GPU for device scans, and are `Exact`; the others stay `Inexact` and
+/// DataFusion keeps its `FilterExec` for them.
 #[derive(Clone)]
 pub struct GpuParquetSource {
     table_schema: TableSchema,
     projection: SplitProjection,
     predicate: Option<Arc<dyn PhysicalExpr>>,
+    /// The pushed filters applied to the rows (each also in `predicate`).
+    row_filters: Vec<Arc<dyn PhysicalExpr>>,
     options: GpuScanOptions,
     batch_size: Option<usize>,
     metrics: ExecutionPlanMetricsSet,
@@ -38,6 +43,7 @@ impl fmt::Debug for GpuParquetSource {
         f.debug_struct("GpuParquetSource")
             .field("file_columns", &self.projection.file_indices)
             .field("predicate", &self.predicate.as_ref().map(|p| p.to_string()))
+            .field("row_filter", &self.row_filter().map(|p| p.to_string()))
             .field("options", &self.options)
             .finish_non_exhaustive()
     }
@@ -51,6 +57,7 @@ impl GpuParquetSource {
             projection: SplitProjection::unprojected(&table_schema),
             table_schema,
             predicate: None,
+            row_filters: Vec::new(),
             options,
             batch_size: None,
             metrics: ExecutionPlanMetricsSet::new(),
@@ -70,6 +77,11 @@ impl GpuParquetSource {
             None => predicate,
         });
         self
+    }
+
+    /// The pushed filters the scan applies to the rows, as one conjunction (`Exact` filters).
+    pub fn row_filter(&self) -> Option<Arc<dyn PhysicalExpr>> {
+        (!self.row_filters.is_empty()).then(|| conjunction(self.row_filters.clone()))
     }
 
     /// The scan options.
@@ -101,7 +113,10 @@ impl GpuParquetSource {
             partition,
             self.table_schema.file_schema().clone(),
             self.projection.file_indices.clone(),
-            self.predicate.clone(),
+            crate::opener::ScanFilters {
+                predicate: self.predicate.clone(),
+                row_filter: self.row_filter(),
+            },
             base_config.limit,
             self.options.clone(),
             self.metrics.clone(),
@@ -172,6 +187,9 @@ impl FileSource for GpuParquetSource {
                         write!(f, ", pruning_predicate={}", pp.predicate_expr())?;
                     }
                 }
+                if let Some(r) = self.row_filter() {
+                    write!(f, ", row_filter={r}")?;
+                }
                 if self.options.page_index {
                     write!(f, ", page_index=true")?;
                 }
@@ -182,27 +200,48 @@ impl FileSource for GpuParquetSource {
                 if let Some(p) = &self.predicate {
                     writeln!(f, "predicate={p}")?;
                 }
+                if let Some(r) = self.row_filter() {
+                    writeln!(f, "row_filter={r}")?;
+                }
                 Ok(())
             }
         }
     }
 
-    /// Every filter prunes row groups and pages; none is applied to rows, so DataFusion
-    /// keeps each (`PushedDown::No`).
+    /// Every filter prunes row groups and pages. Those cuparquet evaluates exactly as
+    /// DataFusion does are also applied to the rows (`PushedDown::Yes`: DataFusion drops its
+    /// `FilterExec` for them); the others stay with DataFusion (`PushedDown::No`).
     fn try_pushdown_filters(
         &self,
         filters: Vec<Arc<dyn PhysicalExpr>>,
         _config: &ConfigOptions,
     ) -> Result<FilterPushdownPropagation<Arc<dyn FileSource>>> {
-        if filters.is_empty() || !self.options.pruning {
+        if filters.is_empty() || !(self.options.pruning || self.options.row_filter) {
             return Ok(FilterPushdownPropagation::with_parent_pushdown_result(
                 vec![PushedDown::No; filters.len()],
             ));
         }
-        let n = filters.len();
-        let s = self.clone().with_predicate(conjunction(filters));
+        let mut s = self.clone();
+        let table = self.table_schema.table_schema();
+        let file_columns = self.table_schema.file_schema().fields().len();
+        let pushed: Vec<PushedDown> = filters
+            .iter()
+            .map(|f| {
+                let exact = self.options.row_filter
+                    && crate::row_filter::row_filter(f, table, file_columns).is_some();
+                if exact {
+                    s.row_filters.push(Arc::clone(f));
+                    PushedDown::Yes
+                } else {
+                    PushedDown::No
+                }
+            })
+            .collect();
+        if self.options.pruning {
+            s = s.with_predicate(conjunction(filters));
+        }
         Ok(
-            FilterPushdownPropagation::with_parent_pushdown_result(vec![PushedDown::No; n])
+            FilterPushdownPropagation::with_parent_pushdown_result(pushed)
                 .with_updated_node(Arc::new(s) as Arc<dyn FileSource>),
         )
     }
@@ -214,6 +253,7 @@ impl FileSource for GpuParquetSource {
         apply_expression_roots(
             self.predicate
                 .iter()
+                .chain(&self.row_filters)
                 .chain(self.projection.source.iter().map(|p| &p.expr)),
             f,
         )

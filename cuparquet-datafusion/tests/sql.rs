@@ -143,6 +143,15 @@ const QUERIES: &[&str] = &[
     "SELECT count(*) FROM (SELECT l_orderkey FROM lineitem LIMIT 25)",
     // a filter that keeps nothing
     "SELECT count(*), sum(l_quantity) FROM lineitem WHERE l_orderkey < 0",
+    // filters the scan applies to the rows: NOT, IS NULL, IN lists, OR, decimals, dates, and
+    // beside ones DataFusion keeps
+    "SELECT l_returnflag, count(*), sum(l_extendedprice) FROM lineitem
+       WHERE NOT (l_quantity < 10) AND l_returnflag <> 'R' AND l_comment IS NOT NULL GROUP BY 1 ORDER BY 1",
+    "SELECT count(*) FROM lineitem WHERE l_shipmode IN ('MAIL', 'SHIP') AND upper(l_comment) LIKE '%A%'",
+    "SELECT count(*), min(l_orderkey) FROM lineitem
+       WHERE (l_shipdate < date '1993-01-01' OR l_discount >= 0.09) AND l_shipmode NOT IN ('AIR', 'RAIL')",
+    "SELECT o_orderpriority, count(*) FROM orders WHERE o_totalprice > 400000.5 OR o_orderstatus = 'P'
+       GROUP BY 1 ORDER BY 1",
 ];
 
 async fn same_answers(t: &tpch::Tables, options: GpuScanOptions) {
@@ -225,9 +234,41 @@ async fn filters_prune_row_groups_and_pages_and_show_in_explain() {
     );
     assert!(explain.contains("pruning_predicate="), "{explain}");
     assert!(
-        explain.contains("FilterExec"),
-        "filters are inexact: DataFusion filters rows\n{explain}"
+        explain.contains("row_filter=l_orderkey@0 >= 40001 AND l_orderkey@0 <= 40100"),
+        "{explain}"
     );
+    assert!(
+        !explain.contains("FilterExec"),
+        "the filters are exact: the scan filters the rows\n{explain}"
+    );
+    // a filter the scan cannot evaluate stays with DataFusion, beside one it can
+    let explain = text(
+        &run(
+            &ctx,
+            "EXPLAIN SELECT l_quantity FROM lineitem WHERE upper(l_shipmode) = 'AIR' AND l_orderkey < 100",
+        )
+        .await,
+    );
+    assert!(explain.contains("FilterExec: upper("), "{explain}");
+    assert!(explain.contains("row_filter=l_orderkey@"), "{explain}");
+    // and without row filters every filter is DataFusion's
+    let no_rows = gpu_ctx(
+        t,
+        GpuScanOptions {
+            row_filter: false,
+            ..GpuScanOptions::default()
+        },
+    )
+    .await;
+    let explain = text(
+        &run(
+            &no_rows,
+            "EXPLAIN SELECT l_quantity FROM lineitem WHERE l_orderkey BETWEEN 40001 AND 40100",
+        )
+        .await,
+    );
+    assert!(explain.contains("FilterExec"), "{explain}");
+    assert!(!explain.contains("row_filter="), "{explain}");
 
     let (out, plan) = executed(
         &ctx,
@@ -509,6 +550,10 @@ async fn files_with_different_columns_read_as_one_table() {
         "SELECT k, s, v FROM t ORDER BY k",
         "SELECT count(s), count(*), sum(v) FROM t",
         "SELECT k FROM t WHERE s IS NULL ORDER BY k LIMIT 3",
+        // row filters over a column one file lacks (rewritten for it: null there)
+        "SELECT k FROM t WHERE s = 's5' OR v > 1400 ORDER BY k",
+        "SELECT count(*), sum(k) FROM t WHERE s <> 'x' AND k > 10",
+        "SELECT count(*) FROM t WHERE s IS NOT NULL OR k >= 140",
     ] {
         let a = text(&run(&ours, q).await);
         let b = text(&run(&theirs, q).await);

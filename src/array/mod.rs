@@ -72,8 +72,9 @@ impl LoadedBatch {
         }
     }
 
-    /// The same file and rows, holding `batch` instead (the rows a filter kept).
-    pub(crate) fn replace_host(&self, batch: RecordBatch) -> Self {
+    /// The same file and rows, holding `batch` (in host memory) instead: e.g. the rows of
+    /// this batch an engine's filter kept.
+    pub fn replace_host(&self, batch: RecordBatch) -> Self {
         LoadedBatch::host(batch, Arc::clone(&self.file), self.rows.clone())
     }
 
