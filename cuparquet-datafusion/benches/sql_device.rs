@@ -224,13 +224,6 @@ async fn bench(cores: usize) {
         Device::Host
     };
     let gpu = gpu_ctx(&root, config(partitions), gpu_device).await;
-    // one partition per file group, not byte ranges: fewer, larger loads
-    let per_file = gpu_ctx(
-        &root,
-        config(partitions).with_repartition_file_scans(false),
-        gpu_device,
-    )
-    .await;
     // the filters pruning only (Inexact: DataFusion's FilterExec over every row read)
     let inexact = gpu_ctx_with(
         &root,
@@ -244,9 +237,8 @@ async fn bench(cores: usize) {
     let host = gpu_ctx(&root, config(partitions), Device::Host).await;
     let df = df_ctx(&root, partitions).await;
     let mem = mem_ctx(&inexact, partitions).await;
-    let scans: [(&str, &SessionContext); 6] = [
+    let scans: [(&str, &SessionContext); 5] = [
         ("cuparquet", &gpu),
-        ("cuparquet-per-file", &per_file),
         ("cuparquet-inexact", &inexact),
         ("cuparquet-host", &host),
         ("datafusion", &df),
@@ -262,8 +254,8 @@ async fn bench(cores: usize) {
             .open(p)
             .unwrap()
     });
-    println!("| query | cuparquet | cuparquet, a partition per file | cuparquet, filters pruning only | cuparquet on host | DataFusion's scan | MemTable | vs DataFusion | vs MemTable |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| query | cuparquet | cuparquet, filters pruning only | cuparquet on host | DataFusion's scan | MemTable | vs DataFusion | vs MemTable |");
+    println!("|---|---|---|---|---|---|---|---|");
     for (name, sql) in QUERIES {
         let (_, reference) = run(&df, sql).await;
         let want = pretty_format_batches(&reference).unwrap().to_string();
@@ -284,15 +276,14 @@ async fn bench(cores: usize) {
         let stats: Vec<(f64, f64)> = times.into_iter().map(best_median).collect();
         let cell = |(b, m): (f64, f64)| format!("{b:.1} ms (median {m:.1})");
         println!(
-            "| {name} | {} | {} | {} | {} | {} | {} | {:.2}× | {:.2}× |",
+            "| {name} | {} | {} | {} | {} | {} | {:.2}× | {:.2}× |",
             cell(stats[0]),
             cell(stats[1]),
             cell(stats[2]),
             cell(stats[3]),
             cell(stats[4]),
-            cell(stats[5]),
-            stats[4].0 / stats[0].0,
-            stats[0].0 / stats[5].0,
+            stats[3].0 / stats[0].0,
+            stats[0].0 / stats[4].0,
         );
         if let Some(f) = out.as_mut() {
             let fields: Vec<String> = scans

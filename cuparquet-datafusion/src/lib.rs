@@ -27,8 +27,12 @@
 //!   on a thread of its own, never on the async executor.
 //! * [`register_gpu_parquet`] registers a file or a directory as a table in one call.
 //!
-//! Filters are `Inexact`: they prune row groups and pages, and DataFusion keeps its own
-//! `FilterExec` over the rows that remain. `LIMIT` without a filter reads only the row groups it
+//! Every pushed filter prunes row groups and pages. Those cuparquet evaluates exactly as
+//! DataFusion does (comparisons with literals, `IN`, `IS [NOT] NULL`, `AND`/`OR`/`NOT` over
+//! integer, boolean, string, date, timestamp and decimal columns) are applied to the rows by
+//! the reader's row filter ([`cuparquet::ReaderBuilder::with_row_predicate`]; on the GPU for
+//! device scans) and are `Exact`; the others stay `Inexact`, under DataFusion's own
+//! `FilterExec` ([`GpuScanOptions::row_filter`]). `LIMIT` without a filter reads only the row groups it
 //! needs, and the stream stops once DataFusion has its rows.
 //!
 //! ## Output
