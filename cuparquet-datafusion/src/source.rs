@@ -22,7 +22,7 @@ use crate::options::GpuScanOptions;
 /// cuparquet's scan inside DataFusion's `DataSourceExec`. It takes the columns DataFusion
 /// projects (expressions over them are evaluated on the batches read) and the filters it
 /// pushes down. Every filter prunes row groups and pages; those cuparquet can evaluate exactly
-/// as DataFusion does ([`crate::row_filter`]'s rules: comparisons, `IN`, `IS NULL`, `AND`,
+/// as DataFusion does (comparisons, `IN`, `IS NULL`, `AND`,
 /// `OR`, `NOT` over integer, boolean, string, date, timestamp and decimal columns) are applied
 /// to the rows, on the GPU for device scans, and are `Exact`; the others stay `Inexact` and
 /// DataFusion keeps its `FilterExec` for them.
