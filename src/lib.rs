@@ -102,6 +102,8 @@
 //! # not on crates.io yet: a path or git dependency; pick the CUDA bindings your libcufile
 //! # matches (cuda-13000, cuda-12090 or cuda-12080); leave out the CLI
 //! cuparquet = { path = "../cuparquet", default-features = false, features = ["cuda-13000"] }
+//! # optional: "encryption" (on by default) recognises encrypted column chunks in files with a
+//! # plaintext footer, to refuse them naming the column (it brings in `ring`); "cli" the binary
 //! ```
 //!
 //! Arrow and Parquet types come through [`arrow`](mod@arrow) and [`parquet`](mod@parquet)

@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use cuparquet::plan::predicate::{format_decimal, format_timestamp};
 use cuparquet::plan::{CmpOp, Literal, Predicate};
 use datafusion::arrow::datatypes::{DataType, Schema, TimeUnit};
 use datafusion::common::ScalarValue;
@@ -219,18 +220,19 @@ fn column(
 fn literal(e: &Arc<dyn PhysicalExpr>, column: &DataType) -> Option<Literal> {
     let v = e.downcast_ref::<LitExpr>()?.value();
     let int = |i: Option<i128>| i.map(Literal::Int);
+    // ISO text without a zone: cuparquet reads it as the instant itself for columns adjusted
+    // to UTC and as the wall-clock value for local ones, which is what the column's raw values
+    // are in both
     let ts = |v: Option<i64>, unit: TimeUnit| {
-        v.map(|v| {
-            let nanos = i128::from(v)
-                * match unit {
-                    TimeUnit::Second => 1_000_000_000,
-                    TimeUnit::Millisecond => 1_000_000,
-                    TimeUnit::Microsecond => 1_000,
-                    TimeUnit::Nanosecond => 1,
-                };
-            Literal::Str(iso(nanos))
-        })
+        let digits = match unit {
+            TimeUnit::Second => 0,
+            TimeUnit::Millisecond => 3,
+            TimeUnit::Microsecond => 6,
+            TimeUnit::Nanosecond => 9,
+        };
+        v.map(|v| Literal::Str(format_timestamp(v, digits, false)))
     };
+    let decimal = |v: i128, scale: i8| Literal::Str(format_decimal(v, i32::from(scale)));
     let same = |dt: DataType| &dt == column;
     match v {
         ScalarValue::Int8(i) if same(DataType::Int8) => int(i.map(i128::from)),
@@ -278,52 +280,6 @@ fn literal(e: &Arc<dyn PhysicalExpr>, column: &DataType) -> Option<Literal> {
                 | DataType::Decimal256(..)
         )
     })
-}
-
-/// `v / 10^scale` as exact decimal text.
-fn decimal(v: i128, scale: i8) -> Literal {
-    if scale <= 0 {
-        let s = format!("{v}{}", "0".repeat(scale.unsigned_abs() as usize));
-        return Literal::Str(s);
-    }
-    let neg = v < 0;
-    let digits = v.unsigned_abs().to_string();
-    let scale = scale as usize;
-    let padded = format!("{digits:0>width$}", width = scale + 1);
-    let (int, frac) = padded.split_at(padded.len() - scale);
-    Literal::Str(format!("{}{int}.{frac}", if neg { "-" } else { "" }))
-}
-
-/// Nanoseconds since 1970-01-01T00:00:00 as `YYYY-MM-DDTHH:MM:SS.fffffffff`, without a zone:
-/// cuparquet reads it as the instant itself for columns adjusted to UTC and as the wall-clock
-/// value for local ones, which is what the column's raw values are in both.
-fn iso(nanos: i128) -> String {
-    let per_day = 86_400 * 1_000_000_000i128;
-    let days = nanos.div_euclid(per_day);
-    let rest = nanos.rem_euclid(per_day);
-    let (y, m, d) = civil_from_days(days as i64);
-    let secs = rest / 1_000_000_000;
-    let frac = rest % 1_000_000_000;
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:09}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
-}
-
-/// The civil date of `days` since 1970-01-01 (proleptic Gregorian).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]
@@ -423,16 +379,19 @@ mod tests {
 
     #[test]
     fn literals_as_text() {
-        assert_eq!(decimal(1234, 2), Literal::Str("12.34".into()));
-        assert_eq!(decimal(-5, 2), Literal::Str("-0.05".into()));
-        assert_eq!(decimal(7, 0), Literal::Str("7".into()));
-        assert_eq!(decimal(7, -2), Literal::Str("700".into()));
-        assert_eq!(iso(0), "1970-01-01T00:00:00.000000000");
-        assert_eq!(iso(-1), "1969-12-31T23:59:59.999999999");
+        let dec = |v: i128, s: i8| {
+            let e = lit(ScalarValue::Decimal128(Some(v), 15, s));
+            literal(&e, &DataType::Decimal128(15, s))
+        };
+        assert_eq!(dec(1234, 2), Some(Literal::Str("12.34".into())));
+        assert_eq!(dec(-5, 2), Some(Literal::Str("-0.05".into())));
+        let ts = |v: i64| {
+            let e = lit(ScalarValue::TimestampMillisecond(Some(v), None));
+            literal(&e, &DataType::Timestamp(TimeUnit::Millisecond, None))
+        };
+        assert_eq!(ts(-1), Some(Literal::Str("1969-12-31T23:59:59.999".into())));
         // 1995-03-15T12:34:56.5
-        let n = (9204 * 86_400 + 12 * 3600 + 34 * 60 + 56) as i128 * 1_000_000_000 + 500_000_000;
-        assert_eq!(iso(n), "1995-03-15T12:34:56.500000000");
-        assert_eq!(civil_from_days(-719_468), (0, 3, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        let v = (9204 * 86_400 + 12 * 3600 + 34 * 60 + 56) * 1000 + 500;
+        assert_eq!(ts(v), Some(Literal::Str("1995-03-15T12:34:56.500".into())));
     }
 }

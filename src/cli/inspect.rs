@@ -8,6 +8,10 @@ use std::path::Path;
 
 use cuparquet::metadata::read_metadata;
 use cuparquet::plan::human_bytes;
+use cuparquet::plan::predicate::{
+    format_date as date, format_decimal as decimal, format_time_of_day as time_of_day,
+    format_timestamp as timestamp,
+};
 use cuparquet::source::ParquetFile;
 use cuparquet::Error;
 use parquet::basic::{ConvertedType, LogicalType, TimeUnit};
@@ -347,61 +351,6 @@ fn be_i128(b: &[u8]) -> i128 {
     let mut buf = [fill; 16];
     buf[16 - b.len()..].copy_from_slice(b);
     i128::from_be_bytes(buf)
-}
-
-/// `v` × 10^-scale, written out exactly.
-fn decimal(v: i128, scale: i32) -> String {
-    if scale <= 0 {
-        return format!("{v}{}", "0".repeat((-scale) as usize));
-    }
-    let digits = v.unsigned_abs().to_string();
-    let s = scale as usize;
-    let padded = format!("{digits:0>width$}", width = s + 1);
-    let (int, frac) = padded.split_at(padded.len() - s);
-    format!("{}{int}.{frac}", if v < 0 { "-" } else { "" })
-}
-
-/// Days since 1970-01-01 as a civil date (proleptic Gregorian).
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-fn date(days: i64) -> String {
-    let (y, m, d) = civil(days);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// `v` units (10^-digits seconds) since midnight.
-fn time_of_day(v: i64, digits: u32) -> String {
-    let per_sec = 10i64.pow(digits);
-    let (secs, frac) = (v.div_euclid(per_sec), v.rem_euclid(per_sec));
-    format!(
-        "{:02}:{:02}:{:02}.{frac:0w$}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60,
-        w = digits as usize
-    )
-}
-
-/// `v` units (10^-digits seconds) since 1970-01-01T00:00:00, ISO 8601 (`Z` when UTC).
-fn timestamp(v: i64, digits: u32, utc: bool) -> String {
-    let per_day = 86_400 * 10i64.pow(digits);
-    let (days, rest) = (v.div_euclid(per_day), v.rem_euclid(per_day));
-    format!(
-        "{}T{}{}",
-        date(days),
-        time_of_day(rest, digits),
-        if utc { "Z" } else { "" }
-    )
 }
 
 fn uuid(b: &[u8]) -> String {

@@ -524,6 +524,7 @@ pub fn plan_with(
                     ),
                 ));
             }
+            #[cfg(feature = "encryption")]
             if cc.crypto_metadata().is_some() {
                 return Err(Error::Unsupported {
                     path: path.to_path_buf(),

@@ -112,6 +112,61 @@ pub(super) fn at_scale(num: i128, frac_digits: u32, scale: u32) -> Option<Scaled
     }
 }
 
+/// `v` × 10^-scale written out exactly, as the predicate language reads a decimal (`-0.05`).
+pub fn format_decimal(v: i128, scale: i32) -> String {
+    if scale <= 0 {
+        return format!("{v}{}", "0".repeat(scale.unsigned_abs() as usize));
+    }
+    let digits = v.unsigned_abs().to_string();
+    let s = scale as usize;
+    let padded = format!("{digits:0>width$}", width = s + 1);
+    let (int, frac) = padded.split_at(padded.len() - s);
+    format!("{}{int}.{frac}", if v < 0 { "-" } else { "" })
+}
+
+/// The civil date (proleptic Gregorian) of `days` since 1970-01-01.
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// `days` since 1970-01-01 as `YYYY-MM-DD`.
+pub fn format_date(days: i64) -> String {
+    let (y, m, d) = civil(days);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// `v` units of 10^-digits seconds since midnight as `HH:MM:SS[.fraction]`.
+pub fn format_time_of_day(v: i64, digits: u32) -> String {
+    let per_sec = 10i64.pow(digits);
+    let (secs, frac) = (v.div_euclid(per_sec), v.rem_euclid(per_sec));
+    let hms = format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60);
+    match digits {
+        0 => hms,
+        _ => format!("{hms}.{frac:0w$}", w = digits as usize),
+    }
+}
+
+/// `v` units of 10^-digits seconds since 1970-01-01T00:00:00 as ISO 8601, `Z` at the end when
+/// `utc`: a timestamp literal of the predicate language.
+pub fn format_timestamp(v: i64, digits: u32, utc: bool) -> String {
+    let per_day = 86_400 * 10i64.pow(digits);
+    let (days, rest) = (v.div_euclid(per_day), v.rem_euclid(per_day));
+    format!(
+        "{}T{}{}",
+        format_date(days),
+        format_time_of_day(rest, digits),
+        if utc { "Z" } else { "" }
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -849,6 +849,7 @@ mod literals;
 pub mod pages;
 mod parse;
 mod rows;
+pub use literals::{format_date, format_decimal, format_time_of_day, format_timestamp};
 pub use parse::parse_predicate;
 pub use rows::{row_filter, RowFilter, RowKind, RowTest, RowValue};
 #[cfg(test)]

@@ -161,16 +161,24 @@ __device__ static i64 value_at(const u8* mask, const i64* values, u64 i) {
     return mask ? (i64)mask[i] : values[i];
 }
 
+// This thread's SCAN_PER_THREAD rows of the block's span start at *first; returns the sum of
+// the span's rows before them, and the span's sum in *total.
+__device__ static i64 span_prefix(const u8* mask, const i64* values, u64 n, i64* shared,
+                                  u64* first, i64* total) {
+    *first = (u64)blockIdx.x * FILTER_SPAN + (u64)threadIdx.x * SCAN_PER_THREAD;
+    i64 mine = 0;
+    for (int k = 0; k < SCAN_PER_THREAD; k++)
+        if (*first + k < n) mine += value_at(mask, values, *first + k);
+    return block_exclusive_scan(mine, shared, total);
+}
+
 extern "C" __global__ void __launch_bounds__(FILTER_THREADS) span_total(
     const u8* mask, const i64* values, u64 n, i64* sums)
 {
     __shared__ i64 sh[FILTER_THREADS];
-    u64 first = (u64)blockIdx.x * FILTER_SPAN + (u64)threadIdx.x * SCAN_PER_THREAD;
-    i64 mine = 0;
-    for (int k = 0; k < SCAN_PER_THREAD; k++)
-        if (first + k < n) mine += value_at(mask, values, first + k);
+    u64 first;
     i64 total;
-    block_exclusive_scan(mine, sh, &total);
+    span_prefix(mask, values, n, sh, &first, &total);
     if (threadIdx.x == 0) sums[blockIdx.x] = total;
 }
 
@@ -178,12 +186,9 @@ extern "C" __global__ void __launch_bounds__(FILTER_THREADS) span_scan(
     const u8* mask, const i64* values, u64 n, const i64* bases, i64* out)
 {
     __shared__ i64 sh[FILTER_THREADS];
-    u64 first = (u64)blockIdx.x * FILTER_SPAN + (u64)threadIdx.x * SCAN_PER_THREAD;
-    i64 mine = 0;
-    for (int k = 0; k < SCAN_PER_THREAD; k++)
-        if (first + k < n) mine += value_at(mask, values, first + k);
+    u64 first;
     i64 total;
-    i64 at = bases[blockIdx.x] + block_exclusive_scan(mine, sh, &total);
+    i64 at = bases[blockIdx.x] + span_prefix(mask, values, n, sh, &first, &total);
     for (int k = 0; k < SCAN_PER_THREAD; k++) {
         u64 i = first + k;
         if (i < n) {
