@@ -27,6 +27,7 @@
 #[path = "common/mod.rs"]
 mod common;
 
+use common::env_usize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -35,13 +36,6 @@ use cuparquet::array::DeviceRecordBatch;
 use cuparquet::{Device, ParquetGpuReader};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
-
-fn env_usize(k: &str, d: usize) -> usize {
-    std::env::var(k)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(d)
-}
 
 struct Variant {
     name: &'static str,

@@ -14,6 +14,7 @@
 #[path = "common/mod.rs"]
 mod common;
 
+use common::env_usize;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -21,13 +22,6 @@ use arrow::record_batch::RecordBatch;
 use cuparquet::{Device, ParquetGpuReader};
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
-
-fn env_usize(k: &str, d: usize) -> usize {
-    std::env::var(k)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(d)
-}
 
 fn file(rows: usize) -> PathBuf {
     let dir = PathBuf::from(

@@ -28,6 +28,7 @@
 #[path = "common/mod.rs"]
 mod common;
 
+use common::env_usize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,13 +39,6 @@ use cuparquet::array::DeviceRecordBatch;
 use cuparquet::{Device, LoadedBatch, ParquetGpuReader};
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
-
-fn env_usize(k: &str, d: usize) -> usize {
-    std::env::var(k)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(d)
-}
 
 /// 8M rows in 800 row groups of 10,000: key, random int64, double, string of 20,000 values.
 fn small_row_groups(path: &Path) {

@@ -111,6 +111,14 @@ pub fn generate_lineitem(path: &Path, rows: usize, row_group: usize, props: Writ
     std::fs::rename(&tmp, path).unwrap();
 }
 
+/// The number in environment variable `k`, else `d`.
+pub fn env_usize(k: &str, d: usize) -> usize {
+    std::env::var(k)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(d)
+}
+
 pub fn bench_file() -> PathBuf {
     if let Some(p) = std::env::var_os("CUPARQUET_BENCH_FILE") {
         return PathBuf::from(p);
