@@ -8,6 +8,8 @@
 //!   results to), `CUPARQUET_BENCH_LATENCY_ROUNDS` (default 50);
 //! - `CUPARQUET_BENCH_FILES`: a comma-separated subset of `snappy-dict`, `zstd-dict`,
 //!   `plain-uncompressed`, `latency` (default: all);
+//! - `CUPARQUET_BENCH_EXTRA`: more files to measure the same way, `name=path` pairs separated
+//!   by commas (files written by other writers: pyarrow, DuckDB, Polars);
 //! - `CUPARQUET_BENCH_BASELINE=0`: measure cuparquet only (quick comparisons of builds; figures
 //!   for RESULTS.md always come with the baseline).
 //!
@@ -169,16 +171,30 @@ fn main() {
             .is_none_or(|w| w.split(',').any(|x| x.trim() == name))
     };
     let baseline = std::env::var("CUPARQUET_BENCH_BASELINE").map_or(true, |v| v != "0");
-    let variants: Vec<Variant> = variants().into_iter().filter(|v| wants(v.name)).collect();
-    let files: Vec<PathBuf> = variants
+    let mut variants: Vec<Variant> = variants().into_iter().filter(|v| wants(v.name)).collect();
+    let mut files: Vec<PathBuf> = variants
         .iter()
         .map(|v| dir.join(format!("lineitem-{rows}-{}.parquet", v.name)))
         .collect();
+    // files of other writers, measured after the generated ones (never generated here)
+    let extra = std::env::var("CUPARQUET_BENCH_EXTRA").unwrap_or_default();
+    let n_generated = files.len();
+    for pair in extra.split(',').filter(|p| !p.trim().is_empty()) {
+        let (name, path) = pair
+            .split_once('=')
+            .expect("CUPARQUET_BENCH_EXTRA: name=path");
+        variants.push(Variant {
+            name: Box::leak(name.trim().to_string().into_boxed_str()),
+            codec: Compression::UNCOMPRESSED,
+            dictionary: false,
+        });
+        files.push(PathBuf::from(path.trim()));
+    }
     let small = dir.join("small-100k-2col-snappy.parquet");
     // generate what is missing, the files in parallel
     let t = Instant::now();
     std::thread::scope(|s| {
-        for (v, f) in variants.iter().zip(&files) {
+        for (v, f) in variants.iter().zip(&files).take(n_generated) {
             if !f.exists() {
                 s.spawn(move || {
                     common::generate_lineitem(

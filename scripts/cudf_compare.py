@@ -1,11 +1,15 @@
 """GPU machine: cuDF's `read_parquet` on the files cuparquet's benchmarks measure, in the same run.
 
     python3 scripts/cudf_compare.py write DIR     # the pyarrow-written bench files (pyarrow defaults)
+    python3 scripts/cudf_compare.py write-delta DIR  # the DELTA / BYTE_STREAM_SPLIT file
     python3 scripts/cudf_compare.py time FILE...  # cuDF read_parquet, best / median ms of ROUNDS
 
 `write` makes `small-row-groups-pyarrow.parquet` in DIR: 8,000,000 rows in 800 row groups of
 10,000 rows (int64 key, random int64, double, a string from 20,000 distinct values), written by
-pyarrow with its defaults otherwise (SNAPPY, dictionaries, 1 MiB pages). `time` reads each file
+pyarrow with its defaults otherwise (SNAPPY, dictionaries, 1 MiB pages). `write-delta` makes
+`delta-split-pyarrow.parquet`: the same 8,000,000 rows in pyarrow's default row groups, no
+dictionaries, k and v DELTA_BINARY_PACKED, x BYTE_STREAM_SPLIT, s DELTA_BYTE_ARRAY, SNAPPY (the
+encodings Spark and DuckDB pick for such columns). `time` reads each file
 with pylibcudf (one warm-up read, then ROUNDS reads, default 5), each timed from the call to the
 device synchronised, and prints one line per file. Needs pylibcudf (../shared/device/wheels.sh
 cudf) and pyarrow on PYTHONPATH.
@@ -18,14 +22,21 @@ import time
 
 
 def write(out_dir):
+    import pyarrow.parquet as pq
+
+    path = os.path.join(out_dir, "small-row-groups-pyarrow.parquet")
+    pq.write_table(table_8m(), path, row_group_size=10_000)
+    print(f"wrote {path}: {pq.ParquetFile(path).metadata.num_row_groups} row groups")
+
+
+def table_8m():
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     n = 8_000_000
     words = pa.array([f"value-{i:06}-xyz" for i in range(20_000)])
     idx = pc.cast(pc.floor(pc.multiply(pc.random(n), 20_000)), pa.int32(), safe=False)
-    table = pa.table(
+    return pa.table(
         {
             "k": pa.array(range(n), pa.int64()),
             "v": pc.cast(pc.multiply(pc.random(n), 2.0**62), pa.int64(), safe=False),
@@ -33,9 +44,21 @@ def write(out_dir):
             "s": pc.take(words, idx),
         }
     )
-    path = os.path.join(out_dir, "small-row-groups-pyarrow.parquet")
-    pq.write_table(table, path, row_group_size=10_000)
-    print(f"wrote {path}: {pq.ParquetFile(path).metadata.num_row_groups} row groups")
+
+
+def write_delta(out_dir):
+    import pyarrow.parquet as pq
+
+    path = os.path.join(out_dir, "delta-split-pyarrow.parquet")
+    encodings = {
+        "k": "DELTA_BINARY_PACKED",
+        "v": "DELTA_BINARY_PACKED",
+        "x": "BYTE_STREAM_SPLIT",
+        "s": "DELTA_BYTE_ARRAY",
+    }
+    pq.write_table(table_8m(), path, use_dictionary=False, column_encoding=encodings)
+    md = pq.ParquetFile(path).metadata
+    print(f"wrote {path}: {md.num_row_groups} row groups, {md.row_group(0).column(3).encodings}")
 
 
 def time_files(paths):
@@ -73,6 +96,8 @@ def time_files(paths):
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "write":
         write(sys.argv[2])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "write-delta":
+        write_delta(sys.argv[2])
     elif len(sys.argv) >= 3 and sys.argv[1] == "time":
         time_files(sys.argv[2:])
     else:

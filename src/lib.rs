@@ -194,7 +194,7 @@ pub mod internals {
 
     /// The GPU decoder's stages, for the kernel tests.
     pub mod gpu {
-        pub use crate::decode::gpu::kernels::{conversion_code, PageInfo};
+        pub use crate::decode::gpu::kernels::{conversion_code, physical_code, PageInfo};
         pub use crate::decode::gpu::{
             decode_bytes_columns, decode_fixed_columns, page_tables, snappy_fragments_of,
             DeviceColumn, Pass,

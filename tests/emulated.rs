@@ -397,7 +397,7 @@ fn emulated_fixed_width_kernel_equals_the_reference_decoder() {
         conversion_code(g.conversion).is_some()
             && !(g.conversion == Conversion::BigEndianDecimal && g.physical == "BYTE_ARRAY")
     };
-    let (mut cols_ok, mut pages_run) = (0usize, 0usize);
+    let (mut cols_ok, mut pages_run, mut delta) = (0usize, 0usize, 0usize);
     for (f, chunks) in flat_chunks(keep, 150, 200_000) {
         let (mut cols, mut pages) = (Vec::new(), Vec::new());
         let mut n_pages = 0;
@@ -420,7 +420,13 @@ fn emulated_fixed_width_kernel_equals_the_reference_decoder() {
                 c.rows * col.output_width
             };
             let conv = conversion_code(col.conversion).unwrap();
-            for v in [conv, col.physical_width as i32, col.output_width as i32] {
+            let physical = cuparquet::internals::gpu::physical_code(&col.physical);
+            for v in [
+                conv,
+                col.physical_width as i32,
+                col.output_width as i32,
+                physical,
+            ] {
                 cols.put_i32(v);
             }
             cols.put_u64(c.rows as u64);
@@ -461,6 +467,7 @@ fn emulated_fixed_width_kernel_equals_the_reference_decoder() {
                 col.conversion
             );
             cols_ok += 1;
+            delta += usize::from(c.delta_or_split);
         }
         let errors: Vec<u32> = (0..n_pages).map(|_| cur.u32()).collect();
         assert!(
@@ -470,8 +477,12 @@ fn emulated_fixed_width_kernel_equals_the_reference_decoder() {
         );
         pages_run += n_pages as usize;
     }
-    eprintln!("emulated fixed-width kernel: {cols_ok} column chunks, {pages_run} pages equal to the reference");
+    eprintln!(
+        "emulated fixed-width kernel: {cols_ok} column chunks ({delta} DELTA_BINARY_PACKED or \
+         BYTE_STREAM_SPLIT), {pages_run} pages equal to the reference"
+    );
     assert!(cols_ok > 100, "{cols_ok}");
+    assert!(delta > 20, "{delta} DELTA or BYTE_STREAM_SPLIT chunks");
 }
 
 /// The BYTE_ARRAY kernels (dictionary entries, sizes, offsets, characters, UTF-8 check),
@@ -484,7 +495,7 @@ fn emulated_byte_array_kernels_equal_the_reference_decoder() {
     };
     use cuparquet::internals::gpu_plan::Conversion;
     let keep = |g: &cuparquet::internals::gpu_plan::GpuColumn| g.conversion == Conversion::Bytes;
-    let (mut cols_ok, mut pages_run) = (0usize, 0usize);
+    let (mut cols_ok, mut pages_run, mut delta) = (0usize, 0usize, 0usize);
     for (f, chunks) in flat_chunks(keep, 100, 100_000) {
         let (inp, n_dicts, n_pages) = byte_array_input(&chunks);
         let out = run_emulator(&emu, &inp, &f.display().to_string());
@@ -526,11 +537,16 @@ fn emulated_byte_array_kernels_equal_the_reference_decoder() {
                 c.name
             );
             cols_ok += 1;
+            delta += usize::from(c.delta_or_split);
         }
         pages_run += n_pages as usize;
     }
-    eprintln!("emulated byte-array kernels: {cols_ok} column chunks, {pages_run} pages equal to the reference");
+    eprintln!(
+        "emulated byte-array kernels: {cols_ok} column chunks ({delta} DELTA_LENGTH_BYTE_ARRAY \
+         or DELTA_BYTE_ARRAY), {pages_run} pages equal to the reference"
+    );
     assert!(cols_ok > 50, "{cols_ok}");
+    assert!(delta > 5, "{delta} DELTA byte-array chunks");
 }
 
 /// The byte-array kernels' input for `chunks` (one column each): (input, dictionaries, pages).

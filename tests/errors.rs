@@ -373,7 +373,7 @@ fn a_dictionary_claiming_more_entries_than_its_bytes_hold_is_refused() {
 fn a_snappy_page_shorter_than_its_claim_is_refused() {
     use parquet::file::properties::WriterProperties;
     let dir = scratch_dir();
-    // BYTE_STREAM_SPLIT doubles (decoded on the host on every path), SNAPPY, no dictionary
+    // BYTE_STREAM_SPLIT doubles, SNAPPY, no dictionary
     let values = arrow::array::Float64Array::from_iter_values((0..2_000).map(|i| i as f64 * 0.5));
     let props = WriterProperties::builder()
         .set_compression(parquet::basic::Compression::SNAPPY)

@@ -81,17 +81,33 @@ pub enum Placement {
     },
 }
 
-/// Encodings the GPU decodes (values and levels). BIT_PACKED is listed by many writers for
-/// level streams that do not exist (maximum level 0); a page that really stores BIT_PACKED
-/// levels is caught by the page-header check at decode time.
-fn gpu_encoding(e: Encoding) -> bool {
+/// Encodings the GPU decodes (values and levels) for a stored type: PLAIN, dictionaries and
+/// RLE for every type; DELTA_BINARY_PACKED for INT32/INT64; BYTE_STREAM_SPLIT for INT32, INT64,
+/// FLOAT, DOUBLE and FIXED_LEN_BYTE_ARRAY; DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY for
+/// BYTE_ARRAY (the pairs arrow-rs decodes; it refuses the others, and so does the host path
+/// they are left to). BIT_PACKED is listed by many writers for level streams that do not exist
+/// (maximum level 0); a page that really stores BIT_PACKED levels is caught by the page-header
+/// check at decode time.
+fn gpu_encoding(e: Encoding, physical: PhysicalType) -> bool {
+    use PhysicalType as T;
     #[allow(deprecated)]
     let bit_packed = e == Encoding::BIT_PACKED;
     bit_packed
-        || matches!(
-            e,
-            Encoding::PLAIN | Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY | Encoding::RLE
-        )
+        || match e {
+            Encoding::PLAIN
+            | Encoding::PLAIN_DICTIONARY
+            | Encoding::RLE_DICTIONARY
+            | Encoding::RLE => true,
+            Encoding::DELTA_BINARY_PACKED => matches!(physical, T::INT32 | T::INT64),
+            Encoding::BYTE_STREAM_SPLIT => matches!(
+                physical,
+                T::INT32 | T::INT64 | T::FLOAT | T::DOUBLE | T::FIXED_LEN_BYTE_ARRAY
+            ),
+            Encoding::DELTA_LENGTH_BYTE_ARRAY | Encoding::DELTA_BYTE_ARRAY => {
+                physical == T::BYTE_ARRAY
+            }
+            _ => false,
+        }
 }
 
 fn host(field: usize, reason: impl Into<String>) -> Placement {
@@ -172,7 +188,7 @@ pub fn place_columns(
         for &rg in row_groups {
             if let Some(c) = metadata.row_groups().get(rg).map(|r| r.column(leaf)) {
                 for e in c.encodings() {
-                    if !gpu_encoding(e) && !bad.contains(&format!("{e}")) {
+                    if !gpu_encoding(e, col.physical_type()) && !bad.contains(&format!("{e}")) {
                         bad.push(format!("{e}"));
                     }
                 }

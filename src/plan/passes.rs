@@ -11,7 +11,8 @@
 //! What a pass costs on the device is estimated per row group by [`row_group_cost`]: the raw
 //! chunks, the pages decompressed (the footer's uncompressed sizes), the decoded Arrow buffers
 //! (values at the widest output of their physical type, validity bitmaps, offsets of byte
-//! arrays and their characters at their uncompressed size) and the decoders' scratch per row.
+//! arrays and their characters at their uncompressed size, DELTA_BYTE_ARRAY strings at the
+//! footer's unencoded size) and the decoders' scratch per row.
 //! It is meant as an upper bound; the streaming reader measures its real high-water mark
 //! against it. [`plan_passes`] is pure: `cuparquet plan --memory-budget` prints it.
 
@@ -19,7 +20,7 @@ use std::fmt;
 use std::ops::Range;
 use std::path::Path;
 
-use parquet::basic::{Compression, Type as PhysicalType};
+use parquet::basic::{Compression, Encoding, Type as PhysicalType};
 use parquet::file::metadata::ParquetMetaData;
 
 use super::display::fmt_index_list;
@@ -96,10 +97,24 @@ pub fn row_group_cost(plan: &ReadPlan, md: &ParquetMetaData, rg: usize) -> RowGr
         let values = share(c.num_values.max(0) as u64);
         let validity = values.div_ceil(8);
         let descr = col.column_descr();
+        let uses = |e: Encoding| col.encodings().any(|x| x == e);
         device += validity
             + match (descr.physical_type(), value_width(descr)) {
+                // DELTA_BINARY_PACKED values go through 8 bytes of scratch each
+                (_, Some(w)) if uses(Encoding::DELTA_BINARY_PACKED) => {
+                    values * (w + 8 + FIXED_SCRATCH_PER_ROW)
+                }
                 (_, Some(w)) => values * w + values * FIXED_SCRATCH_PER_ROW,
                 (PhysicalType::BOOLEAN, _) => values.div_ceil(8) + values * FIXED_SCRATCH_PER_ROW,
+                // DELTA_BYTE_ARRAY: the strings put together (twice: a scratch, then the
+                // characters) can be far larger than the pages; their size is the footer's
+                // unencoded bytes where the writer gave it, else a guess of 3x the pages
+                (PhysicalType::BYTE_ARRAY, _) if uses(Encoding::DELTA_BYTE_ARRAY) => {
+                    let raw = col
+                        .unencoded_byte_array_data_bytes()
+                        .map_or(3 * uncompressed, |b| share(b.max(0) as u64));
+                    2 * raw + (values + 1) * 8 + values * (BYTES_SCRATCH_PER_ROW + 4)
+                }
                 // characters at most the page data, i64 offsets, scratch
                 _ => uncompressed + (values + 1) * 8 + values * BYTES_SCRATCH_PER_ROW,
             };

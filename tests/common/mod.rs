@@ -11,7 +11,7 @@ use arrow::datatypes::*;
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::{ArrowWriter, ProjectionMask};
-use parquet::basic::{BrotliLevel, Compression, GzipLevel, ZstdLevel};
+use parquet::basic::{BrotliLevel, Compression, Encoding, GzipLevel, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
 
 /// The parquet-testing corpus: `PARQUET_TESTING_DIR`, else `../shared/parquet-testing`
@@ -574,6 +574,71 @@ pub fn generate_corpus(dir: &Path) -> Vec<(String, PathBuf)> {
             vec![nested.clone()],
             base().set_compression(codec).build(),
         );
+    }
+    // DELTA_BINARY_PACKED integers, BYTE_STREAM_SPLIT floats and fixed-size binaries, and
+    // DELTA_BYTE_ARRAY or DELTA_LENGTH_BYTE_ARRAY strings; v1 and v2 pages, SNAPPY and
+    // uncompressed, small pages and pages of thousands of values (many miniblocks)
+    for (name, strings, split_ints, v2, codec, page_rows) in [
+        (
+            "delta_v1",
+            Encoding::DELTA_BYTE_ARRAY,
+            false,
+            false,
+            Compression::UNCOMPRESSED,
+            300,
+        ),
+        (
+            "delta_v2_snappy",
+            Encoding::DELTA_BYTE_ARRAY,
+            false,
+            true,
+            Compression::SNAPPY,
+            300,
+        ),
+        (
+            "delta_length_v1",
+            Encoding::DELTA_LENGTH_BYTE_ARRAY,
+            true,
+            false,
+            Compression::SNAPPY,
+            300,
+        ),
+        (
+            "delta_big_pages",
+            Encoding::DELTA_BYTE_ARRAY,
+            false,
+            false,
+            Compression::UNCOMPRESSED,
+            5000,
+        ),
+    ] {
+        let mut props = base()
+            .set_compression(codec)
+            .set_dictionary_enabled(false)
+            .set_data_page_row_count_limit(page_rows)
+            .set_writer_version(if v2 {
+                WriterVersion::PARQUET_2_0
+            } else {
+                WriterVersion::PARQUET_1_0
+            });
+        if page_rows > 1000 {
+            props = props.set_max_row_group_row_count(Some(3000));
+        }
+        let descr = parquet::arrow::ArrowSchemaConverter::new()
+            .convert(&flat.schema())
+            .unwrap();
+        for col in descr.columns() {
+            use parquet::basic::Type as T;
+            let enc = match col.physical_type() {
+                T::INT32 | T::INT64 if split_ints => Encoding::BYTE_STREAM_SPLIT,
+                T::INT32 | T::INT64 => Encoding::DELTA_BINARY_PACKED,
+                T::FLOAT | T::DOUBLE | T::FIXED_LEN_BYTE_ARRAY => Encoding::BYTE_STREAM_SPLIT,
+                T::BYTE_ARRAY => strings,
+                _ => continue,
+            };
+            props = props.set_column_encoding(col.path().clone(), enc);
+        }
+        add(format!("flat_{name}"), vec![flat.clone()], props.build());
     }
     add(
         "nested_v2_plain".into(),

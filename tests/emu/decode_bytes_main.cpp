@@ -1,6 +1,6 @@
 // The BYTE_ARRAY kernels (src/decode/gpu/kernels/decode_bytes.cu, with common.cuh) run on the host
 // by tests/emulated.rs, orchestrated as src/decode/gpu/ does: dictionary entries, sizes,
-// offsets (span sums, a host scan, offsets), characters, UTF-8 check.
+// DELTA_BYTE_ARRAY values, offsets (span sums, a host scan, offsets), characters, UTF-8 check.
 // Input: u32 columns; per column: u64 rows, u32 optional, u32 large, u32 utf8, u32 has_dict,
 //   i32 dict_entries, u64 dict_bytes, dict bytes.
 // u32 pages; per page as in decode_fixed_main.cpp.
@@ -78,12 +78,14 @@ int main(int argc, char** argv) {
         j.dict = has_dict[j.column] ? (u64)entries[j.column].data() : 0;
         j.dict_len = dict_n[j.column];
     }
-    std::vector<u32> idx(total + 1);
+    std::vector<u32> idx(total + 1), aux(total + 1);
     std::vector<u64> src(2 * total + 2);
+    std::vector<u64> info(4 * (size_t)npages + 1, 0);
     std::vector<u32> errors(npages, 0);
     if (!dict_bad)
         emu_launch(npages, SIZES_THREADS, [&] {
-            bytes_sizes(pages.data(), cols.data(), idx.data(), src.data(), base.data(), errors.data());
+            bytes_sizes(pages.data(), cols.data(), idx.data(), aux.data(), src.data(), base.data(),
+                        info.data(), errors.data());
         });
     bool page_bad = false;
     for (u32 e : errors) page_bad |= e != 0;
@@ -92,6 +94,21 @@ int main(int argc, char** argv) {
     if (!d_err.empty()) std::fwrite(d_err.data(), 4, d_err.size(), o);
     if (npages) std::fwrite(errors.data(), 4, npages, o);
     if (stage) { std::fclose(o); return 0; }
+    // 2b. DELTA_BYTE_ARRAY values, each page's in its own exact-size buffer
+    std::vector<std::vector<u8>> dba(npages);
+    std::vector<u64> page_out(npages + 1, 0);
+    bool any_dba = false;
+    for (u32 p = 0; p < npages; p++) {
+        if (pages[p].encoding != 7) continue;
+        any_dba = true;
+        dba[p].assign(info[4 * p] ? info[4 * p] : 1, 0xDD);
+        page_out[p] = (u64)dba[p].data();
+    }
+    if (any_dba)
+        emu_launch(npages, DBA_THREADS, [&] {
+            dba_values(pages.data(), idx.data(), aux.data(), src.data(), base.data(), info.data(),
+                       page_out.data());
+        });
     // 3. offsets
     std::vector<std::vector<i64>> off64(ncols);
     std::vector<std::vector<int>> off32(ncols);

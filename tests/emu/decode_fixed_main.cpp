@@ -1,6 +1,6 @@
 // The fixed-width decode kernel (src/decode/gpu/kernels/decode_fixed.cu, with common.cuh) run on
 // the host by tests/emulated.rs.
-// Input (little-endian): u32 columns; per column: i32 conversion, phys_width, out_width,
+// Input (little-endian): u32 columns; per column: i32 conversion, phys_width, out_width, physical,
 //   u64 rows, u32 optional, u32 has_dict, i32 dict_entries, u64 dict_bytes, dict bytes,
 //   u64 alloc_bytes.
 // u32 pages; per page: u32 column, i32 num_values, encoding, max_def, v2, def_len, rep_len,
@@ -28,10 +28,10 @@ int main(int argc, char** argv) {
     std::vector<u64> col_dict(ncols, 0);
     std::vector<int> col_dict_n(ncols, 0);
     for (u32 c = 0; c < ncols; c++) {
-        int conv, pw, ow, dn;
+        int conv, pw, ow, phys, dn;
         u32 has_dict;
         u64 db;
-        rd(f, conv); rd(f, pw); rd(f, ow); rd(f, rows[c]); rd(f, optional[c]); rd(f, has_dict);
+        rd(f, conv); rd(f, pw); rd(f, ow); rd(f, phys); rd(f, rows[c]); rd(f, optional[c]); rd(f, has_dict);
         rd(f, dn); rd(f, db);
         dicts[c].resize(db ? db : 1);  // exact: the sanitizer build catches reads past it
         if (db && std::fread(dicts[c].data(), 1, db, f) != db) return 4;
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
         values[c].assign(alloc[c] ? alloc[c] : 1, 0);
         valid[c].assign(rows[c] ? (rows[c] + 31) / 32 : 1, 0);
         cols[c] = ColumnJob{(u64)values[c].data(), optional[c] ? (u64)valid[c].data() : 0,
-                            (u64)&nulls[c], pw, ow, conv, 0};
+                            (u64)&nulls[c], pw, ow, conv, phys};
         col_dict[c] = has_dict ? (u64)dicts[c].data() : 0;
         col_dict_n[c] = dn;
     }
@@ -56,9 +56,11 @@ int main(int argc, char** argv) {
     std::fclose(f);
     std::vector<u8> defs(total + 1);
     std::vector<u32> idxs(total + 1);
+    std::vector<u64> wides(total + 1);
     std::vector<u32> errors(npages, 0);
     emu_launch(npages, 256, [&] {
-        decode_fixed_pages(pages.data(), cols.data(), defs.data(), idxs.data(), base.data(), errors.data());
+        decode_fixed_pages(pages.data(), cols.data(), defs.data(), idxs.data(), wides.data(),
+                           base.data(), errors.data());
     });
     FILE* o = std::fopen(argv[2], "wb");
     for (u32 c = 0; c < ncols; c++) {

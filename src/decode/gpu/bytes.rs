@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::kernels::{
-    BytesColumn, PageJob, BYTES_CHARS, BYTES_SIZES, DECODE_BYTES_MODULE, DECODE_FIXED_ERRORS,
-    DICT_ENTRIES, SPAN_SUMS, UTF8_CHECK, WRITE_OFFSETS,
+    BytesColumn, PageJob, BYTES_CHARS, BYTES_SIZES, DBA_VALUES, DECODE_BYTES_MODULE,
+    DECODE_FIXED_ERRORS, DICT_ENTRIES, SPAN_SUMS, UTF8_CHECK, WRITE_OFFSETS,
 };
 use super::launch::{
     i32s_from_device, u64s, u64s_from_device, upload, upload_table, validity_words, zeroed, Const,
@@ -252,6 +252,9 @@ struct Sizes {
     _cols_buf: DeviceBuffer,
     _idx: DeviceBuffer,
     _errors: DeviceBuffer,
+    /// DELTA_BYTE_ARRAY values put together (the sources point into them), with the tables
+    /// their launch read.
+    _dba: Option<[DeviceBuffer; 4]>,
 }
 
 /// The offsets stage's output: each column's i64 offsets (device addresses), the i64 offsets
@@ -333,14 +336,19 @@ impl Stages<'_> {
         let cols_buf = upload_table(gpu, cols)?;
         let base_buf = upload(gpu, &u64s(base))?;
         let idx = gpu.alloc((total as usize * 4).max(4))?;
+        // DELTA_BYTE_ARRAY pages keep their prefix lengths too, and report their values' size
+        let dba = page_jobs.iter().any(|p| p.encoding == 7);
+        let aux = gpu.alloc(if dba { total as usize * 4 } else { 0 }.max(4))?;
+        let info = zeroed(gpu, page_jobs.len() * 32)?;
         let src = gpu.alloc((total as usize * 16).max(16))?;
         let errors = zeroed(gpu, page_jobs.len() * 4)?;
         since("sizes setup", t_sizes);
-        // SAFETY: one block per page job; the scratch arrays hold 1 u32 and 2 u64 per row of
-        // every page (base is their prefix sum); each output column's lengths and validity are
-        // sized from its batch's rows, and each page job writes only its window (`take` rows
-        // from `row_start`), the windows of a column being disjoint parts of its batch; all
-        // buffers live until `launch` returns.
+        // SAFETY: one block per page job; the scratch arrays hold 1 u32 (idx; aux too when a
+        // page is DELTA_BYTE_ARRAY, the one encoding that writes it) and 2 u64 per row of
+        // every page (base is their prefix sum), `info` 4 u64 per page; each output column's
+        // lengths and validity are sized from its batch's rows, and each page job writes only
+        // its window (`take` rows from `row_start`), the windows of a column being disjoint
+        // parts of its batch; all buffers live until `launch` returns.
         unsafe {
             BYTES_SIZES.launch(
                 gpu,
@@ -351,14 +359,23 @@ impl Stages<'_> {
                     Const::at(pages_buf.device_ptr()),
                     Const::at(cols_buf.device_ptr()),
                     Mut::at(idx.device_ptr()),
+                    Mut::at(aux.device_ptr()),
                     Mut::at(src.device_ptr()),
                     Const::at(base_buf.device_ptr()),
+                    Mut::at(info.device_ptr()),
                     Mut::at(errors.device_ptr()),
                 ),
             )?
         };
         let errs = i32s_from_device(&errors, page_jobs.len())?;
         page_errors(self.path, &errs, page_names, DECODE_FIXED_ERRORS)?;
+        let dba = if dba {
+            Some(self.dba_values(
+                page_jobs, page_names, &pages_buf, &idx, aux, &src, &base_buf, info,
+            )?)
+        } else {
+            None
+        };
         Ok(Sizes {
             pages_buf,
             src,
@@ -366,7 +383,79 @@ impl Stages<'_> {
             _cols_buf: cols_buf,
             _idx: idx,
             _errors: errors,
+            _dba: dba,
         })
+    }
+
+    /// The values of the DELTA_BYTE_ARRAY pages put together in one scratch (each page's part
+    /// sized by `bytes_sizes` in `info`), and their rows' sources pointed there; returns the
+    /// scratch and what the launch read, kept until the characters are copied.
+    #[allow(clippy::too_many_arguments)]
+    fn dba_values(
+        &self,
+        page_jobs: &[PageJob],
+        page_names: &[PageName],
+        pages_buf: &DeviceBuffer,
+        idx: &DeviceBuffer,
+        aux: DeviceBuffer,
+        src: &DeviceBuffer,
+        base_buf: &DeviceBuffer,
+        info: DeviceBuffer,
+    ) -> Result<[DeviceBuffer; 4]> {
+        let gpu = self.gpu;
+        let sizes = u64s_from_device(&info, page_jobs.len() * 4)?;
+        let mut at = 0u64;
+        let mut starts = Vec::with_capacity(page_jobs.len());
+        for (k, p) in page_jobs.iter().enumerate() {
+            let bytes = if p.encoding == 7 { sizes[4 * k] } else { 0 };
+            if bytes > u64::from(u32::MAX) {
+                let (rg, col, page) = &page_names[k];
+                return Err(Error::Decode {
+                    path: self.path.to_path_buf(),
+                    row_group: Some(*rg),
+                    column: Some(col.clone()),
+                    reason: format!(
+                        "page {page} (DELTA_BYTE_ARRAY): its values hold {bytes} bytes, more \
+                         than the GPU decoder takes from one page (4 GiB)"
+                    ),
+                });
+            }
+            starts.push(at);
+            at += bytes;
+        }
+        let scratch = gpu.alloc((at as usize).max(1))?;
+        let page_out = upload(
+            gpu,
+            &u64s(page_jobs.iter().zip(&starts).map(|(p, &s)| {
+                if p.encoding == 7 {
+                    scratch.device_ptr() + s
+                } else {
+                    0
+                }
+            })),
+        )?;
+        // SAFETY: one block per page job; a DELTA_BYTE_ARRAY page writes only its part of
+        // `scratch` (`info`'s size for it, which `bytes_sizes` summed from the lengths it
+        // checked) and its rows of `aux` and `src` (1 u32 and 2 u64 per row from its base);
+        // other pages return at once; all buffers live until `launch` returns.
+        unsafe {
+            DBA_VALUES.launch(
+                gpu,
+                self.module,
+                page_jobs.len() as u32,
+                128,
+                (
+                    Const::at(pages_buf.device_ptr()),
+                    Const::at(idx.device_ptr()),
+                    Mut::at(aux.device_ptr()),
+                    Mut::at(src.device_ptr()),
+                    Const::at(base_buf.device_ptr()),
+                    Const::at(info.device_ptr()),
+                    Const::at(page_out.device_ptr()),
+                ),
+            )?
+        };
+        Ok([scratch, page_out, aux, info])
     }
 
     /// Offsets on the device: span sums of every column (launched back to back, one wait, one

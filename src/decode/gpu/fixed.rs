@@ -1,5 +1,6 @@
 //! Fixed-width flat columns: one `decode_fixed_pages` launch over every data page of a pass
-//! (definition levels to validity, PLAIN and dictionary values, arrow-rs's conversions).
+//! (definition levels to validity, PLAIN, dictionary, DELTA_BINARY_PACKED and
+//! BYTE_STREAM_SPLIT values, arrow-rs's conversions).
 
 use std::sync::Arc;
 
@@ -44,9 +45,13 @@ pub fn decode_fixed_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     let base_buf = upload(&gpu, &u64s(base))?;
     let defs = gpu.alloc((total as usize).max(1))?;
     let idxs = gpu.alloc((total as usize * 4).max(4))?;
+    // DELTA_BINARY_PACKED pages decode every value into 8 bytes of scratch first
+    let delta = page_jobs.iter().any(|p| p.encoding == 5);
+    let wides = gpu.alloc(if delta { total as usize * 8 } else { 0 }.max(8))?;
     let errors = zeroed(&gpu, page_jobs.len() * 4)?;
     // SAFETY: one block per page job; the scratch arrays hold one entry per row of every page
-    // (`base` is their prefix sum); every output buffer is sized from its batch's rows, and
+    // (`base` is their prefix sum; the wide scratch only when a page is DELTA_BINARY_PACKED,
+    // the one encoding that writes it); every output buffer is sized from its batch's rows, and
     // each page job writes only its window (`take` rows from `row_start`), the windows of an
     // output column being disjoint parts of its batch (the rows of each chunk were checked
     // against its row group); every allocation (uploads included) stays alive until `launch`
@@ -62,6 +67,7 @@ pub fn decode_fixed_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
                 Const::at(cols_buf.device_ptr()),
                 Mut::at(defs.device_ptr()),
                 Mut::at(idxs.device_ptr()),
+                Mut::at(wides.device_ptr()),
                 Const::at(base_buf.device_ptr()),
                 Mut::at(errors.device_ptr()),
             ),
@@ -143,6 +149,7 @@ fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
                 phys_width: col.physical_width as i32,
                 out_width: col.output_width as i32,
                 conversion: conv,
+                physical: super::kernels::physical_code(&col.physical),
             });
             let dict_of = |sc: &super::SelectedChunk<'_>| sc.dict.map_or((0, 0), |d| (d.1, d.3));
             let (host_pages, _) = pass.column_jobs(

@@ -13,7 +13,8 @@ pub(crate) const PAGE_HEADERS_MODULE: KernelModule = KernelModule {
     source: include_str!("kernels/page_headers.cu"),
 };
 
-/// Fixed-width flat columns: levels, PLAIN and dictionary values, conversions.
+/// Fixed-width flat columns: levels, PLAIN, dictionary, DELTA_BINARY_PACKED and
+/// BYTE_STREAM_SPLIT values, conversions.
 pub(crate) const DECODE_FIXED_MODULE: KernelModule = KernelModule {
     name: "decode_fixed",
     source: concat!(
@@ -22,7 +23,8 @@ pub(crate) const DECODE_FIXED_MODULE: KernelModule = KernelModule {
     ),
 };
 
-/// BYTE_ARRAY flat columns: sizes first, then characters in place.
+/// BYTE_ARRAY flat columns (PLAIN, dictionary, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY):
+/// sizes first, then characters in place.
 pub(crate) const DECODE_BYTES_MODULE: KernelModule = KernelModule {
     name: "decode_bytes",
     source: concat!(
@@ -90,9 +92,9 @@ kernels! {
         Const<u8>, Const<u64>, Const<u64>, i32, Mut<i32>, Const<i64>, Mut<PageInfo>, Mut<u32>
     );
     /// One block per data page: levels, values, conversions.
-    /// (pages, cols, def_scratch, idx_scratch, scratch_base, errors).
+    /// (pages, cols, def_scratch, idx_scratch, wide_scratch, scratch_base, errors).
     DECODE_FIXED_PAGES = decode_fixed_pages in DECODE_FIXED_MODULE(
-        Const<PageJob>, Const<ColumnJob>, Mut<u8>, Mut<u32>, Const<u64>, Mut<u32>
+        Const<PageJob>, Const<ColumnJob>, Mut<u8>, Mut<u32>, Mut<u64>, Const<u64>, Mut<u32>
     );
     /// One block per dictionary page: each entry's (address, length).
     /// (dict_data, dict_len_bytes, dict_count, entries_out, num_dicts, errors).
@@ -100,9 +102,15 @@ kernels! {
         Const<u64>, Const<u64>, Const<i32>, Const<Mut<u64>>, i32, Mut<u32>
     );
     /// One block per data page: each row's length and source.
-    /// (pages, cols, idx_scratch, src_scratch, scratch_base, errors).
+    /// (pages, cols, idx_scratch, aux_scratch, src_scratch, scratch_base, page_info, errors).
     BYTES_SIZES = bytes_sizes in DECODE_BYTES_MODULE(
-        Const<PageJob>, Const<BytesColumn>, Mut<u32>, Mut<u64>, Const<u64>, Mut<u32>
+        Const<PageJob>, Const<BytesColumn>, Mut<u32>, Mut<u32>, Mut<u64>, Const<u64>, Mut<u64>,
+        Mut<u32>
+    );
+    /// One block per DELTA_BYTE_ARRAY page: its values put together, the rows' sources.
+    /// (pages, idx_scratch, aux_scratch, src_scratch, scratch_base, page_info, page_out).
+    DBA_VALUES = dba_values in DECODE_BYTES_MODULE(
+        Const<PageJob>, Const<u32>, Mut<u32>, Mut<u64>, Const<u64>, Const<u64>, Const<u64>
     );
     /// One block per data page: the characters copied to their offsets.
     /// (pages, src_scratch, scratch_base, col_offsets, col_chars).
@@ -362,6 +370,8 @@ c_struct! {
         out_width: i32,
         /// Conversion number (see [`conversion_code`]).
         conversion: i32,
+        /// The stored type, as parquet's `Type` numbers it (1 INT32, 2 INT64, 4 FLOAT, ...).
+        physical: i32,
     }
 }
 
@@ -413,6 +423,21 @@ pub(crate) const SNAPPY_ERRORS: &[(u32, &str)] = &[
     ),
 ];
 
+/// Parquet's number of a stored type (`Type` in the format's Thrift), as the kernels check it.
+pub fn physical_code(name: &str) -> i32 {
+    match name {
+        "BOOLEAN" => 0,
+        "INT32" => 1,
+        "INT64" => 2,
+        "INT96" => 3,
+        "FLOAT" => 4,
+        "DOUBLE" => 5,
+        "BYTE_ARRAY" => 6,
+        "FIXED_LEN_BYTE_ARRAY" => 7,
+        _ => -1,
+    }
+}
+
 /// The kernel's number for a conversion, or `None` for those `decode_fixed` does not do.
 pub fn conversion_code(c: crate::decode::gpu_plan::Conversion) -> Option<i32> {
     use crate::decode::gpu_plan::Conversion as C;
@@ -441,6 +466,11 @@ pub(crate) const DECODE_FIXED_ERRORS: &[(u32, &str)] = &[
     (0x10, "an encoding the GPU does not decode"),
     (0x20, "a bit width over 32"),
     (0x40, "dictionary-encoded values without a dictionary page"),
+    (0x80, "a malformed DELTA_BINARY_PACKED header or block"),
+    (
+        0x100,
+        "a DELTA_BYTE_ARRAY prefix longer than the value before it",
+    ),
 ];
 
 /// Error bits the page-header kernel sets per chunk, with their meaning.
@@ -597,7 +627,7 @@ mod tests {
             declared.len(),
             "declared kernels missing from their sources"
         );
-        assert_eq!(found, 23);
+        assert_eq!(found, 24);
     }
 
     fn mirror<T: CStruct>() -> (&'static str, usize, &'static [(&'static str, &'static str)]) {

@@ -14,6 +14,8 @@ typedef unsigned long long u64;
 #define E_ENCODING    0x10u  // an encoding this kernel does not decode
 #define E_BIT_WIDTH   0x20u  // a bit width over 32
 #define E_NO_DICT     0x40u  // dictionary-encoded values without a dictionary
+#define E_DELTA       0x80u  // a DELTA_BINARY_PACKED header or block is malformed
+#define E_PREFIX      0x100u // a DELTA_BYTE_ARRAY prefix longer than the value before it
 
 struct PageJob {            // 80 bytes; mirrored by PageJob in src/decode/gpu/kernels.rs
     u64 data;               // device address of the page data (levels + values)
@@ -229,4 +231,224 @@ __device__ static inline void set_valid_bits(u32* words, u64 base, i64 rel0, boo
         atomicOr(&words[w], bits << s);
         if (s && (bits >> (32 - s))) atomicOr(&words[w + 1], bits >> (32 - s));
     }
+}
+
+// Inclusive sum of v over the block (blockDim.x a multiple of 32, at most 1024 threads), the
+// block's total in *total; `warp_sums` is shared scratch of 32 entries. Every thread of the
+// block must call it.
+__device__ static u64 block_inclusive_sum(u64 v, u64* warp_sums, u64* total) {
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int o = 1; o < 32; o <<= 1) {
+        const u64 y = __shfl_sync(0xffffffffu, v, lane >= o ? lane - o : lane);
+        if (lane >= o) v += y;
+    }
+    if (lane == 31) warp_sums[w] = v;
+    __syncthreads();
+    u64 base = 0, tot = 0;
+    for (int x = 0; x < nw; x++) {
+        if (x < w) base += warp_sums[x];
+        tot += warp_sums[x];
+    }
+    __syncthreads();
+    *total = tot;
+    return base + v;
+}
+
+// DELTA_BINARY_PACKED, block-parallel. The header (block size, miniblocks per block, total
+// values, first value) and every block's header (min delta, one bit width per miniblock) are
+// walked by thread 0 into a shared table of up to MINIS miniblocks at a time; then every thread
+// unpacks deltas of those miniblocks, and one block-wide sum per BLOCK-sized tile turns deltas
+// into values (wrapping, as the stored type wraps). `width` is the stored type's bits (32: the
+// first value and min deltas must fit 32 bits and bit widths are at most 32, as arrow-rs checks;
+// 64). Decodes the first n values into out[0..n) (their low `width` bits are the values); the
+// stream must hold at least n. *end (shared memory, the same for every thread after the call)
+// gets the offset just past the stream's last block: after every block that holds one of the
+// header's values, counting the full size of each miniblock that holds one (arrow-rs's
+// get_offset). Returns the error bits (E_DELTA, E_VALUES when the stream holds fewer than n
+// values), the same for every thread. Every thread of the block must call it.
+#define MINIS 64
+struct Mini {
+    u64 at;         // byte offset of the miniblock's packed deltas
+    u64 min_delta;
+    int bw;
+    int pad;
+};
+struct DeltaState {
+    u64 pos;        // the walk: the next byte to read
+    u64 total;      // values the header gives
+    u64 vpm;        // values per miniblock
+    u64 mpb;        // miniblocks per block
+    u64 next_mini;  // global index of the next miniblock to walk
+    u64 block_min;  // the current block's min delta
+    u64 widths_at;  // its bit widths
+    u64 carry;      // the value before the next delta
+    u64 m0;         // the table's first miniblock
+    int in_block;   // the next miniblock's index in its block (mpb: a new block starts)
+    int count;      // miniblocks in the table
+    u32 err;
+    int done;       // every miniblock with a delta to decode is walked
+};
+
+__device__ static bool zigzag(const u8* p, u64 len, u64& pos, u64& v) {
+    u64 u;
+    if (!varint(p, len, pos, u)) return false;
+    v = (u >> 1) ^ (0 - (u & 1));
+    return true;
+}
+
+// The value fits the stored type (32 bits: as a signed 32-bit integer).
+__device__ static inline bool fits(u64 v, int width) {
+    return width == 64 || ((i64)v >= -2147483648LL && (i64)v <= 2147483647LL);
+}
+
+// Thread 0: the next miniblock (reading its block's header first when it starts a block): its
+// packed deltas' offset and bit width; the walk moves past its full size. False (st.err set) on
+// a malformed stream.
+__device__ static bool delta_mini(const u8* p, u64 len, int width, DeltaState& st, u64* at,
+                                  int* bw) {
+    if (st.pos > len) {   // a previous miniblock's padding ran past the stream
+        st.err |= E_VALUES;
+        return false;
+    }
+    if (st.in_block == (int)st.mpb) {
+        u64 md;
+        if (!zigzag(p, len, st.pos, md) || !fits(md, width) || st.mpb > len - st.pos) {
+            st.err |= E_DELTA;
+            return false;
+        }
+        st.block_min = md;
+        st.widths_at = st.pos;
+        st.pos += st.mpb;
+        st.in_block = 0;
+    }
+    *bw = p[st.widths_at + st.in_block];
+    if (*bw > width) {
+        st.err |= E_DELTA;
+        return false;
+    }
+    *at = st.pos;
+    // past len only for a last miniblock's padding; the stream's end is checked by the caller
+    st.pos += (u64)*bw * st.vpm / 8;
+    st.next_mini++;
+    st.in_block++;
+    return true;
+}
+
+// Thread 0: walks the miniblocks that hold one of the first `deltas` deltas into the table,
+// up to MINIS of them; st.done once all are walked.
+__device__ static void delta_walk(const u8* p, u64 len, int width, u64 deltas, DeltaState& st,
+                                  Mini* table) {
+    st.count = 0;
+    st.m0 = st.next_mini;
+    while (!st.err) {
+        const u64 m = st.next_mini;
+        if (m * st.vpm >= deltas) {
+            st.done = 1;
+            return;
+        }
+        if (st.count == MINIS) return;
+        u64 at;
+        int bw;
+        if (!delta_mini(p, len, width, st, &at, &bw)) return;
+        // the bytes of the deltas decoded must be there (a last miniblock's padding need not)
+        const u64 left = deltas - m * st.vpm;
+        const u64 k = left < st.vpm ? left : st.vpm;
+        if (((u64)bw * k + 7) / 8 > len - at) {
+            st.err |= E_VALUES;
+            return;
+        }
+        Mini& e = table[st.count++];
+        e.at = at;
+        e.min_delta = st.block_min;
+        e.bw = bw;
+    }
+}
+
+template <typename T>
+__device__ static u32 delta_block(const u8* p, u64 len, int width, int n, T* out, Mini* table,
+                                  DeltaState& st, u64* warp_sums, u64* end) {
+    if (threadIdx.x == 0) {
+        st.err = 0;
+        st.pos = 0;
+        st.done = 0;
+        u64 bs, mpb, total, first;
+        if (!varint(p, len, st.pos, bs) || !varint(p, len, st.pos, mpb) ||
+            !varint(p, len, st.pos, total) || !zigzag(p, len, st.pos, first)) {
+            st.err = E_DELTA;
+        } else if (mpb == 0 || bs == 0 || bs % 128 != 0 || bs > (1u << 30) || bs % mpb != 0 ||
+                   (bs / mpb) % 32 != 0 || total > 0x7fffffffu || !fits(first, width)) {
+            st.err = E_DELTA;
+        } else if (total < (u64)n) {
+            st.err = E_VALUES;
+        } else {
+            st.total = total;
+            st.vpm = bs / mpb;
+            st.mpb = mpb;
+            st.next_mini = 0;
+            st.in_block = (int)mpb;
+            st.carry = first;
+            if (n > 0) out[0] = (T)first;
+        }
+        *end = st.pos;
+    }
+    __syncthreads();
+    const u32 e0 = st.err;
+    __syncthreads();   // every thread has read it before the walk below writes st again
+    if (e0) return e0;
+    const u64 deltas = n > 1 ? (u64)(n - 1) : 0;
+    while (true) {
+        if (threadIdx.x == 0) delta_walk(p, len, width, deltas, st, table);
+        __syncthreads();
+        const u32 err = st.err;
+        const int count = st.count;
+        const int done = st.done;
+        const u64 d0 = st.m0 * st.vpm;               // the table's first delta
+        u64 d1 = d0 + (u64)count * st.vpm;           // past its last
+        if (d1 > deltas) d1 = deltas;
+        u64 carry = st.carry;
+        const u64 vpm = st.vpm;
+        if (err) return err;
+        // the deltas [d0, d1) into values [d0 + 1, d1 + 1), a tile of blockDim.x at a time
+        for (u64 t0 = d0; t0 < d1; t0 += blockDim.x) {
+            const u64 d = t0 + threadIdx.x;
+            u64 v = 0;
+            if (d < d1) {
+                const Mini e = table[(d - d0) / vpm];
+                const u64 o = (d - d0) % vpm;
+                u64 packed = 0;
+                if (e.bw) {
+                    const u64 bit = o * (u64)e.bw;
+                    const u8* q = p + e.at + (bit >> 3);
+                    const int shift = (int)(bit & 7);
+                    const int need = (shift + e.bw + 7) / 8;   // at most 9
+                    u64 lo = 0;
+                    for (int b = 0; b < need && b < 8; b++) lo |= (u64)q[b] << (8 * b);
+                    packed = lo >> shift;
+                    if (need > 8) packed |= (u64)q[8] << (64 - shift);
+                    if (e.bw < 64) packed &= (1ull << e.bw) - 1;
+                }
+                v = e.min_delta + packed;
+            }
+            u64 tile_total;
+            const u64 incl = block_inclusive_sum(v, warp_sums, &tile_total);
+            if (d < d1) out[d + 1] = (T)(carry + incl);
+            carry += tile_total;
+        }
+        __syncthreads();   // every thread has read the table and st
+        if (threadIdx.x == 0) st.carry = carry;
+        if (done) break;
+    }
+    if (threadIdx.x == 0) {
+        // the miniblocks past the ones decoded, up to the stream's end
+        const u64 all_deltas = st.total > 1 ? st.total - 1 : 0;
+        while (!st.err && st.next_mini * st.vpm < all_deltas) {
+            u64 at;
+            int bw;
+            delta_mini(p, len, width, st, &at, &bw);
+        }
+        if (!st.err && st.pos > len) st.err = E_VALUES;
+        *end = st.pos;
+    }
+    __syncthreads();
+    return st.err;
 }

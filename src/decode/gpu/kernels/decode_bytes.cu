@@ -5,8 +5,11 @@
 //   dict_entries:  one block per dictionary page walks its PLAIN entries → (start, len) pairs.
 //   bytes_sizes:   one block per data page: levels → validity; each valid row's source
 //                  (start, len) found (PLAIN: walking the length prefixes; dictionary: the
-//                  decoded index's entry); lengths[row] written (0 for nulls) for the rows of
-//                  the page's window [skip, skip + take), from row_start on.
+//                  decoded index's entry; DELTA_LENGTH_BYTE_ARRAY: a sum of the decoded
+//                  lengths); lengths[row] written (0 for nulls) for the rows of the page's
+//                  window [skip, skip + take), from row_start on.
+//   dba_values:    DELTA_BYTE_ARRAY pages only: their values put together in a scratch (its
+//                  size from bytes_sizes), each valid row's source pointed there.
 //   (the host, or a scan kernel, turns lengths into offsets)
 //   bytes_chars:   one block per data page: every row's bytes copied to chars + offsets[row].
 // Every length is checked against the page; errors are bits in errors[page].
@@ -234,13 +237,107 @@ __device__ static void for_each_valid(int n, bool dense, const u64* src, int* wa
     }
 }
 
+// DELTA_LENGTH_BYTE_ARRAY (a DELTA_BINARY_PACKED stream of the lengths, then the bytes end to
+// end) and DELTA_BYTE_ARRAY (a stream of prefix lengths, then the suffixes as
+// DELTA_LENGTH_BYTE_ARRAY), the first `cnt` values of a page of n rows whose valid rows are
+// marked in src (src[2i] != 0). The lengths go to idxs, then become each value's start in the
+// bytes (an in-place exclusive sum; each length non-negative, the bytes inside the page); the
+// prefix lengths (DELTA_BYTE_ARRAY) to pre, each checked against the value before it (the first
+// value's is 0). DELTA_LENGTH_BYTE_ARRAY: every valid row gets its source (address, length) in
+// src. DELTA_BYTE_ARRAY: every valid row gets (its value's index + 1, its full length) — the
+// values are put together by dba_values — and info (4 u64 for the page) gets the bytes of all
+// its values, the suffixes' address, their bytes and cnt. Returns the error bits, the same for
+// every thread; every thread of the block must call it.
+__device__ static u32 delta_lengths(const u8* vals, u32 vlen, int cnt, bool prefixed, u32* idxs,
+                                    u32* pre, u64* src, int n, u64* info, Mini* minis,
+                                    DeltaState& delta, u64* warp_sums, u64* end, int* warp_counts)
+{
+    const u8* q = vals;
+    u64 qlen = vlen;
+    u64 prefix_total = 0;
+    if (prefixed) {
+        const u32 e = delta_block<u32>(q, qlen, 32, cnt, pre, minis, delta, warp_sums, end);
+        if (e) return e;
+        prefix_total = delta.total;
+        q += *end;
+        qlen -= *end;
+        __syncthreads();
+    }
+    u32 e = delta_block<u32>(q, qlen, 32, cnt, idxs, minis, delta, warp_sums, end);
+    if (e) return e;
+    if (prefixed && delta.total != prefix_total) return E_DELTA;   // as many suffixes as prefixes
+    const u8* bytes = q + *end;
+    const u64 blen = qlen - *end;
+    __syncthreads();
+    // lengths → starts; the prefixes checked, the full lengths summed
+    __shared__ u64 last_full;   // the full length of the tile's last value, for the next tile
+    u64 carry = 0, full = 0;
+    bool bad = false, bad_prefix = false;
+    if (threadIdx.x == 0) last_full = 0;
+    __syncthreads();
+    for (int k0 = 0; k0 < cnt; k0 += blockDim.x) {
+        const int k = k0 + threadIdx.x;
+        u64 v = 0, p = 0;
+        if (k < cnt) {
+            v = idxs[k];
+            bad |= (v >> 31) != 0;
+            if (prefixed) {
+                p = pre[k];
+                bad_prefix |= (p >> 31) != 0;
+            }
+        }
+        // the value before this one: its full length (prefix + suffix); idxs[k - 1] is still a
+        // length inside the tile, the tile before's last is in last_full
+        u64 before = 0;
+        if (prefixed && k < cnt && k > 0)
+            before = threadIdx.x == 0 ? last_full : (u64)pre[k - 1] + (u64)idxs[k - 1];
+        if (prefixed && k < cnt) bad_prefix |= p > before;
+        u64 tile, tile_full;
+        const u64 incl = block_inclusive_sum(v, warp_sums, &tile);
+        block_inclusive_sum(v + p, warp_sums, &tile_full);
+        // (the sums' barriers: every thread has read idxs[k - 1] and last_full)
+        if (k < cnt) idxs[k] = (u32)(carry + incl - v);
+        if (threadIdx.x == blockDim.x - 1) last_full = v + p;
+        carry += tile;
+        full += tile_full;
+        __syncthreads();
+    }
+    __shared__ int flags;
+    if (threadIdx.x == 0) flags = 0;
+    __syncthreads();
+    if (bad) atomicOr(&flags, 1);
+    if (bad_prefix) atomicOr(&flags, 2);
+    __syncthreads();
+    if (flags & 1 || carry > blen) return E_VALUES;
+    if (flags & 2) return E_PREFIX;
+    const u32 total = (u32)carry;
+    for_each_valid(n, cnt == n, src, warp_counts, [&](int i, int k) {
+        const u64 at = idxs[k];
+        const u64 next = k + 1 < cnt ? idxs[k + 1] : total;
+        if (prefixed) {
+            src[2 * i] = (u64)k + 1;
+            src[2 * i + 1] = (u64)pre[k] + (next - at);
+        } else {
+            src[2 * i] = (u64)(bytes + at);
+            src[2 * i + 1] = next - at;
+        }
+    });
+    if (prefixed && threadIdx.x == 0) {
+        info[0] = full;
+        info[1] = (u64)bytes;
+        info[2] = total;
+        info[3] = (u64)cnt;
+    }
+    return 0;
+}
+
 // Per data page (one block of SIZES_THREADS): validity, and for every row its source
 // (address, length) in src_scratch (2 u64 per row, indexed from scratch_base[page]) and its
 // length in lengths[row]. Levels and dictionary indices are decoded block-parallel; PLAIN
 // values are found by the block's walk (walk_plain).
 extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
-    const PageJob* pages, const BytesColumn* cols, u32* idx_scratch, u64* src_scratch,
-    const u64* scratch_base, u32* errors)
+    const PageJob* pages, const BytesColumn* cols, u32* idx_scratch, u32* aux_scratch,
+    u64* src_scratch, const u64* scratch_base, u64* page_info, u32* errors)
 {
     const PageJob pj = pages[blockIdx.x];
     const BytesColumn cj = cols[pj.column];
@@ -257,6 +354,10 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     __shared__ int warp_counts[SIZES_THREADS / 32];
     __shared__ Run runs[RUNS];
     __shared__ u32 rle_state[5];
+    __shared__ Mini minis[MINIS];
+    __shared__ DeltaState delta;
+    __shared__ u64 warp_sums[32];
+    __shared__ u64 delta_end;
     if (threadIdx.x == 0) {
         u64 lv_at, lv_len, val_at;
         const u32 e = page_levels(pj, data, &lv_at, &lv_len, &val_at);
@@ -341,6 +442,14 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
                 }
             }
         }
+    } else if (pj.encoding == 6 || pj.encoding == 7) {
+        u32 e = vlen >= WALK_MAX_BYTES ? E_VALUES : 0u;
+        if (!e && cnt > 0)
+            e = delta_lengths(vals, (u32)vlen, cnt, pj.encoding == 7, idxs,
+                              aux_scratch + scratch_base[blockIdx.x], src, n,
+                              page_info + 4 * blockIdx.x, minis, delta, warp_sums, &delta_end,
+                              warp_counts);
+        if (e && threadIdx.x == 0) err |= e;
     } else {
         if (threadIdx.x == 0) err |= E_ENCODING;
     }
@@ -369,6 +478,83 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     if (nulls) atomicAdd(&nulls_s, nulls);
     __syncthreads();
     if (threadIdx.x == 0 && nulls_s) atomicAdd((unsigned long long*)cj.null_count, nulls_s);
+}
+
+// One block per data page (pages of other encodings return at once): the values of a
+// DELTA_BYTE_ARRAY page put together, end to end, at page_out[page] (a scratch of
+// page_info[4 * page] bytes, below 2^32), then each valid row's source pointed at its value.
+// Value k is the first pre[k] bytes of value k - 1, then its suffix. The values go DBA_THREADS
+// at a time, a thread each: the suffix copied, then the prefix gathered back along the batch —
+// bytes [pre[j], t) from value j's suffix, for the nearest j before k whose prefix is shorter
+// than t (t starting at pre[k], then pre[j]) — and what is left, bytes [0, t), from the
+// value before the batch, already in place. The sizes kernel checked every prefix against the
+// value before it, so every byte read is one written before.
+#define DBA_THREADS 128
+extern "C" __global__ void __launch_bounds__(DBA_THREADS) dba_values(
+    const PageJob* pages, const u32* idx_scratch, u32* aux_scratch, u64* src_scratch,
+    const u64* scratch_base, const u64* page_info, const u64* page_out)
+{
+    const PageJob pj = pages[blockIdx.x];
+    if (pj.encoding != 7) return;
+    const u64* info = page_info + 4 * blockIdx.x;
+    const int cnt = (int)info[3];
+    const u8* suf = (const u8*)info[1];
+    const u32 suf_total = (u32)info[2];
+    u8* out = (u8*)page_out[blockIdx.x];
+    const u64 base = scratch_base[blockIdx.x];
+    const u32* starts = idx_scratch + base;
+    u32* pre = aux_scratch + base;   // the prefix lengths, replaced by the values' offsets
+    u64* src = src_scratch + 2 * base;
+    __shared__ u32 s_pre[DBA_THREADS];
+    __shared__ u32 s_start[DBA_THREADS];
+    __shared__ u64 warp_sums[32];
+    __shared__ u64 prev_off;   // the offset of the value before the batch
+    const int t = threadIdx.x;
+    u64 carry = 0;
+    for (int k0 = 0; k0 < cnt; k0 += DBA_THREADS) {
+        const int k = k0 + t;
+        u32 p = 0, st = 0, sl = 0;
+        if (k < cnt) {
+            p = pre[k];
+            st = starts[k];
+            sl = (k + 1 < cnt ? starts[k + 1] : suf_total) - st;
+        }
+        u64 tile;
+        const u64 incl = block_inclusive_sum((u64)p + sl, warp_sums, &tile);
+        const u64 off = carry + incl - ((u64)p + sl);
+        s_pre[t] = p;
+        s_start[t] = st;
+        __syncthreads();
+        if (k < cnt) {
+            u8* dst = out + off;
+            const u8* from = suf + st;
+            for (u32 b = 0; b < sl; b++) dst[p + b] = from[b];
+            u32 th = p;
+            for (int j = t - 1; th > 0 && j >= 0; j--) {
+                const u32 pj2 = s_pre[j];
+                if (pj2 < th) {
+                    const u8* f = suf + s_start[j] - pj2;
+                    for (u32 b = pj2; b < th; b++) dst[b] = f[b];
+                    th = pj2;
+                }
+            }
+            if (th > 0) {
+                const u8* f = out + prev_off;
+                for (u32 b = 0; b < th; b++) dst[b] = f[b];
+            }
+        }
+        __syncthreads();   // the batch's values are in place, prev_off read
+        if (k < cnt) pre[k] = (u32)off;
+        const int last = (cnt - k0 < DBA_THREADS ? cnt - k0 : DBA_THREADS) - 1;
+        if (t == last) prev_off = off;
+        carry += tile;
+        __syncthreads();
+    }
+    // the sources: a valid row's mark is its value's index + 1
+    for (int i = t; i < pj.num_values; i += DBA_THREADS) {
+        const u64 m = src[2 * i];
+        if (m) src[2 * i] = (u64)(out + pre[m - 1]);
+    }
 }
 
 // Per data page: every row of its window copied to chars + offsets[row] (offsets are i64 here;

@@ -32,7 +32,7 @@ struct ColumnJob {          // 40 bytes; mirrored by ColumnJob in src/decode/gpu
     int phys_width;
     int out_width;
     int conversion;
-    int pad0;
+    int physical;           // the stored type: parquet's Type (1 INT32, 2 INT64, 4 FLOAT, ...)
 };
 static_assert(sizeof(ColumnJob) == 40, "ColumnJob must match its Rust mirror");
 
@@ -76,6 +76,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
     const ColumnJob* cols,
     u8* def_scratch,        // one byte per row of the pass (row_start-indexed per column space)
     u32* idx_scratch,       // one u32 per row of the pass
+    u64* wide_scratch,      // one u64 per row of the pass when it holds DELTA pages, else unused
     const u64* scratch_base,// per page: base index into the scratch arrays
     u32* errors)            // per page
 {
@@ -92,6 +93,11 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
     __shared__ int scan[BLOCK / 32];
     __shared__ Run runs[RUNS];
     __shared__ u32 rle_state[5];
+    __shared__ Mini minis[MINIS];
+    __shared__ DeltaState delta;
+    __shared__ u64 warp_sums[32];
+    __shared__ u64 delta_end;
+    __shared__ u64 stride;   // BYTE_STREAM_SPLIT: values per stream
     int n = pj.num_values;
     // 1. where the levels and the values are (thread 0)
     if (threadIdx.x == 0) {
@@ -164,6 +170,29 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
                 if (e && threadIdx.x == 0) err |= e;
             }
         }
+    } else if (pj.encoding == 5) {
+        // DELTA_BINARY_PACKED (INT32, INT64): every value into the wide scratch
+        if (cj.physical != 1 && cj.physical != 2) {
+            if (threadIdx.x == 0) err |= E_ENCODING;
+        } else if (cnt > 0) {
+            u32 e = delta_block<u64>(data + values_at, values_len, cj.physical == 1 ? 32 : 64, cnt,
+                                     wide_scratch + scratch_base[blockIdx.x], minis, delta,
+                                     warp_sums, &delta_end);
+            if (e && threadIdx.x == 0) err |= e;
+        }
+    } else if (pj.encoding == 9) {
+        // BYTE_STREAM_SPLIT (INT32, INT64, FLOAT, DOUBLE, FIXED_LEN_BYTE_ARRAY): byte b of value
+        // k at b * stride + k, stride being the values' bytes / the width (as arrow-rs)
+        if (threadIdx.x == 0) {
+            const bool typed = cj.physical == 1 || cj.physical == 2 || cj.physical == 4 ||
+                               cj.physical == 5 || cj.physical == 7;
+            if (!typed || cj.phys_width <= 0 || (cj.phys_width > 32 && cj.conversion != C_FIXED_BYTES))
+                err |= E_ENCODING;
+            else {
+                stride = values_len / (u64)cj.phys_width;
+                if ((u64)cnt > stride) err |= E_VALUES;
+            }
+        }
     } else {
         if (threadIdx.x == 0) err |= E_ENCODING;
     }
@@ -172,6 +201,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
         if (threadIdx.x == 0) errors[blockIdx.x] |= err;
         return;
     }
+    const u64* wides = wide_scratch + scratch_base[blockIdx.x];
     // every row: valid?, its value index (block-wide exclusive scan, tile by tile)
     int carry = 0;
     u32* valid_words = (u32*)cj.out_valid;
@@ -214,9 +244,20 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
                     else if (pj.encoding == 3) bit = idxs[k] & 1;
                     else bit = (dict[idxs[k] >> 3] >> (idxs[k] & 7)) & 1;  // PLAIN dictionary
                     if (bit) atomicOr(&((u32*)out)[row >> 5], 1u << (row & 31));
+                } else if (pj.encoding == 9) {
+                    u8* dst = out + row * cj.out_width;
+                    const int w = cj.phys_width;
+                    if (cj.conversion == C_FIXED_BYTES) {
+                        for (int b = 0; b < w; b++) dst[b] = vals[(u64)b * stride + k];
+                    } else {
+                        u8 tmp[32];
+                        for (int b = 0; b < w; b++) tmp[b] = vals[(u64)b * stride + k];
+                        convert(cj.conversion, tmp, w, dst, cj.out_width);
+                    }
                 } else {
                     const u8* src;
                     if (pj.encoding == 0) src = vals + (u64)k * cj.phys_width;
+                    else if (pj.encoding == 5) src = (const u8*)&wides[k];   // little-endian
                     else src = dict + (u64)idxs[k] * cj.phys_width;
                     convert(cj.conversion, src, cj.phys_width, out + row * cj.out_width, cj.out_width);
                 }
