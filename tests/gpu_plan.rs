@@ -91,14 +91,10 @@ fn corpus_placements() {
     }
     eprintln!("corpus fields: {gpu} on the GPU, {hostn} on the host: {reasons:#?}");
     assert!(gpu >= 250 && hostn >= 50, "{gpu} / {hostn}");
-    // every encoding of the corpus's flat columns is decoded on the GPU: what is left on the
-    // host is nested, or decimals stored as BYTE_ARRAY
+    // every flat column of the corpus is decoded on the GPU: what is left on the host is
+    // nested
     for r in reasons.keys() {
-        assert!(
-            r.contains("nested columns decode on the host")
-                || r.contains("variable-width BYTE_ARRAY decimals"),
-            "{r}"
-        );
+        assert!(r.contains("nested columns decode on the host"), "{r}");
     }
 }
 
@@ -110,26 +106,11 @@ fn generated_flat_files_go_to_the_gpu() {
         if !name.starts_with("flat_") {
             continue;
         }
-        let schema = ParquetGpuReader::builder(&path)
-            .with_device(Device::Host)
-            .build()
-            .unwrap()
-            .metadata()
-            .metadata
-            .file_metadata()
-            .schema_descr_ptr();
         for x in &p {
-            if let Placement::Host { reason, field } = x {
-                // the flat batch has no nested fields, and the GPU decodes the encodings
-                // arrow-rs writes but DELTA_BYTE_ARRAY on fixed-size binaries (its default for
-                // them in v2 files); kept dictionaries go to the host too
-                let flba = schema.column(*field).physical_type()
-                    == parquet::basic::Type::FIXED_LEN_BYTE_ARRAY;
-                assert!(
-                    reason.contains("Arrow Dictionary(")
-                        || (flba && reason.contains("uses DELTA_BYTE_ARRAY")),
-                    "{name}: {reason}"
-                );
+            if let Placement::Host { reason, .. } = x {
+                // the flat batch has no nested fields, and the GPU decodes every encoding
+                // arrow-rs writes; only kept dictionaries go to the host
+                assert!(reason.contains("Arrow Dictionary("), "{name}: {reason}");
             }
         }
     }

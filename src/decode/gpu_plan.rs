@@ -65,6 +65,10 @@ pub struct GpuColumn {
     pub utf8: bool,
     /// Maximum definition level (0: required, no validity bitmap).
     pub max_def_level: i16,
+    /// Decoded by the byte-array kernels (each value's bytes found as a string's are), then
+    /// written at `output_width`: decimals stored as BYTE_ARRAY, and FIXED_LEN_BYTE_ARRAY
+    /// columns with DELTA_BYTE_ARRAY pages.
+    pub via_bytes: bool,
 }
 
 /// Where a projected field is decoded.
@@ -83,8 +87,8 @@ pub enum Placement {
 
 /// Encodings the GPU decodes (values and levels) for a stored type: PLAIN, dictionaries and
 /// RLE for every type; DELTA_BINARY_PACKED for INT32/INT64; BYTE_STREAM_SPLIT for INT32, INT64,
-/// FLOAT, DOUBLE and FIXED_LEN_BYTE_ARRAY; DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY for
-/// BYTE_ARRAY (the pairs arrow-rs decodes; it refuses the others, and so does the host path
+/// FLOAT, DOUBLE and FIXED_LEN_BYTE_ARRAY; DELTA_LENGTH_BYTE_ARRAY for BYTE_ARRAY;
+/// DELTA_BYTE_ARRAY for BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY (the pairs arrow-rs decodes; it refuses the others, and so does the host path
 /// they are left to). BIT_PACKED is listed by many writers for level streams that do not exist
 /// (maximum level 0); a page that really stores BIT_PACKED levels is caught by the page-header
 /// check at decode time.
@@ -103,8 +107,9 @@ fn gpu_encoding(e: Encoding, physical: PhysicalType) -> bool {
                 physical,
                 T::INT32 | T::INT64 | T::FLOAT | T::DOUBLE | T::FIXED_LEN_BYTE_ARRAY
             ),
-            Encoding::DELTA_LENGTH_BYTE_ARRAY | Encoding::DELTA_BYTE_ARRAY => {
-                physical == T::BYTE_ARRAY
+            Encoding::DELTA_LENGTH_BYTE_ARRAY => physical == T::BYTE_ARRAY,
+            Encoding::DELTA_BYTE_ARRAY => {
+                matches!(physical, T::BYTE_ARRAY | T::FIXED_LEN_BYTE_ARRAY)
             }
             _ => false,
         }
@@ -210,12 +215,40 @@ pub fn place_columns(
             PhysicalType::FIXED_LEN_BYTE_ARRAY => col.type_length().max(0) as usize,
             _ => 0,
         };
+        // FIXED_LEN_BYTE_ARRAY pages in DELTA_BYTE_ARRAY are put together as strings are;
+        // a column that mixes them with PLAIN or dictionary pages is left to the host
+        let listed = |want: &dyn Fn(Encoding) -> bool| {
+            row_groups.iter().any(|&rg| {
+                metadata
+                    .row_groups()
+                    .get(rg)
+                    .is_some_and(|r| r.column(leaf).encodings().any(want))
+            })
+        };
+        let delta_flba = physical == PhysicalType::FIXED_LEN_BYTE_ARRAY
+            && listed(&|e| e == Encoding::DELTA_BYTE_ARRAY);
+        #[allow(deprecated)]
+        let levels_only = |e: Encoding| matches!(e, Encoding::RLE | Encoding::BIT_PACKED);
+        if delta_flba && listed(&|e| e != Encoding::DELTA_BYTE_ARRAY && !levels_only(e)) {
+            out.push(host(
+                fi,
+                format!(
+                    "'{}': FIXED_LEN_BYTE_ARRAY in DELTA_BYTE_ARRAY and other encodings \
+                     decodes on the host",
+                    field.name()
+                ),
+            ));
+            continue;
+        }
         match conversion(physical, width, field.data_type()) {
-            Some((Conversion::BigEndianDecimal, _)) if physical == PhysicalType::BYTE_ARRAY => {
+            // arrow-rs reads BYTE_ARRAY decimals as Decimal128 and Decimal256 only
+            Some((Conversion::BigEndianDecimal, w))
+                if physical == PhysicalType::BYTE_ARRAY && w < 16 =>
+            {
                 out.push(host(
                     fi,
                     format!(
-                        "'{}': Arrow {} from variable-width BYTE_ARRAY decimals decodes on the host",
+                        "'{}': Arrow {} from BYTE_ARRAY decimals decodes on the host",
                         field.name(),
                         field.data_type()
                     ),
@@ -240,6 +273,9 @@ pub fn place_columns(
                 ),
                 utf8: matches!(field.data_type(), DataType::Utf8 | DataType::LargeUtf8),
                 max_def_level: col.max_def_level(),
+                via_bytes: (conversion == Conversion::BigEndianDecimal
+                    && physical == PhysicalType::BYTE_ARRAY)
+                    || delta_flba,
             })),
             None if matches!(field.data_type(), DataType::Dictionary(..)) => out.push(host(
                 fi,

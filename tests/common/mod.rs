@@ -799,3 +799,24 @@ pub fn cuparquet_bin() -> std::path::PathBuf {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_BIN_EXE_cuparquet")))
 }
+
+/// arrow-rs's read of leaf `leaf` (a top-level column) of row group `rg`; `None` when arrow-rs
+/// refuses it.
+pub fn arrow_rs_chunk(path: &Path, rg: usize, leaf: usize) -> Option<arrow::array::ArrayRef> {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::arrow::ProjectionMask;
+    let b = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path).ok()?).ok()?;
+    let mask = ProjectionMask::leaves(b.parquet_schema(), [leaf]);
+    let rows = b.metadata().row_group(rg).num_rows().max(1) as usize;
+    let batches: Vec<_> = b
+        .with_projection(mask)
+        .with_row_groups(vec![rg])
+        .with_batch_size(rows)
+        .build()
+        .ok()?
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let arrays: Vec<&dyn arrow::array::Array> =
+        batches.iter().map(|b| b.column(0).as_ref()).collect();
+    arrow::compute::concat(&arrays).ok()
+}

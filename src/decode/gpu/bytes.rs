@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::kernels::{
-    BytesColumn, PageJob, BYTES_CHARS, BYTES_SIZES, DBA_VALUES, DECODE_BYTES_MODULE,
-    DECODE_FIXED_ERRORS, DICT_ENTRIES, SPAN_SUMS, UTF8_CHECK, WRITE_OFFSETS,
+    conversion_code, BytesColumn, FixedOut, PageJob, BYTES_CHARS, BYTES_FIXED, BYTES_SIZES,
+    DBA_VALUES, DECODE_BYTES_MODULE, DECODE_FIXED_ERRORS, DICT_ENTRIES, SPAN_SUMS, UTF8_CHECK,
+    WRITE_OFFSETS,
 };
 use super::launch::{
     i32s_from_device, u64s, u64s_from_device, upload, upload_table, validity_words, zeroed, Const,
@@ -63,8 +64,9 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     let sizes = stages.sizes(&page_jobs, &page_names, &cols)?;
     // 3. offsets and character buffers
     let offsets = stages.offsets(&outs, pass)?;
-    // 4. characters
+    // 4. characters, and the values of fixed-width columns found as strings
     let _tables = stages.characters(&page_jobs, &sizes, &offsets)?;
+    stages.fixed_values(&page_jobs, &page_names, &sizes, &outs)?;
     drop(uploads);
     // 5. UTF-8 validation of Utf8 columns
     stages.utf8_check(&outs, &offsets)?;
@@ -80,12 +82,17 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     let fields = pass.fields;
     let mut result = Vec::with_capacity(outs.len());
     for ((o, offs), ch) in outs.into_iter().zip(final_offsets).zip(chars) {
+        // fixed-width columns keep their values; their offsets and characters go
+        let buffers = match o.fixed {
+            Some((values, len, _)) => vec![(values, len)],
+            None => vec![offs, ch],
+        };
         let mut col = DeviceColumn::new(
             o.field,
             o.batch,
             fields[o.field].data_type().clone(),
             o.rows,
-            vec![offs, ch],
+            buffers,
             o.validity,
             o.host_pages,
         );
@@ -111,6 +118,9 @@ struct Out {
     lengths: DeviceBuffer,
     validity: Option<DeviceBuffer>,
     host_pages: usize,
+    /// A fixed-width column (decimals stored as BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY in
+    /// DELTA_BYTE_ARRAY): its zeroed values (rows × width), their length, and its job.
+    fixed: Option<(DeviceBuffer, usize, FixedOut)>,
 }
 
 /// The work of [`decode_bytes_columns`]: a job per data page window (with its name) and per
@@ -142,7 +152,7 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
     let mut page_names: Vec<PageName> = Vec::new();
     let mut cols: Vec<BytesColumn> = Vec::new();
     let mut outs: Vec<Out> = Vec::new();
-    let selected = pass.select(|g| g.conversion == Conversion::Bytes)?;
+    let selected = pass.select(|g| g.conversion == Conversion::Bytes || g.via_bytes)?;
     // dictionaries: (data address, bytes, entries), their entry tables (16 bytes an entry, in
     // one allocation), their names; by chunk
     let mut dicts: Vec<(u64, u64, i32)> = Vec::new();
@@ -199,6 +209,7 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
                 lengths: lengths.device_ptr(),
                 out_valid: validity.as_ref().map_or(0, |v| v.device_ptr()),
                 null_count: counters.device_ptr() + 8 * column as u64,
+                only_delta: u64::from(col.physical == "FIXED_LEN_BYTE_ARRAY"),
             });
             let dict_of =
                 |sc: &super::SelectedChunk<'_>| dict_at.get(&sc.ci).copied().unwrap_or((0, 0));
@@ -212,6 +223,23 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
                 &mut page_jobs,
                 &mut page_names,
             )?;
+            let fixed = if col.via_bytes {
+                let len = rows * col.output_width;
+                let values = zeroed(&gpu, len)?;
+                let job = FixedOut {
+                    values: values.device_ptr(),
+                    width: col.output_width as i32,
+                    conversion: conversion_code(col.conversion).unwrap_or(-1),
+                    phys: if col.physical == "FIXED_LEN_BYTE_ARRAY" {
+                        col.physical_width as i32
+                    } else {
+                        0
+                    },
+                };
+                Some((values, len, job))
+            } else {
+                None
+            };
             let first = parts.first().map(|p| (p.0, chunks_path(col.leaf, p.0)));
             let (row_group, path) = first.unwrap_or_default();
             outs.push(Out {
@@ -226,6 +254,7 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
                 lengths,
                 validity,
                 host_pages,
+                fixed,
             });
         }
     }
@@ -607,6 +636,49 @@ impl Stages<'_> {
             )?
         };
         Ok((col_offsets, col_chars))
+    }
+
+    /// The values of the fixed-width columns found as strings (`Out::fixed`), written from
+    /// each row's source; an error names the first page with a value of the wrong size.
+    fn fixed_values(
+        &self,
+        page_jobs: &[PageJob],
+        page_names: &[PageName],
+        sizes: &Sizes,
+        outs: &[Out],
+    ) -> Result<()> {
+        if outs.iter().all(|o| o.fixed.is_none()) {
+            return Ok(());
+        }
+        let gpu = self.gpu;
+        let table: Vec<FixedOut> = outs
+            .iter()
+            .map(|o| o.fixed.as_ref().map_or_else(FixedOut::default, |f| f.2))
+            .collect();
+        let table_buf = upload_table(gpu, &table)?;
+        let errors = zeroed(gpu, page_jobs.len() * 4)?;
+        // SAFETY: one block per page job; a page of a fixed-width column writes only the rows
+        // of its window (`take` rows from `row_start`, inside its batch), `width` bytes each,
+        // into that column's values (rows × width bytes); its sources point into page data
+        // and dictionaries that are alive, with the lengths the sizes stage checked; other
+        // pages return at once; all buffers live until `launch` returns.
+        unsafe {
+            BYTES_FIXED.launch(
+                gpu,
+                self.module,
+                page_jobs.len() as u32,
+                128,
+                (
+                    Const::at(sizes.pages_buf.device_ptr()),
+                    Const::at(sizes.src.device_ptr()),
+                    Const::at(sizes.base_buf.device_ptr()),
+                    Const::at(table_buf.device_ptr()),
+                    Mut::at(errors.device_ptr()),
+                ),
+            )?
+        };
+        let errs = i32s_from_device(&errors, page_jobs.len())?;
+        page_errors(self.path, &errs, page_names, DECODE_FIXED_ERRORS)
     }
 
     /// UTF-8 validation of Utf8 columns, as arrow-rs validates them: every column's check

@@ -111,10 +111,7 @@ fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
     let mut page_names: Vec<PageName> = Vec::new();
     let mut col_jobs: Vec<ColumnJob> = Vec::new();
     let mut outputs: Vec<DeviceColumn> = Vec::new();
-    let selected = pass.select(|g| {
-        conversion_code(g.conversion).is_some()
-            && !(g.conversion == Conversion::BigEndianDecimal && g.physical == "BYTE_ARRAY")
-    })?;
+    let selected = pass.select(|g| conversion_code(g.conversion).is_some() && !g.via_bytes)?;
     for sc in selected.chunks.values() {
         if let Some((k, _, len, entries)) = sc.dict {
             if (entries.max(0) as u64) * sc.col.physical_width as u64 > len {

@@ -117,6 +117,11 @@ kernels! {
     BYTES_CHARS = bytes_chars in DECODE_BYTES_MODULE(
         Const<PageJob>, Const<u64>, Const<u64>, Const<u64>, Const<u64>
     );
+    /// One block per data page of a fixed-width column found as strings: values written.
+    /// (pages, src_scratch, scratch_base, outs, errors).
+    BYTES_FIXED = bytes_fixed in DECODE_BYTES_MODULE(
+        Const<PageJob>, Const<u64>, Const<u64>, Const<FixedOut>, Mut<u32>
+    );
     /// One thread per row: the first row that is not valid UTF-8.
     /// (offsets, chars, rows, first_bad).
     UTF8_CHECK = utf8_check in DECODE_BYTES_MODULE(Const<i64>, Const<u8>, u64, Mut<u64>);
@@ -315,6 +320,24 @@ c_struct! {
         out_valid: u64,
         /// u64 null counter.
         null_count: u64,
+        /// 1: FIXED_LEN_BYTE_ARRAY values (only DELTA_BYTE_ARRAY pages are decoded).
+        only_delta: u64,
+    }
+}
+
+c_struct! {
+    /// Mirror of `struct FixedOut` in `kernels/decode_bytes.cu`: the fixed-width output of a
+    /// column the byte-array kernels decode (decimals stored as BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY
+    /// in DELTA_BYTE_ARRAY).
+    pub(crate) struct FixedOut(24 bytes) {
+        /// rows × width bytes, zeroed; 0 for the other columns.
+        values: u64,
+        /// Bytes per output value.
+        width: i32,
+        /// 8 (fixed-size bytes) or 9 (big-endian decimal).
+        conversion: i32,
+        /// FIXED_LEN_BYTE_ARRAY: its length; BYTE_ARRAY: 0.
+        phys: i32,
     }
 }
 
@@ -627,7 +650,7 @@ mod tests {
             declared.len(),
             "declared kernels missing from their sources"
         );
-        assert_eq!(found, 24);
+        assert_eq!(found, 25);
     }
 
     fn mirror<T: CStruct>() -> (&'static str, usize, &'static [(&'static str, &'static str)]) {
@@ -645,6 +668,7 @@ mod tests {
             mirror::<BytesColumn>(),
             mirror::<PageJob>(),
             mirror::<ColumnJob>(),
+            mirror::<FixedOut>(),
             mirror::<PageInfo>(),
         ];
         let all: String = MODULES.iter().map(|m| m.source).collect();

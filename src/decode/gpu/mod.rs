@@ -10,9 +10,13 @@
 //! codecs on the host (a task per chunk: its bytes copied back, pages decompressed in parallel
 //! straight into a pooled pinned buffer, then uploaded). The reader runs the two decoders of a
 //! pass at once, the byte-array one on a helper thread and a companion stream;
-//! definition levels to validity, PLAIN and dictionary values with arrow-rs's conversions,
-//! strings by sizes → offsets (scanned on the device) → characters, UTF-8 checked on the device
-//! for Utf8. One launch per stage over all pages of a pass; every kernel records problems as
+//! definition levels to validity, PLAIN, dictionary, DELTA_BINARY_PACKED and BYTE_STREAM_SPLIT
+//! values with arrow-rs's conversions, strings (PLAIN, dictionary, DELTA_LENGTH_BYTE_ARRAY,
+//! DELTA_BYTE_ARRAY) by sizes → offsets (scanned on the device) → characters, UTF-8 checked on
+//! the device for Utf8; decimals stored as BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY in
+//! DELTA_BYTE_ARRAY found as strings are, then written at their width. DELTA streams are
+//! decoded block-parallel: thread 0 walks the block headers into a table of miniblocks, every
+//! thread unpacks deltas and one block-wide sum per tile turns them into values. One launch per stage over all pages of a pass; every kernel records problems as
 //! bit flags per page, checked once after the stage, and a bad page is an error naming the
 //! file, row group, column and page.
 //!
@@ -25,7 +29,7 @@
 //! | `snappy.rs` | the SNAPPY kernels (whole pages, or 64 KiB fragments of large ones) and the host-or-device model |
 //! | `page_jobs.rs` | the data-page jobs both value decoders build, and errors naming a page |
 //! | `fixed.rs` | [`decode_fixed_columns`]: fixed-width columns in one launch |
-//! | `bytes.rs` | [`decode_bytes_columns`]: dictionary entries, sizes, offsets, characters, UTF-8 check |
+//! | `bytes.rs` | [`decode_bytes_columns`]: dictionary entries, sizes, DELTA_BYTE_ARRAY values, offsets, characters, fixed-width values, UTF-8 check |
 //! | `launch.rs` | typed kernel launches (`Kernel`, `Const`, `Mut`) and upload / read-back helpers |
 //! | `kernels.rs` | the embedded `.cu` sources, each kernel's declared parameters, the job structures' C layout, error bits |
 //! | `profile.rs` | stage timing |

@@ -16,6 +16,7 @@ typedef unsigned long long u64;
 #define E_NO_DICT     0x40u  // dictionary-encoded values without a dictionary
 #define E_DELTA       0x80u  // a DELTA_BINARY_PACKED header or block is malformed
 #define E_PREFIX      0x100u // a DELTA_BYTE_ARRAY prefix longer than the value before it
+#define E_WIDTH       0x200u // a value longer than its decimal, or not its fixed size
 
 struct PageJob {            // 80 bytes; mirrored by PageJob in src/decode/gpu/kernels.rs
     u64 data;               // device address of the page data (levels + values)

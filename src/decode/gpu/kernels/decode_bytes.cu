@@ -18,7 +18,8 @@ struct BytesColumn {        // 32 bytes; mirrored by BytesColumn in src/decode/g
     u64 lengths;            // i64 per row of the output column (one batch)
     u64 out_valid;          // validity words, 0 when required
     u64 null_count;         // u64 counter
-    u64 pad0;
+    u64 only_delta;         // 1: FIXED_LEN_BYTE_ARRAY values, which only DELTA_BYTE_ARRAY pages
+                            // hold as the sizes stage reads them
 };
 static_assert(sizeof(BytesColumn) == 32, "BytesColumn must match its Rust mirror");
 
@@ -398,7 +399,9 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     const int cnt = present;
     const u64 vlen = pj.data_len - val_at_s;
     const u8* vals = data + val_at_s;
-    if (pj.encoding == 0) {
+    if (cj.only_delta && pj.encoding != 7) {
+        if (threadIdx.x == 0) err |= E_ENCODING;
+    } else if (pj.encoding == 0) {
         // value k's prefix offset into idxs[k] (free again: the marks are in src), then every
         // valid row gets its value through the same compaction as dictionary indices
         __shared__ u32 end;
@@ -600,6 +603,49 @@ extern "C" __global__ void bytes_chars(
                 for (u64 b = 32 + lane; b < l[j]; b += 32) ((u8*)t[j])[b] = ((const u8*)f[j])[b];
         }
     }
+}
+
+// Columns of fixed-width values whose bytes the sizes stage found as a string's (decimals
+// stored as BYTE_ARRAY; FIXED_LEN_BYTE_ARRAY pages in DELTA_BYTE_ARRAY): one block per data
+// page (pages of other columns, whose `values` is 0, return at once); every valid row of its
+// window written at its output row: fixed-size bytes copied (a value must be exactly `phys`
+// bytes), big-endian decimals sign-extended to `width` little-endian bytes (at most `width`
+// bytes; an empty one is 0, as arrow-rs reads it). Null rows stay zero.
+struct FixedOut {           // 24 bytes; mirrored by FixedOut in src/decode/gpu/kernels.rs
+    u64 values;             // rows * width bytes, zeroed; 0: not such a column
+    int width;
+    int conversion;         // C_FIXED_BYTES (8) or C_BE_DECIMAL (9)
+    int phys;               // FIXED_LEN_BYTE_ARRAY: its length; BYTE_ARRAY: 0
+    int pad;
+};
+static_assert(sizeof(FixedOut) == 24, "FixedOut must match its Rust mirror");
+
+extern "C" __global__ void bytes_fixed(
+    const PageJob* pages, const u64* src_scratch, const u64* scratch_base, const FixedOut* outs,
+    u32* errors)
+{
+    const PageJob pj = pages[blockIdx.x];
+    const FixedOut o = outs[pj.column];
+    if (!o.values) return;
+    const u64* src = src_scratch + 2 * scratch_base[blockIdx.x];
+    u8* out = (u8*)o.values;
+    bool bad = false;
+    for (int i = pj.skip + threadIdx.x; i < pj.skip + pj.take; i += blockDim.x) {
+        const u8* from = (const u8*)src[2 * i];
+        const u64 len = src[2 * i + 1];
+        if (!from) continue;   // null
+        u8* dst = out + (pj.row_start + (u64)(i - pj.skip)) * (u64)o.width;
+        if (o.phys > 0 && len != (u64)o.phys) { bad = true; continue; }
+        if (o.conversion == 8) {
+            for (u64 b = 0; b < len && b < (u64)o.width; b++) dst[b] = from[b];
+        } else {
+            if (len > (u64)o.width) { bad = true; continue; }
+            if (len == 0) continue;
+            const u8 fill = (from[0] & 0x80) ? 0xff : 0;
+            for (int b = 0; b < o.width; b++) dst[b] = (u64)b < len ? from[len - 1 - b] : fill;
+        }
+    }
+    if (bad) atomicOr(&errors[blockIdx.x], E_WIDTH);
 }
 
 // One thread per row: is the row's string valid UTF-8 (as Rust's str::from_utf8 defines it: no
