@@ -398,46 +398,7 @@ fn emulated_fixed_width_kernel_equals_the_reference_decoder() {
     };
     let (mut cols_ok, mut pages_run, mut delta) = (0usize, 0usize, 0usize);
     for (f, chunks) in flat_chunks(keep, 150, 200_000) {
-        let (mut cols, mut pages) = (Vec::new(), Vec::new());
-        let mut n_pages = 0;
-        for (k, c) in chunks.iter().enumerate() {
-            let col = &c.col;
-            // every other chunk cut in two windows at an odd row, as batches cut row groups
-            let cut = (k % 2 == 1).then_some(c.rows as u64 / 2 + 7);
-            let (dict, n) = serialize_pages(
-                &c.table,
-                &c.data,
-                k as u32,
-                col.max_def_level,
-                cut,
-                &mut pages,
-            );
-            n_pages += n;
-            let alloc = if col.conversion == Conversion::Boolean {
-                c.rows.div_ceil(32) * 4
-            } else {
-                c.rows * col.output_width
-            };
-            let conv = conversion_code(col.conversion).unwrap();
-            let physical = cuparquet::internals::gpu::physical_code(&col.physical);
-            for v in [
-                conv,
-                col.physical_width as i32,
-                col.output_width as i32,
-                physical,
-            ] {
-                cols.put_i32(v);
-            }
-            cols.put_u64(c.rows as u64);
-            cols.put_u32(u32::from(col.max_def_level > 0));
-            cols.put_u32(u32::from(dict.is_some()));
-            let (entries, dict_bytes) = dict.unwrap_or_default();
-            cols.put_i32(entries);
-            cols.put_u64(dict_bytes.len() as u64);
-            cols.extend(&dict_bytes);
-            cols.put_u64(alloc as u64);
-        }
-        let inp = pass_input(chunks.len(), cols, n_pages, pages);
+        let (inp, n_pages) = fixed_width_input(&chunks);
         let out = run_emulator(&emu, &inp, &f.display().to_string());
         let mut cur = Cursor(&out, 0);
         for c in &chunks {
@@ -482,6 +443,111 @@ fn emulated_fixed_width_kernel_equals_the_reference_decoder() {
     );
     assert!(cols_ok > 100, "{cols_ok}");
     assert!(delta > 20, "{delta} DELTA or BYTE_STREAM_SPLIT chunks");
+}
+
+/// The fixed-width kernel's input for `chunks` (one column each, every other one cut in two
+/// windows): (input, page jobs).
+fn fixed_width_input(chunks: &[FlatChunk]) -> (Vec<u8>, u32) {
+    use cuparquet::internals::gpu::conversion_code;
+    use cuparquet::internals::gpu_plan::Conversion;
+    let (mut cols, mut pages) = (Vec::new(), Vec::new());
+    let mut n_pages = 0;
+    for (k, c) in chunks.iter().enumerate() {
+        let col = &c.col;
+        // every other chunk cut in two windows at an odd row, as batches cut row groups
+        let cut = (k % 2 == 1).then_some(c.rows as u64 / 2 + 7);
+        let (dict, n) = serialize_pages(
+            &c.table,
+            &c.data,
+            k as u32,
+            col.max_def_level,
+            cut,
+            &mut pages,
+        );
+        n_pages += n;
+        let alloc = if col.conversion == Conversion::Boolean {
+            c.rows.div_ceil(32) * 4
+        } else {
+            c.rows * col.output_width
+        };
+        let conv = conversion_code(col.conversion).unwrap();
+        let physical = cuparquet::internals::gpu::physical_code(&col.physical);
+        for v in [
+            conv,
+            col.physical_width as i32,
+            col.output_width as i32,
+            physical,
+        ] {
+            cols.put_i32(v);
+        }
+        cols.put_u64(c.rows as u64);
+        cols.put_u32(u32::from(col.max_def_level > 0));
+        cols.put_u32(u32::from(dict.is_some()));
+        let (entries, dict_bytes) = dict.unwrap_or_default();
+        cols.put_i32(entries);
+        cols.put_u64(dict_bytes.len() as u64);
+        cols.extend(&dict_bytes);
+        cols.put_u64(alloc as u64);
+    }
+    (pass_input(chunks.len(), cols, n_pages, pages), n_pages)
+}
+
+/// The fixed-width kernel on corrupted DELTA_BINARY_PACKED and BYTE_STREAM_SPLIT pages (bytes
+/// of every page changed at random: block headers, bit widths, miniblock counts, first values):
+/// under the sanitizers the emulator never reads or writes out of bounds nor hangs (it exits
+/// cleanly), and pages are reported bad.
+#[test]
+fn emulated_fixed_width_kernel_survives_corrupted_delta_pages() {
+    let Some(emu) = emulator("decode_fixed") else {
+        return;
+    };
+    use cuparquet::internals::gpu::conversion_code;
+    let keep = |g: &cuparquet::internals::gpu_plan::GpuColumn| {
+        conversion_code(g.conversion).is_some() && !g.via_bytes
+    };
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let (mut runs, mut reported, mut pages_run) = (0usize, 0usize, 0usize);
+    for (f, chunks) in flat_chunks(keep, 40, 20_000) {
+        let mut chunks: Vec<FlatChunk> = chunks.into_iter().filter(|c| c.delta_or_split).collect();
+        if chunks.is_empty() {
+            continue;
+        }
+        for c in &mut chunks {
+            for d in &mut c.data {
+                let mut b = d.bytes.to_vec();
+                // the first bytes (levels, the DELTA header) more often than the rest
+                for k in 0..b.len().div_ceil(48) {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let span = if k % 2 == 0 { 24.min(b.len()) } else { b.len() };
+                    let at = (state >> 33) as usize % span.max(1);
+                    if let Some(x) = b.get_mut(at) {
+                        *x ^= (state >> 13) as u8 | 1;
+                    }
+                }
+                d.bytes = b.into();
+            }
+        }
+        let (inp, n_pages) = fixed_width_input(&chunks);
+        let out = run_emulator(&emu, &inp, &format!("{} (corrupted)", f.display()));
+        // the page errors are the output's last 4 * n_pages bytes
+        let errors = &out[out.len() - 4 * n_pages as usize..];
+        runs += 1;
+        pages_run += n_pages as usize;
+        reported += errors
+            .chunks(4)
+            .filter(|e| u32::from_le_bytes([e[0], e[1], e[2], e[3]]) != 0)
+            .count();
+    }
+    eprintln!(
+        "emulated fixed-width kernel on corrupted DELTA / BYTE_STREAM_SPLIT pages: {runs} files, \
+         {pages_run} pages, {reported} reported bad"
+    );
+    assert!(
+        runs >= 4 && reported > 0,
+        "{runs} runs, {reported} with errors"
+    );
 }
 
 /// The BYTE_ARRAY kernels (dictionary entries, sizes, offsets, characters, UTF-8 check),
