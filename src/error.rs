@@ -169,6 +169,16 @@ pub enum Error {
         reason: String,
     },
 
+    /// A batch could not be handed over, or taken in, through the Arrow C Device Data
+    /// Interface (a type it cannot carry, a malformed struct from the other side).
+    #[error("Arrow C Device Data Interface: {op}: {reason}")]
+    Interface {
+        /// What was being done (`export`, `import`, `stream`).
+        op: String,
+        /// What is wrong.
+        reason: String,
+    },
+
     /// Writing output (Arrow IPC, JSON) failed.
     #[error("{}: writing output: {reason}", path.display())]
     Output {
@@ -209,6 +219,13 @@ fn fmt_where(rg: Option<usize>, col: Option<&str>) -> String {
 }
 
 impl Error {
+    pub(crate) fn interface(op: &str, reason: impl Into<String>) -> Self {
+        Error::Interface {
+            op: op.to_string(),
+            reason: reason.into(),
+        }
+    }
+
     pub(crate) fn io(path: &Path, op: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.to_path_buf(),

@@ -27,6 +27,8 @@
 //!   [`DeviceRecordBatch`] (Arrow layout in device memory).
 //! * [`reader`] is the facade most users want: [`ParquetGpuReader`].
 //! * [`device`] is the only module that touches CUDA: devices, memory, streams, kernels.
+//! * [`capi`] is the C API over the reader: a file or directory as an Arrow C Device Data
+//!   Interface stream.
 //!
 //! ## Which API
 //!
@@ -43,6 +45,8 @@
 //! | column chunks in GPU memory, still encoded | [`ParquetGpuReader::load_chunks`] ([`reader::DeviceChunks`]), then [`decode_on_gpu`](ParquetGpuReader::decode_on_gpu) |
 //! | device memory, pinned memory, kernels of your own | [`device::gpu`] → [`device::Gpu`] (`alloc`, `pinned`, `load_module`) |
 //! | Arrow arrays / batches in device memory | [`DeviceArray`], [`DeviceRecordBatch`] (`upload`, `to_host`) |
+//! | hand batches to other GPU code (cuDF, nanoarrow, Arrow C++) without a copy | [`LoadedBatch::to_c_device`], [`ParquetGpuReader::c_device_stream`], [`Dataset::c_device_stream`]: the Arrow C Device Data Interface ([`array::c_device`]) |
+//! | read Parquet from C, C++ or Python | the C API ([`capi`], `include/cuparquet.h`; a shared library with the `capi` feature) |
 //! | know where batches went and why | [`LoadReport`] (`device`, per-request `io` records, `gpu_decode`) |
 //! | what this machine offers, which path a range would take | [`doctor::run`] (`cuparquet doctor`), [`io::cufile::machine_facts`] |
 //! | settings and experiments | [`config::IoSettings`], [`config::Tuning`] |
@@ -173,6 +177,8 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod array;
+#[allow(unsafe_code)] // the C API: raw pointers from C callers (see the module docs)
+pub mod capi;
 pub mod config;
 mod decode;
 #[allow(unsafe_code)] // the CUDA driver and NVRTC (see the module docs)

@@ -25,6 +25,14 @@ use cuparquet::{Device, ParquetGpuReader};
 
 const MIB: u64 = 1 << 20;
 
+/// Held by every test of this file (shared), and alone by the leak test: it measures the
+/// device's free memory, which the others' loads would move.
+static DEVICE_MEMORY: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn shared_device() -> std::sync::RwLockReadGuard<'static, ()> {
+    DEVICE_MEMORY.read().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A file of `len` pseudo-random bytes (not on tmpfs, so O_DIRECT and cuFile can open it).
 fn data_file(len: u64, seed: u64) -> (tempfile::NamedTempFile, Arc<Vec<u8>>) {
     let mut f = tempfile::NamedTempFile::new_in(scratch_parent()).unwrap();
@@ -117,6 +125,7 @@ fn registration_works(file: &Path) -> Result<(), String> {
 
 #[test]
 fn gpu_staged_paths_are_byte_exact() {
+    let _shared = shared_device();
     if !gpu_available("staged range tests") {
         return;
     }
@@ -163,6 +172,7 @@ fn gpu_staged_paths_are_byte_exact() {
 
 #[test]
 fn gpu_small_ranges_are_gathered() {
+    let _shared = shared_device();
     if !gpu_available("small-range test") {
         return;
     }
@@ -189,6 +199,7 @@ fn gpu_small_ranges_are_gathered() {
 
 #[test]
 fn gpu_auto_registration_failure_stages_with_the_reason() {
+    let _shared = shared_device();
     if !gpu_available("registration fallback test") {
         return;
     }
@@ -237,6 +248,7 @@ fn gpu_auto_registration_failure_stages_with_the_reason() {
 
 #[test]
 fn gpu_forced_cufile_reports_its_real_path() {
+    let _shared = shared_device();
     if !gpu_available("forced cuFile test") {
         return;
     }
@@ -297,6 +309,7 @@ fn gpu_forced_cufile_reports_its_real_path() {
 
 #[test]
 fn gpu_compat_off_without_cufile_is_an_error() {
+    let _shared = shared_device();
     if !gpu_available("compat off test") {
         return;
     }
@@ -337,6 +350,7 @@ fn gpu_compat_off_without_cufile_is_an_error() {
 
 #[test]
 fn gpu_sixteen_threads_load_concurrently() {
+    let _shared = shared_device();
     if !gpu_available("concurrency test") {
         return;
     }
@@ -381,6 +395,7 @@ fn gpu_sixteen_threads_load_concurrently() {
 
 #[test]
 fn gpu_device_chunks_match_the_file() {
+    let _shared = shared_device();
     if !gpu_available("device chunk test") {
         return;
     }
@@ -461,6 +476,7 @@ fn gpu_device_chunks_match_the_file() {
 
 #[test]
 fn gpu_errors_are_clear() {
+    let _shared = shared_device();
     if !gpu_available("device error test") {
         return;
     }
@@ -507,6 +523,7 @@ fn gpu_errors_are_clear() {
 
 #[test]
 fn gpu_nvrtc_module_cache() {
+    let _shared = shared_device();
     if !gpu_available("NVRTC test") {
         return;
     }
@@ -574,6 +591,7 @@ extern "C" __global__ void iota(unsigned int* out, unsigned int n, unsigned int 
 
 #[test]
 fn gpu_page_headers_match_the_host_twin() {
+    let _shared = shared_device();
     if !gpu_available("device page-header test") {
         return;
     }
@@ -644,6 +662,7 @@ fn gpu_page_headers_match_the_host_twin() {
 
 #[test]
 fn gpu_device_batches_round_trip_every_type() {
+    let _shared = shared_device();
     if !gpu_available("device batch round trip") {
         return;
     }
@@ -681,6 +700,7 @@ fn gpu_device_batches_round_trip_every_type() {
 /// and without dictionaries, with and without nulls, equal to arrow-rs.
 #[test]
 fn gpu_large_pages_equal_arrow_rs() {
+    let _shared = shared_device();
     if !gpu_available("large-page GPU decode test") {
         return;
     }
@@ -796,6 +816,7 @@ fn gpu_large_pages_equal_arrow_rs() {
 /// device memory where it was: nothing leaks per load.
 #[test]
 fn gpu_loads_do_not_leak_device_memory() {
+    let _alone = DEVICE_MEMORY.write().unwrap_or_else(|p| p.into_inner());
     if !gpu_available("device memory leak test") {
         return;
     }

@@ -41,12 +41,17 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "error", "config", "source", "metadata", "plan", "device", "io",
         ],
     ),
+    // the C API: the reader's public face, in C
+    (
+        "capi",
+        &["error", "config", "plan", "device", "array", "reader"],
+    ),
     // the crate root declares and re-exports every stage
     (
         "lib",
         &[
             "error", "config", "source", "metadata", "plan", "device", "io", "array", "decode",
-            "reader", "doctor",
+            "reader", "doctor", "capi",
         ],
     ),
 ];

@@ -6,11 +6,14 @@
 //! gives an arrow-rs [`RecordBatch`].
 //!
 //! Device batches come back through pinned memory that arrow's buffers then use without
-//! another copy (`download`, the module's one unsafe part: pinned memory wrapped as arrow
-//! buffers).
+//! another copy (`download`: pinned memory wrapped as arrow buffers), or go to other GPU code
+//! without a copy through the Arrow C Device Data Interface ([`c_device`]). Those two are the
+//! module's unsafe parts.
 //!
 //! [`to_host`]: LoadedBatch::to_host
 
+#[allow(unsafe_code)] // the Arrow C Device Data Interface (see the module docs)
+pub mod c_device;
 mod device_batch;
 #[allow(unsafe_code)] // pinned memory handed to arrow as buffers (see the module docs)
 mod download;

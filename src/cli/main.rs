@@ -183,7 +183,10 @@ struct SelectionArgs {
 impl SelectionArgs {
     /// The selection asked for; `--columns` naming no column is a usage error.
     fn selection(&self) -> Result<Selection, Error> {
-        let columns = self.columns.as_deref().map(split_columns);
+        let columns = self
+            .columns
+            .as_deref()
+            .map(cuparquet::plan::split_column_list);
         if columns.as_ref().is_some_and(Vec::is_empty) {
             return Err(Error::Setting {
                 name: "--columns".into(),
@@ -227,25 +230,6 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
 }
 
 /// Splits on commas outside backquotes.
-fn split_columns(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    for c in s.chars() {
-        match c {
-            '`' => {
-                quoted = !quoted;
-                cur.push(c);
-            }
-            ',' if !quoted => out.push(std::mem::take(&mut cur).trim().to_string()),
-            c => cur.push(c),
-        }
-    }
-    out.push(cur.trim().to_string());
-    out.retain(|c| !c.is_empty());
-    out
-}
-
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,

@@ -13,6 +13,7 @@ use cudarc::driver::result as cu;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, DriverError};
 
+use super::event::Event;
 use crate::config::{HostWait, Tuning};
 use crate::device::probe_cuda;
 use crate::error::{Error, Result};
@@ -84,41 +85,8 @@ impl Stream {
     }
 }
 
-/// A CUDA event (timing disabled), used to know when a copy has finished with its source.
-#[derive(Debug)]
-pub struct Event {
-    raw: sys::CUevent,
-    ordinal: usize,
-}
-
-// SAFETY: an opaque driver handle usable from any thread.
-unsafe impl Send for Event {}
-// SAFETY: as above; record and synchronize are thread-safe driver calls.
-unsafe impl Sync for Event {}
-
-impl Event {
-    /// Records the event on `stream`: it completes when the work enqueued so far has.
-    pub fn record(&self, stream: &Stream) -> Result<()> {
-        // SAFETY: both handles are live (owned by self and a Gpu that outlives the call).
-        unsafe { cu::event::record(self.raw, stream.raw) }
-            .map_err(|e| driver_error(self.ordinal, "cuEventRecord", e))
-    }
-
-    /// Blocks until the recorded work has completed.
-    pub fn synchronize(&self) -> Result<()> {
-        // SAFETY: the event is live.
-        unsafe { cu::event::synchronize(self.raw) }
-            .map_err(|e| driver_error(self.ordinal, "cuEventSynchronize", e))
-    }
-}
-
-impl Drop for Event {
-    fn drop(&mut self) {
-        // SAFETY: the event is live and dropped once; destroying an event whose work is still
-        // pending is allowed (the driver releases it on completion).
-        let _ = unsafe { cu::event::destroy(self.raw) };
-    }
-}
+/// Every device allocation is a multiple of this many bytes (see [`Gpu::alloc`]).
+pub const ALLOC_PADDING: usize = 64;
 
 /// Streams for copies back to the host, per device.
 const DOWNLOAD_STREAMS: usize = 4;
@@ -190,6 +158,8 @@ pub struct Gpu {
     /// and decode streams so that a batch copied back does not wait behind the next reads.
     downloads: Vec<Stream>,
     next_download: std::sync::atomic::AtomicUsize,
+    /// A stream that never carries work, where [`Gpu::event_for_written`] records.
+    idle: Stream,
     pinned: Mutex<Vec<PinnedBuffer>>,
     /// cuparquet's own stream-ordered memory pool and the stream its allocations and frees are
     /// ordered on; None where the device has no memory pools (allocations then go straight to
@@ -285,9 +255,14 @@ impl Gpu {
                 .map_err(|e| driver_error(ordinal, "cuStreamCreate", e))?;
             downloads.push(Stream { raw });
         }
+        let idle = Stream {
+            raw: cu::stream::create(cu::stream::StreamKind::NonBlocking)
+                .map_err(|e| driver_error(ordinal, "cuStreamCreate", e))?,
+        };
         Ok(Gpu {
             decode,
             downloads,
+            idle,
             next_download: std::sync::atomic::AtomicUsize::new(0),
             ordinal,
             ctx,
@@ -494,6 +469,16 @@ impl Gpu {
             .map_err(|e| driver_error(self.ordinal, "cuStreamSynchronize(default)", e))
     }
 
+    /// A new event for memory whose writes the host has already waited for (handed-over
+    /// batches: their decode was synchronized before they were yielded), to give a consumer
+    /// that orders its own streams by events: recorded on a stream that carries no work, so it
+    /// is complete at once and ties the consumer to none of the loads still running.
+    pub fn event_for_written(&self) -> Result<Event> {
+        let e = self.event()?;
+        e.record(&self.idle)?;
+        Ok(e)
+    }
+
     /// A new event.
     pub fn event(&self) -> Result<Event> {
         self.bind()?;
@@ -505,8 +490,9 @@ impl Gpu {
         })
     }
 
-    /// Allocates `len` bytes of device memory (uninitialised). Out of memory is an error that
-    /// says how much was asked for and how much the device has free.
+    /// Allocates `len` bytes of device memory (uninitialised), padded to a multiple of
+    /// [`ALLOC_PADDING`] bytes. Out of memory is an error that says how much was asked for and
+    /// how much the device has free.
     pub fn alloc(self: &Arc<Self>, len: usize) -> Result<DeviceBuffer> {
         self.bind()?;
         if len == 0 {
@@ -516,17 +502,21 @@ impl Gpu {
                 len: 0,
             });
         }
+        // Padded to 64 bytes, as Arrow recommends for every buffer: consumers of exported
+        // batches may read a buffer rounded up (libcudf copies validity bitmaps that way), and
+        // such a read must stay inside the allocation.
+        let padded = len.next_multiple_of(ALLOC_PADDING);
         let ptr = match &self.pool {
             // SAFETY: the context is bound, the pool and its stream are live; the allocation is
             // owned by the DeviceBuffer and freed once in its Drop. Waiting on the (otherwise
             // idle) stream makes it usable from every stream and from synchronous calls.
             Some((pool, stream)) => unsafe {
-                cu::mem_pool::alloc_async(*pool, len, stream.raw)
+                cu::mem_pool::alloc_async(*pool, padded, stream.raw)
                     .and_then(|p| cu::stream::synchronize(stream.raw).map(|()| p))
             },
             // SAFETY: the context is bound; the returned allocation is owned by the
             // DeviceBuffer and freed once in its Drop.
-            None => unsafe { cu::malloc_sync(len) },
+            None => unsafe { cu::malloc_sync(padded) },
         };
         let ptr = ptr.map_err(|e| {
             let free = cu::mem_get_info().map(|(f, _)| f).unwrap_or(0);
@@ -609,6 +599,7 @@ impl Drop for Gpu {
                 .iter()
                 .chain(&self.decode)
                 .chain(&self.downloads)
+                .chain([&self.idle])
             {
                 // SAFETY: each stream is live and destroyed once, here, after its work (frees
                 // included) has completed.

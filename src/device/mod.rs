@@ -9,11 +9,13 @@
 //! feature (`cuda-13000`, the default: a driver of the CUDA 13.0 generation, r580 or newer,
 //! and libcufile 1.15; `cuda-12090` / `cuda-12080` for CUDA 12.9 / 12.8 installs).
 
+mod event;
 mod gpu;
 pub mod nvrtc;
 
+pub use event::{copy_from_device_address, wait_for_event_at, Event};
 pub use gpu::{
-    gpu, pinned_pool_retain, DeviceBuffer, Event, Gpu, PinnedBuffer, Stream, COPY_STREAMS,
+    gpu, pinned_pool_retain, DeviceBuffer, Gpu, PinnedBuffer, Stream, ALLOC_PADDING, COPY_STREAMS,
     PINNED_POOL_RETAIN,
 };
 pub(crate) use gpu::{with_companion_stream, with_decode_slot};

@@ -26,7 +26,7 @@ use std::time::Instant;
 use cudarc::cufile::sys;
 use rayon::prelude::*;
 
-use crate::config::IoSettings;
+use crate::config::{CompatMode, IoSettings};
 use crate::device::{gpu, DeviceBuffer, Gpu};
 use crate::error::{Error, Result};
 use crate::io::host::shared_pool;
@@ -153,7 +153,33 @@ pub fn probe() -> &'static CufileProbe {
     })
 }
 
-/// The machine facts the path policy needs (registration not yet tried).
+/// The machine facts the path policy needs under `settings`: cuFile is probed (its library
+/// loaded, `cuFileDriverOpen` called) only where the policy may use it — `compat_mode=off`, or
+/// `auto` with nvidia-fs loaded. Elsewhere the facts say it was not probed: opening the driver
+/// costs time at every start, and a process that also runs another cuFile user (KvikIO, cuDF)
+/// is better off without a second opener that will never read through it.
+pub fn machine_facts_for(settings: &IoSettings) -> MachineFacts {
+    let nvidia_fs = nvidia_fs_fact();
+    let why = match settings.compat_mode {
+        CompatMode::Off => None,
+        CompatMode::Auto if nvidia_fs.ok => None,
+        CompatMode::Auto => {
+            Some("not probed: compat_mode=auto uses cuFile only where nvidia-fs is loaded")
+        }
+        CompatMode::On => Some("not probed: compat_mode=on never uses cuFile"),
+    };
+    match why {
+        None => machine_facts(),
+        Some(why) => MachineFacts {
+            libcufile: Fact::no(why),
+            driver_open: Fact::no(why),
+            nvidia_fs,
+            registration: None,
+        },
+    }
+}
+
+/// The machine facts the path policy needs (registration not yet tried), cuFile probed.
 pub fn machine_facts() -> MachineFacts {
     let p = probe();
     MachineFacts {
@@ -529,6 +555,41 @@ fn read_piece(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cufile_is_probed_only_where_the_policy_may_use_it() {
+        let with = |compat_mode| IoSettings {
+            compat_mode,
+            ..IoSettings::default()
+        };
+        let f = machine_facts_for(&with(CompatMode::On));
+        assert!(!f.libcufile.ok && !f.driver_open.ok);
+        assert!(
+            f.driver_open.detail.contains("never uses cuFile"),
+            "{:?}",
+            f
+        );
+        let f = machine_facts_for(&with(CompatMode::Auto));
+        if nvidia_fs_fact().ok {
+            assert!(!f.driver_open.detail.starts_with("not probed"), "{:?}", f);
+        } else {
+            // this machine has no nvidia-fs: auto stages, and says why, without cuFile
+            assert!(f.driver_open.detail.starts_with("not probed"), "{:?}", f);
+            let d = crate::io::policy::decide(
+                &with(CompatMode::Auto),
+                &f,
+                crate::io::policy::Target::Device,
+                std::path::Path::new("f.parquet"),
+                0..1 << 20,
+            )
+            .unwrap();
+            assert_eq!(d.path, crate::io::policy::PlannedPath::Staged);
+            assert!(d.reason.contains("nvidia-fs not loaded"), "{}", d.reason);
+        }
+        // off always probes: its errors name what cuFile lacks
+        let f = machine_facts_for(&with(CompatMode::Off));
+        assert!(!f.driver_open.detail.starts_with("not probed"), "{:?}", f);
+    }
 
     #[test]
     fn attribution_follows_the_counters() {

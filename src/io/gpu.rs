@@ -32,14 +32,14 @@ pub struct GpuReader {
 }
 
 impl GpuReader {
-    /// A reader for device `ordinal`, with the machine facts probed (cuFile library, driver,
-    /// nvidia-fs).
+    /// A reader for device `ordinal`, with the machine facts probed (nvidia-fs; the cuFile
+    /// library and driver where the settings may use them: [`cufile::machine_facts_for`]).
     pub fn new(settings: IoSettings, ordinal: usize) -> Result<Self> {
         let g = gpu(ordinal)?;
         Ok(GpuReader {
             staged: StagedReader::new(settings.clone(), ordinal)?,
             cufile: CufileReader::new(settings.clone(), ordinal)?,
-            facts: cufile::machine_facts(),
+            facts: cufile::machine_facts_for(&settings),
             settings,
             gpu: g,
         })

@@ -10,7 +10,8 @@
 //!    `cuFileDriverOpen` succeeded, nvidia-fs is loaded and the file's handle registered.
 //!    Where nvidia-fs is absent cuFile could only serve its POSIX compat path, which opens the
 //!    file `O_DIRECT` and skips the page cache (1.9 GB/s against 45.6 GB/s staged on the H200
-//!    machine), so auto stages instead. Every fallback carries its reason;
+//!    machine), so auto stages instead — and does not even load cuFile or open its driver
+//!    (`io::cufile::machine_facts_for`). Every fallback carries its reason;
 //! 5. `compat_mode = off` → cuFile, whatever cuFile then does inside; a missing library, a
 //!    failed driver open or a failed registration is an error instead of a fallback.
 //!
@@ -196,15 +197,8 @@ pub fn decide(
             format!("compat_mode=off forces cuFile ({inside})"),
         ));
     }
-    // auto
-    for f in [&facts.libcufile, &facts.driver_open] {
-        if !f.ok {
-            return Ok(decision(
-                PlannedPath::Staged,
-                format!("auto: {}; staging instead", f.detail),
-            ));
-        }
-    }
+    // auto: nvidia-fs first, so that where it is absent cuFile need not even be probed
+    // ([`crate::io::cufile::machine_facts_for`])
     if !facts.nvidia_fs.ok {
         return Ok(decision(
             PlannedPath::Staged,
@@ -213,6 +207,14 @@ pub fn decide(
                 facts.nvidia_fs.detail
             ),
         ));
+    }
+    for f in [&facts.libcufile, &facts.driver_open] {
+        if !f.ok {
+            return Ok(decision(
+                PlannedPath::Staged,
+                format!("auto: {}; staging instead", f.detail),
+            ));
+        }
     }
     match registration {
         Some(f) if !f.ok => Ok(decision(

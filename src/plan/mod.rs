@@ -34,6 +34,7 @@ pub use passes::{
     batches_of, load_passes, plan_passes, BatchSpan, PassPlan, PlannedPass, RowRange,
 };
 pub use predicate::{parse_predicate, BoundPredicate, CmpOp, Literal, Predicate};
+pub use projection::split_column_list;
 use rows::intersect;
 pub use rows::{
     position_among, rows_of_access_plan, rows_of_selection, rows_restricted, RowGroupAccess,

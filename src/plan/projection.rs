@@ -9,6 +9,28 @@
 use parquet::basic::{ConvertedType, LogicalType};
 use parquet::schema::types::{SchemaDescriptor, Type};
 
+/// Splits a comma-separated list of column names (`a, s.b`): commas inside backquotes belong
+/// to a name, blanks around names go, empty names are dropped. The CLI's `--columns`
+/// and the C API's `columns` argument are read this way.
+pub fn split_column_list(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    for c in s.chars() {
+        match c {
+            '`' => {
+                quoted = !quoted;
+                cur.push(c);
+            }
+            ',' if !quoted => out.push(std::mem::take(&mut cur).trim().to_string()),
+            c => cur.push(c),
+        }
+    }
+    out.push(cur.trim().to_string());
+    out.retain(|c| !c.is_empty());
+    out
+}
+
 /// Splits a column name into path segments: dots separate, backquotes protect.
 /// Returns `None` for an empty segment or an unterminated backquote.
 pub(crate) fn parse_path(name: &str) -> Option<Vec<String>> {

@@ -155,6 +155,16 @@ impl Dataset {
         }
     }
 
+    /// The [`batches`](Self::batches) of every file as one Arrow C Device Data Interface
+    /// stream, with the merged schema (see [`ParquetGpuReader::c_device_stream`]).
+    pub fn c_device_stream(&self) -> crate::array::c_device::ArrowDeviceArrayStream {
+        crate::array::c_device::export_stream(
+            self.schema.clone(),
+            self.first().device().location,
+            self.batches(),
+        )
+    }
+
     /// Every batch of every file, file after file, each file loaded with
     /// [`ParquetGpuReader::load`].
     pub fn load(&self) -> Result<LoadedDataset> {

@@ -507,6 +507,19 @@ impl ParquetGpuReader {
     pub fn batches_with(&self, reader: Arc<dyn RangeReader>) -> Batches {
         Batches::start(Arc::clone(&self.state), Some(reader))
     }
+
+    /// The [`batches`](Self::batches) as an Arrow C Device Data Interface stream, for GPU code
+    /// outside Rust (cuDF, nanoarrow, Arrow C++) or the C API: every batch exported without a
+    /// copy as [`LoadedBatch::to_c_device`](crate::LoadedBatch::to_c_device) does, on the
+    /// reader's device (`ARROW_DEVICE_CUDA`) or the host (`ARROW_DEVICE_CPU`). Releasing the
+    /// stream stops its reads. See [`crate::array::c_device`].
+    pub fn c_device_stream(&self) -> crate::array::c_device::ArrowDeviceArrayStream {
+        crate::array::c_device::export_stream(
+            self.schema().clone(),
+            self.device().location,
+            self.batches(),
+        )
+    }
 }
 
 impl ReaderState {
