@@ -104,7 +104,8 @@
 //! ```toml
 //! [dependencies]
 //! # not on crates.io yet: a path or git dependency; pick the CUDA bindings your libcufile
-//! # matches (cuda-13000, cuda-12090 or cuda-12080); leave out the CLI
+//! # matches (cuda-13000, cuda-12090 or cuda-12080; without one the build stops with an error
+//! # naming them); leave out the CLI
 //! cuparquet = { path = "../cuparquet", default-features = false, features = ["cuda-13000"] }
 //! # optional: "encryption" (on by default) recognises encrypted column chunks in files with a
 //! # plaintext footer, to refuse them naming the column (it brings in `ring`); "cli" the binary
@@ -176,48 +177,70 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
-pub mod array;
-#[allow(unsafe_code)] // the C API: raw pointers from C callers (see the module docs)
-pub mod capi;
-pub mod config;
-mod decode;
-#[allow(unsafe_code)] // the CUDA driver and NVRTC (see the module docs)
-pub mod device;
-pub mod doctor;
-pub mod error;
-pub mod io;
-pub mod metadata;
-pub mod plan;
-pub mod reader;
-pub mod source;
+// Every item needs the CUDA bindings of one `cuda-*` feature; without one, only this error is
+// compiled (not a cascade of missing `cudarc` paths after it).
+#[cfg(not(any(feature = "cuda-13000", feature = "cuda-12090", feature = "cuda-12080")))]
+compile_error!(
+    "cuparquet needs one of its CUDA features, for the CUDA version whose libcufile is installed: \
+     `cuda-13000` (CUDA 13.0, libcufile 1.15, driver r580 or newer; the default), `cuda-12090` \
+     or `cuda-12080`. With `default-features = false`, add one, e.g. \
+     cuparquet = { ..., default-features = false, features = [\"cuda-13000\"] }"
+);
 
-/// Not part of the API: the crate's own tests and benchmarks reach the decoder's parts here
-/// (page headers, host decompression, the GPU placement, the kernel passes). Anything in it
-/// may change or go at any time.
-#[doc(hidden)]
-pub mod internals {
-    pub use crate::decode::{decompress, gpu_plan, page_header};
-
-    /// The GPU decoder's stages, for the kernel tests.
-    pub mod gpu {
-        pub use crate::decode::gpu::kernels::{conversion_code, physical_code, PageInfo};
-        pub use crate::decode::gpu::{
-            decode_bytes_columns, decode_fixed_columns, page_tables, snappy_fragments_of,
-            DeviceColumn, Pass,
-        };
-    }
+/// The crate's items, each behind a `cuda-*` feature (see the error above).
+macro_rules! with_cuda_bindings {
+    ($($item:item)*) => {
+        $(
+            #[cfg(any(feature = "cuda-13000", feature = "cuda-12090", feature = "cuda-12080"))]
+            $item
+        )*
+    };
 }
 
-/// The `arrow` crate cuparquet is built on (the major version DataFusion uses): name Arrow
-/// types through `cuparquet::arrow` and they are the ones the batches hold.
-pub use arrow;
-/// The `parquet` crate cuparquet is built on (`RowSelection`, footers, statistics).
-pub use parquet;
+with_cuda_bindings! {
+    pub mod array;
+    #[allow(unsafe_code)] // the C API: raw pointers from C callers (see the module docs)
+    pub mod capi;
+    pub mod config;
+    mod decode;
+    #[allow(unsafe_code)] // the CUDA driver and NVRTC (see the module docs)
+    pub mod device;
+    pub mod doctor;
+    pub mod error;
+    pub mod io;
+    pub mod metadata;
+    pub mod plan;
+    pub mod reader;
+    pub mod source;
 
-pub use array::{DeviceArray, DeviceRecordBatch, LoadedBatch, Location, RowSpan};
-pub use device::Device;
-pub use error::{Error, Result};
-pub use reader::{
-    Batches, Dataset, DatasetBatches, LoadReport, Loaded, LoadedDataset, ParquetGpuReader,
-    Progress, ReaderBuilder,
-};
+    /// Not part of the API: the crate's own tests and benchmarks reach the decoder's parts here
+    /// (page headers, host decompression, the GPU placement, the kernel passes). Anything in it
+    /// may change or go at any time.
+    #[doc(hidden)]
+    pub mod internals {
+        pub use crate::decode::{decompress, gpu_plan, page_header};
+
+        /// The GPU decoder's stages, for the kernel tests.
+        pub mod gpu {
+            pub use crate::decode::gpu::kernels::{conversion_code, physical_code, PageInfo};
+            pub use crate::decode::gpu::{
+                decode_bytes_columns, decode_fixed_columns, page_tables, snappy_fragments_of,
+                DeviceColumn, Pass,
+            };
+        }
+    }
+
+    /// The `arrow` crate cuparquet is built on (the major version DataFusion uses): name Arrow
+    /// types through `cuparquet::arrow` and they are the ones the batches hold.
+    pub use arrow;
+    /// The `parquet` crate cuparquet is built on (`RowSelection`, footers, statistics).
+    pub use parquet;
+
+    pub use array::{DeviceArray, DeviceRecordBatch, LoadedBatch, Location, RowSpan};
+    pub use device::Device;
+    pub use error::{Error, Result};
+    pub use reader::{
+        Batches, Dataset, DatasetBatches, LoadReport, Loaded, LoadedDataset, ParquetGpuReader,
+        Progress, ReaderBuilder,
+    };
+}
