@@ -22,10 +22,8 @@ use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::AssertUnwindSafe;
 
 use crate::array::c_device::{
-    export_schema, panic_text, ArrowDeviceArrayStream, ArrowDeviceType, ArrowSchema,
-    ARROW_DEVICE_CPU, ARROW_DEVICE_CUDA,
+    device_of, export_schema, panic_text, ArrowDeviceArrayStream, ArrowDeviceType, ArrowSchema,
 };
-use crate::array::Location;
 use crate::device::Device;
 use crate::error::Error;
 use crate::reader::{Dataset, ParquetGpuReader};
@@ -160,13 +158,6 @@ unsafe fn open(
     Ok(b.build_dataset([path])?)
 }
 
-fn device_type_of(location: Location) -> (ArrowDeviceType, i64) {
-    match location {
-        Location::Host => (ARROW_DEVICE_CPU, -1),
-        Location::Cuda(n) => (ARROW_DEVICE_CUDA, n as i64),
-    }
-}
-
 /// Opens `path` (a Parquet file, or a directory whose `*.parquet` files are read as one, in
 /// name order) to read `columns` (comma-separated names or dotted paths; NULL: all) of the
 /// rows where `filter` is true (SQL's WHERE in cuparquet's predicate language, e.g.
@@ -243,7 +234,7 @@ pub unsafe extern "C" fn cuparquet_reader_device(
     guard(|| {
         // SAFETY: the caller's contract
         let r = unsafe { reader_ref(reader) }?;
-        let (t, id) = device_type_of(r.dataset.first().device().location);
+        let (t, id) = device_of(r.dataset.first().device().location);
         // SAFETY: null or writable (the caller's contract)
         unsafe {
             if let Some(p) = device_type.as_mut() {

@@ -13,8 +13,8 @@ use arrow::datatypes::{DataType, Schema};
 use arrow::record_batch::RecordBatch;
 use arrow::util::bit_util;
 
-use super::{ArrowArray, ArrowDeviceArray, ArrowSchema, ARROW_DEVICE_CPU, ARROW_DEVICE_CUDA};
-use crate::array::{BatchData, DeviceArray, DeviceRecordBatch, LoadedBatch};
+use super::{device_of, ArrowArray, ArrowDeviceArray, ArrowSchema};
+use crate::array::{BatchData, DeviceArray, DeviceRecordBatch, LoadedBatch, Location};
 use crate::device::{Event, Gpu};
 use crate::error::{Error, Result};
 
@@ -270,10 +270,11 @@ fn export_host(batch: &RecordBatch) -> Result<ArrowDeviceArray> {
         .map(|c| host_node(&c.to_data()))
         .collect::<Result<Vec<_>>>()?;
     let owner: Owner = Arc::new(batch.clone());
+    let (device_type, device_id) = device_of(Location::Host);
     Ok(ArrowDeviceArray {
         array: into_c(struct_node(batch.num_rows(), children), &owner, None),
-        device_id: -1,
-        device_type: ARROW_DEVICE_CPU,
+        device_id,
+        device_type,
         sync_event: null_mut(),
         reserved: [0; 3],
     })
@@ -293,10 +294,11 @@ fn export_device(batch: &Arc<DeviceRecordBatch>, ordinal: usize) -> Result<Arrow
     let sync_event = event.handle_ptr().cast_mut();
     let owner: Owner = Arc::clone(batch) as Owner;
     let sync = SyncEvent { gpu, _event: event };
+    let (device_type, device_id) = device_of(Location::Cuda(ordinal));
     Ok(ArrowDeviceArray {
         array: into_c(struct_node(batch.num_rows, children), &owner, Some(sync)),
-        device_id: ordinal as i64,
-        device_type: ARROW_DEVICE_CUDA,
+        device_id,
+        device_type,
         sync_event,
         reserved: [0; 3],
     })
@@ -326,6 +328,7 @@ impl LoadedBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::array::c_device::ARROW_DEVICE_CPU;
     use arrow::array::{Int32Array, StringArray};
     use arrow::datatypes::DataType;
 

@@ -55,6 +55,15 @@ pub const ARROW_DEVICE_CUDA: ArrowDeviceType = 2;
 /// Pinned host memory allocated by CUDA.
 pub const ARROW_DEVICE_CUDA_HOST: ArrowDeviceType = 3;
 
+/// The specification's device type and device id of memory at `location`: CUDA and the
+/// ordinal, or the host and -1.
+pub fn device_of(location: crate::array::Location) -> (ArrowDeviceType, i64) {
+    match location {
+        crate::array::Location::Host => (ARROW_DEVICE_CPU, -1),
+        crate::array::Location::Cuda(n) => (ARROW_DEVICE_CUDA, n as i64),
+    }
+}
+
 /// The C Data Interface's `struct ArrowArray`, field for field.
 ///
 /// Owned values release themselves when dropped (when `release` is not null), so an exported

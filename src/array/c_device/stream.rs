@@ -7,10 +7,7 @@ use std::ptr::null_mut;
 use arrow::datatypes::SchemaRef;
 
 use super::export::export_schema;
-use super::{
-    ArrowDeviceArray, ArrowDeviceArrayStream, ArrowDeviceType, ArrowSchema, ARROW_DEVICE_CPU,
-    ARROW_DEVICE_CUDA,
-};
+use super::{device_of, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema};
 use crate::array::{LoadedBatch, Location};
 use crate::error::{Error, Result};
 
@@ -39,14 +36,6 @@ pub(crate) fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
         (Some(s), _) => (*s).to_string(),
         (_, Some(s)) => s.clone(),
         _ => "a panic".to_string(),
-    }
-}
-
-/// The device type of arrays at `location`.
-fn device_type_of(location: Location) -> ArrowDeviceType {
-    match location {
-        Location::Host => ARROW_DEVICE_CPU,
-        Location::Cuda(_) => ARROW_DEVICE_CUDA,
     }
 }
 
@@ -115,7 +104,7 @@ unsafe extern "C" fn get_next(
             }
             let array = match s.batches.next() {
                 None => ArrowDeviceArray {
-                    device_type: device_type_of(s.location),
+                    device_type: device_of(s.location).0,
                     ..ArrowDeviceArray::empty()
                 },
                 Some(Err(e)) => return Err(e),
@@ -185,7 +174,7 @@ where
         last_error: None,
     });
     ArrowDeviceArrayStream {
-        device_type: device_type_of(location),
+        device_type: device_of(location).0,
         get_schema: Some(get_schema),
         get_next: Some(get_next),
         get_last_error: Some(get_last_error),
