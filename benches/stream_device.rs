@@ -156,6 +156,40 @@ fn stream_dropping(path: &Path, budget: Option<u64>) -> (Duration, u64, usize) {
     (dt, g.peak_live_bytes().saturating_sub(base), n)
 }
 
+/// The footer's estimate of a row group's device bytes ([`cuparquet::plan::passes`]) against
+/// the high-water mark of live allocations while that row group alone is loaded (the first, a
+/// middle and the last), the consumer dropping each batch: how much room the estimate leaves.
+fn estimate_check(name: &str, path: &Path) {
+    let g = cuparquet::device::gpu(0).unwrap();
+    let probe = reader(path, Device::Cuda(0), None);
+    let md = probe.metadata().metadata.clone();
+    let n = md.num_row_groups();
+    let mut picked = vec![0, n / 2, n.saturating_sub(1)];
+    picked.dedup();
+    for rg in picked {
+        let r = ParquetGpuReader::builder(path)
+            .with_device(Device::Cuda(0))
+            .with_row_groups([rg])
+            .build()
+            .unwrap();
+        let cost = cuparquet::plan::passes::row_group_cost(r.plan(), &md, rg);
+        let base = g.live_bytes();
+        g.reset_peak_live_bytes();
+        for b in r.batches() {
+            drop(b.unwrap());
+        }
+        let peak = g.peak_live_bytes().saturating_sub(base);
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        println!(
+            "{name:<20} row group {rg} alone: estimate {:.1} MiB (read {:.1} MiB), live device memory peak {:.1} MiB = {:.2}x the estimate",
+            mib(cost.device_bytes),
+            mib(cost.read_bytes),
+            mib(peak),
+            peak as f64 / cost.device_bytes.max(1) as f64
+        );
+    }
+}
+
 /// arrow-rs on the host, then every batch uploaded.
 fn host_then_upload(path: &Path) -> Duration {
     let g = cuparquet::device::gpu(0).unwrap();
@@ -312,6 +346,7 @@ fn main() {
         if budgets.is_empty() {
             continue;
         }
+        estimate_check(name, f);
         let mut unbounded = Vec::new();
         let mut peak0 = 0;
         for _ in 0..rounds {

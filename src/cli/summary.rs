@@ -143,13 +143,33 @@ fn bytes_and_time(s: &mut String, r: &LoadReport) {
     );
     let _ = writeln!(
         s,
-        "  wall {} (summed over threads: io {}, decode {}; footer+plan {}), {:.2} GB/s read, Arrow output {}",
+        "  wall {} (summed over threads: io {}, decode {}), {:.2} GB/s read, Arrow output {}",
         ms(r.load_time),
         ms(r.io_time),
         ms(r.decode_time),
-        ms(r.setup_time),
         r.read_throughput() / 1e9,
         human_bytes(r.output_bytes)
+    );
+    let st = &r.setup;
+    let kernels = if r.kernel_load_time.is_zero() {
+        String::new()
+    } else {
+        format!(
+            "; kernels made ready during the load {}",
+            ms(r.kernel_load_time)
+        )
+    };
+    let cuda = match r.device.location {
+        Location::Cuda(_) => format!("CUDA driver and context {}, ", ms(st.cuda)),
+        Location::Host => String::new(),
+    };
+    let _ = writeln!(
+        s,
+        "  setup {} before the load: {cuda}footer {}, plan {}, readers {}{kernels}",
+        ms(r.setup_time),
+        ms(st.footer),
+        ms(st.plan),
+        ms(st.readers),
     );
 }
 

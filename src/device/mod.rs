@@ -102,7 +102,8 @@ pub struct CudaProbe {
     pub devices: usize,
     /// A sentence saying what was found.
     pub detail: String,
-    /// Why the GPU kernels cannot be compiled (NVRTC missing), where that is so.
+    /// Why the GPU kernels cannot be compiled (NVRTC missing), where that is so: set by
+    /// [`resolve`] of `Device::Auto` only ([`probe_cuda`] leaves NVRTC unopened).
     pub nvrtc_missing: Option<String>,
 }
 
@@ -145,7 +146,9 @@ pub fn probe_cuda() -> &'static CudaProbe {
                 driver_library: true,
                 devices: n as usize,
                 detail: format!("{n} CUDA device{} found", if n == 1 { "" } else { "s" }),
-                nvrtc_missing: nvrtc::nvrtc_version().err().map(|e| e.to_string()),
+                // NVRTC is opened only where it matters ([`resolve`] of `Device::Auto`): a
+                // fresh process saves tens of milliseconds where the kernels are cached
+                nvrtc_missing: None,
             },
             Ok(_) => CudaProbe {
                 driver_library: true,
@@ -179,6 +182,12 @@ pub fn resolve(device: Device) -> Result<DeviceChoice> {
     match device {
         // Host needs no probe (initialising the CUDA driver takes ~0.2 s where one exists).
         Device::Host => resolve_with(device, &CudaProbe::not_probed()),
+        // Auto picks the host where the kernels could not be compiled
+        Device::Auto if probe_cuda().devices > 0 => {
+            let mut probe = probe_cuda().clone();
+            probe.nvrtc_missing = nvrtc::nvrtc_version().err().map(|e| e.to_string());
+            resolve_with(device, &probe)
+        }
         _ => resolve_with(device, probe_cuda()),
     }
 }

@@ -193,6 +193,29 @@ impl Module {
 
 type ModuleKey = (usize, u64);
 
+/// Nanoseconds this process spent making kernel modules ready (read from the disk cache or
+/// compiled, then loaded into a context): [`module_load_time`].
+static MODULE_LOAD_NANOS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The time this process has spent so far making kernel modules ready: reading them from the
+/// disk cache or compiling them with NVRTC, and loading them into the device's context. Each
+/// module is made ready once per process and device; a load's report shows its share.
+pub fn module_load_time() -> std::time::Duration {
+    std::time::Duration::from_nanos(MODULE_LOAD_NANOS.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// Adds the time since its start to [`MODULE_LOAD_NANOS`] when dropped (on every return).
+struct Elapsed(std::time::Instant);
+
+impl Drop for Elapsed {
+    fn drop(&mut self) {
+        MODULE_LOAD_NANOS.fetch_add(
+            self.0.elapsed().as_nanos() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+}
+
 fn loaded() -> &'static Mutex<HashMap<ModuleKey, Arc<Module>>> {
     static LOADED: std::sync::OnceLock<Mutex<HashMap<ModuleKey, Arc<Module>>>> =
         std::sync::OnceLock::new();
@@ -211,9 +234,9 @@ impl Gpu {
     ) -> Result<Arc<Module>> {
         let (major, minor) = self.compute_capability();
         let arch = format!("sm_{major}{minor}");
-        let (vmaj, vmin) = nvrtc_version()?;
-        let version = format!("nvrtc {vmaj}.{vmin}");
-        let mut parts: Vec<&[u8]> = vec![source.as_bytes(), arch.as_bytes(), version.as_bytes()];
+        // the key leaves NVRTC's version out: opening NVRTC costs a fresh process tens of
+        // milliseconds, and a cached CUBIN the driver cannot load is compiled again below
+        let mut parts: Vec<&[u8]> = vec![source.as_bytes(), arch.as_bytes()];
         parts.extend(options.iter().map(|o| o.as_bytes()));
         let hash = key_hash(&parts);
         let key = (self.ordinal(), hash);
@@ -221,6 +244,8 @@ impl Gpu {
         if let Some(m) = cache.get(&key) {
             return Ok(Arc::clone(m));
         }
+        let t = std::time::Instant::now();
+        let _counted = Elapsed(t);
         let path = cache_dir().join(format!("{name}-{hash:016x}-{arch}.cubin"));
         self.bind()?;
         let from_disk = std::fs::read(&path)
@@ -229,6 +254,7 @@ impl Gpu {
         let (raw, origin) = match from_disk {
             Some(raw) => (raw, ModuleOrigin::DiskCache),
             None => {
+                nvrtc_version()?;
                 let cubin = compile(name, source, &arch, options)?;
                 store(&path, &cubin);
                 let raw = load_image(&cubin).map_err(|e| {

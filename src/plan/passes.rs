@@ -177,7 +177,7 @@ pub struct PassPlan {
     /// The budget: the most device bytes a load's live allocations may reach.
     pub budget: u64,
     /// The most device bytes a pass may need together with the next pass's raw chunks: the
-    /// budget, or half of it where a load keeps several passes in flight ([`load_passes`]).
+    /// budget, or a share of it where a load keeps several passes in flight ([`load_passes`]).
     pub pass_budget: u64,
     /// Rows per batch asked for.
     pub batch_rows: u64,
@@ -297,11 +297,10 @@ pub fn plan_passes(
 
 /// The passes a device load under `budget` reads and decodes: [`plan_passes`] within the
 /// budget when the whole load fits it (then the load goes as without a budget) or a row group
-/// needs more than half of it; else within half, so that two passes are in flight (one
-/// decoding while the next is read), each read once its estimate fits beside those of the
-/// passes read and not yet handed over (a decoded pass counts its batches only). Measured on
-/// the H200 (benches/RESULTS.md): passes of half the budget stream the SNAPPY lineitem file
-/// under 2 GiB in 53.9 ms, passes of a third in 63.1 ms (fewer, larger waves).
+/// needs more than half of it; else within a share of it ([`pass_share`]: a third or a half,
+/// else a half where a third cannot hold a row group), so that passes overlap: the streaming
+/// reader reads a pass while its reads fit beside what is held and the largest decode still to
+/// come, and decodes it once its working set fits (see `reader::budget`).
 pub fn load_passes(
     path: &Path,
     plan: &ReadPlan,
@@ -314,15 +313,37 @@ pub fn load_passes(
     if whole.fits() {
         return Ok(whole);
     }
-    Ok(
-        match plan_passes(path, plan, md, budget / 2, batch_rows, keep_dictionaries) {
-            Ok(mut p) => {
-                p.budget = budget;
-                p
-            }
-            Err(_) => whole,
-        },
-    )
+    for share in [pass_share(plan, md), 2] {
+        if let Ok(mut p) =
+            plan_passes(path, plan, md, budget / share, batch_rows, keep_dictionaries)
+        {
+            p.budget = budget;
+            return Ok(p);
+        }
+    }
+    Ok(whole)
+}
+
+/// The share of the budget a pass takes where a load does not fit at once: a third (two
+/// passes decoding, the next one read and its decode still fitting) for mostly uncompressed
+/// data, a half for compressed data. Compressed waves decode in about the same time whatever
+/// their size (a SNAPPY page's decompression is one block's work), so larger passes go faster
+/// there. Measured on the H200 (benches/RESULTS.md, 2026-12-02): the 24M-row lineitem files
+/// under 2 GiB, uncompressed 57.0–67.4 ms in thirds against 60.3 ms in halves, SNAPPY
+/// 59.1 ms in halves against 61.0–65.4 ms in thirds.
+fn pass_share(plan: &ReadPlan, md: &ParquetMetaData) -> u64 {
+    let (mut compressed, mut total) = (0u64, 0u64);
+    for c in &plan.chunks {
+        total += c.read_len();
+        if md.row_group(c.row_group).column(c.column).compression() != Compression::UNCOMPRESSED {
+            compressed += c.read_len();
+        }
+    }
+    if compressed.saturating_mul(2) >= total.max(1) {
+        2
+    } else {
+        3
+    }
 }
 
 impl PassPlan {

@@ -297,10 +297,12 @@ impl ReaderBuilder {
     ///
     /// Passes of whole row groups are planned from the footer ([`crate::plan::load_passes`],
     /// printed by `cuparquet plan --memory-budget`): when the whole load's estimate fits, it is
-    /// read and decoded in overlapping waves as without a budget; otherwise in passes of about
-    /// half the budget, pipelined like waves, each read only once its estimate fits
-    /// beside those of the passes read and not yet in the caller's hands
-    /// ([`ParquetGpuReader::batches`]: a pass is the caller's once it holds every batch of it;
+    /// read and decoded in overlapping waves as without a budget; otherwise in passes of a
+    /// third or a half of the budget, pipelined like waves: a pass is read once its raw chunks
+    /// fit beside what is held (passes read, decoding, or decoded and not yet in the caller's
+    /// hands) with room left for the largest decode still to come, and decoded once its
+    /// working set fits ([`ParquetGpuReader::batches`]: a pass is the caller's once it holds
+    /// every batch of it;
     /// [`ParquetGpuReader::load`] returns every batch, so its memory is the whole output). A
     /// row group larger than the budget is read in pieces cut at page boundaries, each
     /// reading only its pages ([`crate::plan::pieces`]; the page index is read for it when
@@ -370,7 +372,14 @@ impl ReaderBuilder {
         if self.batch_rows == 0 {
             return Err(Error::setting("batch_rows", "0", "must be at least 1"));
         }
+        let t_cuda = Instant::now();
         let device = device::resolve(self.device)?;
+        if let Location::Cuda(n) = device.location {
+            // the device's context, created here on a process's first device load
+            device::gpu(n)?;
+        }
+        let t_cuda = t_cuda.elapsed();
+        let t_open = Instant::now();
         let file = ParquetFile::open(&self.path)?;
         let meta = match &self.metadata {
             Some(m) if m.file_len != file.len() => {
@@ -387,7 +396,8 @@ impl ReaderBuilder {
             Some(m) => FileMetadata::clone(m),
             None => read_footer_of(&file, self.page_index)?,
         };
-        let t_footer = t0.elapsed();
+        let t_footer = t_open.elapsed();
+        let t_plan = Instant::now();
         let coalesce = self.coalesce.unwrap_or_else(|| match device.location {
             // the GPU decodes whole passes, not units: device loads read in units of the
             // largest request, so requests are as large as the chunks allow, and units stay
@@ -542,6 +552,8 @@ impl ReaderBuilder {
             ),
         };
         let cuts = cuts_between(&spans, &plan.row_groups);
+        let t_plan = t_plan.elapsed();
+        let t_readers = Instant::now();
         let host_reader = HostReader::new(settings.clone())?;
         let gpu_reader = match device.location {
             Location::Host => None,
@@ -572,7 +584,12 @@ impl ReaderBuilder {
             budget: memory_budget,
             progress: self.progress,
             t_setup: t0.elapsed(),
-            t_footer,
+            setup: crate::reader::SetupTimes {
+                cuda: t_cuda,
+                footer: t_footer,
+                plan: t_plan,
+                readers: t_readers.elapsed(),
+            },
         }))
     }
 }
@@ -600,7 +617,7 @@ fn estimate(plan: &ReadPlan, meta: &crate::metadata::FileMetadata) -> u64 {
 
 /// What a device load under a memory budget it does not fit at once reads and decodes: its
 /// waves and their estimated device bytes.
-type BudgetWaves = (Vec<super::waves::Wave>, Vec<u64>);
+type BudgetWaves = (Vec<super::waves::Wave>, Vec<super::budget::WaveCost>);
 
 /// When a device load does not fit `budget` at once: its batches and its waves with their
 /// estimated device bytes, the passes of [`crate::plan::load_passes`] (None when it fits: then

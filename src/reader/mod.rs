@@ -16,6 +16,7 @@
 //! `waves` (large device loads read and decoded in overlapping waves), `report` (what a
 //! load did), `timeline` (`CUPARQUET_PROFILE`'s record of a pipelined load).
 
+mod budget;
 mod builder;
 mod dataset;
 mod device_load;
@@ -38,7 +39,7 @@ pub use builder::{
 };
 pub use dataset::{Dataset, DatasetBatches, LoadedDataset};
 pub use host_load::{release_cached_buffers, RETAINED_BUFFER_BYTES};
-pub use report::LoadReport;
+pub use report::{LoadReport, SetupTimes};
 pub use stream::Batches;
 
 use crate::array::{LoadedBatch, Location};
@@ -110,11 +111,11 @@ pub(crate) struct ReaderState {
     /// decoded one after the other ([`ReaderBuilder::with_memory_budget`]).
     passes: Option<Vec<waves::Wave>>,
     /// Their estimated device bytes, and the budget ([`ReaderBuilder::with_memory_budget`]).
-    pass_costs: Vec<u64>,
+    pass_costs: Vec<budget::WaveCost>,
     budget: u64,
     progress: Option<ProgressFn>,
     t_setup: Duration,
-    t_footer: Duration,
+    setup: SetupTimes,
 }
 
 impl std::fmt::Debug for ParquetGpuReader {
@@ -241,10 +242,14 @@ impl ReaderState {
     /// Reads and decodes everything through `reader` ([`ParquetGpuReader::load_with`]).
     pub(super) fn load_with(&self, reader: &dyn RangeReader) -> Result<Loaded> {
         let t0 = Instant::now();
-        match self.device.location {
+        let kernels0 = crate::device::nvrtc::module_load_time();
+        let mut loaded = match self.device.location {
             Location::Cuda(_) => self.collect_device(reader, t0),
             Location::Host => self.load_to_host(reader, t0),
-        }
+        }?;
+        loaded.report.kernel_load_time =
+            crate::device::nvrtc::module_load_time().saturating_sub(kernels0);
+        Ok(loaded)
     }
 
     /// The result of a load: `batches` with the report of what it did (`io`, the time spent
@@ -275,7 +280,8 @@ impl ReaderState {
             io_time: io.wall,
             io,
             setup_time: self.t_setup,
-            footer_time: self.t_footer,
+            setup: self.setup,
+            kernel_load_time: Duration::ZERO,
             decode_time,
             load_time: t0.elapsed(),
             gpu_decode,

@@ -38,12 +38,17 @@ pub struct LoadReport {
     /// Per-request I/O record (its `wall`, like `io_time`, is summed over the units read in
     /// parallel).
     pub io: IoReport,
-    /// Time to open, read the footer, plan (`build`).
+    /// Time in `build()`: [`setup`](Self::setup)'s parts and the rest (settings, the file
+    /// opened).
     #[serde(serialize_with = "crate::io::ser_secs")]
     pub setup_time: Duration,
-    /// Of which reading and parsing the footer.
+    /// Where `build()`'s time went.
+    pub setup: SetupTimes,
+    /// Time this load spent making GPU kernel modules ready (the disk cache read or NVRTC run,
+    /// and the module loaded into the context): once per module and process, so a process's
+    /// first device load pays it and later ones do not ([`crate::device::nvrtc::module_load_time`]).
     #[serde(serialize_with = "crate::io::ser_secs")]
-    pub footer_time: Duration,
+    pub kernel_load_time: Duration,
     /// Time in I/O, summed over the units read in parallel.
     #[serde(serialize_with = "crate::io::ser_secs")]
     pub io_time: Duration,
@@ -62,4 +67,23 @@ impl LoadReport {
     pub fn read_throughput(&self) -> f64 {
         self.bytes_read as f64 / self.load_time.as_secs_f64().max(1e-9)
     }
+}
+
+/// Where a reader's `build()` spent its time: the fixed cost of a load in a fresh process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SetupTimes {
+    /// Initialising the CUDA driver (`cuInit`) and creating the device's primary context:
+    /// paid by a process's first device reader, about zero for later ones.
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub cuda: Duration,
+    /// Reading and parsing the footer (and the page index where asked for).
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub footer: Duration,
+    /// Planning: projection, pruning, row selections, the memory budget's passes.
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub plan: Duration,
+    /// Setting up the range readers: pinned staging buffers, and the cuFile driver where the
+    /// path policy may read through it.
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub readers: Duration,
 }

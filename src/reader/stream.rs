@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use super::budget::{Budgeted, Handed};
 use super::waves::{wave_target, waves, Wave, WaveOut};
 use super::{ParquetGpuReader, ReaderState};
 use crate::array::{LoadedBatch, Location};
@@ -146,18 +147,34 @@ impl ReaderState {
         match self.device.location {
             Location::Cuda(ordinal) if self.passes.is_some() => {
                 let (costs, budget) = (&self.pass_costs, self.budget);
-                let admit = |i: usize| handed.admit(i, costs.get(i).copied().unwrap_or(0), budget);
+                if super::timeline::profile_requested() {
+                    let mb: Vec<String> = (costs.iter())
+                        .map(|c| format!("{}+{}", c.read / 1_000_000, c.decode / 1_000_000))
+                        .collect();
+                    eprintln!(
+                        "passes under a budget of {} MB, estimated MB each (read+decode): {}",
+                        budget / 1_000_000,
+                        mb.join(", ")
+                    );
+                }
+                let budgeted = Budgeted {
+                    handed,
+                    costs,
+                    budget,
+                };
                 // a decoded wave holds only its batches until it is handed over
+                // (a failed wave holds nothing)
                 let decoded = |i: usize, r: Result<WaveOut>| {
-                    if let Ok((batches, ..)) = &r {
-                        let bytes = (batches.iter().filter_map(|b| b.as_device()))
+                    let bytes = match &r {
+                        Ok((batches, ..)) => (batches.iter().filter_map(|b| b.as_device()))
                             .map(|b| b.device_bytes() as u64)
-                            .sum();
-                        handed.decoded(i, bytes);
-                    }
+                            .sum(),
+                        Err(_) => 0,
+                    };
+                    handed.decoded(i, bytes);
                     sink(i, r)
                 };
-                self.pipelined(reader, ordinal, waves, &decoded, Some(&admit))
+                self.pipelined(reader, ordinal, waves, &decoded, Some(&budgeted))
             }
             Location::Cuda(ordinal) if waves.len() > 1 => {
                 self.pipelined(reader, ordinal, waves, sink, None)
@@ -263,76 +280,6 @@ pub struct Batches {
     handed: Arc<Handed>,
     path: std::path::PathBuf,
     done: bool,
-}
-
-/// The device bytes of a stream's waves under a memory budget: those read and not yet in the
-/// caller's hands (each wave's footer estimate), and a wake-up for the producer waiting to
-/// read the next.
-#[derive(Debug, Default)]
-pub(super) struct Handed {
-    state: Mutex<HandedState>,
-    cv: std::sync::Condvar,
-}
-
-#[derive(Debug, Default)]
-struct HandedState {
-    /// Waves whose every batch the caller holds (`usize::MAX`: the stream stopped).
-    handed: usize,
-    /// Estimated bytes of the waves admitted and not yet handed over, by wave.
-    held: BTreeMap<usize, u64>,
-    in_use: u64,
-}
-
-impl Handed {
-    /// The caller holds every batch of the waves before `n`: their bytes are the caller's.
-    pub(super) fn set(&self, n: usize) {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if n > st.handed {
-            st.handed = n;
-            let kept = st.held.split_off(&n);
-            let freed: u64 = st.held.values().sum();
-            st.held = kept;
-            st.in_use -= freed;
-            self.cv.notify_all();
-        }
-    }
-
-    /// Wave `i` is decoded: what it holds until it is handed over is its batches, `bytes` of
-    /// them, no longer its estimate (its reads, decompressed pages and scratch are freed).
-    pub(super) fn decoded(&self, i: usize, bytes: u64) {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = st.held.get_mut(&i) {
-            let now = bytes.min(*c);
-            let freed = *c - now;
-            *c = now;
-            st.in_use -= freed;
-            self.cv.notify_all();
-        }
-    }
-
-    /// Wave `i` handed over on its own (a load collects every wave as it is decoded).
-    pub(super) fn release(&self, i: usize) {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = st.held.remove(&i) {
-            st.in_use -= c;
-            self.cv.notify_all();
-        }
-    }
-
-    /// Waits until wave `i`, of `cost` estimated bytes, fits `budget` beside the waves held
-    /// (always when none is held); false when the stream stopped.
-    pub(super) fn admit(&self, i: usize, cost: u64, budget: u64) -> bool {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        while st.handed != usize::MAX && st.in_use > 0 && st.in_use + cost > budget {
-            st = self.cv.wait(st).unwrap_or_else(|p| p.into_inner());
-        }
-        if st.handed == usize::MAX {
-            return false;
-        }
-        st.in_use += cost;
-        st.held.insert(i, cost);
-        true
-    }
 }
 
 impl std::fmt::Debug for Batches {
@@ -579,30 +526,6 @@ mod tests {
     use super::*;
     use crate::device::Device;
     use crate::reader::tests::int_file;
-
-    #[test]
-    fn waves_hold_their_estimate_until_decoded_then_their_batches() {
-        let h = Handed::default();
-        assert!(h.admit(0, 600, 1000));
-        // wave 1 would not fit beside wave 0's estimate; once wave 0 is decoded it holds only
-        // its 300 bytes of batches, and wave 1 fits
-        let t = std::thread::scope(|s| {
-            let waiter = s.spawn(|| h.admit(1, 600, 1000));
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            assert!(
-                !waiter.is_finished(),
-                "admitted beside a wave's whole estimate"
-            );
-            h.decoded(0, 300);
-            waiter.join().unwrap()
-        });
-        assert!(t);
-        // a decoded wave never holds more than its estimate; handing it over frees it
-        h.decoded(1, 5000);
-        assert_eq!(h.state.lock().unwrap().in_use, 900);
-        h.set(2);
-        assert_eq!(h.state.lock().unwrap().in_use, 0);
-    }
 
     #[test]
     fn stream_waves_start_small_and_keep_batches_whole() {

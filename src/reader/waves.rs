@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::budget::{Budgeted, WaveCost};
 use super::timeline::Timeline;
 use super::ReaderState;
 use crate::array::LoadedBatch;
@@ -71,9 +72,9 @@ impl Wave {
 pub(super) fn pass_waves(
     plan: &ReadPlan,
     passes: &crate::plan::PassPlan,
-) -> Option<(Vec<Wave>, Vec<u64>)> {
+) -> Option<(Vec<Wave>, Vec<WaveCost>)> {
     let mut out: Vec<Wave> = Vec::with_capacity(passes.passes.len());
-    let mut costs: Vec<u64> = Vec::with_capacity(passes.passes.len());
+    let mut costs: Vec<WaveCost> = Vec::with_capacity(passes.passes.len());
     let mut at = 0usize; // the next request
     for p in &passes.passes {
         if let Some(piece) = &p.piece {
@@ -95,7 +96,7 @@ pub(super) fn pass_waves(
                     spans: p.batches.clone(),
                 })),
             });
-            costs.push(p.device_bytes);
+            costs.push(WaveCost::of(p));
             continue;
         }
         let start = at;
@@ -126,7 +127,7 @@ pub(super) fn pass_waves(
                 w.row_groups.extend_from_slice(&p.row_groups);
                 w.chunks.end = p.chunks.end;
                 if let Some(c) = costs.last_mut() {
-                    *c += p.device_bytes;
+                    c.decode += WaveCost::of(p).decode;
                 }
             }
             _ => {
@@ -137,7 +138,7 @@ pub(super) fn pass_waves(
                     bytes,
                     piece: None,
                 });
-                costs.push(p.device_bytes);
+                costs.push(WaveCost::of(p));
             }
         }
     }
@@ -248,7 +249,7 @@ impl ReaderState {
         ordinal: usize,
         waves: &[Wave],
         sink: &(dyn Fn(usize, Result<WaveOut>) -> bool + Sync),
-        admit: Option<&(dyn Fn(usize) -> bool + Sync)>,
+        budget: Option<&Budgeted<'_>>,
     ) -> Result<()> {
         use std::sync::atomic::AtomicBool;
         use std::sync::Condvar;
@@ -267,13 +268,24 @@ impl ReaderState {
         // decode stream has finished with it
         let total = plan.request_bytes();
         let shared: Mutex<Option<Arc<DeviceBuffer>>> = Mutex::new(None);
-        if total <= STREAM_MAX_BYTES && admit.is_none() {
+        if total <= STREAM_MAX_BYTES && budget.is_none() {
             let gpu = device::gpu(ordinal)?;
             *shared.lock().unwrap_or_else(|p| p.into_inner()) =
                 Some(Arc::new(gpu.alloc(total as usize)?));
         }
         // with CUPARQUET_PROFILE: when each wave was read and decoded, printed at the end
         let timeline = Timeline::from_env();
+        // under a memory budget, the timeline also shows the device's live bytes and their
+        // high-water mark so far, to compare with the passes' estimates
+        let live = || match (budget.is_some(), device::gpu(ordinal)) {
+            (true, Ok(g)) => format!(
+                ", live {} MB, peak {} MB",
+                g.live_bytes() / 1_000_000,
+                g.peak_live_bytes() / 1_000_000
+            ),
+            _ => String::new(),
+        };
+        let live = &live;
         std::thread::scope(|s| {
             let stop = &stop;
             let timeline = &timeline;
@@ -324,12 +336,12 @@ impl ReaderState {
                         n = cv.wait(n).unwrap_or_else(|p| p.into_inner());
                     }
                     drop(n);
-                    if stop.load(Relaxed) || admit.is_some_and(|a| !a(i)) {
+                    if stop.load(Relaxed) || budget.is_some_and(|b| !b.read(i)) {
                         break;
                     }
                     let t = Instant::now();
                     let r = self.read_wave(reader, ordinal, w);
-                    timeline.add(|| format!("read {i} ({} MB)", w.bytes / 1_000_000), t);
+                    timeline.add(|| format!("read {i} ({} MB{})", w.bytes / 1_000_000, live()), t);
                     let failed = r.is_err();
                     if tx.send((i, r)).is_err() || failed {
                         break;
@@ -347,7 +359,8 @@ impl ReaderState {
                         *n.lock().unwrap_or_else(|p| p.into_inner()) += 1;
                         cv.notify_all();
                     }
-                    if stop.load(Relaxed) {
+                    // under a budget, the wave's working set must fit first
+                    if stop.load(Relaxed) || (r.is_ok() && budget.is_some_and(|b| !b.decode(i))) {
                         continue; // not wanted: its chunks dropped undecoded
                     }
                     let out = r.and_then(|(chunks, io)| {
@@ -358,7 +371,7 @@ impl ReaderState {
                             drop(chunks);
                             d
                         });
-                        timeline.add(|| format!("decode {i} (slot {slot})"), t);
+                        timeline.add(|| format!("decode {i} (slot {slot}{})", live()), t);
                         if let Ok((_, g)) = &d {
                             timeline.note(i, &g.stages);
                         }
@@ -414,8 +427,12 @@ mod tests {
         let passes = crate::plan::plan_passes(f.path(), plan, md, 3 * one, 1 << 20, false).unwrap();
         assert!(passes.passes.len() > 3, "{passes}");
         let (w, costs) = pass_waves(plan, &passes).expect("reads within row groups");
-        let want: Vec<u64> = passes.passes.iter().map(|p| p.device_bytes).collect();
-        assert_eq!(costs, want);
+        let want: Vec<(u64, u64)> = (passes.passes.iter())
+            .map(|p| (p.read_bytes, p.device_bytes - p.read_bytes))
+            .collect();
+        let got: Vec<(u64, u64)> = costs.iter().map(|c| (c.read, c.decode)).collect();
+        assert_eq!(got, want);
+        assert!(want.iter().all(|&(r, d)| r > 0 && d > r), "{want:?}");
         assert_eq!(w.len(), passes.passes.len());
         let mut at = 0;
         for (x, p) in w.iter().zip(&passes.passes) {
