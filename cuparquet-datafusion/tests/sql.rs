@@ -444,6 +444,9 @@ async fn corpus_files_read_as_datafusion_reads_them() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+        // one page of 1 GiB of strings: 4.2 GB for DataFusion to refuse, more than the test
+        // run may take (cuparquet's refusal is checked in the core crate's conformance tests)
+        .filter(|p| !p.ends_with("large_string_map.brotli.parquet"))
         .collect();
     files.sort();
     let (mut same, mut theirs_failed) = (0, Vec::new());

@@ -23,6 +23,13 @@ pub fn corpus_dir() -> PathBuf {
 }
 
 /// Files in a corpus subdirectory whose names end with one of `exts`, sorted.
+/// Corpus files the tests that walk the corpus leave out: `large_string_map.brotli.parquet`
+/// holds one page of 1 GiB + 4 bytes of strings, which arrow-rs inflates (and builds strings
+/// from) before refusing it, 4.2 GB of memory per attempt, and every corpus walk made one.
+/// cuparquet refuses it before inflating it (its page cap): `conformance::documented_failures`
+/// checks that.
+pub const CORPUS_LEFT_OUT: &[&str] = &["large_string_map.brotli.parquet"];
+
 pub fn corpus_files(sub: &str, exts: &[&str]) -> Vec<PathBuf> {
     let dir = corpus_dir().join(sub);
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -35,7 +42,7 @@ pub fn corpus_files(sub: &str, exts: &[&str]) -> Vec<PathBuf> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            exts.iter().any(|x| n.ends_with(x))
+            exts.iter().any(|x| n.ends_with(x)) && !CORPUS_LEFT_OUT.contains(&n)
         })
         .collect();
     v.sort();
