@@ -297,8 +297,9 @@ pub fn plan_passes(
 
 /// The passes a device load under `budget` reads and decodes: [`plan_passes`] within the
 /// budget when the whole load fits it (then the load goes as without a budget) or a row group
-/// needs more than half of it; else within a share of it ([`pass_share`]: a third or a half,
-/// else a half where a third cannot hold a row group), so that passes overlap: the streaming
+/// needs more than half of it; else within a share of it (a third for mostly uncompressed
+/// data, a half for compressed; a half where a third cannot hold a row group), so that passes
+/// overlap: the streaming
 /// reader reads a pass while its reads fit beside what is held and the largest decode still to
 /// come, and decodes it once its working set fits (see `reader::budget`).
 pub fn load_passes(
