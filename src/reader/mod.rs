@@ -13,8 +13,9 @@
 //!
 //! The parts: `builder` (options, footer, plan), `host_load` (units read and decoded by
 //! arrow-rs in parallel), `device_load` (chunks read into device memory and decoded there),
-//! `waves` (large device loads read and decoded in overlapping waves), `report` (what a
-//! load did), `timeline` (`CUPARQUET_PROFILE`'s record of a pipelined load).
+//! `waves` (large device loads read and decoded in overlapping waves), `budget` (what the
+//! waves of a memory budget hold, read and decoding), `report` (what a load did), `timeline`
+//! (`CUPARQUET_PROFILE`'s record of a pipelined load).
 
 mod budget;
 mod builder;
@@ -110,7 +111,8 @@ pub(crate) struct ReaderState {
     /// A device load under a memory budget it does not fit at once: its passes, read and
     /// decoded one after the other ([`ReaderBuilder::with_memory_budget`]).
     passes: Option<Vec<waves::Wave>>,
-    /// Their estimated device bytes, and the budget ([`ReaderBuilder::with_memory_budget`]).
+    /// Their estimated read bytes and decode working sets, and the budget
+    /// ([`ReaderBuilder::with_memory_budget`]).
     pass_costs: Vec<budget::WaveCost>,
     budget: u64,
     progress: Option<ProgressFn>,

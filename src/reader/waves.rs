@@ -67,7 +67,7 @@ impl Wave {
 }
 
 /// The passes of `passes` as waves of `plan` (each pass's chunks and the requests that read
-/// them), with their estimated device bytes; None when a request reads chunks of two passes
+/// them), with their estimated reads and decode working sets; None when a request reads chunks of two passes
 /// (coalescing across row groups).
 pub(super) fn pass_waves(
     plan: &ReadPlan,
