@@ -7,7 +7,7 @@
 //! - `CUPARQUET_BENCH_ROUNDS` (default 5), `CUPARQUET_BENCH_OUT` (a JSON-lines file to append
 //!   results to), `CUPARQUET_BENCH_LATENCY_ROUNDS` (default 50);
 //! - `CUPARQUET_BENCH_FILES`: a comma-separated subset of `snappy-dict`, `zstd-dict`,
-//!   `plain-uncompressed`, `latency` (default: all);
+//!   `lz4raw-dict`, `plain-uncompressed`, `latency` (default: all);
 //! - `CUPARQUET_BENCH_EXTRA`: more files to measure the same way, `name=path` pairs separated
 //!   by commas (files written by other writers: pyarrow, DuckDB, Polars);
 //! - `CUPARQUET_BENCH_BASELINE=0`: measure cuparquet only (quick comparisons of builds; figures
@@ -15,8 +15,8 @@
 //!
 //! Data: the lineitem-like table of `common::generate_lineitem` (sorted int64 key, random
 //! int64, int32 in 1..50, double, double with 2 decimals, date32, a 3-value string, a comment
-//! from 5000 distinct ~28-character values) written three ways — SNAPPY with dictionaries,
-//! ZSTD with dictionaries, uncompressed without dictionaries — and a 100,000-row two-column
+//! from 5000 distinct ~28-character values) written four ways — SNAPPY, ZSTD and LZ4_RAW with
+//! dictionaries, uncompressed without dictionaries — and a 100,000-row two-column
 //! (int64 key, double) SNAPPY file for latency.
 //!
 //! Decoded GB/s = bytes of the resulting Arrow buffers ÷ wall time from the file path (reader
@@ -45,7 +45,7 @@ struct Variant {
     dictionary: bool,
 }
 
-fn variants() -> [Variant; 3] {
+fn variants() -> [Variant; 4] {
     [
         Variant {
             name: "snappy-dict",
@@ -55,6 +55,11 @@ fn variants() -> [Variant; 3] {
         Variant {
             name: "zstd-dict",
             codec: Compression::ZSTD(ZstdLevel::default()),
+            dictionary: true,
+        },
+        Variant {
+            name: "lz4raw-dict",
+            codec: Compression::LZ4_RAW,
             dictionary: true,
         },
         Variant {
@@ -278,14 +283,15 @@ fn main() {
             bbest.as_secs_f64() / best.as_secs_f64(),
         );
         println!(
-            "{:<20} last round: setup {:.1} ms, io {:.1} ms, decode {:.1} ms; {} of {} fields on the GPU, {} pages host-decompressed",
+            "{:<20} last round: setup {:.1} ms, io {:.1} ms, decode {:.1} ms; {} of {} fields on the GPU, {} pages host-decompressed, {} by nvCOMP",
             "",
             rep.setup_time.as_secs_f64() * 1e3,
             rep.io_time.as_secs_f64() * 1e3,
             rep.decode_time.as_secs_f64() * 1e3,
             g.fields.iter().filter(|f| f.on_gpu).count(),
             g.fields.len(),
-            g.host_decompressed_pages
+            g.host_decompressed_pages,
+            g.nvcomp_pages
         );
         if let Some(g) = &rep.gpu_decode {
             if !g.stages.is_empty() {

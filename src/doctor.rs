@@ -86,6 +86,8 @@ pub fn run(opts: &DoctorOptions) -> Vec<Check> {
         )
     });
 
+    out.push(nvcomp_check());
+
     let cf = cufile::probe();
     out.push(if cf.library.ok {
         let v = cf
@@ -216,6 +218,62 @@ pub fn run(opts: &DoctorOptions) -> Vec<Check> {
         }
     }
     out
+}
+
+/// nvCOMP: found (where, which version and API, which codecs) or not (what the loads do
+/// instead, where it was looked for).
+fn nvcomp_check() -> Check {
+    use crate::device::nvcomp::{nvcomp, search_dirs, NvcompCodec, ENV_NVCOMP};
+    match nvcomp() {
+        Ok(Some(n)) => {
+            let codecs: Vec<&str> = [(NvcompCodec::Zstd, "ZSTD"), (NvcompCodec::Gzip, "GZIP")]
+            .into_iter()
+            .filter(|(c, _)| n.supports(*c))
+            .map(|(_, name)| name)
+            .collect();
+            check(
+                Status::Ok,
+                "nvCOMP",
+                format!(
+                    "{} ({}, the {}.x API): device decompression of {}",
+                    n.version_string(),
+                    n.path(),
+                    n.api(),
+                    codecs.join(", ")
+                ),
+                None,
+            )
+        }
+        Ok(None) if std::env::var(ENV_NVCOMP).is_ok_and(|v| v.trim().eq_ignore_ascii_case("off")) => {
+            check(
+                Status::Ok,
+                "nvCOMP",
+                format!("switched off ({ENV_NVCOMP}=off): ZSTD and GZIP pages are decompressed on the host"),
+                None,
+            )
+        }
+        Ok(None) => check(
+            Status::Warn,
+            "nvCOMP",
+            format!(
+                "not found (the loader's path, then {}): ZSTD and GZIP pages are decompressed on the host",
+                search_dirs()
+                    .iter()
+                    .take(4)
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+                    + ", Python's site-packages"
+            ),
+            Some("optional: pip install nvidia-libnvcomp-cu13 (or set CUPARQUET_NVCOMP to libnvcomp.so) to decompress them on the GPU"),
+        ),
+        Err(e) => check(
+            Status::Fail,
+            "nvCOMP",
+            e.to_string(),
+            Some("point CUPARQUET_NVCOMP at libnvcomp.so.5 or .6, or set it to auto or off"),
+        ),
+    }
 }
 
 /// Pinned host → device copy of 256 MiB on one stream, best of 3: the ceiling of staged reads.

@@ -111,6 +111,8 @@ fn backends() -> Vec<Backend> {
             pipelined: false,
             stream: Some(333),
         });
+        // (where nvCOMP is installed, every device backend has it decompress ZSTD and GZIP
+        // pages)
     }
     v
 }

@@ -82,13 +82,11 @@ fn gpu_decode(
         "  decoded on {}: {on_gpu} of {} fields by the GPU kernels{}{}",
         r.device.location,
         g.fields.len(),
-        if g.host_decompressed_pages > 0 {
-            format!(
-                ", {} pages decompressed on the host first",
-                g.host_decompressed_pages
-            )
-        } else {
-            String::new()
+        match (g.host_decompressed_pages, g.nvcomp_pages) {
+            (0, 0) => String::new(),
+            (h, 0) => format!(", {h} pages decompressed on the host first"),
+            (0, n) => format!(", {n} pages decompressed by nvCOMP first"),
+            (h, n) => format!(", {n} pages decompressed by nvCOMP and {h} on the host first"),
         },
         if output.is_some() {
             "; --output wrote a device→host copy"
@@ -96,11 +94,39 @@ fn gpu_decode(
             ""
         }
     );
-    for h in &g.host_decompressed {
+    // one line per codec and place: the fields whose pages went there
+    let mut groups: Vec<(String, String, Vec<&str>, cuparquet::reader::PageCounts)> = Vec::new();
+    for d in &g.decompressed {
+        let places = d.pages.places();
+        match groups.iter_mut().find(|x| x.0 == d.codec && x.1 == places) {
+            Some(x) => {
+                x.2.push(&d.field);
+                x.3 += d.pages;
+            }
+            None => groups.push((d.codec.clone(), places, vec![&d.field], d.pages)),
+        }
+    }
+    for (codec, _, names, p) in groups {
+        let mut parts = Vec::new();
+        for (n, place) in [
+            (p.nvcomp, "by nvCOMP"),
+            (p.kernel, "by the SNAPPY kernel"),
+            (p.host, "on the host"),
+        ] {
+            if n > 0 {
+                parts.push(format!("{n} {place}"));
+            }
+        }
         let _ = writeln!(
             s,
-            "  field '{}': {} {} pages decompressed on the host, then decoded by the GPU",
-            h.field, h.pages, h.codec
+            "  {codec} pages decompressed {} (field{} {})",
+            parts.join(", "),
+            if names.len() == 1 { "" } else { "s" },
+            names
+                .iter()
+                .map(|n| format!("'{n}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     for f in g.fields.iter().filter(|f| !f.on_gpu) {

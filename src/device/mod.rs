@@ -11,6 +11,7 @@
 
 mod event;
 mod gpu;
+pub mod nvcomp;
 pub mod nvrtc;
 
 pub use event::{copy_from_device_address, wait_for_event_at, Event};

@@ -12,7 +12,8 @@
 //! chunks, the pages decompressed (the footer's uncompressed sizes), the decoded Arrow buffers
 //! (values at the widest output of their physical type, validity bitmaps, offsets of byte
 //! arrays and their characters at their uncompressed size, DELTA_BYTE_ARRAY strings at the
-//! footer's unencoded size) and the decoders' scratch per row.
+//! footer's unencoded size), the decoders' scratch per row, and nvCOMP's temporary memory for
+//! ZSTD pages.
 //! It is meant as an upper bound; the streaming reader measures its real high-water mark
 //! against it. [`plan_passes`] is pure: `cuparquet plan --memory-budget` prints it.
 
@@ -35,6 +36,10 @@ const FIXED_SCRATCH_PER_ROW: u64 = 1 + 4;
 const BYTES_SCRATCH_PER_ROW: u64 = 4 + 16 + 8 + 8;
 /// Device bytes per chunk besides its data: page tables, job tables, counters.
 const CHUNK_OVERHEAD: u64 = 64 << 10;
+/// nvCOMP's temporary memory for ZSTD pages, per byte decompressed: the exact need of a large
+/// call, which `device::nvcomp` asks for (0.41–0.45 on the ZSTD lineitem file), or an estimate
+/// of at most 64 MiB for a small one.
+const NVCOMP_ZSTD_TEMP_PER_BYTE: u64 = 1;
 
 /// What one selected row group of a plan costs while it is read and decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -78,7 +83,7 @@ fn value_width(col: &parquet::schema::types::ColumnDescriptor) -> Option<u64> {
 pub fn row_group_cost(plan: &ReadPlan, md: &ParquetMetaData, rg: usize) -> RowGroupCost {
     let meta = md.row_group(rg);
     let rows = meta.num_rows().max(0) as u64;
-    let (mut read, mut device) = (0u64, 0u64);
+    let (mut read, mut device, mut zstd) = (0u64, 0u64, 0u64);
     for c in &plan.chunks[plan.chunk_range_of(rg)] {
         let col = meta.column(c.column);
         // a chunk that reads some pages: their share of its bytes and values
@@ -93,6 +98,9 @@ pub fn row_group_cost(plan: &ReadPlan, md: &ParquetMetaData, rg: usize) -> RowGr
         device += c.read_len() + CHUNK_OVERHEAD;
         if col.compression() != Compression::UNCOMPRESSED {
             device += uncompressed;
+        }
+        if matches!(col.compression(), Compression::ZSTD(_)) {
+            zstd += uncompressed;
         }
         let values = share(c.num_values.max(0) as u64);
         let validity = values.div_ceil(8);
@@ -119,6 +127,8 @@ pub fn row_group_cost(plan: &ReadPlan, md: &ParquetMetaData, rg: usize) -> RowGr
                 _ => uncompressed + (values + 1) * 8 + values * BYTES_SCRATCH_PER_ROW,
             };
     }
+    // where nvCOMP decompresses ZSTD pages, its temporary memory for one call
+    device += NVCOMP_ZSTD_TEMP_PER_BYTE * zstd;
     RowGroupCost {
         row_group: rg,
         rows,

@@ -45,7 +45,9 @@ pub use stream::Batches;
 
 use crate::array::{LoadedBatch, Location};
 use crate::config::{IoSettings, Tuning};
-pub use crate::decode::gpu::{DeviceChunks, FieldDecode, GpuDecodeReport, HostDecompressed};
+pub use crate::decode::gpu::{
+    Decompressed, DeviceChunks, FieldDecode, GpuDecodeReport, PageCounts,
+};
 use crate::decode::host::HostDecoder;
 use crate::device::DeviceChoice;
 use crate::error::Result;

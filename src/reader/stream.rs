@@ -79,9 +79,10 @@ impl ReaderState {
             return passes.clone();
         }
         let plan = &self.plan;
-        // chunks decompressed by the device (SNAPPY unless sent to the host): their waves
-        // overlap reads with kernels; host-decompressed codecs keep the cores busy that the
-        // reads need, and measured slower in waves
+        // chunks decompressed by the device (SNAPPY unless sent to the host; ZSTD and GZIP
+        // where nvCOMP is installed): their waves overlap reads with kernels;
+        // host-decompressed codecs keep the cores busy that the reads need, and measured
+        // slower in waves
         let md = &self.meta.metadata;
         let (mut device_compressed, mut host_compressed) = (0u64, 0u64);
         for c in &plan.chunks {
@@ -93,6 +94,7 @@ impl ReaderState {
                 {
                     device_compressed += c.len()
                 }
+                codec if crate::decode::gpu::nvcomp_takes(codec) => device_compressed += c.len(),
                 _ => host_compressed += c.len(),
             }
         }

@@ -94,7 +94,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
             o.rows,
             buffers,
             o.validity,
-            o.host_pages,
+            o.decompressed,
         );
         col.set_null_count(null_counts[result.len()] as usize);
         result.push(col);
@@ -117,7 +117,7 @@ struct Out {
     /// i64 per row, written by `bytes_sizes`.
     lengths: DeviceBuffer,
     validity: Option<DeviceBuffer>,
-    host_pages: usize,
+    decompressed: super::PageCounts,
     /// A fixed-width column (decimals stored as BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY in
     /// DELTA_BYTE_ARRAY): its zeroed values (rows × width), their length, and its job.
     fixed: Option<(DeviceBuffer, usize, FixedOut)>,
@@ -213,7 +213,7 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
             });
             let dict_of =
                 |sc: &super::SelectedChunk<'_>| dict_at.get(&sc.ci).copied().unwrap_or((0, 0));
-            let (host_pages, parts) = pass.column_jobs(
+            let (decompressed, parts) = pass.column_jobs(
                 &selected,
                 batch,
                 col,
@@ -253,7 +253,7 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
                 utf8: col.utf8,
                 lengths,
                 validity,
-                host_pages,
+                decompressed,
                 fixed,
             });
         }

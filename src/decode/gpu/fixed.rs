@@ -149,7 +149,7 @@ fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
                 physical: super::kernels::physical_code(&col.physical),
             });
             let dict_of = |sc: &super::SelectedChunk<'_>| sc.dict.map_or((0, 0), |d| (d.1, d.3));
-            let (host_pages, _) = pass.column_jobs(
+            let (decompressed, _) = pass.column_jobs(
                 &selected,
                 batch,
                 col,
@@ -166,7 +166,7 @@ fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
                 rows,
                 vec![(values, arrow_len)],
                 validity,
-                host_pages,
+                decompressed,
             ));
         }
     }

@@ -1,25 +1,28 @@
 //! Where each page's (decompressed) data lives on the device: uncompressed pages in place in
-//! the load's buffer, SNAPPY pages decompressed by the device ([`snappy`](super::snappy)) or
-//! on the host, other codecs decompressed on the host (a task per chunk) and uploaded through
-//! pinned buffers.
+//! the load's buffer; ZSTD and GZIP pages decompressed by nvCOMP ([`nvcomp`](super::nvcomp))
+//! where it is installed; SNAPPY pages by our kernel ([`snappy`](super::snappy)) or the host;
+//! the rest decompressed on the host (a task per chunk) and uploaded through pinned
+//! buffers.
 
 use std::sync::Arc;
 
 use super::kernels::PageInfo;
+use super::nvcomp::{nvcomp_codec, nvcomp_on_device};
 use super::profile::timed;
 use super::snappy::{snappy_on_device, snappy_on_host};
-use super::{DeviceChunks, SnappyPlacement};
+use super::{DeviceChunks, PageCounts, SnappyPlacement};
 use crate::device::DeviceBuffer;
 use crate::error::{Error, Result};
 
-/// Per chunk: each page's (device address, length) of decompressed data, and the pages
-/// decompressed on the host.
-pub(super) type PageLocations = (Vec<(u64, u64)>, usize);
+/// Per chunk: each page's (device address, length) of decompressed data, and where its pages
+/// were decompressed.
+pub(super) type PageLocations = (Vec<(u64, u64)>, PageCounts);
 
 /// Where the (decompressed) data of every page of the chunks `cis` lives on the device:
-/// uncompressed chunks in place in the load's buffer; SNAPPY pages decompressed on the device
-/// ([`snappy_on_device`]) or, where `placement` (or its model) says so, on the host; pages of
-/// other codecs decompressed on the host (chunks in parallel) and uploaded through pinned
+/// uncompressed chunks in place in the load's buffer; ZSTD and GZIP pages decompressed by
+/// nvCOMP where it is installed (a chunk it fails on goes to the host); SNAPPY pages by our
+/// kernel ([`snappy_on_device`]) or, where `placement` (or its model) says so, on the host;
+/// the rest decompressed on the host (chunks in parallel) and uploaded through pinned
 /// buffers. Buffers the kernels will read are pushed to `uploads`,
 /// which must outlive them. Indexed like `cis`.
 pub(super) fn locate_pages(
@@ -48,6 +51,20 @@ pub(super) fn locate_pages(
     let mut out: Vec<Option<PageLocations>> = vec![None; cis.len()];
     let mut snappy = Vec::new();
     let mut host = Vec::new();
+    let mut nv = Vec::new();
+    let compressed = cis.iter().any(|&ci| {
+        let c = &all[ci];
+        codec_of(c.row_group, c.column) != Compression::UNCOMPRESSED
+    });
+    let nvcomp = if compressed {
+        crate::device::nvcomp::nvcomp()?
+    } else {
+        None
+    };
+    let by_nvcomp = |codec: Compression| {
+        let n = nvcomp.as_ref()?;
+        nvcomp_codec(codec).filter(|&c| n.supports(c))
+    };
     for (k, &ci) in cis.iter().enumerate() {
         let c = &all[ci];
         match codec_of(c.row_group, c.column) {
@@ -58,11 +75,35 @@ pub(super) fn locate_pages(
                         .iter()
                         .map(|p| (base + p.data_offset as u64, p.compressed_size as u64))
                         .collect(),
-                    0,
+                    PageCounts::default(),
                 ));
             }
             Compression::SNAPPY => snappy.push(k),
-            codec => host.push((k, codec)),
+            codec => match by_nvcomp(codec) {
+                Some(c) => nv.push((k, c, codec)),
+                None => host.push((k, codec)),
+            },
+        }
+    }
+    if let (Some(n), false) = (&nvcomp, nv.is_empty()) {
+        let ks: Vec<usize> = nv.iter().map(|&(k, _, _)| cis[k]).collect();
+        let codecs: Vec<_> = nv.iter().map(|&(_, c, _)| c).collect();
+        let done = timed("nvCOMP decompression", || {
+            nvcomp_on_device(n, chunks, &ks, &codecs, tables, &fail, uploads)
+        })?;
+        for (&(k, _, codec), d) in nv.iter().zip(done) {
+            match d {
+                Some((l, pages)) => {
+                    out[k] = Some((
+                        l,
+                        PageCounts {
+                            nvcomp: pages,
+                            ..PageCounts::default()
+                        },
+                    ))
+                }
+                None => host.push((k, codec)),
+            }
         }
     }
     if !snappy.is_empty() {
@@ -78,8 +119,14 @@ pub(super) fn locate_pages(
     if !snappy.is_empty() {
         let sn: Vec<usize> = snappy.iter().map(|&k| cis[k]).collect();
         let locs = snappy_on_device(chunks, &sn, tables, &fail, uploads)?;
-        for (k, l) in snappy.into_iter().zip(locs) {
-            out[k] = Some((l, 0));
+        for (k, (l, pages)) in snappy.into_iter().zip(locs) {
+            out[k] = Some((
+                l,
+                PageCounts {
+                    kernel: pages,
+                    ..PageCounts::default()
+                },
+            ));
         }
     }
     if !host.is_empty() {
@@ -190,7 +237,7 @@ fn decompress_and_upload(
     let up = gpu.alloc(len).map_err(room)?;
     let mut spans = vec![(0u64, 0u64); entries.len()];
     if len == 0 {
-        return Ok(((spans, 0), up));
+        return Ok(((spans, PageCounts::default()), up));
     }
     let mut pinned = gpu.pinned(len).map_err(room)?;
     let mut parts = Vec::with_capacity(entries.len());
@@ -216,5 +263,9 @@ fn decompress_and_upload(
     }
     pinned.copy_to_device(0..len, &up, 0, stream)?;
     gpu.recycle_pinned(pinned);
-    Ok(((spans, host_pages), up))
+    let counts = PageCounts {
+        host: host_pages,
+        ..PageCounts::default()
+    };
+    Ok(((spans, counts), up))
 }

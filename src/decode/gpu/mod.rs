@@ -46,6 +46,7 @@ mod fixed;
 pub(crate) mod kernels;
 mod launch;
 mod locate;
+mod nvcomp;
 mod page_jobs;
 mod page_tables;
 mod pass;
@@ -55,11 +56,12 @@ mod snappy;
 
 pub use bytes::decode_bytes_columns;
 pub(crate) use filter::{filter_device, DeviceKept};
+pub(crate) use nvcomp::nvcomp_takes;
 pub use fixed::decode_fixed_columns;
 pub use page_tables::page_tables;
 pub(crate) use pass::{decode_pass, PassInput};
 pub(crate) use profile::{profile_absorb, profile_begin, profile_end, profiling, timed};
-pub use report::{FieldDecode, GpuDecodeReport, HostDecompressed};
+pub use report::{Decompressed, FieldDecode, GpuDecodeReport, PageCounts};
 pub use snappy::snappy_fragments_of;
 
 pub(crate) use crate::config::SnappyPlacement;
@@ -140,8 +142,9 @@ pub struct DeviceColumn {
     pub batch: usize,
     /// The column.
     pub array: DeviceArray,
-    /// Pages decompressed on the host before upload.
-    pub host_decompressed_pages: usize,
+    /// Its compressed pages, by where they were decompressed (each chunk counted in the
+    /// first batch that uses it).
+    pub decompressed: PageCounts,
 }
 
 impl std::fmt::Debug for DeviceColumn {
@@ -166,7 +169,7 @@ impl DeviceColumn {
         rows: usize,
         buffers: Vec<(DeviceBuffer, usize)>,
         validity: Option<DeviceBuffer>,
-        host_decompressed_pages: usize,
+        decompressed: PageCounts,
     ) -> Self {
         DeviceColumn {
             field,
@@ -180,7 +183,7 @@ impl DeviceColumn {
                 children: Vec::new(),
                 dictionary: None,
             },
-            host_decompressed_pages,
+            decompressed,
         }
     }
 
@@ -243,13 +246,13 @@ impl std::fmt::Debug for Pass<'_> {
 type ColumnPart = (usize, std::ops::Range<u64>, u64);
 
 /// A chunk one decoder of a pass takes: its index, its GPU column, its pages' (decompressed)
-/// data, the pages decompressed on the host, and its dictionary page as (page, address,
+/// data, where its pages were decompressed, and its dictionary page as (page, address,
 /// bytes, entries).
 struct SelectedChunk<'a> {
     ci: usize,
     col: &'a GpuColumn,
     pages: Vec<(u64, u64)>,
-    host_pages: usize,
+    decompressed: PageCounts,
     dict: Option<(usize, u64, u64, i32)>,
     /// A chunk that reads only some pages: each page's first row (from the offset index).
     first_rows: Option<Vec<u64>>,
@@ -297,7 +300,7 @@ impl<'a> Pass<'a> {
             )
         })?;
         let mut chunks = HashMap::with_capacity(picked.len());
-        for ((ci, col), (pages, host_pages)) in picked.into_iter().zip(located) {
+        for ((ci, col), (pages, decompressed)) in picked.into_iter().zip(located) {
             let c = &self.chunks.chunks()[ci];
             let (rows, dict) = page_jobs::chunk_pages(&self.tables[ci], &pages);
             let want = (self.rows_of)(c.row_group) as u64;
@@ -319,7 +322,7 @@ impl<'a> Pass<'a> {
                 ci,
                 col,
                 pages,
-                host_pages,
+                decompressed,
                 dict,
                 first_rows,
             };
@@ -359,9 +362,9 @@ impl<'a> Pass<'a> {
 
     /// Appends the page jobs of output column `column` (the rows of `batch`, field `col`) to
     /// `jobs` and `names`: per part of the batch, the pages of its chunk that overlap it, each
-    /// writing its window, decoded with the dictionary `dict_of` gives its chunk. Returns the
-    /// pages its chunks had decompressed on the host (each chunk counted once per pass, in
-    /// `seen`) and the parts as (row group, rows, first output row).
+    /// writing its window, decoded with the dictionary `dict_of` gives its chunk. Returns where
+    /// its chunks' pages were decompressed (each chunk counted once per pass, in `seen`) and
+    /// the parts as (row group, rows, first output row).
     #[allow(clippy::too_many_arguments)]
     fn column_jobs(
         &self,
@@ -373,13 +376,13 @@ impl<'a> Pass<'a> {
         seen: &mut std::collections::HashSet<usize>,
         jobs: &mut Vec<kernels::PageJob>,
         names: &mut Vec<page_jobs::PageName>,
-    ) -> Result<(usize, Vec<ColumnPart>)> {
-        let mut host_pages = 0;
+    ) -> Result<(PageCounts, Vec<ColumnPart>)> {
+        let mut decompressed = PageCounts::default();
         let mut parts = Vec::with_capacity(batch.parts.len());
         for (sc, rows, out_at) in self.parts(selected, batch, col)? {
             let c = &self.chunks.chunks()[sc.ci];
             if seen.insert(sc.ci) {
-                host_pages += sc.host_pages;
+                decompressed += sc.decompressed;
             }
             parts.push((c.row_group, rows.clone(), out_at));
             let window = page_jobs::Window {
@@ -399,7 +402,7 @@ impl<'a> Pass<'a> {
                 names,
             );
         }
-        Ok((host_pages, parts))
+        Ok((decompressed, parts))
     }
 
     /// An error about chunk `ci`.

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use parquet::file::metadata::ParquetMetaData;
 use rayon::prelude::*;
 
-use super::{DeviceChunks, FieldDecode, GpuDecodeReport, HostDecompressed, SnappyPlacement};
+use super::{Decompressed, DeviceChunks, FieldDecode, GpuDecodeReport, SnappyPlacement};
 use crate::array::{DeviceArray, DeviceRecordBatch};
 use crate::decode::gpu_plan::{field_leaves, place_columns, Placement};
 use crate::decode::host::HostDecoder;
@@ -232,8 +232,7 @@ pub(crate) fn decode_pass(
     });
     let (host_cols, dev_cols) = (host_cols?, dev_cols?);
     let t_assemble = Instant::now();
-    report.host_decompressed_pages = dev_cols.iter().map(|c| c.host_decompressed_pages).sum();
-    for c in dev_cols.iter().filter(|c| c.host_decompressed_pages > 0) {
+    for c in dev_cols.iter().filter(|c| c.decompressed.total() > 0) {
         let leaf = gpu_cols.iter().find(|g| g.field == c.field).map(|g| g.leaf);
         let codec = leaf.map_or_else(
             || "unknown".to_string(),
@@ -242,10 +241,10 @@ pub(crate) fn decode_pass(
                 codec_of(rg, l).to_string()
             },
         );
-        report.add_host_decompressed(HostDecompressed {
+        report.add_decompressed(Decompressed {
             field: fields[c.field].name().clone(),
             codec,
-            pages: c.host_decompressed_pages,
+            pages: c.decompressed,
         });
     }
     // assemble: per batch, fields in schema order; host-decoded fields cut from their row

@@ -1,31 +1,36 @@
-//! What a device load reports of its decoding: where each field was decoded and why, pages
-//! decompressed on the host, and (with `CUPARQUET_PROFILE`) the time of each stage.
+//! What a device load reports of its decoding: where each field was decoded and why, where
+//! each field's compressed pages were decompressed, and (with `CUPARQUET_PROFILE`) the time of
+//! each stage.
 
 /// Where each field of a device load was decoded.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct GpuDecodeReport {
     /// One entry per projected field, in schema order.
     pub fields: Vec<FieldDecode>,
-    /// Pages decompressed on the host (codecs other than SNAPPY) and uploaded for the GPU
-    /// decoder.
+    /// Pages decompressed on the host (codecs nvCOMP does not take, or nvCOMP absent) and
+    /// uploaded for the GPU decoder.
     pub host_decompressed_pages: usize,
-    /// Which: per field and codec, the pages decompressed on the host.
-    pub host_decompressed: Vec<HostDecompressed>,
+    /// Pages nvCOMP decompressed on the device.
+    pub nvcomp_pages: usize,
+    /// Per field and codec, where its compressed pages were decompressed.
+    pub decompressed: Vec<Decompressed>,
     /// With `CUPARQUET_PROFILE` set: wall seconds per stage of the GPU decoder (each kernel
     /// waited for), in first-run order; empty otherwise.
     pub stages: Vec<(String, f64)>,
 }
 
 impl GpuDecodeReport {
-    /// Counts `h`'s pages under its (field, codec) entry, added when new.
-    pub(crate) fn add_host_decompressed(&mut self, h: HostDecompressed) {
+    /// Counts `d`'s pages under its (field, codec) entry, added when new.
+    pub(crate) fn add_decompressed(&mut self, d: Decompressed) {
+        self.host_decompressed_pages += d.pages.host;
+        self.nvcomp_pages += d.pages.nvcomp;
         match self
-            .host_decompressed
+            .decompressed
             .iter_mut()
-            .find(|x| x.field == h.field && x.codec == h.codec)
+            .find(|x| x.field == d.field && x.codec == d.codec)
         {
-            Some(x) => x.pages += h.pages,
-            None => self.host_decompressed.push(h),
+            Some(x) => x.pages += d.pages,
+            None => self.decompressed.push(d),
         }
     }
 
@@ -42,9 +47,8 @@ impl GpuDecodeReport {
                 }
             }
         }
-        self.host_decompressed_pages += other.host_decompressed_pages;
-        for h in other.host_decompressed {
-            self.add_host_decompressed(h);
+        for d in other.decompressed {
+            self.add_decompressed(d);
         }
         for (name, t) in other.stages {
             match self.stages.iter_mut().find(|(n, _)| *n == name) {
@@ -55,15 +59,57 @@ impl GpuDecodeReport {
     }
 }
 
-/// Pages of one field decompressed on the host before the GPU decoded them.
+/// Where the compressed pages of one field (of one codec) were decompressed before the GPU
+/// decoded them.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct HostDecompressed {
+pub struct Decompressed {
     /// The field.
     pub field: String,
     /// The codec (e.g. `ZSTD(ZstdLevel(1))`).
     pub codec: String,
-    /// Pages, over all row groups loaded.
-    pub pages: usize,
+    /// Pages, over all row groups loaded, by place.
+    pub pages: PageCounts,
+}
+
+/// Compressed pages counted by where they were decompressed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PageCounts {
+    /// On the host (then uploaded).
+    pub host: usize,
+    /// By nvCOMP on the device.
+    pub nvcomp: usize,
+    /// By cuparquet's own SNAPPY kernel on the device.
+    pub kernel: usize,
+}
+
+impl PageCounts {
+    /// All pages counted.
+    pub fn total(&self) -> usize {
+        self.host + self.nvcomp + self.kernel
+    }
+
+    /// Where, in words: `"host"`, `"nvCOMP"`, `"kernel"`, or several joined by `+`.
+    pub fn places(&self) -> String {
+        let mut v = Vec::new();
+        for (n, name) in [
+            (self.nvcomp, "nvCOMP"),
+            (self.kernel, "kernel"),
+            (self.host, "host"),
+        ] {
+            if n > 0 {
+                v.push(name);
+            }
+        }
+        v.join("+")
+    }
+}
+
+impl std::ops::AddAssign for PageCounts {
+    fn add_assign(&mut self, o: Self) {
+        self.host += o.host;
+        self.nvcomp += o.nvcomp;
+        self.kernel += o.kernel;
+    }
 }
 
 /// Where one field was decoded.
@@ -88,16 +134,20 @@ mod tests {
             on_gpu,
             reason: reason.into(),
         };
-        let hd = |field: &str, codec: &str, pages: usize| HostDecompressed {
+        let hd = |field: &str, codec: &str, host: usize| Decompressed {
             field: field.into(),
             codec: codec.into(),
-            pages,
+            pages: PageCounts {
+                host,
+                ..PageCounts::default()
+            },
         };
         let mut a = GpuDecodeReport::default();
         a.absorb(GpuDecodeReport {
             fields: vec![field("a", true, "INT64"), field("b", true, "BYTE_ARRAY")],
             host_decompressed_pages: 3,
-            host_decompressed: vec![hd("a", "ZSTD", 3)],
+            nvcomp_pages: 0,
+            decompressed: vec![hd("a", "ZSTD", 3)],
             stages: vec![("page tables".into(), 0.5)],
         });
         a.absorb(GpuDecodeReport {
@@ -106,7 +156,8 @@ mod tests {
                 field("b", false, "DELTA in this part"),
             ],
             host_decompressed_pages: 4,
-            host_decompressed: vec![hd("a", "ZSTD", 1), hd("b", "SNAPPY", 3)],
+            nvcomp_pages: 0,
+            decompressed: vec![hd("a", "ZSTD", 1), hd("b", "SNAPPY", 3)],
             stages: vec![("page tables".into(), 0.25), ("kernel x".into(), 1.0)],
         });
         assert_eq!(a.fields[0], field("a", true, "INT64"));
@@ -114,7 +165,7 @@ mod tests {
         assert_eq!(a.fields[1], field("b", false, "DELTA in this part"));
         assert_eq!(a.host_decompressed_pages, 7);
         assert_eq!(
-            a.host_decompressed,
+            a.decompressed,
             vec![hd("a", "ZSTD", 4), hd("b", "SNAPPY", 3)]
         );
         assert_eq!(

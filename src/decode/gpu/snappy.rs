@@ -84,14 +84,15 @@ pub(super) fn snappy_on_device(
     tables: &[Vec<PageInfo>],
     fail: &dyn Fn(usize, String) -> Error,
     uploads: &mut Vec<DeviceBuffer>,
-) -> Result<Vec<Vec<(u64, u64)>>> {
+) -> Result<Vec<Decompressed>> {
     let gpu = Arc::clone(chunks.buffer().gpu());
     let Jobs {
         out,
         jobs,
         job_pages,
         locations,
-    } = snappy_jobs(chunks, cis, tables, fail)?;
+    } = device_jobs(chunks, cis, tables, fail)?;
+    let counts = jobs_per_chunk(cis, &job_pages);
     if !jobs.is_empty() {
         let module = SNAPPY_MODULE.load(&gpu)?;
         let run = Run {
@@ -143,22 +144,35 @@ pub(super) fn snappy_on_device(
         }
     }
     uploads.push(out);
-    Ok(locations)
+    Ok(locations.into_iter().zip(counts).collect())
 }
 
-/// The SNAPPY work of some chunks: the output buffer, a job per compressed stream, the
+/// One chunk's pages' (address, length) of decompressed data, and how many pages were
+/// decompressed.
+pub(super) type Decompressed = (Vec<(u64, u64)>, usize);
+
+/// Per chunk of `cis`, how many of `job_pages` are its pages.
+pub(super) fn jobs_per_chunk(cis: &[usize], job_pages: &[(usize, usize)]) -> Vec<usize> {
+    let mut n: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    for &(ci, _) in job_pages {
+        *n.entry(ci).or_default() += 1;
+    }
+    cis.iter().map(|ci| n.get(ci).copied().unwrap_or(0)).collect()
+}
+
+/// The decompression work of some chunks: the output buffer, a job per compressed stream, the
 /// (chunk, page) of each job, and per chunk each page's (address, length) of decompressed data.
-struct Jobs {
-    out: DeviceBuffer,
-    jobs: Vec<SnappyJob>,
-    job_pages: Vec<(usize, usize)>,
-    locations: Vec<Vec<(u64, u64)>>,
+pub(super) struct Jobs {
+    pub(super) out: DeviceBuffer,
+    pub(super) jobs: Vec<SnappyJob>,
+    pub(super) job_pages: Vec<(usize, usize)>,
+    pub(super) locations: Vec<Vec<(u64, u64)>>,
 }
 
-/// Lays out the output of the SNAPPY pages of the chunks `cis` (each page that needs
+/// Lays out the output of the compressed pages of the chunks `cis` (each page that needs
 /// decompression gets its uncompressed size), copies v2 levels there as stored, and makes a job
-/// per page's compressed values.
-fn snappy_jobs(
+/// per page's compressed values (for our SNAPPY kernels or nvCOMP).
+pub(super) fn device_jobs(
     chunks: &DeviceChunks,
     cis: &[usize],
     tables: &[Vec<PageInfo>],
@@ -238,7 +252,7 @@ fn snappy_jobs(
     })
 }
 
-/// The launches over the jobs of [`snappy_jobs`], and the errors naming their pages.
+/// The launches over the jobs of [`device_jobs`], and the errors naming their pages.
 struct Run<'a> {
     gpu: &'a Arc<Gpu>,
     module: &'a Module,
