@@ -128,6 +128,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn page_counts_name_their_places() {
+        let mut p = PageCounts::default();
+        assert_eq!(p.places(), "");
+        p += PageCounts {
+            host: 2,
+            ..PageCounts::default()
+        };
+        assert_eq!(p.places(), "host");
+        p += PageCounts {
+            nvcomp: 5,
+            kernel: 1,
+            host: 0,
+        };
+        assert_eq!((p.total(), p.places().as_str()), (8, "nvCOMP+kernel+host"));
+    }
+
+    #[test]
     fn decode_reports_of_waves_add_up() {
         let field = |name: &str, on_gpu: bool, reason: &str| FieldDecode {
             name: name.into(),
