@@ -107,16 +107,14 @@ fn gpu_decode(
         }
     }
     for (codec, _, names, p) in groups {
-        let mut parts = Vec::new();
-        for (n, place) in [
-            (p.nvcomp, "by nvCOMP"),
-            (p.kernel, "by the SNAPPY kernel"),
-            (p.host, "on the host"),
-        ] {
-            if n > 0 {
-                parts.push(format!("{n} {place}"));
-            }
-        }
+        let parts: Vec<String> = p
+            .by_place()
+            .map(|(place, n)| match place {
+                "nvCOMP" => format!("{n} by nvCOMP"),
+                "kernel" => format!("{n} by the SNAPPY kernel"),
+                _ => format!("{n} on the host"),
+            })
+            .collect();
         let _ = writeln!(
             s,
             "  {codec} pages decompressed {} (field{} {})",

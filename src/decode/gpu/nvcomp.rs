@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::kernels::PageInfo;
-use super::snappy::{device_jobs, jobs_per_chunk, Decompressed, Jobs};
+use super::snappy::{device_jobs, Jobs, LocatedChunk};
 use super::DeviceChunks;
 use crate::device::nvcomp::{Nvcomp, NvcompCodec};
 use crate::device::DeviceBuffer;
@@ -48,7 +48,7 @@ pub(super) fn nvcomp_on_device(
     tables: &[Vec<PageInfo>],
     fail: &dyn Fn(usize, String) -> Error,
     uploads: &mut Vec<DeviceBuffer>,
-) -> Result<Vec<Option<Decompressed>>> {
+) -> Result<Vec<Option<LocatedChunk>>> {
     let gpu = Arc::clone(chunks.buffer().gpu());
     let Jobs {
         out,
@@ -56,7 +56,6 @@ pub(super) fn nvcomp_on_device(
         job_pages,
         locations,
     } = device_jobs(chunks, cis, tables, fail)?;
-    let counts = jobs_per_chunk(cis, &job_pages);
     let codec_of_chunk: std::collections::HashMap<usize, NvcompCodec> =
         cis.iter().copied().zip(codecs.iter().copied()).collect();
     let mut bad: std::collections::HashSet<usize> = std::collections::HashSet::new();
@@ -87,7 +86,7 @@ pub(super) fn nvcomp_on_device(
     uploads.push(out);
     Ok(cis
         .iter()
-        .zip(locations.into_iter().zip(counts))
+        .zip(locations)
         .map(|(ci, l)| (!bad.contains(ci)).then_some(l))
         .collect())
 }

@@ -88,19 +88,21 @@ impl PageCounts {
         self.host + self.nvcomp + self.kernel
     }
 
+    /// The places that decompressed pages, with their counts: `"nvCOMP"`, `"kernel"`, `"host"`,
+    /// in that order.
+    pub fn by_place(&self) -> impl Iterator<Item = (&'static str, usize)> {
+        [
+            ("nvCOMP", self.nvcomp),
+            ("kernel", self.kernel),
+            ("host", self.host),
+        ]
+        .into_iter()
+        .filter(|&(_, n)| n > 0)
+    }
+
     /// Where, in words: `"host"`, `"nvCOMP"`, `"kernel"`, or several joined by `+`.
     pub fn places(&self) -> String {
-        let mut v = Vec::new();
-        for (n, name) in [
-            (self.nvcomp, "nvCOMP"),
-            (self.kernel, "kernel"),
-            (self.host, "host"),
-        ] {
-            if n > 0 {
-                v.push(name);
-            }
-        }
-        v.join("+")
+        self.by_place().map(|(p, _)| p).collect::<Vec<_>>().join("+")
     }
 }
 

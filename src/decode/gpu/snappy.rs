@@ -84,7 +84,7 @@ pub(super) fn snappy_on_device(
     tables: &[Vec<PageInfo>],
     fail: &dyn Fn(usize, String) -> Error,
     uploads: &mut Vec<DeviceBuffer>,
-) -> Result<Vec<Decompressed>> {
+) -> Result<Vec<LocatedChunk>> {
     let gpu = Arc::clone(chunks.buffer().gpu());
     let Jobs {
         out,
@@ -92,7 +92,6 @@ pub(super) fn snappy_on_device(
         job_pages,
         locations,
     } = device_jobs(chunks, cis, tables, fail)?;
-    let counts = jobs_per_chunk(cis, &job_pages);
     if !jobs.is_empty() {
         let module = SNAPPY_MODULE.load(&gpu)?;
         let run = Run {
@@ -144,29 +143,21 @@ pub(super) fn snappy_on_device(
         }
     }
     uploads.push(out);
-    Ok(locations.into_iter().zip(counts).collect())
+    Ok(locations)
 }
 
-/// One chunk's pages' (address, length) of decompressed data, and how many pages were
-/// decompressed.
-pub(super) type Decompressed = (Vec<(u64, u64)>, usize);
-
-/// Per chunk of `cis`, how many of `job_pages` are its pages.
-pub(super) fn jobs_per_chunk(cis: &[usize], job_pages: &[(usize, usize)]) -> Vec<usize> {
-    let mut n: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
-    for &(ci, _) in job_pages {
-        *n.entry(ci).or_default() += 1;
-    }
-    cis.iter().map(|ci| n.get(ci).copied().unwrap_or(0)).collect()
-}
+/// One chunk's pages' (address, length) of decompressed data, and how many of its pages have
+/// a decompression job.
+pub(super) type LocatedChunk = (Vec<(u64, u64)>, usize);
 
 /// The decompression work of some chunks: the output buffer, a job per compressed stream, the
-/// (chunk, page) of each job, and per chunk each page's (address, length) of decompressed data.
+/// (chunk, page) of each job, and per chunk each page's (address, length) of decompressed data
+/// with its count of jobs.
 pub(super) struct Jobs {
     pub(super) out: DeviceBuffer,
     pub(super) jobs: Vec<SnappyJob>,
     pub(super) job_pages: Vec<(usize, usize)>,
-    pub(super) locations: Vec<Vec<(u64, u64)>>,
+    pub(super) locations: Vec<LocatedChunk>,
 }
 
 /// Lays out the output of the compressed pages of the chunks `cis` (each page that needs
@@ -202,6 +193,7 @@ pub(super) fn device_jobs(
     let mut all_locs = Vec::with_capacity(cis.len());
     for (k, &ci) in cis.iter().enumerate() {
         let c = &chunks.chunks()[ci];
+        let jobs_before = jobs.len();
         let mut locs = Vec::with_capacity(tables[ci].len());
         for (pi, p) in tables[ci].iter().enumerate() {
             let src = c.dest_offset + p.data_offset as u64;
@@ -242,7 +234,7 @@ pub(super) fn device_jobs(
             }
             locs.push((out.device_ptr() + at, p.uncompressed_size as u64));
         }
-        all_locs.push(locs);
+        all_locs.push((locs, jobs.len() - jobs_before));
     }
     Ok(Jobs {
         out,
