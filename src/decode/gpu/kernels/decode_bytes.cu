@@ -36,6 +36,7 @@ static_assert(sizeof(BytesColumn) == 32, "BytesColumn must match its Rust mirror
 // checked by the callers); returns E_VALUES (to every thread) when the values run past it.
 #define WALK_WINDOW 4096
 #define WALK_WORDS (WALK_WINDOW / 4)
+#define RING_HALF (WALK_WORDS + 1)   // a window's words and a pad word
 #define WALK_MAX_BYTES 0x7ffffff0u   // values longer than this are refused (a page is < 2^31)
 struct WalkState {
     u32 at;        // the next prefix's offset; ~0 once every value is found
@@ -50,7 +51,7 @@ struct WalkState {
 __device__ static void load_window(const u8* base, u32 lo, u32 hi, int w, u32* ring, int t0,
                                    int nt)
 {
-    u32* half = ring + (w & 1) * WALK_WORDS;
+    u32* half = ring + (w & 1) * RING_HALF;
     const u32 x_w = (u32)w * WALK_WINDOW;
     for (int i0 = t0; i0 < WALK_WORDS; i0 += 4 * nt) {
         u32 v[4];
@@ -73,7 +74,11 @@ __device__ static void load_window(const u8* base, u32 lo, u32 hi, int w, u32* r
 
 __device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos, u32* end)
 {
-    __shared__ u32 ring[2 * WALK_WORDS + 1];   // + a pad word, read by the walk's second load
+    // each half of the ring is followed by a pad word (never written after the start): the
+    // walk's second load past a half's last word reads its pad, not the other half, which
+    // the loaders are writing meanwhile (a shared-memory race, if a harmless one: the value
+    // read there is never used)
+    __shared__ u32 ring[2 * RING_HALF];
     __shared__ u32 found[WALK_WINDOW / 4];   // a round finds at most one value per 4 bytes
     __shared__ WalkState st;
     const int t = threadIdx.x;
@@ -92,7 +97,8 @@ __device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos, 
         *end = 0;
         st.at = count > 0 ? 0 : ~0u;
         st.err = 0;
-        ring[2 * WALK_WORDS] = 0;
+        ring[WALK_WORDS] = 0;
+        ring[RING_HALF + WALK_WORDS] = 0;
         st.loaded = -1;
         st.found = 0;
         st.found_k = 0;
@@ -119,12 +125,13 @@ __device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos, 
                 const int k0 = k;
                 while (true) {
                     // the hot loop: no branch but its condition. The ring is indexed by x itself
-                    // (window w sits in half w & 1), its pad word makes the second load safe when
-                    // x is word-aligned (the funnel shift then ignores it), and a length is
-                    // clamped to hi so that x + 4 + len cannot wrap (hi < 2^31 - 8): a bad
-                    // length ends the loop with x > hi
+                    // (window w sits in half w & 1), a half's pad word takes the second load
+                    // when x is its last word's start (the funnel shift then ignores it), and a
+                    // length is clamped to hi so that x + 4 + len cannot wrap (hi < 2^31 - 8): a
+                    // bad length ends the loop with x > hi
                     while (k < count && x + 4 <= lim) {
-                        const u32* q = ring + ((x >> 2) & (2 * WALK_WORDS - 1));
+                        const u32 wi = x >> 2;
+                        const u32* q = ring + (wi & (WALK_WORDS - 1)) + ((wi / WALK_WORDS) & 1) * RING_HALF;
                         const u32 len = __funnelshift_r(q[0], q[1], 8 * (x & 3));
                         *f++ = x - mis;
                         k++;
