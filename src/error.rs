@@ -27,7 +27,7 @@ pub enum Error {
     },
 
     /// The file ended before a range that the footer or the plan needs.
-    #[error("{}: bytes {}..{} lie past the end of the file ({file_len} bytes){}", path.display(), range.start, range.end, fmt_ctx(context))]
+    #[error("{}: {}{}", path.display(), short_read_text(range, *file_len), fmt_ctx(context))]
     ShortRead {
         /// The file.
         path: PathBuf,
@@ -192,6 +192,22 @@ pub enum Error {
 /// `n` bytes in MiB, for messages.
 fn mib(n: u64) -> String {
     format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64)
+}
+
+/// A short read: a range past the end, or (within the length the file had when opened) a file
+/// that ended early because it changed during the load.
+fn short_read_text(range: &Range<u64>, file_len: u64) -> String {
+    if range.end > file_len {
+        format!(
+            "bytes {}..{} lie past the end of the file ({file_len} bytes)",
+            range.start, range.end
+        )
+    } else {
+        format!(
+            "bytes {}..{}: the file ended before them (it had {file_len} bytes when opened: truncated or replaced during the load)",
+            range.start, range.end
+        )
+    }
 }
 
 fn fmt_ctx(ctx: &str) -> String {

@@ -15,6 +15,7 @@ use parquet::DecodeResult;
 
 use crate::error::{Error, Result};
 use crate::source::ParquetFile;
+use crate::thrift::{ty, Reader, ThriftError};
 
 /// Size of the speculative tail read: 64 KiB.
 pub const FOOTER_SPECULATIVE_READ: u64 = 64 << 10;
@@ -94,8 +95,14 @@ pub fn read_metadata(file: &ParquetFile, page_index: bool) -> Result<FileMetadat
     let mut decoder = ParquetMetaDataPushDecoder::try_new(len)
         .map_err(|e| Error::footer(path, e.to_string()))?
         .with_page_index_policy(policy);
+    let tail = Bytes::from(tail);
+    // the Thrift footer's bytes, for the checks the parquet crate does not make
+    let footer_range = len - 8 - footer_len..len - 8;
+    let mut footer_bytes = (footer_range.start >= tail_start).then(|| {
+        tail.slice((footer_range.start - tail_start) as usize..(footer_range.end - tail_start) as usize)
+    });
     decoder
-        .push_range(tail_start..len, Bytes::from(tail))
+        .push_range(tail_start..len, tail)
         .map_err(|e| Error::footer(path, e.to_string()))?;
 
     // The decoder asks for at most two more ranges (footer, then page index); bound the loop
@@ -103,6 +110,11 @@ pub fn read_metadata(file: &ParquetFile, page_index: bool) -> Result<FileMetadat
     for _ in 0..4 {
         match decoder.try_decode() {
             Ok(DecodeResult::Data(metadata)) => {
+                let footer = match footer_bytes {
+                    Some(b) => b,
+                    None => Bytes::from(file.read_range(footer_range, "footer")?),
+                };
+                check_footer(path, &metadata, &footer)?;
                 return Ok(FileMetadata {
                     metadata: Arc::new(metadata),
                     file_len: len,
@@ -118,10 +130,17 @@ pub fn read_metadata(file: &ParquetFile, page_index: bool) -> Result<FileMetadat
                     } else {
                         "page index"
                     };
-                    let buf = file.read_range(r.clone(), what)?;
+                    let buf = Bytes::from(file.read_range(r.clone(), what)?);
                     reads.push(r.clone());
+                    if footer_bytes.is_none()
+                        && r.start <= footer_range.start
+                        && r.end >= footer_range.end
+                    {
+                        let at = (footer_range.start - r.start) as usize;
+                        footer_bytes = Some(buf.slice(at..at + footer_len as usize));
+                    }
                     decoder
-                        .push_range(r, Bytes::from(buf))
+                        .push_range(r, buf)
                         .map_err(|e| Error::footer(path, e.to_string()))?;
                 }
             }
@@ -133,6 +152,132 @@ pub fn read_metadata(file: &ParquetFile, page_index: bool) -> Result<FileMetadat
         path,
         "the metadata decoder did not finish after reading footer and page index",
     ))
+}
+
+/// What the parquet crate reads from a footer without checking it, checked: row counts are not
+/// negative, the file's is not above its row groups' sum, and each column chunk's metadata names the physical type the schema gives its
+/// column (the parquet crate takes the schema's and ignores the chunk's; a file where they
+/// differ is contradictory, and was decoded as the schema's type).
+fn check_footer(path: &Path, md: &ParquetMetaData, footer: &[u8]) -> Result<()> {
+    let file_rows = md.file_metadata().num_rows();
+    if file_rows < 0 {
+        return Err(Error::footer(path, format!("the file claims {file_rows} rows")));
+    }
+    let groups_rows: i64 = md.row_groups().iter().map(|g| g.num_rows().max(0)).sum();
+    if file_rows > groups_rows {
+        // (fewer is read as arrow-rs reads it: capped by the file's count)
+        return Err(Error::footer(
+            path,
+            format!("the file claims {file_rows} rows; its row groups hold {groups_rows}"),
+        ));
+    }
+    for (i, g) in md.row_groups().iter().enumerate() {
+        if g.num_rows() < 0 {
+            return Err(Error::footer(
+                path,
+                format!("row group {i} claims {} rows", g.num_rows()),
+            ));
+        }
+    }
+    let types = column_types(footer).map_err(|e| {
+        Error::footer(path, format!("the footer's column metadata: {e}"))
+    })?;
+    for (i, g) in md.row_groups().iter().enumerate() {
+        for (c, col) in g.columns().iter().enumerate() {
+            let Some(Some(t)) = types.get(i).and_then(|cs| cs.get(c)) else {
+                continue;
+            };
+            let schema = col.column_descr().physical_type();
+            if *t != physical_code(schema) {
+                return Err(Error::footer(
+                    path,
+                    format!(
+                        "row group {i}, column '{}': the column metadata says physical type {}, the schema {schema}",
+                        col.column_descr().path().string(),
+                        physical_name(*t)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The Thrift code of a physical type.
+fn physical_code(t: parquet::basic::Type) -> i32 {
+    use parquet::basic::Type as T;
+    match t {
+        T::BOOLEAN => 0,
+        T::INT32 => 1,
+        T::INT64 => 2,
+        T::INT96 => 3,
+        T::FLOAT => 4,
+        T::DOUBLE => 5,
+        T::BYTE_ARRAY => 6,
+        T::FIXED_LEN_BYTE_ARRAY => 7,
+    }
+}
+
+fn physical_name(code: i32) -> String {
+    const NAMES: [&str; 8] = [
+        "BOOLEAN",
+        "INT32",
+        "INT64",
+        "INT96",
+        "FLOAT",
+        "DOUBLE",
+        "BYTE_ARRAY",
+        "FIXED_LEN_BYTE_ARRAY",
+    ];
+    usize::try_from(code)
+        .ok()
+        .and_then(|i| NAMES.get(i))
+        .map_or_else(|| format!("{code} (unknown)"), |n| n.to_string())
+}
+
+/// The physical type (Thrift code) in each column chunk's metadata, per row group: `None`
+/// where a chunk has no plaintext metadata (encrypted columns).
+fn column_types(footer: &[u8]) -> std::result::Result<Vec<Vec<Option<i32>>>, ThriftError> {
+    let mut r = Reader::new(footer, "the footer");
+    let mut groups = Vec::new();
+    let mut last = 0i16;
+    while let Some((id, t)) = r.field(&mut last)? {
+        if id != 4 || t != ty::LIST {
+            r.skip(t, 0)?;
+            continue;
+        }
+        for _ in 0..r.list_len(ty::STRUCT)? {
+            let mut columns = Vec::new();
+            let mut last = 0i16;
+            while let Some((id, t)) = r.field(&mut last)? {
+                if id != 1 || t != ty::LIST {
+                    r.skip(t, 1)?;
+                    continue;
+                }
+                for _ in 0..r.list_len(ty::STRUCT)? {
+                    let mut physical = None;
+                    let mut last = 0i16;
+                    while let Some((id, t)) = r.field(&mut last)? {
+                        if id != 3 || t != ty::STRUCT {
+                            r.skip(t, 2)?;
+                            continue;
+                        }
+                        let mut last = 0i16;
+                        while let Some((id, t)) = r.field(&mut last)? {
+                            if id == 1 && t == ty::I32 {
+                                physical = Some(r.i32()?);
+                            } else {
+                                r.skip(t, 3)?;
+                            }
+                        }
+                    }
+                    columns.push(physical);
+                }
+            }
+            groups.push(columns);
+        }
+    }
+    Ok(groups)
 }
 
 /// The Arrow schema of a file's footer, as arrow-rs reads it (the embedded Arrow schema, when

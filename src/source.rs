@@ -133,7 +133,16 @@ pub(crate) fn read_fully_at(
     mut offset: u64,
 ) -> std::io::Result<()> {
     while !buf.is_empty() {
-        match file.read_at(buf, offset) {
+        let read = if crate::fault::hit(crate::fault::Site::Pread) {
+            Err(std::io::Error::other(
+                "Input/output error (os error 5) (injected fault)",
+            ))
+        } else if crate::fault::hit(crate::fault::Site::ShortRead) {
+            Ok(0)
+        } else {
+            file.read_at(buf, offset)
+        };
+        match read {
             Ok(0) => {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::UnexpectedEof,

@@ -7,7 +7,9 @@
 //!   largest single allocation a page may ask for);
 //! - SNAPPY data: the length its own preamble states equals the header's uncompressed size (what
 //!   it really decompresses to); LZ4 and GZIP data: the uncompressed size is within the codec's
-//!   largest possible expansion of the compressed bytes;
+//!   largest possible expansion of the compressed bytes; GZIP data: its trailer's size is not
+//!   above the header's (a bomb claiming less is refused before it is inflated); BROTLI data
+//!   (which states no size): inflated, without keeping it, to the header's size at most;
 //! - uncompressed pages (v1 and dictionary pages) are as long as they claim;
 //! - a dictionary page's entries fit its uncompressed bytes at their smallest width;
 //! - v2 pages: level lengths, nulls and rows within the page's values and bytes.
@@ -37,6 +39,17 @@ fn expansion(codec: Compression) -> Option<u64> {
         Compression::GZIP(_) => Some(1_032),
         _ => None,
     }
+}
+
+/// The uncompressed length (mod 2^32) a GZIP member's trailer states (ISIZE, its last four
+/// bytes), if the data starts like a GZIP member. For a stream of several members it is the
+/// last one's, a lower bound of the whole.
+fn gzip_isize(data: &[u8]) -> Option<u64> {
+    if data.len() < 18 || data[..2] != [0x1f, 0x8b] {
+        return None;
+    }
+    let t = &data[data.len() - 4..];
+    Some(u64::from(u32::from_le_bytes([t[0], t[1], t[2], t[3]])))
 }
 
 /// The uncompressed length a SNAPPY stream states in its preamble (a varint), if readable.
@@ -124,6 +137,15 @@ pub(crate) fn check_page(
                 }
                 None => return Err("the SNAPPY data has no readable length".into()),
             },
+            Compression::GZIP(_) if gzip_isize(values).is_some_and(|n| n > want_values) => {
+                return Err(format!(
+                    "the GZIP data's trailer says it inflates to {} bytes; the header claims {want_values}",
+                    gzip_isize(values).unwrap_or(0)
+                ));
+            }
+            Compression::BROTLI(_) => {
+                crate::decode::decompress::inflates_within(kind.codec, values, want_values)?
+            }
             codec => {
                 if let Some(x) = expansion(codec) {
                     let most = stored_values.saturating_mul(x).saturating_add(64);

@@ -141,6 +141,17 @@ fn decompress_values(
         })?
         .map_err(|e| fail(format!("decompression failed: {e}")));
     }
+    if matches!(codec, Compression::GZIP(_) | Compression::BROTLI(_)) {
+        // inflated into the header's size and no further: a bomb stops at its claim
+        return crate::decode::panic_guard::contain(|| inflate_bounded(codec, values, out))
+            .map_err(|panic| {
+                fail(format!(
+                    "decompression panicked: {}",
+                    crate::metadata::rephrase(panic)
+                ))
+            })?
+            .map_err(fail);
+    }
     let options = CodecOptionsBuilder::default().build();
     let mut c = match create_codec(codec, &options) {
         Ok(Some(c)) => c,
@@ -169,6 +180,75 @@ fn decompress_values(
         )));
     }
     out.copy_from_slice(&v);
+    Ok(())
+}
+
+/// Inflates GZIP (every member) or BROTLI `values` into `out`, which must come out exactly
+/// full: a stream that ends early or holds more is an error, found without inflating past
+/// `out`'s length (plus one byte).
+pub(crate) fn inflate_bounded(
+    codec: Compression,
+    values: &[u8],
+    out: &mut [u8],
+) -> Result<(), String> {
+    use std::io::Read;
+    let mut r: Box<dyn Read + '_> = match codec {
+        Compression::GZIP(_) => Box::new(flate2::read::MultiGzDecoder::new(values)),
+        _ => Box::new(brotli::Decompressor::new(values, 4096)),
+    };
+    let mut got = 0;
+    while got < out.len() {
+        match r.read(&mut out[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("decompression failed: {e}")),
+        }
+    }
+    if got < out.len() {
+        return Err(format!(
+            "decompressed to {got} bytes of values, the header leaves {}",
+            out.len()
+        ));
+    }
+    let mut more = [0u8; 1];
+    match r.read(&mut more) {
+        Ok(0) => Ok(()),
+        Ok(_) => Err(format!(
+            "data inflates past the {} bytes of values the header leaves",
+            out.len()
+        )),
+        Err(e) => Err(format!("decompression failed: {e}")),
+    }
+}
+
+/// Inflates GZIP or BROTLI `values` without keeping them, up to `claim + 1` bytes: an error
+/// when they inflate past `claim` (what the host decoder would otherwise inflate in full
+/// before comparing with the header). Costs a decompression; nothing is allocated but a
+/// 64 KiB scratch buffer.
+pub(crate) fn inflates_within(codec: Compression, values: &[u8], claim: u64) -> Result<(), String> {
+    use std::io::Read;
+    let r: Box<dyn Read + '_> = match codec {
+        Compression::GZIP(_) => Box::new(flate2::read::MultiGzDecoder::new(values)),
+        _ => Box::new(brotli::Decompressor::new(values, 4096)),
+    };
+    let mut r = r.take(claim.saturating_add(1));
+    let mut scratch = vec![0u8; 64 << 10];
+    let mut total = 0u64;
+    loop {
+        match r.read(&mut scratch) {
+            Ok(0) => break,
+            Ok(n) => total += n as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // a stream that does not inflate is the decoder's to report
+            Err(_) => return Ok(()),
+        }
+    }
+    if total > claim {
+        return Err(format!(
+            "the {codec:?} data inflates past the {claim} bytes the header claims"
+        ));
+    }
     Ok(())
 }
 

@@ -20,6 +20,7 @@ use parquet::file::metadata::ParquetMetaData;
 
 use crate::decode::chunks::FetchedChunks;
 use crate::decode::claims::{check_page, ChunkKind};
+use crate::decode::levels::check_page_levels;
 use crate::decode::page_header::{parse_page_header, PageEntry};
 use crate::decode::panic_guard::contain;
 use crate::error::{Error, Result};
@@ -35,6 +36,9 @@ pub(crate) struct HostDecoder {
     batch_rows: usize,
     /// Pages claiming more uncompressed bytes are refused ([`crate::config::MAX_PAGE_BYTES`]).
     max_page_bytes: u64,
+    /// Whether the file's row count is its row groups' sum (else arrow-rs caps what it returns
+    /// by the file's, and a row group's decoded rows are not checked against its own).
+    counts_agree: bool,
 }
 
 /// The top-level string and binary fields of `schema` (a file's Arrow schema) that are flat
@@ -148,9 +152,13 @@ impl HostDecoder {
                 clean_parquet_error(&e)
             ))
         })?;
+        let md = arrow_meta.metadata();
+        let counts_agree = md.file_metadata().num_rows()
+            == md.row_groups().iter().map(|g| g.num_rows()).sum::<i64>();
         Ok(HostDecoder {
             path: path.to_path_buf(),
             file_len,
+            counts_agree,
             arrow_meta,
             schema,
             batch_rows: batch_rows.max(1),
@@ -193,8 +201,32 @@ impl HostDecoder {
         });
         let selection = selection.as_ref();
         self.check_claims(rg, leaves, chunks)?;
+        // the rows asked for: arrow-rs reads a chunk's records until its pages end, so a
+        // repeated column whose pages hold more rows than the row group says comes back longer
+        let want: u64 = match rows {
+            Some(r) => r.iter().map(|r| r.end - r.start).sum(),
+            None => self.arrow_meta.metadata().row_group(rg).num_rows().max(0) as u64,
+        };
         match self.try_decode(rg, chunks, &mask, selection) {
-            Ok(b) => Ok(b),
+            // (where the footer's row counts disagree, arrow-rs caps what it returns by the
+            // file's: that is what the load returns, as the GPU decoder does)
+            Ok(b) if leaves.is_empty() => Ok(b),
+            Ok(b) if !self.counts_agree => self.decimals_in_precision(rg, b),
+            Ok(b) => {
+                let got: u64 = b.iter().map(|b| b.num_rows() as u64).sum();
+                if got == want {
+                    return self.decimals_in_precision(rg, b);
+                }
+                Err(Error::Decode {
+                    path: self.path.clone(),
+                    row_group: Some(rg),
+                    column: None,
+                    reason: format!(
+                        "the pages hold {got} rows where the row group has {want}{}",
+                        if rows.is_some() { " (selected)" } else { "" }
+                    ),
+                })
+            }
             Err(reason) => {
                 // Find the column to blame: decode the leaves one at a time (error path only).
                 let name = |leaf: usize| schema.column(leaf).path().string();
@@ -219,9 +251,48 @@ impl HostDecoder {
         }
     }
 
+    /// `batches`, whose decimals (at any depth) must be within their declared precision: a
+    /// stored value past it (a corrupt page, or a file whose schema contradicts its data) is
+    /// an error naming the column, never an invalid Arrow array.
+    fn decimals_in_precision(&self, rg: usize, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+        fn check(a: &dyn arrow::array::Array) -> std::result::Result<(), String> {
+            use arrow::array::AsArray;
+            use arrow::datatypes::{DataType as D, Decimal128Type, Decimal256Type, Decimal32Type, Decimal64Type};
+            let e = |e: arrow::error::ArrowError| e.to_string();
+            match a.data_type() {
+                D::Decimal32(p, _) => a.as_primitive::<Decimal32Type>().validate_decimal_precision(*p).map_err(e),
+                D::Decimal64(p, _) => a.as_primitive::<Decimal64Type>().validate_decimal_precision(*p).map_err(e),
+                D::Decimal128(p, _) => a.as_primitive::<Decimal128Type>().validate_decimal_precision(*p).map_err(e),
+                D::Decimal256(p, _) => a.as_primitive::<Decimal256Type>().validate_decimal_precision(*p).map_err(e),
+                D::Struct(_) => a.as_struct().columns().iter().try_for_each(|c| check(c.as_ref())),
+                D::List(_) => check(a.as_list::<i32>().values().as_ref()),
+                D::LargeList(_) => check(a.as_list::<i64>().values().as_ref()),
+                D::FixedSizeList(..) => check(a.as_fixed_size_list().values().as_ref()),
+                D::Map(..) => check(a.as_map().entries()),
+                D::Dictionary(..) => a.as_any_dictionary_opt().map_or(Ok(()), |d| check(d.values().as_ref())),
+                _ => Ok(()),
+            }
+        }
+        for b in &batches {
+            for (f, c) in b.schema().fields().iter().zip(b.columns()) {
+                if let Err(reason) = check(c.as_ref()) {
+                    return Err(Error::Decode {
+                        path: self.path.clone(),
+                        row_group: Some(rg),
+                        column: Some(f.name().clone()),
+                        reason: format!("a decimal outside its declared precision: {reason}"),
+                    });
+                }
+            }
+        }
+        Ok(batches)
+    }
+
     /// Every page of the chunks of `leaves` checked against what its bytes can hold
-    /// ([`claims`](crate::decode::claims)) before arrow-rs allocates by its header. Pages are
-    /// walked until a header does not parse: arrow-rs then reports that one.
+    /// ([`claims`](crate::decode::claims)) before arrow-rs allocates by its header, and its
+    /// levels against the column's maxima ([`levels`](crate::decode::levels)); a whole
+    /// chunk's pages must hold the row group's rows. Pages are walked until a header does not
+    /// parse: arrow-rs then reports that one.
     fn check_claims(
         &self,
         rg: usize,
@@ -240,16 +311,33 @@ impl HostDecoder {
                 physical: col.column_type(),
                 type_length: col.column_descr().type_length(),
             };
+            let (max_rep, max_def) = (
+                col.column_descr().max_rep_level(),
+                col.column_descr().max_def_level(),
+            );
             for (range, bytes) in chunks
                 .iter()
                 .filter(|(r, _)| r.start >= start && r.end <= end)
             {
+                let whole = range.start == start && range.end == end;
+                // data pages' values, v2 pages' rows, whether every data page is v2
+                let (mut values, mut rows, mut all_v2) = (0i64, 0i64, true);
                 let mut off = 0usize;
                 let mut page = 0usize;
+                let mut walked = true;
                 while off < bytes.len() {
                     let Ok(header) = parse_page_header(&bytes[off..]) else {
+                        walked = false;
                         break;
                     };
+                    if let Some(v1) = &header.data_v1 {
+                        values += i64::from(v1.num_values);
+                        all_v2 = false;
+                    }
+                    if let Some(v2) = &header.data_v2 {
+                        values += i64::from(v2.num_values);
+                        rows += i64::from(v2.num_rows);
+                    }
                     let entry = PageEntry {
                         offset: off,
                         header,
@@ -265,8 +353,41 @@ impl HostDecoder {
                             ),
                         });
                     }
+                    if let Err(reason) =
+                        check_page_levels(bytes, page, &entry, kind.codec, max_rep, max_def)
+                    {
+                        return Err(Error::Decode {
+                            path: self.path.clone(),
+                            row_group: Some(rg),
+                            column: Some(col.column_descr().path().string()),
+                            reason: format!(
+                                "page {page} (header at byte {} of the file): {reason}",
+                                range.start + off as u64
+                            ),
+                        });
+                    }
                     off = entry.data().end;
                     page += 1;
+                }
+                // a whole chunk's pages hold the row group's rows: a flat column one value
+                // per row, v2 pages their rows (the GPU decoder checks the same)
+                let want = group.num_rows();
+                let flat = col.column_descr().max_rep_level() == 0;
+                let held = if flat {
+                    Some(values)
+                } else {
+                    all_v2.then_some(rows)
+                };
+                if let Some(held) = held.filter(|&h| whole && walked && h != want) {
+                    return Err(Error::Decode {
+                        path: self.path.clone(),
+                        row_group: Some(rg),
+                        column: Some(col.column_descr().path().string()),
+                        reason: format!(
+                            "the pages hold {held} {}, the row group {want} rows",
+                            if flat { "values" } else { "rows" }
+                        ),
+                    });
                 }
             }
         }

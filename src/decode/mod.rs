@@ -20,6 +20,7 @@ pub(crate) mod filter;
 pub(crate) mod gpu;
 pub mod gpu_plan;
 pub(crate) mod host;
+pub(crate) mod levels;
 pub mod page_header;
 pub(crate) mod panic_guard;
 pub(crate) mod snappy_host;

@@ -11,8 +11,10 @@
 
 use std::fmt;
 
+use crate::thrift::{ty, Reader, MAX_DEPTH as THRIFT_DEPTH};
+
 /// Nesting deeper than this (structs in structs, lists of lists) is refused.
-pub const MAX_DEPTH: usize = 16;
+pub const MAX_DEPTH: usize = THRIFT_DEPTH;
 
 /// The kind of a page (`PageType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -115,198 +117,12 @@ impl PageHeader {
 }
 
 /// What was wrong with a header, and where (byte offset from the start of the bytes given).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HeaderError {
-    /// Byte offset where the problem was found.
-    pub offset: usize,
-    /// What was wrong.
-    pub reason: String,
-}
-
-impl fmt::Display for HeaderError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "at byte {}: {}", self.offset, self.reason)
-    }
-}
-
-impl std::error::Error for HeaderError {}
+pub use crate::thrift::ThriftError as HeaderError;
 
 type R<T> = std::result::Result<T, HeaderError>;
 
-/// Compact-protocol field types.
-mod ty {
-    pub(super) const STOP: u8 = 0;
-    pub(super) const TRUE: u8 = 1;
-    pub(super) const FALSE: u8 = 2;
-    pub(super) const BYTE: u8 = 3;
-    pub(super) const I16: u8 = 4;
-    pub(super) const I32: u8 = 5;
-    pub(super) const I64: u8 = 6;
-    pub(super) const DOUBLE: u8 = 7;
-    pub(super) const BINARY: u8 = 8;
-    pub(super) const LIST: u8 = 9;
-    pub(super) const SET: u8 = 10;
-    pub(super) const MAP: u8 = 11;
-    pub(super) const STRUCT: u8 = 12;
-}
-
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn err<T>(&self, reason: impl Into<String>) -> R<T> {
-        Err(HeaderError {
-            offset: self.pos,
-            reason: reason.into(),
-        })
-    }
-
-    fn byte(&mut self) -> R<u8> {
-        match self.buf.get(self.pos) {
-            Some(&b) => {
-                self.pos += 1;
-                Ok(b)
-            }
-            None => self.err("the header ends early"),
-        }
-    }
-
-    fn varint(&mut self) -> R<u64> {
-        let start = self.pos;
-        let mut v: u64 = 0;
-        for shift in (0..64).step_by(7) {
-            let b = self.byte()?;
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        self.pos = start;
-        self.err("a varint longer than 10 bytes")
-    }
-
-    fn zigzag(&mut self) -> R<i64> {
-        let v = self.varint()?;
-        Ok((v >> 1) as i64 ^ -((v & 1) as i64))
-    }
-
-    fn i32(&mut self) -> R<i32> {
-        let at = self.pos;
-        let v = self.zigzag()?;
-        i32::try_from(v).map_err(|_| HeaderError {
-            offset: at,
-            reason: format!("{v} does not fit a 32-bit field"),
-        })
-    }
-
-    fn skip_bytes(&mut self, n: u64) -> R<()> {
-        let left = (self.buf.len() - self.pos) as u64;
-        if n > left {
-            return self.err(format!(
-                "a {n}-byte field with only {left} bytes left in the header"
-            ));
-        }
-        self.pos += n as usize;
-        Ok(())
-    }
-
-    /// Reads a field header: (field id, type), or None at STOP.
-    fn field(&mut self, last_id: &mut i16) -> R<Option<(i16, u8)>> {
-        let b = self.byte()?;
-        let t = b & 0x0f;
-        if t == ty::STOP {
-            return Ok(None);
-        }
-        let delta = b >> 4;
-        let id = if delta == 0 {
-            let at = self.pos;
-            let v = self.zigzag()?;
-            i16::try_from(v).map_err(|_| HeaderError {
-                offset: at,
-                reason: format!("field id {v} out of range"),
-            })?
-        } else {
-            last_id.checked_add(i16::from(delta)).ok_or(HeaderError {
-                offset: self.pos,
-                reason: "field id overflows".into(),
-            })?
-        };
-        *last_id = id;
-        Ok(Some((id, t)))
-    }
-
-    fn bool_of(&self, t: u8) -> R<bool> {
-        match t {
-            ty::TRUE => Ok(true),
-            ty::FALSE => Ok(false),
-            _ => self.err(format!("expected a boolean field, found type {t}")),
-        }
-    }
-
-    fn expect(&self, t: u8, want: u8, what: &str) -> R<()> {
-        if t == want {
-            Ok(())
-        } else {
-            self.err(format!("{what} has type {t}, expected {want}"))
-        }
-    }
-
-    /// Skips a value of type `t`.
-    fn skip(&mut self, t: u8, depth: usize) -> R<()> {
-        if depth > MAX_DEPTH {
-            return self.err(format!("nesting deeper than {MAX_DEPTH}"));
-        }
-        match t {
-            ty::TRUE | ty::FALSE => Ok(()),
-            ty::BYTE => self.byte().map(|_| ()),
-            ty::I16 | ty::I32 | ty::I64 => self.varint().map(|_| ()),
-            ty::DOUBLE => self.skip_bytes(8),
-            ty::BINARY => {
-                let n = self.varint()?;
-                self.skip_bytes(n)
-            }
-            ty::LIST | ty::SET => {
-                let h = self.byte()?;
-                let et = h & 0x0f;
-                let n = match h >> 4 {
-                    15 => self.varint()?,
-                    k => u64::from(k),
-                };
-                for _ in 0..n {
-                    // element booleans are one byte each in lists
-                    if et == ty::TRUE || et == ty::FALSE {
-                        self.byte()?;
-                    } else {
-                        self.skip(et, depth + 1)?;
-                    }
-                }
-                Ok(())
-            }
-            ty::MAP => {
-                let n = self.varint()?;
-                if n == 0 {
-                    return Ok(());
-                }
-                let kv = self.byte()?;
-                for _ in 0..n {
-                    self.skip(kv >> 4, depth + 1)?;
-                    self.skip(kv & 0x0f, depth + 1)?;
-                }
-                Ok(())
-            }
-            ty::STRUCT => {
-                let mut last = 0i16;
-                while let Some((_, ft)) = self.field(&mut last)? {
-                    self.skip(ft, depth + 1)?;
-                }
-                Ok(())
-            }
-            _ => self.err(format!("unknown compact type {t}")),
-        }
-    }
-
+// the page-header structs, read with the crate's compact-protocol reader
+impl Reader<'_> {
     fn data_v1(&mut self) -> R<DataPageV1> {
         let mut d = DataPageV1::default();
         let mut seen = [false; 4];
@@ -397,7 +213,7 @@ impl<'a> Reader<'a> {
 
 /// Parses the page header at the start of `buf`.
 pub fn parse_page_header(buf: &[u8]) -> R<PageHeader> {
-    let mut r = Reader { buf, pos: 0 };
+    let mut r = Reader::new(buf, "the header");
     let mut kind = None;
     let (mut uncompressed, mut compressed, mut crc) = (None, None, None);
     let (mut v1, mut dict, mut v2) = (None, None, None);

@@ -511,17 +511,22 @@ fn read_piece(
     let mut done = 0u64;
     while done < len {
         let want = (len - done) as usize;
-        // SAFETY: the handle is registered and live; the destination `dest_off + done ..
-        // + want` lies inside the live device allocation (checked above); the calling thread
-        // has the device's context bound; cuFileRead is synchronous.
-        let n = unsafe {
-            sys::cuFileRead(
-                handle.raw,
-                dest.device_ptr() as *mut std::ffi::c_void,
-                want,
-                (range.start + done) as sys::off_t,
-                (dest_off + done) as sys::off_t,
-            )
+        let n = if crate::fault::hit(crate::fault::Site::CufileRead) {
+            // a fault injected for tests (crate::fault): CU_FILE_IO_ERROR
+            -5011
+        } else {
+            // SAFETY: the handle is registered and live; the destination `dest_off + done ..
+            // + want` lies inside the live device allocation (checked above); the calling
+            // thread has the device's context bound; cuFileRead is synchronous.
+            unsafe {
+                sys::cuFileRead(
+                    handle.raw,
+                    dest.device_ptr() as *mut std::ffi::c_void,
+                    want,
+                    (range.start + done) as sys::off_t,
+                    (dest_off + done) as sys::off_t,
+                )
+            }
         };
         let at = range.start + done..range.end;
         if n > 0 {

@@ -1,0 +1,193 @@
+//! Repetition and definition levels checked against the column's maxima before arrow-rs
+//! decodes them: a level above the maximum is a corrupt page (pyarrow: "Malformed levels"),
+//! which arrow-rs would read as values, silently misaligning the column.
+//!
+//! A level is stored in the bit width of its maximum, so a level can exceed the maximum only
+//! when the maximum is not all ones in that width (2, 4, 5, 6, …): columns whose maxima are 1
+//! or 3 (flat optional columns, most lists) need no check and cost nothing. The others are
+//! checked run by run: an RLE run's one value, a bit-packed run's every value.
+
+use bytes::Bytes;
+use parquet::basic::Compression;
+
+use super::decompress::decompress_page;
+use super::page_header::PageEntry;
+
+/// Whether levels of maximum `max` can hold out-of-range values (bit width not filled).
+pub(crate) fn can_exceed(max: i16) -> bool {
+    max > 0 && (max as u32 + 1) & max as u32 != 0
+}
+
+fn bit_width(max: i16) -> u32 {
+    16 - (max as u16).leading_zeros()
+}
+
+fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let x = *b.get(*pos)?;
+        *pos += 1;
+        v |= u64::from(x & 0x7f) << shift;
+        if x & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Checks the first `count` levels of an RLE/bit-packed hybrid run sequence against `max`.
+/// Runs that end early are left to the decoder to report.
+pub(crate) fn check_hybrid(data: &[u8], count: usize, max: i16) -> Result<(), String> {
+    let w = bit_width(max);
+    let bytes_per_rle = w.div_ceil(8) as usize;
+    let (mut pos, mut seen) = (0usize, 0usize);
+    let bad = |v: u64, at: usize| {
+        Err(format!(
+            "level {v} at level {at} is above the column's maximum {max}"
+        ))
+    };
+    while seen < count {
+        let Some(h) = varint(data, &mut pos) else {
+            return Ok(());
+        };
+        if h & 1 == 0 {
+            let Some(b) = data.get(pos..pos + bytes_per_rle) else {
+                return Ok(());
+            };
+            pos += bytes_per_rle;
+            let v = b
+                .iter()
+                .rev()
+                .fold(0u64, |acc, &x| (acc << 8) | u64::from(x));
+            let n = (h >> 1) as usize;
+            if v > max as u64 && n > 0 {
+                return bad(v, seen);
+            }
+            seen = seen.saturating_add(n);
+        } else {
+            let groups = (h >> 1) as usize;
+            let len = groups.saturating_mul(w as usize);
+            let Some(b) = data.get(pos..pos.saturating_add(len)) else {
+                return Ok(());
+            };
+            pos += len;
+            let n = (groups * 8).min(count - seen);
+            for i in 0..n {
+                let bit = i * w as usize;
+                let mut v = 0u64;
+                for k in 0..w as usize {
+                    let at = bit + k;
+                    v |= u64::from((b[at / 8] >> (at % 8)) & 1) << k;
+                }
+                if v > max as u64 {
+                    return bad(v, seen + i);
+                }
+            }
+            seen += groups * 8;
+        }
+    }
+    Ok(())
+}
+
+/// Checks a data page's levels (v1: length-prefixed RLE runs in front of the values, in the
+/// decompressed page; v2: the uncompressed level sections) against the column's maxima.
+/// Decompresses a v1 page only when a maximum can be exceeded and the page is compressed.
+pub(crate) fn check_page_levels(
+    chunk: &Bytes,
+    index: usize,
+    page: &PageEntry,
+    codec: Compression,
+    max_rep: i16,
+    max_def: i16,
+) -> Result<(), String> {
+    let (rep_check, def_check) = (can_exceed(max_rep), can_exceed(max_def));
+    if !rep_check && !def_check {
+        return Ok(());
+    }
+    let h = &page.header;
+    if let Some(v2) = &h.data_v2 {
+        let data = chunk.get(page.data()).unwrap_or(&[]);
+        let (r, d) = (
+            v2.rep_levels_byte_length.max(0) as usize,
+            v2.def_levels_byte_length.max(0) as usize,
+        );
+        let count = v2.num_values.max(0) as usize;
+        if rep_check {
+            if let Some(rep) = data.get(..r) {
+                check_hybrid(rep, count, max_rep).map_err(|e| format!("repetition {e}"))?;
+            }
+        }
+        if def_check {
+            if let Some(def) = data.get(r..r + d) {
+                check_hybrid(def, count, max_def).map_err(|e| format!("definition {e}"))?;
+            }
+        }
+        return Ok(());
+    }
+    let Some(v1) = &h.data_v1 else {
+        return Ok(());
+    };
+    // RLE (3) levels only: the legacy BIT_PACKED encoding is left to the decoder
+    if (max_rep > 0 && v1.rep_level_encoding != 3) || (max_def > 0 && v1.def_level_encoding != 3)
+    {
+        return Ok(());
+    }
+    // a page that does not decompress is the decoder's to report
+    let Ok(page_data) = decompress_page(chunk, index, page, codec) else {
+        return Ok(());
+    };
+    let data = &page_data.bytes[..];
+    let count = v1.num_values.max(0) as usize;
+    let mut pos = 0usize;
+    for (max, check, what) in [
+        (max_rep, rep_check, "repetition"),
+        (max_def, def_check, "definition"),
+    ] {
+        if max == 0 {
+            continue;
+        }
+        let Some(len) = data.get(pos..pos + 4) else {
+            return Ok(());
+        };
+        let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+        let Some(runs) = data.get(pos + 4..(pos + 4).saturating_add(len)) else {
+            return Ok(());
+        };
+        if check {
+            check_hybrid(runs, count, max).map_err(|e| format!("{what} {e}"))?;
+        }
+        pos += 4 + len;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_maxima_short_of_their_width_can_be_exceeded() {
+        let can: Vec<i16> = (0..10).filter(|&m| can_exceed(m)).collect();
+        assert_eq!(can, vec![2, 4, 5, 6, 8, 9]);
+    }
+
+    #[test]
+    fn rle_and_bit_packed_runs_are_checked() {
+        // RLE: 5 × 2, then 3 × 3 (max 2, width 2)
+        assert_eq!(check_hybrid(&[10, 2], 5, 2), Ok(()));
+        let e = check_hybrid(&[10, 2, 6, 3], 8, 2).unwrap_err();
+        assert!(e.contains("level 3 at level 5"), "{e}");
+        // bit-packed: one group of 8 two-bit values 0,1,2,0,1,2,0,1 → 0b10_01_00 ...
+        let vals = [0u8, 1, 2, 0, 1, 2, 0, 1];
+        let mut packed = [0u8; 2];
+        for (i, v) in vals.iter().enumerate() {
+            packed[i * 2 / 8] |= v << (i * 2 % 8);
+        }
+        assert_eq!(check_hybrid(&[3, packed[0], packed[1]], 8, 2), Ok(()));
+        packed[1] |= 3 << 6; // the last value becomes 3
+        let e = check_hybrid(&[3, packed[0], packed[1]], 8, 2).unwrap_err();
+        assert!(e.contains("level 3 at level 7"), "{e}");
+        // values past the count (padding of the last group) are not checked
+        assert_eq!(check_hybrid(&[3, packed[0], packed[1]], 7, 2), Ok(()));
+    }
+}
