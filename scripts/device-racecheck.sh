@@ -3,7 +3,8 @@
 # loads of the corpus files whose columns exercise the byte-array kernels (PLAIN strings longer
 # than one 4 KiB walk window, dictionaries, DELTA strings) and the fixed-width ones, with the
 # packed CLI (.dev/bin/cuparquet) and, when present, an earlier build's (.dev/bin/cuparquet-before)
-# in the same call. Issue 18: "shared-memory races in the byte-array kernels".
+# in the same call; EXTRA_FILES: more files (paths), e.g. scripts/writers.py's. Issue 18:
+# "shared-memory races in the byte-array kernels".
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 [ -f .dev/bin.tar.xz ] && [ ! -d .dev/bin ] && tar -C .dev -xJf .dev/bin.tar.xz
@@ -18,12 +19,12 @@ for bin in ${BINS:-.dev/bin/cuparquet-before .dev/bin/cuparquet}; do
   [ -x "$bin" ] || continue
   for tool in ${TOOLS:-racecheck synccheck}; do
     echo "=== $tool with $bin"
-    for f in $files; do
+    for f in $(for x in $files; do echo "$d/$x"; done) ${EXTRA_FILES:-}; do
       out=$(timeout 120 compute-sanitizer --tool "$tool" --print-limit 5 "$bin" load --device cuda:0 \
-        --tuning snappy=device "$d/$f" 2>&1)
+        --tuning snappy=device "$f" 2>&1)
       rc=$?
       summary=$(echo "$out" | grep -E "ERROR SUMMARY|RACECHECK SUMMARY" | tr '\n' ' ')
-      echo "$f: exit $rc; $summary"
+      echo "$(basename "$f"): exit $rc; $summary"
       echo "$out" | grep -E "Race reported|Barrier error|Error:" | sort | uniq -c | head -4
     done
   done
