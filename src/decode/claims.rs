@@ -127,36 +127,7 @@ pub(crate) fn check_page(
             ));
         }
     } else if stored_values > 0 || want_values > 0 {
-        match kind.codec {
-            Compression::SNAPPY => match snappy_len(values) {
-                Some(n) if n == want_values => {}
-                Some(n) => {
-                    return Err(format!(
-                        "the SNAPPY data decompresses to {n} bytes; the header claims {want_values}"
-                    ))
-                }
-                None => return Err("the SNAPPY data has no readable length".into()),
-            },
-            Compression::GZIP(_) if gzip_isize(values).is_some_and(|n| n > want_values) => {
-                return Err(format!(
-                    "the GZIP data's trailer says it inflates to {} bytes; the header claims {want_values}",
-                    gzip_isize(values).unwrap_or(0)
-                ));
-            }
-            Compression::BROTLI(_) => {
-                crate::decode::decompress::inflates_within(kind.codec, values, want_values)?
-            }
-            codec => {
-                if let Some(x) = expansion(codec) {
-                    let most = stored_values.saturating_mul(x).saturating_add(64);
-                    if want_values > most {
-                        return Err(format!(
-                            "the header claims {want_values} bytes from {stored_values} bytes of {codec} data, more than it can hold ({most})"
-                        ));
-                    }
-                }
-            }
-        }
+        check_inflated_size(kind.codec, values, stored_values, want_values)?;
     }
     if let Some(dict) = &h.dictionary {
         let n = dict.num_values;
@@ -177,6 +148,80 @@ pub(crate) fn check_page(
                 want.saturating_mul(8) / bits.max(1)
             ));
         }
+    }
+    Ok(())
+}
+
+/// Whether `values`, `stored_values` bytes of `codec` data, can inflate to the
+/// `want_values` bytes the header claims: SNAPPY's preamble states its size, GZIP's trailer
+/// too (the last member's), LZ4 and GZIP expand by a bounded ratio at most, BROTLI is
+/// inflated to the claim and no further. Checked before anything is allocated by the claim
+/// (the host decoder's and the GPU decoder's host decompression alike).
+pub(crate) fn check_inflated_size(
+    codec: Compression,
+    values: &[u8],
+    stored_values: u64,
+    want_values: u64,
+) -> Result<(), String> {
+    match codec {
+        Compression::SNAPPY => match snappy_len(values) {
+            Some(n) if n == want_values => {}
+            Some(n) => {
+                return Err(format!(
+                    "the SNAPPY data decompresses to {n} bytes; the header claims {want_values}"
+                ))
+            }
+            None => return Err("the SNAPPY data has no readable length".into()),
+        },
+        Compression::GZIP(_) if gzip_isize(values).is_some_and(|n| n > want_values) => {
+            return Err(format!(
+                "the GZIP data's trailer says it inflates to {} bytes; the header claims {want_values}",
+                gzip_isize(values).unwrap_or(0)
+            ));
+        }
+        Compression::BROTLI(_) => {
+            inflates_within(codec, values, want_values)?
+        }
+        codec => {
+            if let Some(x) = expansion(codec) {
+                let most = stored_values.saturating_mul(x).saturating_add(64);
+                if want_values > most {
+                    return Err(format!(
+                        "the header claims {want_values} bytes from {stored_values} bytes of {codec} data, more than it can hold ({most})"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Inflates GZIP or BROTLI `values` without keeping them, up to `claim + 1` bytes: an error
+/// when they inflate past `claim` (what the host decoder would otherwise inflate in full
+/// before comparing with the header). Costs a decompression; nothing is allocated but a
+/// 64 KiB scratch buffer.
+fn inflates_within(codec: Compression, values: &[u8], claim: u64) -> Result<(), String> {
+    use std::io::Read;
+    let r: Box<dyn Read + '_> = match codec {
+        Compression::GZIP(_) => Box::new(flate2::read::MultiGzDecoder::new(values)),
+        _ => Box::new(brotli::Decompressor::new(values, 4096)),
+    };
+    let mut r = r.take(claim.saturating_add(1));
+    let mut scratch = vec![0u8; 64 << 10];
+    let mut total = 0u64;
+    loop {
+        match r.read(&mut scratch) {
+            Ok(0) => break,
+            Ok(n) => total += n as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // a stream that does not inflate is the decoder's to report
+            Err(_) => return Ok(()),
+        }
+    }
+    if total > claim {
+        return Err(format!(
+            "the {codec:?} data inflates past the {claim} bytes the header claims"
+        ));
     }
     Ok(())
 }

@@ -114,6 +114,10 @@ fn page_source<'a>(
         return Ok((PageSource::Stored(data), want));
     }
     let (levels, values) = data.split_at(levels);
+    // what the header claims, checked before anything of that size is allocated
+    let want_values = (want - levels.len()) as u64;
+    crate::decode::claims::check_inflated_size(codec, values, values.len() as u64, want_values)
+        .map_err(|reason| page_error(index, p.offset, reason))?;
     Ok((PageSource::Compressed { levels, values }, want))
 }
 
@@ -220,36 +224,6 @@ pub(crate) fn inflate_bounded(
         )),
         Err(e) => Err(format!("decompression failed: {e}")),
     }
-}
-
-/// Inflates GZIP or BROTLI `values` without keeping them, up to `claim + 1` bytes: an error
-/// when they inflate past `claim` (what the host decoder would otherwise inflate in full
-/// before comparing with the header). Costs a decompression; nothing is allocated but a
-/// 64 KiB scratch buffer.
-pub(crate) fn inflates_within(codec: Compression, values: &[u8], claim: u64) -> Result<(), String> {
-    use std::io::Read;
-    let r: Box<dyn Read + '_> = match codec {
-        Compression::GZIP(_) => Box::new(flate2::read::MultiGzDecoder::new(values)),
-        _ => Box::new(brotli::Decompressor::new(values, 4096)),
-    };
-    let mut r = r.take(claim.saturating_add(1));
-    let mut scratch = vec![0u8; 64 << 10];
-    let mut total = 0u64;
-    loop {
-        match r.read(&mut scratch) {
-            Ok(0) => break,
-            Ok(n) => total += n as u64,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            // a stream that does not inflate is the decoder's to report
-            Err(_) => return Ok(()),
-        }
-    }
-    if total > claim {
-        return Err(format!(
-            "the {codec:?} data inflates past the {claim} bytes the header claims"
-        ));
-    }
-    Ok(())
 }
 
 /// Decompresses one page.

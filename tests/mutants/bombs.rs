@@ -18,6 +18,8 @@ use super::model::{self, File};
 use super::thrift;
 
 /// Peak RSS (bytes), exit status and seconds of `cuparquet load --device DEV FILE`.
+// (the child is reaped by `wait4`, which `Child::wait` cannot do with its usage)
+#[allow(clippy::zombie_processes)]
 fn measured_load(file: &Path, device: &str) -> (u64, bool, f64, String) {
     let t0 = Instant::now();
     let child = Command::new(cuparquet_bin())

@@ -302,6 +302,7 @@ impl<'a> Pass<'a> {
         let mut chunks = HashMap::with_capacity(picked.len());
         for ((ci, col), (pages, decompressed)) in picked.into_iter().zip(located) {
             let c = &self.chunks.chunks()[ci];
+            page_jobs::check_encodings(&self.tables[ci]).map_err(|e| self.bad_chunk(ci, e))?;
             let (rows, dict) = page_jobs::chunk_pages(&self.tables[ci], &pages);
             let want = (self.rows_of)(c.row_group) as u64;
             let first_rows = match c.read {

@@ -42,6 +42,27 @@ pub(super) fn page_errors(
     }
 }
 
+/// Every encoding a chunk's page headers name is one Parquet defines (the value encoding of
+/// every page, a v1 page's level encodings): a header naming another is corrupt, as arrow-rs
+/// reads it, even where the decoder would not look at that field.
+pub(super) fn check_encodings(table: &[PageInfo]) -> std::result::Result<(), String> {
+    let known = |e: i32| matches!(e, 0 | 2..=9);
+    for (k, p) in table.iter().enumerate() {
+        let mut fields = vec![("value", p.encoding)];
+        if p.kind == 0 {
+            fields.push(("definition level", p.def_level_encoding));
+            fields.push(("repetition level", p.rep_level_encoding));
+        }
+        if p.kind == 1 {
+            continue;
+        }
+        if let Some((what, e)) = fields.into_iter().find(|(_, e)| !known(*e)) {
+            return Err(format!("page {k}: unknown {what} encoding {e}"));
+        }
+    }
+    Ok(())
+}
+
 /// What a chunk's page table says before its jobs are built: the rows its data pages hold, and
 /// its dictionary page, if any, as (page, address, bytes, entries).
 pub(super) fn chunk_pages(
