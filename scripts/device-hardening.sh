@@ -21,8 +21,8 @@ step() { echo "=== $* ($(date +%T))"; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 bin() { ls .dev/bin/test-*"$1"* 2>/dev/null | head -1; }
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  for t in gpu_decode conformance faults emulated; do
-    step "test $t"; timeout 300 "$(bin "$t")" 2>&1 | grep -E "test result|panicked|FAILED|skipping" | head -8
+  for t in ${TESTS:-gpu_decode conformance faults emulated}; do
+    step "test $t"; timeout 300 "$(bin "$t")" 2>&1 | grep -E -A2 "test result|panicked|FAILED|skipping" | head -12
   done
   step "mutants through host and cuda:0"
   rm -rf /tmp/keep

@@ -194,6 +194,22 @@ fn mib(n: u64) -> String {
     format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64)
 }
 
+impl Error {
+    /// The error, naming the file `path` where it does not already: device errors (an
+    /// allocation, a kernel) arise below the file's load, which adds its name here.
+    pub(crate) fn in_file(self, path: &std::path::Path) -> Error {
+        match self {
+            Error::Device { device, reason } if !reason.contains(&path.display().to_string()) => {
+                Error::Device {
+                    device,
+                    reason: format!("{reason} (loading {})", path.display()),
+                }
+            }
+            e => e,
+        }
+    }
+}
+
 /// A short read: a range past the end, or (within the length the file had when opened) a file
 /// that ended early because it changed during the load.
 fn short_read_text(range: &Range<u64>, file_len: u64) -> String {

@@ -8,7 +8,8 @@
 //! - SNAPPY data: the length its own preamble states equals the header's uncompressed size (what
 //!   it really decompresses to); LZ4 and GZIP data: the uncompressed size is within the codec's
 //!   largest possible expansion of the compressed bytes; GZIP data: its trailer's size is not
-//!   above the header's (a bomb claiming less is refused before it is inflated); BROTLI data
+//!   above the header's (a bomb claiming less is refused before it is inflated); ZSTD data: its
+//!   frames' block headers allow the claim (`ZSTD_decompressBound`); BROTLI data
 //!   (which states no size): inflated, without keeping it, to the header's size at most;
 //! - uncompressed pages (v1 and dictionary pages) are as long as they claim;
 //! - a dictionary page's entries fit its uncompressed bytes at their smallest width;
@@ -154,8 +155,8 @@ pub(crate) fn check_page(
 
 /// Whether `values`, `stored_values` bytes of `codec` data, can inflate to the
 /// `want_values` bytes the header claims: SNAPPY's preamble states its size, GZIP's trailer
-/// too (the last member's), LZ4 and GZIP expand by a bounded ratio at most, BROTLI is
-/// inflated to the claim and no further. Checked before anything is allocated by the claim
+/// too (the last member's), ZSTD's block headers bound it, LZ4 and GZIP expand by a bounded
+/// ratio at most, BROTLI is inflated to the claim and no further. Checked before anything is allocated by the claim
 /// (the host decoder's and the GPU decoder's host decompression alike).
 pub(crate) fn check_inflated_size(
     codec: Compression,
@@ -179,8 +180,17 @@ pub(crate) fn check_inflated_size(
                 gzip_isize(values).unwrap_or(0)
             ));
         }
-        Compression::BROTLI(_) => {
-            inflates_within(codec, values, want_values)?
+        Compression::BROTLI(_) => inflates_within(codec, values, want_values)?,
+        Compression::ZSTD(_) => {
+            // the frames' block headers bound what they inflate to (a frame that does not
+            // parse is the decoder's to report)
+            if let Ok(most) = zstd::zstd_safe::decompress_bound(values) {
+                if most < want_values {
+                    return Err(format!(
+                        "the ZSTD data inflates to {most} bytes at most; the header claims {want_values}"
+                    ));
+                }
+            }
         }
         codec => {
             if let Some(x) = expansion(codec) {
@@ -321,6 +331,41 @@ mod tests {
         let p = entry(PageKind::DataV1, 1 << 29, 100);
         let e = check_page(&p, &data, lz4, MAX).unwrap_err();
         assert!(e.contains("more than it can hold"), "{e}");
+    }
+
+    #[test]
+    fn zstd_and_gzip_claims_are_bounded_by_their_frames() {
+        let raw = vec![5u8; 100_000];
+        let z = zstd::bulk::compress(&raw, 1).unwrap();
+        let zstd = Compression::ZSTD(Default::default());
+        let n = z.len() as u64;
+        assert_eq!(check_inflated_size(zstd, &z, n, 100_000), Ok(()));
+        let e = check_inflated_size(zstd, &z, n, 256 << 20).unwrap_err();
+        assert!(e.contains("inflates to") && e.contains("at most"), "{e}");
+        let mut gz = Vec::new();
+        {
+            use std::io::Write;
+            let mut w = flate2::write::GzEncoder::new(&mut gz, flate2::Compression::default());
+            w.write_all(&raw).unwrap();
+            w.finish().unwrap();
+        }
+        let gzip = Compression::GZIP(Default::default());
+        let n = gz.len() as u64;
+        assert_eq!(check_inflated_size(gzip, &gz, n, 100_000), Ok(()));
+        // a bomb claiming less than it inflates to: its trailer says so
+        let e = check_inflated_size(gzip, &gz, n, 1_000).unwrap_err();
+        assert!(e.contains("trailer says it inflates to 100000"), "{e}");
+        // BROTLI: inflated to the claim and no further
+        let mut br = Vec::new();
+        {
+            use std::io::Write;
+            let mut w = brotli::CompressorWriter::new(&mut br, 4096, 5, 22);
+            w.write_all(&raw).unwrap();
+        }
+        let brotli = Compression::BROTLI(Default::default());
+        let n = br.len() as u64;
+        assert_eq!(check_inflated_size(brotli, &br, n, 100_000), Ok(()));
+        assert!(check_inflated_size(brotli, &br, n, 99_999).is_err());
     }
 
     #[test]

@@ -250,7 +250,8 @@ impl ReaderState {
         let mut loaded = match self.device.location {
             Location::Cuda(_) => self.collect_device(reader, t0),
             Location::Host => self.load_to_host(reader, t0),
-        }?;
+        }
+        .map_err(|e| e.in_file(&self.path))?;
         loaded.report.kernel_load_time =
             crate::device::nvrtc::module_load_time().saturating_sub(kernels0);
         Ok(loaded)

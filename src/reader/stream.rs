@@ -422,7 +422,7 @@ impl Iterator for Batches {
                 }
                 Some(Err(e)) => {
                     self.stop();
-                    return Some(Err(e));
+                    return Some(Err(e.in_file(&self.path)));
                 }
                 None => {
                     self.stop();
