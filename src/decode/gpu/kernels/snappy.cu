@@ -55,7 +55,6 @@ static_assert(sizeof(SnappyJob) == 32, "SnappyJob must match its Rust mirror");
 #define LEVELS (LOG2_WIN - 1)        // 2^LEVELS == MAX_ELEMS
 #define PER_THREAD (MAX_ELEMS / SNAPPY_THREADS)
 #define RESOLVED 0x8000u             // s_out entry: 0x8000 | byte, or the index of an earlier entry
-static_assert(OUT_WIN % SNAPPY_THREADS == 0, "each thread owns OUT_WIN / SNAPPY_THREADS entries");
 static_assert(PER_THREAD >= 1 && PER_THREAD * SNAPPY_THREADS == MAX_ELEMS,
               "each thread owns PER_THREAD consecutive element indices");
 static_assert(SNAPPY_THREADS % 32 == 0, "whole warps");
@@ -113,7 +112,7 @@ __device__ static void snappy_block(const SnappyJob j, u32* error, u64* splits)
     __shared__ u64 e_dst[MAX_ELEMS + 1];   // output position of each element; [E] = round end
     __shared__ u64 e_src[MAX_ELEMS];       // literal: input position; copy: offset back
     __shared__ u8 e_lit[MAX_ELEMS];
-    __shared__ u16 s_out[OUT_WIN];
+    __shared__ volatile u16 s_out[OUT_WIN];
     __shared__ u64 s_warp[SNAPPY_THREADS / 32];
     __shared__ u64 s_next_ip;
     __shared__ u32 s_err, s_count, s_more;
@@ -285,26 +284,16 @@ __device__ static void snappy_block(const SnappyJob j, u32* error, u64* splits)
             while (s_more) {
                 __syncthreads();
                 if (tid == 0) s_more = 0;
-                // pointer jumping, one step a round: every entry still pointing back takes
-                // what its target holds. Read all, barrier, write all: no thread reads an
-                // entry another is writing (racecheck-clean; a thread owns OUT_WIN /
-                // SNAPPY_THREADS entries, held in registers between the halves)
-                u16 next[OUT_WIN / SNAPPY_THREADS];
-                u32 left = 0;
-#pragma unroll
-                for (int k = 0; k < OUT_WIN / SNAPPY_THREADS; k++) {
-                    const u32 q = tid + (u32)k * SNAPPY_THREADS;
-                    u32 v = q < n ? s_out[q] : RESOLVED;
-                    if (!(v & RESOLVED)) v = s_out[v];
-                    next[k] = (u16)v;
-                }
                 __syncthreads();
-#pragma unroll
-                for (int k = 0; k < OUT_WIN / SNAPPY_THREADS; k++) {
-                    const u32 q = tid + (u32)k * SNAPPY_THREADS;
-                    if (q < n) {
-                        s_out[q] = next[k];
-                        left |= !(next[k] & RESOLVED);
+                u32 left = 0;
+                for (u32 q = tid; q < n; q += SNAPPY_THREADS) {
+                    u32 v = s_out[q];
+                    if (!(v & RESOLVED)) {
+                        // an entry only ever points further back or resolves, so reading one
+                        // another thread is updating gives either answer, both right
+                        v = s_out[v];
+                        s_out[q] = (u16)v;
+                        left |= !(v & RESOLVED);
                     }
                 }
                 if (left) atomicOr(&s_more, 1u);
