@@ -4,6 +4,10 @@
 //! group and column, the setting or the call that failed. Modules build these through the
 //! constructors below so that messages stay uniform.
 
+
+#[doc(hidden)]
+pub mod fault;
+
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 

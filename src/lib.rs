@@ -207,14 +207,11 @@ with_cuda_bindings! {
     pub mod device;
     pub mod doctor;
     pub mod error;
-    #[doc(hidden)]
-    pub mod fault;
     pub mod io;
     pub mod metadata;
     pub mod plan;
     pub mod reader;
     pub mod source;
-    mod thrift;
 
     /// Not part of the API: the crate's own tests and benchmarks reach the decoder's parts here
     /// (page headers, host decompression, the GPU placement, the kernel passes). Anything in it

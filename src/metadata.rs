@@ -15,7 +15,9 @@ use parquet::DecodeResult;
 
 use crate::error::{Error, Result};
 use crate::source::ParquetFile;
-use crate::thrift::{ty, Reader, ThriftError};
+pub(crate) mod thrift;
+
+use thrift::{ty, Reader, ThriftError};
 
 /// Size of the speculative tail read: 64 KiB.
 pub const FOOTER_SPECULATIVE_READ: u64 = 64 << 10;

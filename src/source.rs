@@ -133,11 +133,11 @@ pub(crate) fn read_fully_at(
     mut offset: u64,
 ) -> std::io::Result<()> {
     while !buf.is_empty() {
-        let read = if crate::fault::hit(crate::fault::Site::Pread) {
+        let read = if crate::error::fault::hit(crate::error::fault::Site::Pread) {
             Err(std::io::Error::other(
                 "Input/output error (os error 5) (injected fault)",
             ))
-        } else if crate::fault::hit(crate::fault::Site::ShortRead) {
+        } else if crate::error::fault::hit(crate::error::fault::Site::ShortRead) {
             Ok(0)
         } else {
             file.read_at(buf, offset)

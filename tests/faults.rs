@@ -4,7 +4,7 @@
 //! a clear error naming the file and what failed, no batch that is not whole is handed out as
 //! whole, and the next load in the same process works.
 //!
-//! The injected sites ([`cuparquet::fault`]) are process-wide, so this file is one test.
+//! The injected sites ([`cuparquet::error::fault`]) are process-wide, so this file is one test.
 
 mod common;
 
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use arrow::record_batch::RecordBatch;
 use common::*;
 use cuparquet::config::IoSettings;
-use cuparquet::fault::{self, Site};
+use cuparquet::error::fault::{self, Site};
 use cuparquet::io::host::HostReader;
 use cuparquet::io::{Dest, IoReport, RangeReader};
 use cuparquet::plan::IoRequest;

@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use crate::thrift::{ty, Reader, MAX_DEPTH as THRIFT_DEPTH};
+use crate::metadata::thrift::{ty, Reader, MAX_DEPTH as THRIFT_DEPTH};
 
 /// Nesting deeper than this (structs in structs, lists of lists) is refused.
 pub const MAX_DEPTH: usize = THRIFT_DEPTH;
@@ -117,7 +117,7 @@ impl PageHeader {
 }
 
 /// What was wrong with a header, and where (byte offset from the start of the bytes given).
-pub use crate::thrift::ThriftError as HeaderError;
+pub use crate::metadata::thrift::ThriftError as HeaderError;
 
 type R<T> = std::result::Result<T, HeaderError>;
 

@@ -507,8 +507,8 @@ impl Gpu {
         // such a read must stay inside the allocation.
         let padded = len.next_multiple_of(ALLOC_PADDING);
         let ptr = match &self.pool {
-            // a fault injected for tests (crate::fault): out of memory, nothing allocated
-            _ if crate::fault::hit(crate::fault::Site::DeviceAlloc) => Err(DriverError(
+            // a fault injected for tests (crate::error::fault): out of memory, nothing allocated
+            _ if crate::error::fault::hit(crate::error::fault::Site::DeviceAlloc) => Err(DriverError(
                 sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY,
             )),
             // SAFETY: the context is bound, the pool and its stream are live; the allocation is

@@ -511,8 +511,8 @@ fn read_piece(
     let mut done = 0u64;
     while done < len {
         let want = (len - done) as usize;
-        let n = if crate::fault::hit(crate::fault::Site::CufileRead) {
-            // a fault injected for tests (crate::fault): CU_FILE_IO_ERROR
+        let n = if crate::error::fault::hit(crate::error::fault::Site::CufileRead) {
+            // a fault injected for tests (crate::error::fault): CU_FILE_IO_ERROR
             -5011
         } else {
             // SAFETY: the handle is registered and live; the destination `dest_off + done ..

@@ -1,5 +1,5 @@
 //! The Thrift compact protocol, read without the parquet crate: page headers
-//! ([`page_header`](crate::decode::page_header)) and the fields of the footer the parquet crate
+//! (the decoder's `page_header` module) and the fields of the footer the parquet crate
 //! does not keep (the column metadata's own physical type). Every length is checked against
 //! the bytes given; malformed input is an error naming the byte offset, never a panic.
 
