@@ -540,6 +540,18 @@ mod tests {
     }
 
     #[test]
+    fn a_map_of_booleans_claiming_2_to_the_50_entries_ends_at_once() {
+        // found by the page_header fuzz target (a 30 s timeout): a PageHeader field 15 of
+        // map type, a count of ~2^50, boolean keys and values
+        let mut h = vec![0x15, 0x04, 0xeb, 0xff, 0xea, 0xed, 0xb3, 0xea, 0xff, 0xe6, 0x00, 0x12];
+        h.extend_from_slice(&[0u8; 64]);
+        let t = std::time::Instant::now();
+        let e = parse_page_header(&h).unwrap_err();
+        assert!(e.reason.contains("entries in fewer bytes"), "{e}");
+        assert!(t.elapsed().as_secs() < 1);
+    }
+
+    #[test]
     fn random_bytes_never_panic() {
         let mut s = 0x9e37_79b9_7f4a_7c15u64;
         let base = v1_header(1000, 20);

@@ -175,6 +175,10 @@ impl<'a> Reader<'a> {
                     15 => self.varint()?,
                     k => u64::from(k),
                 };
+                // every element takes a byte at least: a longer count cannot be true
+                if n > (self.buf.len() - self.pos) as u64 {
+                    return self.err(format!("a list of {n} elements in fewer bytes"));
+                }
                 for _ in 0..n {
                     // element booleans are one byte each in lists
                     if et == ty::TRUE || et == ty::FALSE {
@@ -191,9 +195,20 @@ impl<'a> Reader<'a> {
                     return Ok(());
                 }
                 let kv = self.byte()?;
+                // an entry takes two bytes at least; booleans are a byte each in a map, as in
+                // a list (skipped as field booleans, which take none, a count of 2^50 looped
+                // over nothing: a hang, found by fuzzing)
+                if n > (self.buf.len() - self.pos) as u64 / 2 {
+                    return self.err(format!("a map of {n} entries in fewer bytes"));
+                }
                 for _ in 0..n {
-                    self.skip(kv >> 4, depth + 1)?;
-                    self.skip(kv & 0x0f, depth + 1)?;
+                    for t in [kv >> 4, kv & 0x0f] {
+                        if t == ty::TRUE || t == ty::FALSE {
+                            self.byte()?;
+                        } else {
+                            self.skip(t, depth + 1)?;
+                        }
+                    }
                 }
                 Ok(())
             }

@@ -137,6 +137,8 @@ __device__ static void rd_skip(Reader& r, int type, int depth) {
             if (r.err) return;
             int et = h & 0x0f;
             u64 n = (h >> 4) == 15 ? rd_varint(r) : (u64)(h >> 4);
+            // every element takes a byte at least: a longer count cannot be true
+            if (n > r.len - r.pos) { r.err |= ERR_TRUNCATED; return; }
             for (u64 i = 0; i < n && !r.err; i++) {
                 if (et == T_TRUE || et == T_FALSE) rd_byte(r);
                 else rd_skip(r, et, depth + 1);
@@ -147,9 +149,14 @@ __device__ static void rd_skip(Reader& r, int type, int depth) {
             u64 n = rd_varint(r);
             if (r.err || n == 0) return;
             u32 kv = rd_byte(r);
+            // an entry takes two bytes at least (booleans are a byte each in a map, as in a
+            // list: skipping them as field booleans, which take none, looped n times over
+            // nothing: a hang for a count of 2^50, found by fuzzing)
+            if (r.err || n > (r.len - r.pos) / 2) { r.err |= ERR_TRUNCATED; return; }
             for (u64 i = 0; i < n && !r.err; i++) {
-                rd_skip(r, kv >> 4, depth + 1);
-                rd_skip(r, kv & 0x0f, depth + 1);
+                const int kt = kv >> 4, vt = kv & 0x0f;
+                if (kt == T_TRUE || kt == T_FALSE) rd_byte(r); else rd_skip(r, kt, depth + 1);
+                if (vt == T_TRUE || vt == T_FALSE) rd_byte(r); else rd_skip(r, vt, depth + 1);
             }
             return;
         }
