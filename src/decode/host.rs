@@ -342,20 +342,10 @@ impl HostDecoder {
                         offset: off,
                         header,
                     };
-                    if let Err(reason) = check_page(&entry, bytes, kind, self.max_page_bytes) {
-                        return Err(Error::Decode {
-                            path: self.path.clone(),
-                            row_group: Some(rg),
-                            column: Some(col.column_descr().path().string()),
-                            reason: format!(
-                                "page {page} (header at byte {} of the file): {reason}",
-                                range.start + off as u64
-                            ),
-                        });
-                    }
-                    if let Err(reason) =
-                        check_page_levels(bytes, page, &entry, kind.codec, max_rep, max_def)
-                    {
+                    let checked = check_page(&entry, bytes, kind, self.max_page_bytes).and_then(
+                        |()| check_page_levels(bytes, page, &entry, kind.codec, max_rep, max_def),
+                    );
+                    if let Err(reason) = checked {
                         return Err(Error::Decode {
                             path: self.path.clone(),
                             row_group: Some(rg),

@@ -341,60 +341,47 @@ pub fn list_mut(s: &mut Struct, id: i16) -> Option<&mut Vec<Value>> {
     }
 }
 
-/// Paths (field ids, list positions as `-1 - index`) to every integer leaf under `s`.
-pub fn int_paths(s: &Struct) -> Vec<Vec<i32>> {
-    fn walk(v: &Value, path: &mut Vec<i32>, out: &mut Vec<Vec<i32>>) {
+/// Paths (field ids, list positions as `-1 - index`) to every leaf under `s` that `want`
+/// accepts.
+fn leaf_paths(s: &Struct, want: fn(&Value) -> bool) -> Vec<Vec<i32>> {
+    fn walk(v: &Value, want: fn(&Value) -> bool, path: &mut Vec<i32>, out: &mut Vec<Vec<i32>>) {
         match v {
-            Value::Byte(_) | Value::I16(_) | Value::I32(_) | Value::I64(_) | Value::Bool(_) => {
-                out.push(path.clone())
-            }
             Value::List(_, items) => {
                 for (i, it) in items.iter().enumerate() {
                     path.push(-1 - i as i32);
-                    walk(it, path, out);
+                    walk(it, want, path, out);
                     path.pop();
                 }
             }
             Value::Struct(s) => {
                 for (id, f) in s {
                     path.push(i32::from(*id));
-                    walk(f, path, out);
+                    walk(f, want, path, out);
                     path.pop();
                 }
             }
+            v if want(v) => out.push(path.clone()),
             _ => {}
         }
     }
     let mut out = Vec::new();
-    walk(&Value::Struct(s.clone()), &mut Vec::new(), &mut out);
+    walk(&Value::Struct(s.clone()), want, &mut Vec::new(), &mut out);
     out
 }
 
-/// Paths to every binary leaf under `s` (as [`int_paths`]).
+/// Paths to every integer (or boolean) leaf under `s` (see [`leaf_paths`]).
+pub fn int_paths(s: &Struct) -> Vec<Vec<i32>> {
+    leaf_paths(s, |v| {
+        matches!(
+            v,
+            Value::Byte(_) | Value::I16(_) | Value::I32(_) | Value::I64(_) | Value::Bool(_)
+        )
+    })
+}
+
+/// Paths to every binary leaf under `s` (see [`leaf_paths`]).
 pub fn binary_paths(s: &Struct) -> Vec<Vec<i32>> {
-    fn walk(v: &Value, path: &mut Vec<i32>, out: &mut Vec<Vec<i32>>) {
-        match v {
-            Value::Binary(_) => out.push(path.clone()),
-            Value::List(_, items) => {
-                for (i, it) in items.iter().enumerate() {
-                    path.push(-1 - i as i32);
-                    walk(it, path, out);
-                    path.pop();
-                }
-            }
-            Value::Struct(s) => {
-                for (id, f) in s {
-                    path.push(i32::from(*id));
-                    walk(f, path, out);
-                    path.pop();
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk(&Value::Struct(s.clone()), &mut Vec::new(), &mut out);
-    out
+    leaf_paths(s, |v| matches!(v, Value::Binary(_)))
 }
 
 /// The value at `path` (from [`int_paths`] or [`binary_paths`]).
