@@ -2,6 +2,7 @@
 
     python3 scripts/cudf_compare.py write DIR     # the pyarrow-written bench files (pyarrow defaults)
     python3 scripts/cudf_compare.py write-delta DIR  # the DELTA / BYTE_STREAM_SPLIT file
+    python3 scripts/cudf_compare.py write-nested DIR # the nested file (lists, a struct)
     python3 scripts/cudf_compare.py time FILE...  # cuDF read_parquet, best / median ms of ROUNDS
 
 `write` makes `small-row-groups-pyarrow.parquet` in DIR: 8,000,000 rows in 800 row groups of
@@ -9,7 +10,11 @@
 pyarrow with its defaults otherwise (SNAPPY, dictionaries, 1 MiB pages). `write-delta` makes
 `delta-split-pyarrow.parquet`: the same 8,000,000 rows in pyarrow's default row groups, no
 dictionaries, k and v DELTA_BINARY_PACKED, x BYTE_STREAM_SPLIT, s DELTA_BYTE_ARRAY, SNAPPY (the
-encodings Spark and DuckDB pick for such columns). `time` reads each file
+encodings Spark and DuckDB pick for such columns). `write-nested` makes `nested-pyarrow.parquet`:
+3,000,000 rows with pyarrow's defaults (SNAPPY, dictionaries, row groups of 1Mi rows): `id`
+int64; `l` list<int64> of 0-7 values, 5% null lists, 5% null values; `st`
+struct<x: double, n: int64>, 5% null structs; `ls` list<string> of 0-3 strings from 10,000
+distinct words, 5% null lists. `time` reads each file
 with pylibcudf (one warm-up read, then ROUNDS reads, default 5), each timed from the call to the
 device synchronised, and prints one line per file. Needs pylibcudf (../shared/device/wheels.sh
 cudf) and pyarrow on PYTHONPATH.
@@ -61,6 +66,54 @@ def write_delta(out_dir):
     print(f"wrote {path}: {md.num_row_groups} row groups, {md.row_group(0).column(3).encodings}")
 
 
+def write_nested(out_dir):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    n = 3_000_000
+
+    def rand_ints(k, hi):
+        return pc.cast(pc.floor(pc.multiply(pc.random(k), hi)), pa.int64(), safe=False)
+
+    def mask(k, share):
+        return pc.less(pc.random(k), share)
+
+    def lists(values_of, max_len):
+        lens = pc.cast(rand_ints(n, max_len + 1), pa.int32())
+        ends = pc.cumulative_sum(lens)
+        offsets = pa.concat_arrays([pa.array([0], pa.int32()), ends])
+        total = ends[-1].as_py()
+        return pa.ListArray.from_arrays(offsets, values_of(total), mask=mask(n, 0.05))
+
+    def ints(k):
+        v = pc.subtract(rand_ints(k, 2.0**41), 2**40)
+        return pc.if_else(mask(k, 0.05), pa.scalar(None, pa.int64()), v)
+
+    words = pa.array([f"word-{i:05}" for i in range(10_000)])
+
+    def strings(k):
+        return pc.take(words, rand_ints(k, 10_000))
+
+    st = pa.StructArray.from_arrays(
+        [pc.multiply(pc.random(n), 1e6), rand_ints(n, 2.0**50)],
+        names=["x", "n"],
+        mask=mask(n, 0.05),
+    )
+    table = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "l": lists(ints, 7),
+            "st": st,
+            "ls": lists(strings, 3),
+        }
+    )
+    path = os.path.join(out_dir, "nested-pyarrow.parquet")
+    pq.write_table(table, path)
+    md = pq.ParquetFile(path).metadata
+    print(f"wrote {path}: {md.num_row_groups} row groups, {md.num_rows} rows")
+
+
 def time_files(paths):
     import ctypes
 
@@ -98,6 +151,8 @@ if __name__ == "__main__":
         write(sys.argv[2])
     elif len(sys.argv) >= 3 and sys.argv[1] == "write-delta":
         write_delta(sys.argv[2])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "write-nested":
+        write_nested(sys.argv[2])
     elif len(sys.argv) >= 3 and sys.argv[1] == "time":
         time_files(sys.argv[2:])
     else:

@@ -11,6 +11,9 @@ use arrow::datatypes::{DataType, Field, TimeUnit};
 use parquet::basic::{Encoding, Type as PhysicalType};
 use parquet::file::metadata::ParquetMetaData;
 
+mod nested;
+pub use nested::{NestedColumn, Shape};
+
 /// How stored values become Arrow values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Conversion {
@@ -65,6 +68,14 @@ pub struct GpuColumn {
     pub utf8: bool,
     /// Maximum definition level (0: required, no validity bitmap).
     pub max_def_level: i16,
+    /// Maximum repetition level (0 unless inside a list or map).
+    pub max_rep_level: i16,
+    /// A leaf of a nested field ([`NestedColumn`]): decoded one value slot per level entry
+    /// (its pages' `num_values`), not per row, then gathered into the nested arrays.
+    pub nested: bool,
+    /// The Arrow type of the decoded values (the field's, or the leaf's in a nested field).
+    #[serde(skip)]
+    pub data_type: DataType,
     /// Decoded by the byte-array kernels (each value's bytes found as a string's are), then
     /// written at `output_width`: decimals stored as BYTE_ARRAY, and FIXED_LEN_BYTE_ARRAY
     /// columns with DELTA_BYTE_ARRAY pages.
@@ -76,6 +87,9 @@ pub struct GpuColumn {
 pub enum Placement {
     /// On the GPU.
     Gpu(GpuColumn),
+    /// A nested field (struct, list, map) whose leaves all decode on the GPU, its offsets and
+    /// validity built there from the leaves' levels.
+    Nested(NestedColumn),
     /// On the host (arrow-rs), then uploaded; the reason is reported.
     Host {
         /// Index of the top-level field.
@@ -166,137 +180,119 @@ pub fn place_columns(
         .enumerate()
         .zip(field_leaves(metadata, fields, leaves))
     {
-        if mine.len() != 1 || schema.column(mine[0]).path().parts().len() != 1 {
-            out.push(host(
-                fi,
-                format!(
-                    "'{}' is nested ({}): nested columns decode on the host",
-                    field.name(),
-                    field.data_type()
-                ),
-            ));
+        let flat = mine.len() == 1
+            && schema.column(mine[0]).path().parts().len() == 1
+            && schema.column(mine[0]).max_rep_level() == 0;
+        if !flat {
+            out.push(
+                match nested::place_nested(metadata, row_groups, fi, field, &mine) {
+                    Ok(n) => Placement::Nested(n),
+                    Err(reason) => host(fi, reason),
+                },
+            );
             continue;
         }
-        let leaf = mine[0];
-        let col = schema.column(leaf);
-        if col.max_rep_level() > 0 {
-            out.push(host(
-                fi,
-                format!(
-                    "'{}' is repeated: nested columns decode on the host",
-                    field.name()
-                ),
-            ));
-            continue;
-        }
-        let mut bad: Vec<String> = Vec::new();
-        for &rg in row_groups {
-            if let Some(c) = metadata.row_groups().get(rg).map(|r| r.column(leaf)) {
-                for e in c.encodings() {
-                    if !gpu_encoding(e, col.physical_type()) && !bad.contains(&format!("{e}")) {
-                        bad.push(format!("{e}"));
-                    }
+        out.push(
+            match gpu_leaf(metadata, row_groups, fi, field.name(), field.data_type(), mine[0]) {
+                Ok(c) => Placement::Gpu(c),
+                Err(reason) => host(fi, reason),
+            },
+        );
+    }
+    out
+}
+
+/// How the GPU decodes leaf column `leaf` as `data_type` (field `fi`, named `name` in
+/// reasons), or why it does not.
+fn gpu_leaf(
+    metadata: &ParquetMetaData,
+    row_groups: &[usize],
+    fi: usize,
+    name: &str,
+    data_type: &DataType,
+    leaf: usize,
+) -> Result<GpuColumn, String> {
+    let schema = metadata.file_metadata().schema_descr();
+    let col = schema.column(leaf);
+    let mut bad: Vec<String> = Vec::new();
+    for &rg in row_groups {
+        if let Some(c) = metadata.row_groups().get(rg).map(|r| r.column(leaf)) {
+            for e in c.encodings() {
+                if !gpu_encoding(e, col.physical_type()) && !bad.contains(&format!("{e}")) {
+                    bad.push(format!("{e}"));
                 }
             }
         }
-        if !bad.is_empty() {
-            out.push(host(
-                fi,
-                format!(
-                    "'{}' uses {}: decoded on the host until the GPU decodes it",
-                    field.name(),
-                    bad.join(", ")
-                ),
-            ));
-            continue;
-        }
-        let physical = col.physical_type();
-        let width = match physical {
-            PhysicalType::FIXED_LEN_BYTE_ARRAY => col.type_length().max(0) as usize,
-            _ => 0,
-        };
-        // FIXED_LEN_BYTE_ARRAY pages in DELTA_BYTE_ARRAY are put together as strings are;
-        // a column that mixes them with PLAIN or dictionary pages is left to the host
-        let listed = |want: &dyn Fn(Encoding) -> bool| {
-            row_groups.iter().any(|&rg| {
-                metadata
-                    .row_groups()
-                    .get(rg)
-                    .is_some_and(|r| r.column(leaf).encodings().any(want))
-            })
-        };
-        let delta_flba = physical == PhysicalType::FIXED_LEN_BYTE_ARRAY
-            && listed(&|e| e == Encoding::DELTA_BYTE_ARRAY);
-        #[allow(deprecated)]
-        let levels_only = |e: Encoding| matches!(e, Encoding::RLE | Encoding::BIT_PACKED);
-        if delta_flba && listed(&|e| e != Encoding::DELTA_BYTE_ARRAY && !levels_only(e)) {
-            out.push(host(
-                fi,
-                format!(
-                    "'{}': FIXED_LEN_BYTE_ARRAY in DELTA_BYTE_ARRAY and other encodings \
-                     decodes on the host",
-                    field.name()
-                ),
-            ));
-            continue;
-        }
-        match conversion(physical, width, field.data_type()) {
-            // arrow-rs reads BYTE_ARRAY decimals as Decimal128 and Decimal256 only
-            Some((Conversion::BigEndianDecimal, w))
-                if physical == PhysicalType::BYTE_ARRAY && w < 16 =>
-            {
-                out.push(host(
-                    fi,
-                    format!(
-                        "'{}': Arrow {} from BYTE_ARRAY decimals decodes on the host",
-                        field.name(),
-                        field.data_type()
-                    ),
-                ))
-            }
-            Some((conversion, output_width)) => out.push(Placement::Gpu(GpuColumn {
-                field: fi,
-                leaf,
-                physical: physical.to_string(),
-                physical_width: match physical {
-                    PhysicalType::INT32 | PhysicalType::FLOAT => 4,
-                    PhysicalType::INT64 | PhysicalType::DOUBLE => 8,
-                    PhysicalType::INT96 => 12,
-                    _ => width,
-                },
-                arrow: field.data_type().to_string(),
-                output_width,
-                conversion,
-                large_offsets: matches!(
-                    field.data_type(),
-                    DataType::LargeUtf8 | DataType::LargeBinary
-                ),
-                utf8: matches!(field.data_type(), DataType::Utf8 | DataType::LargeUtf8),
-                max_def_level: col.max_def_level(),
-                via_bytes: (conversion == Conversion::BigEndianDecimal
-                    && physical == PhysicalType::BYTE_ARRAY)
-                    || delta_flba,
-            })),
-            None if matches!(field.data_type(), DataType::Dictionary(..)) => out.push(host(
-                fi,
-                format!(
-                    "'{}': Arrow {} keeps its dictionary: decoded on the host until the GPU \
-                     keeps dictionaries",
-                    field.name(),
-                    field.data_type()
-                ),
-            )),
-            None => out.push(host(
-                fi,
-                format!(
-                    "'{}': Arrow {} from {physical} decodes on the host",
-                    field.name(),
-                    field.data_type()
-                ),
-            )),
-        }
     }
-    out
+    if !bad.is_empty() {
+        return Err(format!(
+            "'{name}' uses {}: decoded on the host until the GPU decodes it",
+            bad.join(", ")
+        ));
+    }
+    let physical = col.physical_type();
+    let width = match physical {
+        PhysicalType::FIXED_LEN_BYTE_ARRAY => col.type_length().max(0) as usize,
+        _ => 0,
+    };
+    // FIXED_LEN_BYTE_ARRAY pages in DELTA_BYTE_ARRAY are put together as strings are;
+    // a column that mixes them with PLAIN or dictionary pages is left to the host
+    let listed = |want: &dyn Fn(Encoding) -> bool| {
+        row_groups.iter().any(|&rg| {
+            metadata
+                .row_groups()
+                .get(rg)
+                .is_some_and(|r| r.column(leaf).encodings().any(want))
+        })
+    };
+    let delta_flba = physical == PhysicalType::FIXED_LEN_BYTE_ARRAY
+        && listed(&|e| e == Encoding::DELTA_BYTE_ARRAY);
+    #[allow(deprecated)]
+    let levels_only = |e: Encoding| matches!(e, Encoding::RLE | Encoding::BIT_PACKED);
+    if delta_flba && listed(&|e| e != Encoding::DELTA_BYTE_ARRAY && !levels_only(e)) {
+        return Err(format!(
+            "'{name}': FIXED_LEN_BYTE_ARRAY in DELTA_BYTE_ARRAY and other encodings decodes on \
+             the host"
+        ));
+    }
+    match conversion(physical, width, data_type) {
+        // arrow-rs reads BYTE_ARRAY decimals as Decimal128 and Decimal256 only
+        Some((Conversion::BigEndianDecimal, w)) if physical == PhysicalType::BYTE_ARRAY && w < 16 => {
+            Err(format!(
+                "'{name}': Arrow {data_type} from BYTE_ARRAY decimals decodes on the host"
+            ))
+        }
+        Some((conversion, output_width)) => Ok(GpuColumn {
+            field: fi,
+            leaf,
+            physical: physical.to_string(),
+            physical_width: match physical {
+                PhysicalType::INT32 | PhysicalType::FLOAT => 4,
+                PhysicalType::INT64 | PhysicalType::DOUBLE => 8,
+                PhysicalType::INT96 => 12,
+                _ => width,
+            },
+            arrow: data_type.to_string(),
+            data_type: data_type.clone(),
+            output_width,
+            conversion,
+            large_offsets: matches!(data_type, DataType::LargeUtf8 | DataType::LargeBinary),
+            utf8: matches!(data_type, DataType::Utf8 | DataType::LargeUtf8),
+            max_def_level: col.max_def_level(),
+            max_rep_level: col.max_rep_level(),
+            nested: col.path().parts().len() > 1 || col.max_rep_level() > 0,
+            via_bytes: (conversion == Conversion::BigEndianDecimal
+                && physical == PhysicalType::BYTE_ARRAY)
+                || delta_flba,
+        }),
+        None if matches!(data_type, DataType::Dictionary(..)) => Err(format!(
+            "'{name}': Arrow {data_type} keeps its dictionary: decoded on the host until the GPU \
+             keeps dictionaries"
+        )),
+        None => Err(format!(
+            "'{name}': Arrow {data_type} from {physical} decodes on the host"
+        )),
+    }
 }
 
 /// The conversion from a stored type to an Arrow type, and the output's bytes per value;

@@ -67,6 +67,17 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     // 4. characters, and the values of fixed-width columns found as strings
     let _tables = stages.characters(&page_jobs, &sizes, &offsets)?;
     stages.fixed_values(&page_jobs, &page_names, &sizes, &outs)?;
+    // the levels of nested leaves
+    let nested: Vec<(usize, usize)> = outs
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.nested)
+        .map(|(i, o)| (i, o.rows))
+        .collect();
+    let mut levels: HashMap<usize, super::nested::EntryLevels> =
+        super::nested::decode_levels(&gpu, path, &page_jobs, &page_names, outs.len(), &nested)?
+            .into_iter()
+            .collect();
     drop(uploads);
     // 5. UTF-8 validation of Utf8 columns
     stages.utf8_check(&outs, &offsets)?;
@@ -79,7 +90,6 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     } = offsets;
     drop(scratch);
     let null_counts = u64s_from_device(&counters, outs.len())?;
-    let fields = pass.fields;
     let mut result = Vec::with_capacity(outs.len());
     for ((o, offs), ch) in outs.into_iter().zip(final_offsets).zip(chars) {
         // fixed-width columns keep their values; their offsets and characters go
@@ -89,14 +99,16 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         };
         let mut col = DeviceColumn::new(
             o.field,
+            o.leaf,
             o.batch,
-            fields[o.field].data_type().clone(),
+            o.data_type.clone(),
             o.rows,
             buffers,
             o.validity,
             o.decompressed,
         );
         col.set_null_count(null_counts[result.len()] as usize);
+        col.levels = levels.remove(&result.len());
         result.push(col);
     }
     Ok(result)
@@ -105,6 +117,10 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
 /// A byte-array output column being decoded: one batch's rows of one field.
 struct Out {
     field: usize,
+    leaf: usize,
+    /// A nested leaf: its levels are decoded too.
+    nested: bool,
+    data_type: arrow::datatypes::DataType,
     batch: usize,
     /// The first row group of the batch and the column's path, for errors.
     row_group: usize,
@@ -200,8 +216,9 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
             .unwrap_or_default()
     };
     for (b, batch) in batches.iter().enumerate() {
-        let rows = batch.num_rows() as usize;
         for &col in &selected.columns {
+            // a nested leaf has a slot per level entry
+            let rows = pass.column_len(&selected, batch, col)?;
             let lengths = zeroed(&gpu, rows * 8)?;
             let validity = validity_words(&gpu, rows, col.max_def_level > 0)?;
             let column = cols.len();
@@ -244,6 +261,9 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
             let (row_group, path) = first.unwrap_or_default();
             outs.push(Out {
                 field: col.field,
+                leaf: col.leaf,
+                nested: col.nested,
+                data_type: col.data_type.clone(),
                 batch: b,
                 row_group,
                 path,

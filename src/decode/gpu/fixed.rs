@@ -12,6 +12,7 @@ use super::launch::{
     i32s_from_device, u64s, u64s_from_device, upload, upload_table, validity_words, zeroed, Const,
     Mut,
 };
+use super::nested::decode_levels;
 use super::page_jobs::{page_errors, row_bases, PageName};
 use super::{DeviceColumn, Pass};
 use crate::decode::gpu_plan::Conversion;
@@ -30,11 +31,16 @@ pub fn decode_fixed_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         mut outputs,
         counters,
         uploads,
+        nested,
     } = fixed_jobs(pass)?;
     if page_jobs.is_empty() {
         // no pages, no rows: no nulls
         for o in outputs.iter_mut() {
             o.set_null_count(0);
+        }
+        let levels = decode_levels(&gpu, path, &page_jobs, &page_names, col_jobs.len(), &nested)?;
+        for (column, l) in levels {
+            outputs[column].levels = Some(l);
         }
         return Ok(outputs);
     }
@@ -81,6 +87,10 @@ pub fn decode_fixed_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     {
         o.set_null_count(n as usize);
     }
+    let levels = decode_levels(&gpu, path, &page_jobs, &page_names, col_jobs.len(), &nested)?;
+    for (column, l) in levels {
+        outputs[column].levels = Some(l);
+    }
     drop(uploads);
     Ok(outputs)
 }
@@ -95,6 +105,8 @@ struct FixedJobs {
     outputs: Vec<DeviceColumn>,
     counters: DeviceBuffer,
     uploads: Vec<DeviceBuffer>,
+    /// (column job, entries) of each nested leaf's output.
+    nested: Vec<(usize, usize)>,
 }
 
 /// Selects the pass's fixed-width chunks, locates their pages, allocates one output per batch
@@ -102,7 +114,7 @@ struct FixedJobs {
 fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
     let Pass {
         chunks,
-        fields,
+        fields: _,
         batches,
         ..
     } = *pass;
@@ -124,12 +136,17 @@ fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
     }
     let counters = zeroed(&gpu, (batches.len() * selected.columns.len()).max(1) * 8)?;
     let mut seen = std::collections::HashSet::new();
+    let mut nested = Vec::new();
     for (b, batch) in batches.iter().enumerate() {
-        let rows = batch.num_rows() as usize;
         for &col in &selected.columns {
             let Some(conv) = conversion_code(col.conversion) else {
                 continue;
             };
+            // a nested leaf has a slot per level entry
+            let rows = pass.column_len(&selected, batch, col)?;
+            if col.nested {
+                nested.push((col_jobs.len(), rows));
+            }
             // booleans: a bitmap in 32-bit words; others: output_width bytes per row
             let (alloc_len, arrow_len) = if col.conversion == Conversion::Boolean {
                 (rows.div_ceil(32) * 4, rows.div_ceil(8))
@@ -161,8 +178,9 @@ fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
             )?;
             outputs.push(DeviceColumn::new(
                 col.field,
+                col.leaf,
                 b,
-                fields[col.field].data_type().clone(),
+                col.data_type.clone(),
                 rows,
                 vec![(values, arrow_len)],
                 validity,
@@ -177,5 +195,6 @@ fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
         outputs,
         counters,
         uploads: selected.uploads,
+        nested,
     })
 }

@@ -33,6 +33,15 @@ pub(crate) const DECODE_BYTES_MODULE: KernelModule = KernelModule {
     ),
 };
 
+/// Nested fields: leaves' levels, then offsets, validity and the leaves' values at their slots.
+pub(crate) const NESTED_MODULE: KernelModule = KernelModule {
+    name: "nested",
+    source: concat!(
+        include_str!("kernels/common.cuh"),
+        include_str!("kernels/nested.cu")
+    ),
+};
+
 /// SNAPPY page decompression, one block per page.
 pub(crate) const SNAPPY_MODULE: KernelModule = KernelModule {
     name: "snappy",
@@ -53,7 +62,20 @@ pub(crate) const MODULES: &[&KernelModule] = &[
     &DECODE_BYTES_MODULE,
     &SNAPPY_MODULE,
     &FILTER_MODULE,
+    &NESTED_MODULE,
 ];
+
+/// Threads per block of the nested kernels (`NEST_THREADS` in nested.cu).
+pub(crate) const NEST_THREADS: u32 = 256;
+
+/// Level entries per block of `nest_count` and `nest_scatter` (`NEST_TILE` in nested.cu).
+pub(crate) const NEST_TILE: u64 = 256 * 4;
+
+/// List depths a unit's slots are counted for (`NEST_DEPTHS` in nested.cu).
+pub(crate) const NEST_DEPTHS: usize = 8;
+
+/// Tasks of one scatter unit (its null counters are kept in 8 registers).
+pub(crate) const NEST_TASKS: usize = 8;
 
 /// Threads per block of the filter's kernels (`FILTER_THREADS` in filter.cu).
 pub(crate) const FILTER_THREADS: u32 = 256;
@@ -127,6 +149,15 @@ kernels! {
     UTF8_CHECK = utf8_check in DECODE_BYTES_MODULE(Const<i64>, Const<u8>, u64, Mut<u64>);
     /// One block per span of lengths: its sum. (lengths, rows, sums).
     SPAN_SUMS = span_sums in DECODE_BYTES_MODULE(Const<i64>, u64, Mut<i64>);
+    /// One block per data page of a nested leaf: its levels, a byte per entry.
+    /// (pages, outs, scratch, scratch_base, errors).
+    NESTED_LEVELS = nested_levels in NESTED_MODULE(
+        Const<PageJob>, Const<LevelOut>, Mut<u32>, Const<u64>, Mut<u32>
+    );
+    /// One block per tile of a unit's entries: its slots per depth. (units, block_unit, errors).
+    NEST_COUNT = nest_count in NESTED_MODULE(Const<NestUnit>, Const<u32>, Mut<u32>);
+    /// One block per tile: slot indices, then the unit's tasks. (units, block_unit, tasks).
+    NEST_SCATTER = nest_scatter in NESTED_MODULE(Const<NestUnit>, Const<u32>, Const<NestTask>);
     /// One block per span: the offsets from the span bases.
     /// (lengths, rows, bases, off64, off32 or null).
     WRITE_OFFSETS = write_offsets in DECODE_BYTES_MODULE(
@@ -326,6 +357,79 @@ c_struct! {
 }
 
 c_struct! {
+    /// Mirror of `struct LevelOut` in `kernels/nested.cu`: where a nested leaf's levels go.
+    pub(crate) struct LevelOut(16 bytes) {
+        /// Repetition levels, a byte per entry.
+        rep: u64,
+        /// Definition levels, a byte per entry.
+        def: u64,
+    }
+}
+
+c_struct! {
+    /// Mirror of `struct NestUnit` in `kernels/nested.cu`: one leaf of one batch of a nested
+    /// field, and the tasks its slots feed.
+    pub(crate) struct NestUnit(64 bytes) {
+        /// Repetition levels, a byte per entry.
+        rep: u64,
+        /// Definition levels, a byte per entry.
+        def: u64,
+        /// Entries.
+        entries: u64,
+        /// Byte k: the definition level a slot at depth k needs.
+        elem_defs: u64,
+        /// u32 per tile and depth: slots counted by `nest_count`.
+        counts: u64,
+        /// u64 per tile and depth: slots before the tile.
+        bases: u64,
+        /// Depths counted (`max_rep + 1`).
+        depths: i32,
+        /// First block of the unit in the grid.
+        first_block: i32,
+        /// First task.
+        first_task: i32,
+        /// Tasks.
+        num_tasks: i32,
+    }
+}
+
+c_struct! {
+    /// Mirror of `struct NestTask` in `kernels/nested.cu`: one buffer a unit's slots fill.
+    pub(crate) struct NestTask(64 bytes) {
+        /// The output: validity bitmap, offsets, or gathered values.
+        out: u64,
+        /// Gathers: the slots' validity bitmap, or 0.
+        out_valid: u64,
+        /// Gathers: the entries' values.
+        src: u64,
+        /// Gathers: the entries' validity bitmap, or 0.
+        src_valid: u64,
+        /// A null counter, or 0.
+        null_count: u64,
+        /// `T_VALID` .. `T_GATHER_OFFSETS`.
+        kind: i32,
+        /// The depth whose slots it writes.
+        level: i32,
+        /// `T_VALID`: the definition level a valid slot reaches.
+        def: i32,
+        /// Bytes per value (offsets: 4 or 8).
+        width: i32,
+    }
+}
+
+/// Error bits of `nested_levels` (per page) and `nest_count` (per unit).
+pub(crate) const NESTED_ERRORS: &[(u32, &str)] = &[
+    (0x1, "levels run past the page"),
+    (0x2, "an RLE/bit-packed run is cut short or malformed"),
+    (0x20, "a bit width over 32"),
+    (0x400, "a level above the column's maximum"),
+    (
+        0x800,
+        "repetition levels that do not form rows (a repeated value without its list)",
+    ),
+];
+
+c_struct! {
     /// Mirror of `struct FixedOut` in `kernels/decode_bytes.cu`: the fixed-width output of a
     /// column the byte-array kernels decode (decimals stored as BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY
     /// in DELTA_BYTE_ARRAY).
@@ -358,7 +462,7 @@ c_struct! {
         num_values: i32,
         /// Value encoding (0 PLAIN, 2 / 8 dictionary).
         encoding: i32,
-        /// Maximum definition level (0 or 1).
+        /// Maximum definition level (0 or 1; a nested leaf's, up to 255).
         max_def: i32,
         /// 1 for a v2 page.
         v2: i32,
@@ -374,6 +478,8 @@ c_struct! {
         skip: i32,
         /// Rows written: the page's rows `skip .. skip + take`.
         take: i32,
+        /// A nested leaf's maximum repetition level (0 for a flat column).
+        max_rep: i32,
     }
 }
 
@@ -650,7 +756,7 @@ mod tests {
             declared.len(),
             "declared kernels missing from their sources"
         );
-        assert_eq!(found, 25);
+        assert_eq!(found, 28);
     }
 
     fn mirror<T: CStruct>() -> (&'static str, usize, &'static [(&'static str, &'static str)]) {
@@ -670,6 +776,9 @@ mod tests {
             mirror::<ColumnJob>(),
             mirror::<FixedOut>(),
             mirror::<PageInfo>(),
+            mirror::<LevelOut>(),
+            mirror::<NestUnit>(),
+            mirror::<NestTask>(),
         ];
         let all: String = MODULES.iter().map(|m| m.source).collect();
         for (name, size, fields) in mirrors {

@@ -46,6 +46,7 @@ mod fixed;
 pub(crate) mod kernels;
 mod launch;
 mod locate;
+mod nested;
 mod nvcomp;
 mod page_jobs;
 mod page_tables;
@@ -138,6 +139,9 @@ impl DeviceChunks {
 pub struct DeviceColumn {
     /// Index of the field in the projected schema.
     pub field: usize,
+    /// The leaf column decoded (of a nested field: one of its leaves, decoded per level entry
+    /// until [`nested::assemble`] builds the field).
+    pub leaf: usize,
     /// Index of the batch in the pass ([`Pass::batches`]).
     pub batch: usize,
     /// The column.
@@ -145,6 +149,8 @@ pub struct DeviceColumn {
     /// Its compressed pages, by where they were decompressed (each chunk counted in the
     /// first batch that uses it).
     pub decompressed: PageCounts,
+    /// A nested leaf's repetition and definition levels, one byte per entry.
+    pub(crate) levels: Option<nested::EntryLevels>,
 }
 
 impl std::fmt::Debug for DeviceColumn {
@@ -162,8 +168,10 @@ impl DeviceColumn {
     /// optional column's kernels fill; nulls are counted later ([`set_null_count`]).
     ///
     /// [`set_null_count`]: Self::set_null_count
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         field: usize,
+        leaf: usize,
         batch: usize,
         data_type: arrow::datatypes::DataType,
         rows: usize,
@@ -173,6 +181,7 @@ impl DeviceColumn {
     ) -> Self {
         DeviceColumn {
             field,
+            leaf,
             batch,
             array: DeviceArray {
                 data_type,
@@ -184,6 +193,7 @@ impl DeviceColumn {
                 dictionary: None,
             },
             decompressed,
+            levels: None,
         }
     }
 
@@ -256,6 +266,8 @@ struct SelectedChunk<'a> {
     dict: Option<(usize, u64, u64, i32)>,
     /// A chunk that reads only some pages: each page's first row (from the offset index).
     first_rows: Option<Vec<u64>>,
+    /// The level entries (values, nulls included) its data pages hold: its rows when flat.
+    entries: u64,
 }
 
 /// The chunks of a pass one decoder takes, by (row group, leaf); its columns, in placement
@@ -306,6 +318,17 @@ impl<'a> Pass<'a> {
             let (rows, dict) = page_jobs::chunk_pages(&self.tables[ci], &pages);
             let want = (self.rows_of)(c.row_group) as u64;
             let first_rows = match c.read {
+                // a nested leaf is decoded whole: its pages' rows are known only from its levels
+                _ if col.nested && (c.read.is_some() || rows < want) => {
+                    return Err(self.bad_chunk(
+                        ci,
+                        format!(
+                            "a nested leaf's pages hold {rows} entries for {want} rows{}",
+                            if c.read.is_some() { " (pages pruned)" } else { "" }
+                        ),
+                    ));
+                }
+                _ if col.nested => None,
                 // some pages read: each where the offset index says, with its rows
                 Some(_) => Some(
                     page_jobs::indexed_first_rows(c, &self.tables[ci], want)
@@ -326,6 +349,7 @@ impl<'a> Pass<'a> {
                 decompressed,
                 dict,
                 first_rows,
+                entries: rows,
             };
             chunks.insert((c.row_group, c.column), chunk);
         }
@@ -355,10 +379,45 @@ impl<'a> Pass<'a> {
                     reason: "a batch needs a column chunk the pass does not hold".into(),
                 });
             };
-            out.push((chunk, part.rows.clone(), at));
-            at += part.rows.end - part.rows.start;
+            let rows = if col.nested {
+                // a nested leaf: all the entries of whole row groups
+                let all = (self.rows_of)(part.row_group) as u64;
+                if part.rows != (0..all) {
+                    return Err(Error::Decode {
+                        path: self.path.to_path_buf(),
+                        row_group: Some(part.row_group),
+                        column: Some(self.fields[col.field].name().clone()),
+                        reason: format!(
+                            "a nested field's batch takes rows {:?} of {all}: the GPU builds \
+                             nested fields of whole row groups only",
+                            part.rows
+                        ),
+                    });
+                }
+                0..chunk.entries
+            } else {
+                part.rows.clone()
+            };
+            let len = rows.end - rows.start;
+            out.push((chunk, rows, at));
+            at += len;
         }
         Ok(out)
+    }
+
+    /// The value slots of output column (`batch`, `col`): the batch's rows, or for a nested
+    /// leaf the level entries of its row groups' chunks.
+    fn column_len(
+        &self,
+        selected: &Selected<'a>,
+        batch: &BatchSpan,
+        col: &GpuColumn,
+    ) -> Result<usize> {
+        if !col.nested {
+            return Ok(batch.num_rows() as usize);
+        }
+        let parts = self.parts(selected, batch, col)?;
+        Ok(parts.iter().map(|(_, r, _)| (r.end - r.start) as usize).sum())
     }
 
     /// Appends the page jobs of output column `column` (the rows of `batch`, field `col`) to
@@ -391,6 +450,7 @@ impl<'a> Pass<'a> {
                 rows,
                 out_at,
                 max_def: col.max_def_level,
+                max_rep: col.max_rep_level,
                 dict: dict_of(sc),
             };
             page_jobs::data_page_jobs(

@@ -141,6 +141,8 @@ pub(super) struct Window {
     pub(super) out_at: u64,
     pub(super) dict: (u64, i32),
     pub(super) max_def: i16,
+    /// A nested leaf's maximum repetition level (its rows are then level entries).
+    pub(super) max_rep: i16,
 }
 
 /// Appends a job per data page of one chunk that overlaps `w.rows` to `jobs` and `names`:
@@ -184,6 +186,7 @@ pub(super) fn data_page_jobs(
                 // both within the page's rows (< 2^31): first - row < end - row <= n
                 skip: (first - row) as i32,
                 take: (end - first) as i32,
+                max_rep: i32::from(w.max_rep),
             });
             names.push((c.row_group, c.path.clone(), k));
         }

@@ -60,12 +60,42 @@ pub(crate) fn decode_pass(
     let consistent = file_rows == rg_rows;
     if !consistent {
         for p in placements.iter_mut() {
-            if let Placement::Gpu(c) = p {
+            let field = match p {
+                Placement::Gpu(c) => c.field,
+                Placement::Nested(n) => n.field,
+                Placement::Host { .. } => continue,
+            };
+            *p = Placement::Host {
+                field,
+                reason: format!(
+                    "the footer says {file_rows} rows but its row groups hold {rg_rows}: \
+                     decoded on the host, as arrow-rs reads it"
+                ),
+            };
+        }
+    }
+    // the GPU builds nested fields from whole row groups, their chunks read whole
+    let rows_in = |rg: usize| md.row_group(rg).num_rows().max(0) as u64;
+    let whole = batches.iter().all(|b| {
+        b.parts
+            .iter()
+            .all(|p| p.rows.start == 0 && p.rows.end == rows_in(p.row_group))
+    }) && row_groups.iter().all(|&rg| {
+        crate::plan::rows_restricted(input.rows, rg, rows_in(rg)).is_none()
+    });
+    for p in placements.iter_mut() {
+        if let Placement::Nested(n) = p {
+            let pruned = chunks
+                .chunks()
+                .iter()
+                .any(|c| c.read.is_some() && n.leaves.iter().any(|l| l.leaf == c.column));
+            if !whole || pruned {
                 *p = Placement::Host {
-                    field: c.field,
+                    field: n.field,
                     reason: format!(
-                        "the footer says {file_rows} rows but its row groups hold {rg_rows}: \
-                         decoded on the host, as arrow-rs reads it"
+                        "'{}' is nested: the GPU builds nested fields of whole row groups, \
+                         this pass reads part of one",
+                        fields[n.field].name()
                     ),
                 };
             }
@@ -74,9 +104,23 @@ pub(crate) fn decode_pass(
     let leaves_of = field_leaves(md, &fields, input.leaves);
     let mut report = GpuDecodeReport::default();
     let mut gpu_cols = Vec::new();
+    let mut nested_cols = Vec::new();
     let mut host_fields = Vec::new();
     for p in placements {
         match p {
+            Placement::Nested(n) => {
+                report.fields.push(FieldDecode {
+                    name: fields[n.field].name().clone(),
+                    on_gpu: true,
+                    reason: format!(
+                        "nested {}: {} leaves, levels to offsets and validity",
+                        fields[n.field].data_type(),
+                        n.leaves.len()
+                    ),
+                });
+                gpu_cols.extend(n.leaves.iter().cloned());
+                nested_cols.push(n);
+            }
             Placement::Gpu(c) => {
                 report.fields.push(FieldDecode {
                     name: fields[c.field].name().clone(),
@@ -205,6 +249,22 @@ pub(crate) fn decode_pass(
         });
         let mut cols = fixed?;
         cols.extend(bytes?);
+        if nested_cols.is_empty() {
+            return Ok(cols);
+        }
+        let (leaves, mut cols): (Vec<_>, Vec<_>) = cols
+            .into_iter()
+            .partition(|c| nested_cols.iter().any(|n| n.field == c.field));
+        let assembly = super::nested::Assembly {
+            gpu: &gpu,
+            path,
+            nested: &nested_cols,
+            fields: &fields,
+            batches,
+        };
+        cols.extend(dg::timed("nested fields", || {
+            super::nested::assemble(&assembly, leaves)
+        })?);
         Ok(cols)
     };
     let profiling = input.profile;

@@ -25,7 +25,8 @@ struct PageJob {            // 80 bytes; mirrored by PageJob in src/decode/gpu/k
     u64 dict;               // its chunk's dictionary (fixed: values; bytes: entry table), 0 if none
     int num_values;         // rows of the page (flat columns)
     int encoding;           // 0 PLAIN, 2 PLAIN_DICTIONARY, 8 RLE_DICTIONARY
-    int max_def;            // 0 (required) or 1 (optional)
+    int max_def;            // maximum definition level: 0 (required), 1 (optional) or a
+                            // nested leaf's (up to 255)
     int v2;                 // 1: levels at [rep_len, rep_len + def_len) without a length prefix
     int def_len;            // v2
     int rep_len;            // v2
@@ -33,7 +34,9 @@ struct PageJob {            // 80 bytes; mirrored by PageJob in src/decode/gpu/k
     int dict_len;           // dictionary entries
     int skip;               // rows of the page before the ones written
     int take;               // rows written: the page's rows [skip, skip + take)
-    int pad[2];
+    int max_rep;            // 0, or a nested leaf's maximum repetition level (v1 pages hold
+                            // repetition levels, length-prefixed, before the definition levels)
+    int pad;
 };
 static_assert(sizeof(PageJob) == 80, "PageJob must match its Rust mirror");
 
@@ -55,12 +58,28 @@ __device__ static inline u32 page_levels(const PageJob& pj, const u8* data, u64*
         }
         return *val_at > pj.data_len ? E_LEVELS : 0u;
     }
+    u64 at = 0;
+    if (pj.max_rep > 0) {   // a nested leaf's repetition levels come first
+        if (pj.data_len < 4) return E_LEVELS;
+        u64 rl = (u64)data[0] | ((u64)data[1] << 8) | ((u64)data[2] << 16) | ((u64)data[3] << 24);
+        if (rl > pj.data_len - 4) return E_LEVELS;
+        at = 4 + rl;
+        *val_at = at;
+    }
     if (pj.max_def == 0) return 0;
-    if (pj.data_len < 4) return E_LEVELS;
-    *lv_len = (u64)data[0] | ((u64)data[1] << 8) | ((u64)data[2] << 16) | ((u64)data[3] << 24);
-    *lv_at = 4;
-    *val_at = 4 + *lv_len;
-    return *lv_len > pj.data_len - 4 ? E_LEVELS : 0u;
+    if (pj.data_len - at < 4) return E_LEVELS;
+    const u8* d = data + at;
+    *lv_len = (u64)d[0] | ((u64)d[1] << 8) | ((u64)d[2] << 16) | ((u64)d[3] << 24);
+    *lv_at = at + 4;
+    *val_at = at + 4 + *lv_len;
+    return *lv_len > pj.data_len - at - 4 ? E_LEVELS : 0u;
+}
+
+// Bits of a level stream whose maximum is `max` (0 for 0).
+__device__ static inline int level_bits(int max) {
+    int b = 0;
+    while (b < 31 && (max >> b) != 0) b++;
+    return b;
 }
 
 __device__ static bool varint(const u8* p, u64 len, u64& pos, u64& v) {

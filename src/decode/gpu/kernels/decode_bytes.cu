@@ -383,7 +383,8 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     }
     // validity marks: src[2i] = 1 for valid rows (replaced by the source address below)
     if (pj.max_def > 0) {
-        u32 e = rle_hybrid_block(data + lv_at_s, lv_len_s, 1, idxs, n, runs, rle_state);
+        u32 e = rle_hybrid_block(data + lv_at_s, lv_len_s, level_bits(pj.max_def), idxs, n, runs,
+                                 rle_state);
         if (e) {
             if (threadIdx.x == 0) errors[blockIdx.x] |= e;
             return;

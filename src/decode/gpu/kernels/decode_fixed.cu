@@ -117,7 +117,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
     }
     // 2. definition levels (block-parallel), narrowed to bytes, valid rows counted
     if (pj.max_def > 0) {
-        u32 e = rle_hybrid_block(data + lv_at_s, lv_len_s, 1, idxs, n, runs, rle_state);
+        u32 e = rle_hybrid_block(data + lv_at_s, lv_len_s, level_bits(pj.max_def), idxs, n, runs,
+                                 rle_state);
         if (e) {
             if (threadIdx.x == 0) errors[blockIdx.x] |= e;
             return;

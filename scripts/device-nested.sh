@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# GPU machine: nested fields decoded on the GPU (issue 15, item 2) in one call:
+#   1. the packed test binaries with the GPU required (../shared/device/run.sh; TESTS=a name
+#      filter every binary gets);
+#   2. compute-sanitizer memcheck over the corpus through the device backends (conformance);
+#   3. the nested file written by pyarrow (scripts/cudf_compare.py write-nested; pyarrow from
+#      the wheels installed by `bash .dev/wheels.sh install`), bench-decode_device on it and the
+#      lineitem SNAPPY file (GPU against arrow-rs host + upload), then cuDF's read_parquet on the
+#      same files when pylibcudf is installed.
+# SKIP_TESTS=1, SKIP_SANITIZER=1, SKIP_BENCH=1 leave a part out.
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+[ -f .dev/bin.tar.xz ] && [ ! -d .dev/bin ] && tar -C .dev -xJf .dev/bin.tar.xz
+out=${OUT:-/tmp/out}; mkdir -p "$out"
+export INSTA_WORKSPACE_ROOT="$PWD" INSTA_UPDATE=no CUPARQUET_KERNEL_CACHE=/tmp/cuparquet-kernels
+export CUPARQUET_BENCH_DIR=/tmp/bench-data
+mkdir -p /tmp/bench-data
+echo "=== machine"; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "commit: $(cat .dev/COMMIT 2>/dev/null)"
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  echo "=== tests"
+  # shellcheck disable=SC2086
+  timeout "${TEST_TIMEOUT:-300}" bash .dev/run.sh ${TESTS:-} 2>&1 | tee "$out/tests.txt" \
+    | grep -E "^===|test result|FAILED|panicked|device tests|left:|right:" | head -80
+fi
+if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
+  bash .dev/prepare-cufile-vm.sh >/dev/null 2>&1
+  export PARQUET_TESTING_DIR="$PWD/.dev/corpus/parquet-testing"
+  echo "=== compute-sanitizer memcheck: conformance corpus_files_equal_arrow_rs"
+  CUPARQUET_REQUIRE_GPU=1 timeout "${SAN_TIMEOUT:-240}" compute-sanitizer --tool memcheck \
+    --error-exitcode 9 --print-limit 20 .dev/bin/test-test-conformance \
+    --exact corpus_files_equal_arrow_rs > "$out/sanitizer-conformance.txt" 2>&1
+  echo "exit $?"
+  grep -E "ERROR SUMMARY|Invalid|test result|out of bounds" "$out/sanitizer-conformance.txt" | head -12
+fi
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+  bash .dev/wheels.sh install >/dev/null && export PYTHONPATH=/tmp/site
+  nested=/tmp/bench-data/nested-pyarrow.parquet
+  [ -f "$nested" ] || timeout 120 python3 scripts/cudf_compare.py write-nested /tmp/bench-data
+  echo "=== bench-decode_device"
+  CUPARQUET_BENCH_EXTRA="nested-pyarrow=$nested" CUPARQUET_BENCH_OUT="$out/decode.jsonl" \
+    CUPARQUET_BENCH_FILES="${FILES:-snappy-dict}" CUPARQUET_PROFILE=1 \
+    CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} timeout 300 .dev/bin/bench-decode_device 2>&1 \
+    | tee "$out/decode.txt"
+  if python3 -c "import pylibcudf" 2>/dev/null; then
+    echo "=== cuDF"
+    timeout 120 python3 scripts/cudf_compare.py time "$nested" \
+      /tmp/bench-data/lineitem-24000000-snappy-dict.parquet 2>&1 | tee "$out/cudf.txt"
+  fi
+fi
