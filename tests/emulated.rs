@@ -809,3 +809,349 @@ fn emulated_page_header_kernel_agrees_with_the_host_twin() {
         "{agree_ok} / {agree_err}"
     );
 }
+
+/// One leaf's levels and values (row group 0 of `path`), read by the parquet crate's column
+/// reader: (repetition, definition, entry-level values: `width` bytes per entry, 0 where the
+/// entry holds none; validity bits per entry; for strings, i32 offsets per entry and the bytes).
+struct LeafLevels {
+    rep: Vec<u8>,
+    def: Vec<u8>,
+    values: Vec<u8>,
+    valid: Vec<u8>,
+    chars: Vec<u8>,
+}
+
+fn leaf_levels(path: &Path, leaf: usize) -> LeafLevels {
+    use parquet::column::reader::ColumnReader;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let r = SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let max_def = r
+        .metadata()
+        .file_metadata()
+        .schema_descr()
+        .column(leaf)
+        .max_def_level();
+    let rg = r.get_row_group(0).unwrap();
+    let (mut d, mut rp) = (Vec::<i16>::new(), Vec::<i16>::new());
+    // values as little-endian bytes (fixed width) or strings
+    let fixed: Vec<Vec<u8>>;
+    match rg.get_column_reader(leaf).unwrap() {
+        ColumnReader::Int32ColumnReader(mut c) => {
+            let mut v = Vec::new();
+            while c
+                .read_records(1 << 20, Some(&mut d), Some(&mut rp), &mut v)
+                .unwrap()
+                .0
+                > 0
+            {}
+            fixed = v.iter().map(|x| x.to_le_bytes().to_vec()).collect();
+        }
+        ColumnReader::Int64ColumnReader(mut c) => {
+            let mut v = Vec::new();
+            while c
+                .read_records(1 << 20, Some(&mut d), Some(&mut rp), &mut v)
+                .unwrap()
+                .0
+                > 0
+            {}
+            fixed = v.iter().map(|x| x.to_le_bytes().to_vec()).collect();
+        }
+        ColumnReader::ByteArrayColumnReader(mut c) => {
+            let mut v = Vec::new();
+            while c
+                .read_records(1 << 20, Some(&mut d), Some(&mut rp), &mut v)
+                .unwrap()
+                .0
+                > 0
+            {}
+            fixed = v.iter().map(|x| x.data().to_vec()).collect();
+        }
+        _ => panic!("leaf {leaf}: a type this test does not read"),
+    }
+    let strings = fixed.iter().any(|v| v.len() != fixed[0].len());
+    let strings = strings
+        || matches!(
+            r.metadata()
+                .file_metadata()
+                .schema_descr()
+                .column(leaf)
+                .physical_type(),
+            parquet::basic::Type::BYTE_ARRAY
+        );
+    let n = d.len();
+    let mut out = LeafLevels {
+        rep: rp.iter().map(|&x| x as u8).collect(),
+        def: d.iter().map(|&x| x as u8).collect(),
+        values: Vec::new(),
+        valid: vec![0; n.div_ceil(32) * 4],
+        chars: Vec::new(),
+    };
+    if out.rep.is_empty() {
+        out.rep = vec![0; n];
+    }
+    let mut next = fixed.iter();
+    let mut offsets = vec![0i32];
+    for (i, &l) in d.iter().enumerate() {
+        let v = (l == max_def).then(|| next.next().unwrap());
+        if v.is_some() {
+            out.valid[i / 8] |= 1 << (i % 8);
+        }
+        if strings {
+            out.chars.extend(v.map_or(&[][..], |v| &v[..]));
+            offsets.push(out.chars.len() as i32);
+        } else {
+            let w = fixed.first().map_or(0, |f| f.len());
+            out.values.extend(v.cloned().unwrap_or_else(|| vec![0; w]));
+        }
+    }
+    if strings {
+        out.values = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+    }
+    out
+}
+
+/// One task for the emulated nested kernels: (unit, kind, level, def, width, out bytes,
+/// out_valid bytes, src, src_valid).
+type NestTaskIn = (u32, i32, i32, i32, i32, usize, usize, Vec<u8>, Vec<u8>);
+
+/// Runs nest_count and nest_scatter over `units` ((rep, def, elem_defs)) and `tasks`: per unit
+/// (error bits, slot totals), per task (nulls, out, out_valid).
+#[allow(clippy::type_complexity)]
+fn run_nested(
+    emu: &Path,
+    units: &[(&[u8], &[u8], &[u8])],
+    tasks: &[NestTaskIn],
+) -> (Vec<(u32, Vec<u64>)>, Vec<(u64, Vec<u8>, Vec<u8>)>) {
+    let mut b = Vec::new();
+    b.put_u32(units.len() as u32);
+    for (rep, def, elem) in units {
+        b.put_u64(rep.len() as u64);
+        let mut e = [0u8; 8];
+        e[..elem.len()].copy_from_slice(elem);
+        b.put_u64(u64::from_le_bytes(e));
+        b.put_i32(elem.len() as i32);
+        b.extend(*rep);
+        b.extend(*def);
+    }
+    b.put_u32(tasks.len() as u32);
+    for (unit, kind, level, def, width, ol, ovl, src, sv) in tasks {
+        b.put_u32(*unit);
+        for v in [*kind, *level, *def, *width] {
+            b.put_i32(v);
+        }
+        b.put_u64(*ol as u64);
+        b.put_u64(*ovl as u64);
+        b.put_u64(src.len() as u64);
+        b.extend(src);
+        b.put_u64(sv.len() as u64);
+        b.extend(sv);
+    }
+    let o = run_emulator(emu, &b, "nested");
+    let mut c = Cursor(&o, 0);
+    let us = units
+        .iter()
+        .map(|_| (c.u32(), (0..8).map(|_| c.u64()).collect()))
+        .collect();
+    let ts = tasks
+        .iter()
+        .map(|t| (c.u64(), c.bytes(t.5), c.bytes(t.6)))
+        .collect();
+    (us, ts)
+}
+
+fn bit(b: &[u8], i: usize) -> bool {
+    b[i / 8] >> (i % 8) & 1 == 1
+}
+
+fn i32s(b: &[u8]) -> Vec<i32> {
+    b.chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// Slots at each depth of a leaf: entries with rep <= k and def >= elem[k].
+fn slots(l: &LeafLevels, elem: &[u8]) -> Vec<usize> {
+    (0..elem.len())
+        .map(|k| {
+            (0..l.rep.len())
+                .filter(|&i| l.rep[i] as usize <= k && l.def[i] >= elem[k])
+                .count()
+        })
+        .collect()
+}
+
+#[test]
+fn emulated_nested_kernels_build_what_arrow_rs_reads() {
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{Int32Type, Int64Type};
+    let Some(emu) = emulator("nested") else {
+        return;
+    };
+    // one row group of 3,000 rows: every unit spans several tiles of 1,024 entries
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested.parquet");
+    let props = parquet::file::properties::WriterProperties::builder().build();
+    write(&path, &[nested_batch(3000)], props);
+    let want = oracle(&path, &Projection::All, None).unwrap();
+    let schema = {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let r = SerializedFileReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+        r.metadata().file_metadata().schema_descr_ptr()
+    };
+    let leaf = |p: &str| {
+        (0..schema.num_columns())
+            .find(|&i| schema.column(i).path().string() == p)
+            .unwrap_or_else(|| {
+                let all: Vec<String> = (0..schema.num_columns())
+                    .map(|i| schema.column(i).path().string())
+                    .collect();
+                panic!("no leaf {p} among {all:?}")
+            })
+    };
+    let words = |n: usize| n.div_ceil(32) * 4;
+    let rows = want.num_rows();
+
+    // list<int32>: offsets, list validity, the values gathered; one unit of 3 tiles
+    let l = leaf_levels(&path, leaf("list_i32.list.item"));
+    let elem = [0u8, 2];
+    let n = slots(&l, &elem);
+    let (us, ts) = run_nested(
+        &emu,
+        &[(&l.rep, &l.def, &elem)],
+        &[
+            (0, 1, 0, 0, 4, (rows + 1) * 4, 0, vec![], vec![]),
+            (0, 0, 0, 1, 0, words(rows), 0, vec![], vec![]),
+            (
+                0,
+                2,
+                1,
+                0,
+                4,
+                n[1] * 4,
+                words(n[1]),
+                l.values.clone(),
+                l.valid.clone(),
+            ),
+        ],
+    );
+    assert_eq!(us[0].0, 0, "error bits");
+    assert_eq!(us[0].1[..2], [rows as u64, n[1] as u64]);
+    let list = want.column_by_name("list_i32").unwrap().as_list::<i32>();
+    assert_eq!(i32s(&ts[0].1), list.value_offsets().to_vec(), "offsets");
+    assert_eq!(ts[1].0 as usize, list.null_count(), "list nulls");
+    for i in 0..rows {
+        assert_eq!(bit(&ts[1].1, i), list.is_valid(i), "list validity {i}");
+    }
+    let child = list.values().as_primitive::<Int32Type>();
+    assert_eq!(child.len(), n[1]);
+    assert_eq!(ts[2].0 as usize, child.null_count(), "element nulls");
+    let got = i32s(&ts[2].1);
+    for i in 0..n[1] {
+        assert_eq!(bit(&ts[2].2, i), child.is_valid(i), "element validity {i}");
+        if child.is_valid(i) {
+            assert_eq!(got[i], child.value(i), "element {i}");
+        }
+    }
+
+    // map<utf8, int64>: offsets and validity from the keys; keys' string offsets gathered, values
+    let k = leaf_levels(&path, leaf("m.entries.keys"));
+    let v = leaf_levels(&path, leaf("m.entries.values"));
+    let n = slots(&k, &elem);
+    let (us, ts) = run_nested(
+        &emu,
+        &[(&k.rep, &k.def, &elem), (&v.rep, &v.def, &elem)],
+        &[
+            (0, 1, 0, 0, 4, (rows + 1) * 4, 0, vec![], vec![]),
+            (0, 0, 0, 1, 0, words(rows), 0, vec![], vec![]),
+            (0, 4, 1, 0, 4, (n[1] + 1) * 4, 0, k.values.clone(), vec![]),
+            (
+                1,
+                2,
+                1,
+                0,
+                8,
+                n[1] * 8,
+                words(n[1]),
+                v.values.clone(),
+                v.valid.clone(),
+            ),
+        ],
+    );
+    assert!(us.iter().all(|u| u.0 == 0), "error bits");
+    let map = want.column_by_name("m").unwrap().as_map();
+    assert_eq!(i32s(&ts[0].1), map.value_offsets().to_vec(), "map offsets");
+    assert_eq!(ts[1].0 as usize, map.null_count());
+    let keys = map.keys().as_string::<i32>();
+    let key_offsets = i32s(&ts[2].1);
+    assert_eq!(key_offsets.len(), keys.len() + 1);
+    for i in 0..keys.len() {
+        let (s, e) = (key_offsets[i] as usize, key_offsets[i + 1] as usize);
+        assert_eq!(&k.chars[s..e], keys.value(i).as_bytes(), "key {i}");
+    }
+    let vals = map.values().as_primitive::<Int64Type>();
+    for i in 0..vals.len() {
+        assert_eq!(bit(&ts[3].2, i), vals.is_valid(i), "value validity {i}");
+        if vals.is_valid(i) {
+            let g = i64::from_le_bytes(ts[3].1[i * 8..i * 8 + 8].try_into().unwrap());
+            assert_eq!(g, vals.value(i), "value {i}");
+        }
+    }
+
+    // list<struct<x, y>>: the struct's validity at depth 1; ten tasks on one unit (two groups
+    // of the scatter's eight)
+    let x = leaf_levels(&path, leaf("list_struct.list.item.x"));
+    let n = slots(&x, &elem);
+    let mut tasks = vec![
+        (0, 1, 0, 0, 4, (rows + 1) * 4, 0, vec![], vec![]),
+        (0, 0, 0, 1, 0, words(rows), 0, vec![], vec![]),
+    ];
+    for _ in 0..7 {
+        tasks.push((0, 0, 1, 3, 0, words(n[1]), 0, vec![], vec![]));
+    }
+    tasks.push((
+        0,
+        2,
+        1,
+        0,
+        4,
+        n[1] * 4,
+        words(n[1]),
+        x.values.clone(),
+        x.valid.clone(),
+    ));
+    let (us, ts) = run_nested(&emu, &[(&x.rep, &x.def, &elem)], &tasks);
+    assert_eq!(us[0].0, 0);
+    let list = want.column_by_name("list_struct").unwrap().as_list::<i32>();
+    assert_eq!(i32s(&ts[0].1), list.value_offsets().to_vec());
+    let st = list.values().as_struct();
+    for t in &ts[2..9] {
+        assert_eq!(t.0 as usize, st.null_count(), "struct nulls");
+        for i in 0..st.len() {
+            assert_eq!(bit(&t.1, i), st.is_valid(i), "struct validity {i}");
+        }
+    }
+    let xs = st.column(0).as_primitive::<Int32Type>();
+    let got = i32s(&ts[9].1);
+    for i in 0..xs.len() {
+        assert_eq!(bit(&ts[9].2, i), xs.is_valid(i), "x validity {i}");
+        if xs.is_valid(i) {
+            assert_eq!(got[i], xs.value(i));
+        }
+    }
+
+    // levels that do not form rows: a first entry continuing a list, a repetition without
+    // its element
+    let mut bad = l.rep.clone();
+    bad[0] = 1;
+    let (us, _) = run_nested(&emu, &[(&bad, &l.def, &elem)], &[]);
+    assert_eq!(us[0].0 & 0x800, 0x800, "a first entry with repetition 1");
+    let mut bad_def = l.def.clone();
+    let at = (1..l.rep.len()).find(|&i| l.rep[i] == 1).unwrap();
+    bad_def[at] = 1;
+    let (us, _) = run_nested(&emu, &[(&l.rep, &bad_def, &elem)], &[]);
+    assert_eq!(
+        us[0].0 & 0x800,
+        0x800,
+        "a repeated entry below its list's level"
+    );
+}
