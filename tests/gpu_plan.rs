@@ -97,10 +97,16 @@ fn corpus_placements() {
 }
 
 #[test]
-fn generated_flat_files_go_to_the_gpu() {
+fn generated_flat_and_nested_files_go_to_the_gpu() {
     let dir = tempfile::tempdir().unwrap();
     for (name, path) in generate_corpus(dir.path()) {
         let p = placements(&path).unwrap();
+        if name.starts_with("nested_") {
+            // lists, structs and maps of every depth the generator writes: all on the GPU
+            for x in &p {
+                assert!(!matches!(x, Placement::Host { .. }), "{name}: {x:?}");
+            }
+        }
         if !name.starts_with("flat_") {
             continue;
         }
