@@ -2,11 +2,11 @@
 # GPU machine: nested fields decoded on the GPU (issue 15, item 2) in one call:
 #   1. the packed test binaries with the GPU required (../shared/device/run.sh; TESTS=a name
 #      filter every binary gets);
-#   2. compute-sanitizer memcheck over the corpus through the device backends (conformance);
-#   3. the nested file written by pyarrow (scripts/cudf_compare.py write-nested; pyarrow from
+#   2. the nested file written by pyarrow (scripts/cudf_compare.py write-nested; pyarrow from
 #      the wheels installed by `bash .dev/wheels.sh install`), bench-decode_device on it and the
 #      lineitem SNAPPY file (GPU against arrow-rs host + upload), then cuDF's read_parquet on the
-#      same files when pylibcudf is installed.
+#      same files when pylibcudf is installed;
+#   3. compute-sanitizer memcheck over the corpus through the device backends (conformance).
 # SKIP_TESTS=1, SKIP_SANITIZER=1, SKIP_BENCH=1 leave a part out.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -23,16 +23,6 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   timeout "${TEST_TIMEOUT:-300}" bash .dev/run.sh ${TESTS:-} 2>&1 | tee "$out/tests.txt" \
     | grep -E "^===|test result|FAILED|panicked|device tests|left:|right:" | head -80
 fi
-if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
-  bash .dev/prepare-cufile-vm.sh >/dev/null 2>&1
-  export PARQUET_TESTING_DIR="$PWD/.dev/corpus/parquet-testing"
-  echo "=== compute-sanitizer memcheck: conformance corpus_files_equal_arrow_rs"
-  CUPARQUET_REQUIRE_GPU=1 timeout "${SAN_TIMEOUT:-240}" compute-sanitizer --tool memcheck \
-    --error-exitcode 9 --print-limit 20 .dev/bin/test-test-conformance \
-    --exact corpus_files_equal_arrow_rs > "$out/sanitizer-conformance.txt" 2>&1
-  echo "exit $?"
-  grep -E "ERROR SUMMARY|Invalid|test result|out of bounds" "$out/sanitizer-conformance.txt" | head -12
-fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   bash .dev/wheels.sh install >/dev/null && export PYTHONPATH=/tmp/site
   nested=/tmp/bench-data/nested-pyarrow.parquet
@@ -47,4 +37,16 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     timeout 120 python3 scripts/cudf_compare.py time "$nested" \
       /tmp/bench-data/lineitem-24000000-snappy-dict.parquet 2>&1 | tee "$out/cudf.txt"
   fi
+fi
+if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
+  bash .dev/prepare-cufile-vm.sh >/dev/null 2>&1
+  export PARQUET_TESTING_DIR="$PWD/.dev/corpus/parquet-testing"
+  for t in generated_files_equal_arrow_rs corpus_files_equal_arrow_rs; do
+    echo "=== compute-sanitizer memcheck: conformance $t"
+    CUPARQUET_REQUIRE_GPU=1 timeout "${SAN_TIMEOUT:-150}" compute-sanitizer --tool memcheck \
+      --error-exitcode 9 --print-limit 20 .dev/bin/test-test-conformance \
+      --exact "$t" > "$out/sanitizer-$t.txt" 2>&1
+    echo "exit $?"
+    grep -E "ERROR SUMMARY|Invalid|test result|out of bounds" "$out/sanitizer-$t.txt" | head -12
+  done
 fi

@@ -834,8 +834,7 @@ fn leaf_levels(path: &Path, leaf: usize) -> LeafLevels {
     let rg = r.get_row_group(0).unwrap();
     let (mut d, mut rp) = (Vec::<i16>::new(), Vec::<i16>::new());
     // values as little-endian bytes (fixed width) or strings
-    let fixed: Vec<Vec<u8>>;
-    match rg.get_column_reader(leaf).unwrap() {
+    let fixed: Vec<Vec<u8>> = match rg.get_column_reader(leaf).unwrap() {
         ColumnReader::Int32ColumnReader(mut c) => {
             let mut v = Vec::new();
             while c
@@ -844,7 +843,7 @@ fn leaf_levels(path: &Path, leaf: usize) -> LeafLevels {
                 .0
                 > 0
             {}
-            fixed = v.iter().map(|x| x.to_le_bytes().to_vec()).collect();
+            v.iter().map(|x| x.to_le_bytes().to_vec()).collect()
         }
         ColumnReader::Int64ColumnReader(mut c) => {
             let mut v = Vec::new();
@@ -854,7 +853,7 @@ fn leaf_levels(path: &Path, leaf: usize) -> LeafLevels {
                 .0
                 > 0
             {}
-            fixed = v.iter().map(|x| x.to_le_bytes().to_vec()).collect();
+            v.iter().map(|x| x.to_le_bytes().to_vec()).collect()
         }
         ColumnReader::ByteArrayColumnReader(mut c) => {
             let mut v = Vec::new();
@@ -864,10 +863,10 @@ fn leaf_levels(path: &Path, leaf: usize) -> LeafLevels {
                 .0
                 > 0
             {}
-            fixed = v.iter().map(|x| x.data().to_vec()).collect();
+            v.iter().map(|x| x.data().to_vec()).collect()
         }
         _ => panic!("leaf {leaf}: a type this test does not read"),
-    }
+    };
     let strings = fixed.iter().any(|v| v.len() != fixed[0].len());
     let strings = strings
         || matches!(
@@ -1045,11 +1044,10 @@ fn emulated_nested_kernels_build_what_arrow_rs_reads() {
     let child = list.values().as_primitive::<Int32Type>();
     assert_eq!(child.len(), n[1]);
     assert_eq!(ts[2].0 as usize, child.null_count(), "element nulls");
-    let got = i32s(&ts[2].1);
-    for i in 0..n[1] {
+    for (i, g) in i32s(&ts[2].1).into_iter().enumerate() {
         assert_eq!(bit(&ts[2].2, i), child.is_valid(i), "element validity {i}");
         if child.is_valid(i) {
-            assert_eq!(got[i], child.value(i), "element {i}");
+            assert_eq!(g, child.value(i), "element {i}");
         }
     }
 
@@ -1132,10 +1130,11 @@ fn emulated_nested_kernels_build_what_arrow_rs_reads() {
     }
     let xs = st.column(0).as_primitive::<Int32Type>();
     let got = i32s(&ts[9].1);
-    for i in 0..xs.len() {
+    assert_eq!(got.len(), xs.len());
+    for (i, g) in got.into_iter().enumerate() {
         assert_eq!(bit(&ts[9].2, i), xs.is_valid(i), "x validity {i}");
         if xs.is_valid(i) {
-            assert_eq!(got[i], xs.value(i));
+            assert_eq!(g, xs.value(i));
         }
     }
 

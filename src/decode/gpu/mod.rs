@@ -2,8 +2,10 @@
 //!
 //! [`page_tables()`] parses every chunk's page headers on the device (one launch counts pages,
 //! the host sums the counts, a second fills one [`PageInfo`] per page).
-//! [`decode_fixed_columns`] and [`decode_bytes_columns`] then decode the flat columns the
-//! placement ([`crate::decode::gpu_plan`]) gives the GPU: SNAPPY pages decompressed by our
+//! [`decode_fixed_columns`] and [`decode_bytes_columns`] then decode the columns the
+//! placement ([`crate::decode::gpu_plan`]) gives the GPU — flat ones a value per row, the leaves
+//! of nested fields a value slot per level entry, which `nested.rs` then builds into lists,
+//! structs and maps from their levels: SNAPPY pages decompressed by our
 //! kernel (one block per page, or per 64 KiB fragment of a large page when large pages are
 //! few), or on the host's cores where `snappy_on_host`'s model says that is faster (then a
 //! large page is split over cores by [`crate::decode::snappy_host`] when pages are few); other
@@ -16,7 +18,8 @@
 //! the device for Utf8; decimals stored as BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY in
 //! DELTA_BYTE_ARRAY found as strings are, then written at their width. DELTA streams are
 //! decoded block-parallel: thread 0 walks the block headers into a table of miniblocks, every
-//! thread unpacks deltas and one block-wide sum per tile turns them into values. One launch per stage over all pages of a pass; every kernel records problems as
+//! thread unpacks deltas and one block-wide sum per tile turns them into values. One launch
+//! per stage over all pages of a pass; every kernel records problems as
 //! bit flags per page, checked once after the stage, and a bad page is an error naming the
 //! file, row group, column and page.
 //!
@@ -30,6 +33,7 @@
 //! | `page_jobs.rs` | the data-page jobs both value decoders build, and errors naming a page |
 //! | `fixed.rs` | [`decode_fixed_columns`]: fixed-width columns in one launch |
 //! | `bytes.rs` | [`decode_bytes_columns`]: dictionary entries, sizes, DELTA_BYTE_ARRAY values, offsets, characters, fixed-width values, UTF-8 check |
+//! | `nested.rs` | nested fields: their leaves' levels (one byte per level entry), then list offsets, struct / list / map validity and the leaves' values moved to their slots |
 //! | `launch.rs` | typed kernel launches (`Kernel`, `Const`, `Mut`) and upload / read-back helpers |
 //! | `kernels.rs` | the embedded `.cu` sources, each kernel's declared parameters, the job structures' C layout, error bits |
 //! | `profile.rs` | stage timing |
@@ -139,8 +143,8 @@ impl DeviceChunks {
 pub struct DeviceColumn {
     /// Index of the field in the projected schema.
     pub field: usize,
-    /// The leaf column decoded (of a nested field: one of its leaves, decoded per level entry
-    /// until [`nested::assemble`] builds the field).
+    /// The leaf column decoded (of a nested field: its first leaf once the field is built; its
+    /// leaves are decoded one value slot per level entry first).
     pub leaf: usize,
     /// Index of the batch in the pass ([`Pass::batches`]).
     pub batch: usize,
