@@ -126,15 +126,17 @@ impl Put for Vec<u8> {
 /// emulated kernels, the way the GPU path cuts a chunk between batches: with `cut` = Some(h),
 /// rows [0, h) and [h, rows) are two windows written one after the other (a page across h
 /// becomes two jobs, each decoding the page and writing its part); returns the dictionary
-/// (entries, bytes), if any, and the jobs appended.
+/// (entries, bytes), if any, and the jobs appended. `levels`: the column's maximum definition
+/// and repetition levels (a nested leaf's rows are then its level entries).
 pub(crate) fn serialize_pages(
     table: &[cuparquet::internals::page_header::PageEntry],
     data: &[cuparquet::internals::decompress::PageData],
     column: u32,
-    max_def: i16,
+    levels: (i16, i16),
     cut: Option<u64>,
     out: &mut Vec<u8>,
 ) -> (Option<(i32, Vec<u8>)>, u32) {
+    let (max_def, max_rep) = levels;
     use cuparquet::internals::page_header::PageKind;
     let mut dict = None;
     let mut row = 0u64;
@@ -176,6 +178,7 @@ pub(crate) fn serialize_pages(
                 rep_len,
                 lo as i32,
                 (hi - lo) as i32,
+                i32::from(max_rep),
             ] {
                 out.put_i32(v);
             }

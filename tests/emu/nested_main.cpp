@@ -8,8 +8,12 @@
 //   (0: none), u64 src_bytes, src bytes, u64 src_valid_bytes (0: none), src_valid bytes.
 // Output: per unit u32 error bits and NEST_DEPTHS u64 slot totals; per task u64 null count,
 //   out_bytes of out, out_valid_bytes of out_valid.
+// With a third argument `levels`, nested_levels instead: input u32 columns, per column u64
+// entries; then the page jobs (pages.h). Output: per column its entries' repetition levels then
+// their definition levels (a byte each), then per page u32 error bits.
 #include "cuda_host.h"
 #include <cstdio>
+#include <string>
 #include "common.cuh"
 #include "pages.h"
 #include "nested.cu"
@@ -32,10 +36,43 @@ static bool bytes(FILE* f, std::vector<u8>& v, u64 n) {
     return n == 0 || std::fread(v.data(), 1, n, f) == n;
 }
 
+static int levels(FILE* f, const char* out_path) {
+    u32 ncols = 0;
+    rd(f, ncols);
+    std::vector<std::vector<u8>> reps(ncols), defs(ncols);
+    std::vector<LevelOut> outs(ncols);
+    for (u32 c = 0; c < ncols; c++) {
+        u64 n = 0;
+        rd(f, n);
+        reps[c].assign(n ? n : 1, 0xEE);   // exact (one byte when empty): the sanitizers watch
+        defs[c].assign(n ? n : 1, 0xEE);
+        outs[c] = LevelOut{(u64)reps[c].data(), (u64)defs[c].data()};
+    }
+    Pages pg;
+    if (!pg.read(f)) return 5;
+    std::fclose(f);
+    std::vector<u32> scratch(pg.total + 1);
+    std::vector<u32> errors(pg.size() + 1, 0);
+    if (pg.size())
+        emu_launch(pg.size(), NEST_THREADS, [&] {
+            nested_levels(pg.jobs.data(), outs.data(), scratch.data(), pg.base.data(),
+                          errors.data());
+        });
+    FILE* o = std::fopen(out_path, "wb");
+    for (u32 c = 0; c < ncols; c++) {
+        std::fwrite(reps[c].data(), 1, reps[c].size(), o);
+        std::fwrite(defs[c].data(), 1, defs[c].size(), o);
+    }
+    if (pg.size()) std::fwrite(errors.data(), 4, pg.size(), o);
+    std::fclose(o);
+    return 0;
+}
+
 int main(int argc, char** argv) {
-    if (argc != 3) return 2;
+    if (argc != 3 && argc != 4) return 2;
     FILE* f = std::fopen(argv[1], "rb");
     if (!f) return 3;
+    if (argc == 4 && std::string(argv[3]) == "levels") return levels(f, argv[2]);
     u32 nu = 0;
     rd(f, nu);
     std::vector<UnitIn> us(nu);
