@@ -353,13 +353,28 @@ fn emulated_nested_kernels_build_what_arrow_rs_reads() {
     );
 }
 
+/// The page table and the decompressed pages of column chunk `c` of the file `bytes`.
+fn chunk_pages(
+    bytes: &[u8],
+    c: &parquet::file::metadata::ColumnChunkMetaData,
+) -> (
+    Vec<cuparquet::internals::page_header::PageEntry>,
+    Vec<cuparquet::internals::decompress::PageData>,
+) {
+    use cuparquet::internals::decompress::decompress_pages;
+    use cuparquet::internals::page_header::page_table;
+    let (start, len) = c.byte_range();
+    let chunk = bytes::Bytes::copy_from_slice(&bytes[start as usize..(start + len) as usize]);
+    let table = page_table(&chunk).unwrap();
+    let data = decompress_pages(&chunk, &table, c.compression()).unwrap();
+    (table, data)
+}
+
 /// The nested leaves' levels as `nested_levels` decodes them from their pages (v1 pages with
 /// dictionaries, v2 pages; structs, lists, maps, three and four deep) equal the parquet crate's;
 /// damaged level streams set error bits and never read or write out of bounds.
 #[test]
 fn emulated_nested_levels_equal_the_parquet_crates() {
-    use cuparquet::internals::decompress::decompress_pages;
-    use cuparquet::internals::page_header::page_table;
     use parquet::file::properties::{WriterProperties, WriterVersion};
     use parquet::file::reader::{FileReader, SerializedFileReader};
     let Some(emu) = emulator("nested") else {
@@ -402,22 +417,10 @@ fn emulated_nested_levels_equal_the_parquet_crates() {
         let mut want = Vec::new();
         let mut page_data = Vec::new();
         for (k, &l) in nested.iter().enumerate() {
-            let c = rg.column(l);
-            let (start, len) = c.byte_range();
-            let chunk =
-                bytes::Bytes::copy_from_slice(&bytes[start as usize..(start + len) as usize]);
-            let table = page_table(&chunk).unwrap();
-            let data = decompress_pages(&chunk, &table, c.compression()).unwrap();
+            let (table, data) = chunk_pages(&bytes, rg.column(l));
             let col = schema.column(l);
-            let (_, n) = serialize_pages(
-                &table,
-                &data,
-                k as u32,
-                (col.max_def_level(), col.max_rep_level()),
-                None,
-                &mut pages,
-            );
-            n_pages += n;
+            let levels = (col.max_def_level(), col.max_rep_level());
+            n_pages += serialize_pages(&table, &data, k as u32, levels, None, &mut pages).1;
             let lv = leaf_levels(&path, l);
             cols.put_u64(lv.rep.len() as u64);
             page_data.push((table, data, col.max_def_level(), col.max_rep_level()));
@@ -491,10 +494,8 @@ fn emulated_nested_levels_equal_the_parquet_crates() {
 /// crate reads them.
 #[test]
 fn emulated_fixed_width_kernel_decodes_nested_leaves_per_entry() {
-    use cuparquet::internals::decompress::decompress_pages;
     use cuparquet::internals::gpu::{conversion_code, physical_code};
     use cuparquet::internals::gpu_plan::{place_columns, Conversion, Placement};
-    use cuparquet::internals::page_header::page_table;
     use cuparquet::{Device, ParquetGpuReader};
     use parquet::file::properties::{WriterProperties, WriterVersion};
     let Some(emu) = emulator("decode_fixed") else {
@@ -537,12 +538,7 @@ fn emulated_fixed_width_kernel_decodes_nested_leaves_per_entry() {
         let (mut cols, mut pages, mut n_pages) = (Vec::new(), Vec::new(), 0u32);
         let mut want = Vec::new();
         for (k, g) in leaves.iter().enumerate() {
-            let c = md.row_group(0).column(g.leaf);
-            let (start, len) = c.byte_range();
-            let chunk =
-                bytes::Bytes::copy_from_slice(&bytes[start as usize..(start + len) as usize]);
-            let table = page_table(&chunk).unwrap();
-            let data = decompress_pages(&chunk, &table, c.compression()).unwrap();
+            let (table, data) = chunk_pages(&bytes, md.row_group(0).column(g.leaf));
             let (dict, n) = serialize_pages(
                 &table,
                 &data,
