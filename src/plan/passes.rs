@@ -12,8 +12,9 @@
 //! chunks, the pages decompressed (the footer's uncompressed sizes), the decoded Arrow buffers
 //! (values at the widest output of their physical type, validity bitmaps, offsets of byte
 //! arrays and their characters at their uncompressed size, DELTA_BYTE_ARRAY strings at the
-//! footer's unencoded size), the decoders' scratch per row, and nvCOMP's temporary memory for
-//! ZSTD pages.
+//! footer's unencoded size), the decoders' scratch per row, a nested field's levels and its
+//! leaves' values moved to their slots (per level entry: the chunk's `num_values`), and
+//! nvCOMP's temporary memory for ZSTD pages.
 //! It is meant as an upper bound; the streaming reader measures its real high-water mark
 //! against it. [`plan_passes`] is pure: `cuparquet plan --memory-budget` prints it.
 
@@ -126,6 +127,19 @@ pub fn row_group_cost(plan: &ReadPlan, md: &ParquetMetaData, rg: usize) -> RowGr
                 // characters at most the page data, i64 offsets, scratch
                 _ => uncompressed + (values + 1) * 8 + values * BYTES_SCRATCH_PER_ROW,
             };
+        // a leaf of a nested field (decoded one slot per level entry: `values` counts them):
+        // its levels, a byte each of repetition and definition and a u32 of scratch while they
+        // decode, and its values moved to their slots (a second copy of values and validity;
+        // strings: their offsets)
+        if descr.max_rep_level() > 0 || descr.path().parts().len() > 1 {
+            device += values * 6
+                + validity
+                + match (descr.physical_type(), value_width(descr)) {
+                    (_, Some(w)) => values * w,
+                    (PhysicalType::BOOLEAN, _) => values.div_ceil(8),
+                    _ => (values + 1) * 8,
+                };
+        }
     }
     // where nvCOMP decompresses ZSTD pages, its temporary memory for one call
     device += NVCOMP_ZSTD_TEMP_PER_BYTE * zstd;
