@@ -289,6 +289,10 @@ impl Walk<'_> {
                         col.max_rep_level()
                     ));
                 }
+                if d > 255 {
+                    // the device keeps a byte per level
+                    return Err(format!("leaf {leaf}: definition levels up to {d}, over 255"));
+                }
                 if col.name() != node.name() {
                     return Err(format!("leaf {leaf} is '{}', not '{}'", col.name(), node.name()));
                 }
