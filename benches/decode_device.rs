@@ -10,6 +10,9 @@
 //!   `lz4raw-dict`, `plain-uncompressed`, `latency` (default: all);
 //! - `CUPARQUET_BENCH_EXTRA`: more files to measure the same way, `name=path` pairs separated
 //!   by commas (files written by other writers: pyarrow, DuckDB, Polars);
+//! - `CUPARQUET_BENCH_KEEP_DICTIONARIES=1`: every load (device, host, baseline) with
+//!   `with_keep_dictionaries(true)` (string columns stored with a dictionary load as
+//!   `Dictionary(Int32, Utf8)`);
 //! - `CUPARQUET_BENCH_BASELINE=0`: measure cuparquet only (quick comparisons of builds; figures
 //!   for RESULTS.md always come with the baseline).
 //!
@@ -101,10 +104,16 @@ fn small_file(path: &Path) {
 }
 
 /// One device load: (wall, Arrow bytes in device memory, report).
+/// Whether `CUPARQUET_BENCH_KEEP_DICTIONARIES=1`.
+fn keep_dictionaries() -> bool {
+    std::env::var("CUPARQUET_BENCH_KEEP_DICTIONARIES").is_ok_and(|v| v == "1")
+}
+
 fn device_load(path: &Path) -> (Duration, u64, cuparquet::LoadReport, cuparquet::Loaded) {
     let t = Instant::now();
     let r = ParquetGpuReader::builder(path)
         .with_device(Device::Cuda(0))
+        .with_keep_dictionaries(keep_dictionaries())
         .build()
         .unwrap();
     let loaded = r.load().unwrap();
@@ -119,6 +128,7 @@ fn host_then_upload(path: &Path) -> (Duration, u64, Vec<DeviceRecordBatch>) {
     let t = Instant::now();
     let r = ParquetGpuReader::builder(path)
         .with_device(Device::Host)
+        .with_keep_dictionaries(keep_dictionaries())
         .build()
         .unwrap();
     let loaded = r.load().unwrap();
@@ -231,6 +241,7 @@ fn main() {
         let (_, _, _, first) = device_load(f);
         let host = ParquetGpuReader::builder(f)
             .with_device(Device::Host)
+            .with_keep_dictionaries(keep_dictionaries())
             .build()
             .unwrap()
             .load()

@@ -508,11 +508,11 @@ fn kept_dictionaries_equal_arrow_rs_dictionary_reads() {
             &want,
         );
         if let Some(g) = &loaded.report.gpu_decode {
-            let city = g.fields.iter().find(|f| f.name == "city").unwrap();
-            assert!(
-                !city.on_gpu && city.reason.contains("keeps its dictionary"),
-                "{city:?}"
-            );
+            // keys and dictionaries built on the device, a dictionary per row group
+            for name in ["city", "blob"] {
+                let f = g.fields.iter().find(|f| f.name == name).unwrap();
+                assert!(f.on_gpu && f.reason.contains("dictionaries kept"), "{f:?}");
+            }
         }
         // a projection keeps the dictionary too (columns in the file's order)
         let proj = ParquetGpuReader::builder(&p)
@@ -533,4 +533,60 @@ fn kept_dictionaries_equal_arrow_rs_dictionary_reads() {
         .build()
         .unwrap();
     assert_eq!(plain.schema().field(0).data_type(), &DataType::Utf8);
+
+    // a dictionary that outgrows the writer's page limit: the rest of the chunk is PLAIN
+    // (the fallback), which the device leaves to the host; batches of 700 rows cut the row
+    // groups of 2,000 and span two of them
+    let p = dir.path().join("fallback.parquet");
+    let wide = StringArray::from_iter((0..n).map(|i| (i % 13 != 0).then(|| format!("w{i:05}"))));
+    let narrow = StringArray::from_iter_values((0..n).map(|i| format!("n{}", i % 5)));
+    let batch = arrow::record_batch::RecordBatch::try_from_iter([
+        ("wide", Arc::new(wide) as ArrayRef),
+        ("narrow", Arc::new(narrow) as ArrayRef),
+    ])
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(2000))
+        .set_dictionary_page_size_limit(2048)
+        .set_data_page_row_count_limit(250)
+        .set_write_batch_size(250)
+        .build();
+    write(&p, std::slice::from_ref(&batch), props);
+    let want_schema = Arc::new(arrow::datatypes::Schema::new(vec![
+        arrow::datatypes::Field::new("wide", dict(DataType::Utf8), true),
+        arrow::datatypes::Field::new("narrow", dict(DataType::Utf8), false),
+    ]));
+    let r = ParquetRecordBatchReaderBuilder::try_new_with_options(
+        std::fs::File::open(&p).unwrap(),
+        ArrowReaderOptions::new().with_schema(Arc::clone(&want_schema)),
+    )
+    .unwrap()
+    .build()
+    .unwrap();
+    let want_batches: Vec<_> = r.map(|b| b.unwrap()).collect();
+    let want = arrow::compute::concat_batches(&want_schema, &want_batches).unwrap();
+    for backend in backends() {
+        for batch_rows in [1 << 20, 700] {
+            let loaded = ParquetGpuReader::builder(&p)
+                .with_device(backend.device)
+                .with_keep_dictionaries(true)
+                .with_batch_rows(batch_rows)
+                .build()
+                .unwrap()
+                .load()
+                .unwrap();
+            let got = concat(&loaded.schema, &loaded.to_host().unwrap());
+            let what = format!("{} fallback, batches of {batch_rows}", backend.device);
+            assert_same(&what, &got, &want);
+            if let Some(g) = &loaded.report.gpu_decode {
+                let wide = g.fields.iter().find(|f| f.name == "wide").unwrap();
+                assert!(
+                    !wide.on_gpu && wide.reason.contains("fallback"),
+                    "{what}: {wide:?}"
+                );
+                let narrow = g.fields.iter().find(|f| f.name == "narrow").unwrap();
+                assert!(narrow.on_gpu, "{what}: {narrow:?}");
+            }
+        }
+    }
 }

@@ -80,6 +80,11 @@ pub struct GpuColumn {
     /// written at `output_width`: decimals stored as BYTE_ARRAY, and FIXED_LEN_BYTE_ARRAY
     /// columns with DELTA_BYTE_ARRAY pages.
     pub via_bytes: bool,
+    /// A kept dictionary (`data_type` is `Dictionary(Int32, Utf8 | LargeUtf8 | Binary |
+    /// LargeBinary)`): each row's key and its chunk's dictionary are built on the device
+    /// instead of its value. Every data page must be dictionary-encoded; a pass whose chunk
+    /// holds other pages (a writer's fallback) leaves the field to the host.
+    pub keys: bool,
 }
 
 /// Where a projected field is decoded.
@@ -255,7 +260,43 @@ fn gpu_leaf(
              the host"
         ));
     }
-    match conversion(physical, width, data_type) {
+    // kept dictionaries: Int32 keys and the chunks' dictionaries, for flat string and binary
+    // columns (the pass checks that every page is dictionary-encoded)
+    let keys = matches!(data_type, DataType::Dictionary(..));
+    let value_type = match data_type {
+        DataType::Dictionary(key, value) => {
+            let flat = col.path().parts().len() == 1 && col.max_rep_level() == 0;
+            let bytes = matches!(
+                value.as_ref(),
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary
+            );
+            if key.as_ref() != &DataType::Int32
+                || !bytes
+                || physical != PhysicalType::BYTE_ARRAY
+                || !flat
+            {
+                return Err(format!(
+                    "'{name}': Arrow {data_type} from {physical} keeps its dictionary: decoded \
+                     on the host (the GPU keeps Int32-keyed dictionaries of flat string and \
+                     binary columns)"
+                ));
+            }
+            if listed(&|e| {
+                matches!(
+                    e,
+                    Encoding::DELTA_LENGTH_BYTE_ARRAY | Encoding::DELTA_BYTE_ARRAY
+                )
+            }) {
+                return Err(format!(
+                    "'{name}' keeps its dictionary, but some of its pages are DELTA-encoded: \
+                     decoded on the host, as arrow-rs reads it"
+                ));
+            }
+            value.as_ref()
+        }
+        other => other,
+    };
+    match conversion(physical, width, value_type) {
         // arrow-rs reads BYTE_ARRAY decimals as Decimal128 and Decimal256 only
         Some((Conversion::BigEndianDecimal, w)) if physical == PhysicalType::BYTE_ARRAY && w < 16 => {
             Err(format!(
@@ -276,19 +317,16 @@ fn gpu_leaf(
             data_type: data_type.clone(),
             output_width,
             conversion,
-            large_offsets: matches!(data_type, DataType::LargeUtf8 | DataType::LargeBinary),
-            utf8: matches!(data_type, DataType::Utf8 | DataType::LargeUtf8),
+            large_offsets: matches!(value_type, DataType::LargeUtf8 | DataType::LargeBinary),
+            utf8: matches!(value_type, DataType::Utf8 | DataType::LargeUtf8),
             max_def_level: col.max_def_level(),
             max_rep_level: col.max_rep_level(),
             nested: col.path().parts().len() > 1 || col.max_rep_level() > 0,
             via_bytes: (conversion == Conversion::BigEndianDecimal
                 && physical == PhysicalType::BYTE_ARRAY)
                 || delta_flba,
+            keys,
         }),
-        None if matches!(data_type, DataType::Dictionary(..)) => Err(format!(
-            "'{name}': Arrow {data_type} keeps its dictionary: decoded on the host until the GPU \
-             keeps dictionaries"
-        )),
         None => Err(format!(
             "'{name}': Arrow {data_type} from {physical} decodes on the host"
         )),

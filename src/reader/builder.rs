@@ -192,9 +192,10 @@ impl ReaderBuilder {
 
     /// Keeps dictionaries: top-level string and binary columns stored with a dictionary load
     /// as `Dictionary(Int32, Utf8 | Binary | …)` arrays (the dictionary of each row group and
-    /// its keys) instead of their decoded values. Off by default. (Device loads decode these
-    /// fields on the host and upload them, and say so in the report, until the GPU keeps
-    /// dictionaries.)
+    /// its keys) instead of their decoded values. Off by default. Device loads build the keys
+    /// and the dictionaries on the GPU (a batch that spans row groups holds their dictionaries
+    /// one after another as its values); a chunk whose writer fell back to PLAIN pages is
+    /// decoded on the host and uploaded, and the report says so.
     pub fn with_keep_dictionaries(mut self, yes: bool) -> Self {
         self.keep_dictionaries = yes;
         self

@@ -269,6 +269,12 @@ pub fn decode_chunk(
             PageKind::Index => {}
         }
     }
+    if let arrow::datatypes::DataType::Dictionary(_, value) = field.data_type() {
+        // a kept dictionary: the values, then dictionary-encoded as arrow-rs types them
+        let plain = Field::new(field.name(), value.as_ref().clone(), field.is_nullable());
+        let values = build(col, &plain, &valid, values)?;
+        return arrow::compute::cast(&values, field.data_type()).map_err(|e| e.to_string());
+    }
     build(col, field, &valid, values)
 }
 

@@ -1,7 +1,8 @@
 //! BYTE_ARRAY flat columns (Utf8, Binary and their Large forms), in stages, each one launch
 //! over all pages of a pass: dictionary entries, sizes (each row's length and source), offsets
 //! (span sums on the device, a host scan of those, then every column's offsets), characters
-//! copied in place, and the UTF-8 check of Utf8 columns.
+//! copied in place, and the UTF-8 check of Utf8 columns. Kept dictionaries get each row's key
+//! instead, and their values from the dictionary pages of their batch's chunks.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,8 +10,8 @@ use std::time::Instant;
 
 use super::kernels::{
     conversion_code, BytesColumn, FixedOut, PageJob, BYTES_CHARS, BYTES_FIXED, BYTES_SIZES,
-    DBA_VALUES, DECODE_BYTES_MODULE, DECODE_FIXED_ERRORS, DICT_ENTRIES, SPAN_SUMS, UTF8_CHECK,
-    WRITE_OFFSETS,
+    DBA_VALUES, DECODE_BYTES_MODULE, DECODE_FIXED_ERRORS, DICT_CHARS, DICT_ENTRIES, DICT_LENGTHS,
+    SPAN_SUMS, UTF8_CHECK, WRITE_OFFSETS,
 };
 use super::launch::{
     i32s_from_device, u64s, u64s_from_device, upload, upload_table, validity_words, zeroed, Const,
@@ -19,6 +20,7 @@ use super::launch::{
 use super::page_jobs::{page_errors, row_bases, PageName};
 use super::profile::{since, timed};
 use super::{DeviceColumn, Pass};
+use crate::array::DeviceArray;
 use crate::decode::gpu_plan::Conversion;
 use crate::device::nvrtc::Module;
 use crate::device::{DeviceBuffer, Gpu};
@@ -65,7 +67,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     // 3. offsets and character buffers
     let offsets = stages.offsets(&outs, pass)?;
     // 4. characters, and the values of fixed-width columns found as strings
-    let _tables = stages.characters(&page_jobs, &sizes, &offsets)?;
+    let _tables = stages.characters(&page_jobs, &sizes, &offsets, &outs)?;
     stages.fixed_values(&page_jobs, &page_names, &sizes, &outs)?;
     // the levels of nested leaves
     let nested: Vec<(usize, usize)> = outs
@@ -92,10 +94,23 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     let null_counts = u64s_from_device(&counters, outs.len())?;
     let mut result = Vec::with_capacity(outs.len());
     for ((o, offs), ch) in outs.into_iter().zip(final_offsets).zip(chars) {
-        // fixed-width columns keep their values; their offsets and characters go
-        let buffers = match o.fixed {
-            Some((values, len, _)) => vec![(values, len)],
-            None => vec![offs, ch],
+        // fixed-width columns keep their values; their offsets and characters go; a kept
+        // dictionary holds its keys, and its values as its dictionary
+        let (buffers, dictionary) = match (o.fixed, o.keys) {
+            (Some((values, len, _)), _) => (vec![(values, len)], None),
+            (None, Some(k)) => {
+                let values = DeviceArray {
+                    data_type: k.value_type,
+                    len: k.entries,
+                    null_count: 0,
+                    validity: None,
+                    buffers: vec![offs, ch],
+                    children: Vec::new(),
+                    dictionary: None,
+                };
+                (vec![(k.values, o.rows * 4)], Some(Box::new(values)))
+            }
+            (None, None) => (vec![offs, ch], None),
         };
         let mut col = DeviceColumn::new(
             o.field,
@@ -107,6 +122,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
             o.validity,
             o.decompressed,
         );
+        col.array.dictionary = dictionary;
         col.set_null_count(null_counts[result.len()] as usize);
         col.levels = levels.remove(&result.len());
         result.push(col);
@@ -137,6 +153,27 @@ struct Out {
     /// A fixed-width column (decimals stored as BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY in
     /// DELTA_BYTE_ARRAY): its zeroed values (rows × width), their length, and its job.
     fixed: Option<(DeviceBuffer, usize, FixedOut)>,
+    /// A kept dictionary: its keys, and its entries (`lengths` holds theirs, the offsets and
+    /// characters stages make them its values).
+    keys: Option<Keys>,
+}
+
+impl Out {
+    /// The strings the offsets and characters stages put together: the rows' values, or a
+    /// kept dictionary's entries.
+    fn strings(&self) -> usize {
+        self.keys.as_ref().map_or(self.rows, |k| k.entries)
+    }
+}
+
+/// A kept dictionary's output column: each row's key (i32, zeroed: null rows keep 0), and the
+/// entry tables of the dictionaries of its batch's chunks, one after another (a chunk's keys
+/// start at its first entry), which become the dictionary's values.
+struct Keys {
+    values: DeviceBuffer,
+    table: DeviceBuffer,
+    entries: usize,
+    value_type: arrow::datatypes::DataType,
 }
 
 /// The work of [`decode_bytes_columns`]: a job per data page window (with its name) and per
@@ -174,10 +211,11 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
     let mut dicts: Vec<(u64, u64, i32)> = Vec::new();
     let mut dict_names: Vec<PageName> = Vec::new();
     let mut dict_at: HashMap<usize, (u64, i32)> = HashMap::new();
+    // (kept dictionaries get tables of their own, below)
     let mut with_dict: Vec<&super::SelectedChunk<'_>> = selected
         .chunks
         .values()
-        .filter(|sc| sc.dict.is_some())
+        .filter(|sc| sc.dict.is_some() && !sc.col.keys)
         .collect();
     with_dict.sort_by_key(|sc| sc.ci);
     let entries_total: usize = with_dict
@@ -219,17 +257,40 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
         for &col in &selected.columns {
             // a nested leaf has a slot per level entry
             let rows = pass.column_len(&selected, batch, col)?;
-            let lengths = zeroed(&gpu, rows * 8)?;
+            // a kept dictionary: its chunks' entry tables, one after another
+            let mut key_tables: HashMap<usize, (u64, i32)> = HashMap::new();
+            let keys = if col.keys {
+                let k = keys_out(pass, &selected, batch, col, rows, &mut key_tables)?;
+                for (sc, _, _) in pass.parts(&selected, batch, col)? {
+                    if let (Some((page, ptr, len, entries)), Some(&(at, _))) =
+                        (sc.dict, key_tables.get(&sc.ci))
+                    {
+                        let c = &chunks.chunks()[sc.ci];
+                        dicts.push((ptr, len, entries));
+                        dict_tables.push(at);
+                        dict_names.push((c.row_group, c.path.clone(), page));
+                    }
+                }
+                Some(k)
+            } else {
+                None
+            };
+            let lengths = zeroed(&gpu, keys.as_ref().map_or(rows, |k| k.entries) * 8)?;
             let validity = validity_words(&gpu, rows, col.max_def_level > 0)?;
             let column = cols.len();
             cols.push(BytesColumn {
-                lengths: lengths.device_ptr(),
+                lengths: keys
+                    .as_ref()
+                    .map_or(lengths.device_ptr(), |k| k.values.device_ptr()),
                 out_valid: validity.as_ref().map_or(0, |v| v.device_ptr()),
                 null_count: counters.device_ptr() + 8 * column as u64,
                 only_delta: u64::from(col.physical == "FIXED_LEN_BYTE_ARRAY"),
+                dict_base: keys.as_ref().map_or(0, |k| k.table.device_ptr()),
             });
-            let dict_of =
-                |sc: &super::SelectedChunk<'_>| dict_at.get(&sc.ci).copied().unwrap_or((0, 0));
+            let dict_of = |sc: &super::SelectedChunk<'_>| {
+                let tables = if col.keys { &key_tables } else { &dict_at };
+                tables.get(&sc.ci).copied().unwrap_or((0, 0))
+            };
             let (decompressed, parts) = pass.column_jobs(
                 &selected,
                 batch,
@@ -275,6 +336,7 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
                 validity,
                 decompressed,
                 fixed,
+                keys,
             });
         }
     }
@@ -289,6 +351,55 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
         _dict_entries: dict_entries,
         counters,
         uploads: selected.uploads,
+    })
+}
+
+/// A kept dictionary's output of `rows` rows (`batch`, `col`): its keys (zeroed), and one
+/// table for the entries of its parts' chunks' dictionaries, whose places (address, entries)
+/// go into `tables` by chunk.
+fn keys_out(
+    pass: &Pass<'_>,
+    selected: &super::Selected<'_>,
+    batch: &crate::plan::BatchSpan,
+    col: &crate::decode::gpu_plan::GpuColumn,
+    rows: usize,
+    tables: &mut HashMap<usize, (u64, i32)>,
+) -> Result<Keys> {
+    let gpu = pass.chunks.buffer().gpu();
+    let parts = pass.parts(selected, batch, col)?;
+    let mut spots = Vec::with_capacity(parts.len());
+    let mut entries = 0usize;
+    for (sc, _, _) in &parts {
+        if let Some((_, _, _, n)) = sc.dict {
+            spots.push((sc.ci, entries, n));
+            entries += n.max(0) as usize;
+        }
+    }
+    if entries > i32::MAX as usize {
+        let c = &pass.chunks.chunks()[parts[0].0.ci];
+        return Err(Error::Decode {
+            path: pass.path.to_path_buf(),
+            row_group: Some(c.row_group),
+            column: Some(c.path.clone()),
+            reason: format!(
+                "the dictionaries of a batch's row groups hold {entries} entries together, more \
+                 than Int32 keys index (read it in batches of fewer row groups)"
+            ),
+        });
+    }
+    let table = gpu.alloc(entries.max(1) * 16)?;
+    for (ci, at, n) in spots {
+        tables.insert(ci, (table.device_ptr() + 16 * at as u64, n));
+    }
+    let value_type = match &col.data_type {
+        arrow::datatypes::DataType::Dictionary(_, v) => v.as_ref().clone(),
+        other => other.clone(),
+    };
+    Ok(Keys {
+        values: zeroed(gpu, rows.max(1) * 4)?,
+        table,
+        entries,
+        value_type,
     })
 }
 
@@ -513,14 +624,40 @@ impl Stages<'_> {
     fn offsets(&self, outs: &[Out], pass: &Pass<'_>) -> Result<Offsets> {
         let (gpu, path) = (self.gpu, self.path);
         let t_offsets = Instant::now();
-        let spans_of: Vec<usize> = outs.iter().map(|o| (o.rows + 1).div_ceil(SPAN)).collect();
+        // a kept dictionary's strings are its entries: their lengths first
+        for o in outs {
+            let Some(k) = &o.keys else { continue };
+            if k.entries == 0 {
+                continue;
+            }
+            // SAFETY: the table holds `entries` (address, length) pairs, filled by
+            // `dict_entries`, and `lengths` one i64 per entry; a thread per entry; both live
+            // until the `synchronize_decode` below.
+            unsafe {
+                DICT_LENGTHS.launch_nowait(
+                    gpu,
+                    self.module,
+                    (k.entries as u64).div_ceil(256) as u32,
+                    256,
+                    (
+                        Const::at(k.table.device_ptr()),
+                        k.entries as u64,
+                        Mut::at(o.lengths.device_ptr()),
+                    ),
+                )?
+            };
+        }
+        let spans_of: Vec<usize> = outs
+            .iter()
+            .map(|o| (o.strings() + 1).div_ceil(SPAN))
+            .collect();
         let span_total: usize = spans_of.iter().sum();
         let sums = gpu.alloc(span_total.max(1) * 8)?;
         let mut at_span = 0usize;
         for (o, &spans) in outs.iter().zip(&spans_of) {
-            // SAFETY: `lengths` holds `rows` i64, `sums` one i64 per span of SPAN rows from
-            // this column's first span on; one block per span; all buffers live until the
-            // `synchronize_decode` below.
+            // SAFETY: `lengths` holds `strings()` i64, `sums` one i64 per span of SPAN rows
+            // from this column's first span on; one block per span; all buffers live until
+            // the `synchronize_decode` below.
             unsafe {
                 SPAN_SUMS.launch_nowait(
                     gpu,
@@ -529,7 +666,7 @@ impl Stages<'_> {
                     256,
                     (
                         Const::at(o.lengths.device_ptr()),
-                        o.rows as u64,
+                        o.strings() as u64,
                         Mut::at(sums.device_ptr() + 8 * at_span as u64),
                     ),
                 )?
@@ -559,10 +696,11 @@ impl Stages<'_> {
                     row_group: Some(o.row_group),
                     column: Some(o.path.clone()),
                     reason: format!(
-                        "{at} bytes of strings in one batch of {} rows do not fit 32-bit \
+                        "{at} bytes of strings in one batch of {} {} do not fit 32-bit \
                          offsets (field {}; read it as LargeUtf8 / LargeBinary, or in smaller \
                          batches)",
-                        o.rows,
+                        o.strings(),
+                        if o.keys.is_some() { "dictionary entries" } else { "rows" },
                         pass.fields[o.field].name()
                     ),
                 });
@@ -576,11 +714,12 @@ impl Stages<'_> {
         let mut final_offsets: Vec<(DeviceBuffer, usize)> = Vec::new();
         let mut at_span = 0usize;
         for ((o, &spans), &total) in outs.iter().zip(&spans_of).zip(&totals) {
-            let off64 = gpu.alloc((o.rows + 1) * 8)?;
+            let rows = o.strings();
+            let off64 = gpu.alloc((rows + 1) * 8)?;
             let off32 = if o.large {
                 None
             } else {
-                Some(gpu.alloc((o.rows + 1) * 4)?)
+                Some(gpu.alloc((rows + 1) * 4)?)
             };
             // SAFETY: `lengths` holds `rows` i64, `bases` one per span from this column's
             // first span on, `off64` rows + 1 i64 and `off32` (or null) rows + 1 i32; one block
@@ -594,7 +733,7 @@ impl Stages<'_> {
                     256,
                     (
                         Const::at(o.lengths.device_ptr()),
-                        o.rows as u64,
+                        rows as u64,
                         Const::at(bases_buf.device_ptr() + 8 * at_span as u64),
                         Mut::at(off64.device_ptr()),
                         Mut::at(off32.as_ref().map_or(0, |b| b.device_ptr())),
@@ -605,10 +744,10 @@ impl Stages<'_> {
             offsets64.push(off64.device_ptr());
             match off32 {
                 Some(b) => {
-                    final_offsets.push((b, (o.rows + 1) * 4));
+                    final_offsets.push((b, (rows + 1) * 4));
                     scratch.push(off64);
                 }
-                None => final_offsets.push((off64, (o.rows + 1) * 8)),
+                None => final_offsets.push((off64, (rows + 1) * 8)),
             }
             chars.push((gpu.alloc((total as usize).max(1))?, total as usize));
         }
@@ -623,17 +762,26 @@ impl Stages<'_> {
         })
     }
 
-    /// Every row's characters copied to its offset in its column's character buffer; returns
-    /// the tables of every column's offsets and characters (device addresses) it read, which
-    /// the caller keeps until the pass ends.
+    /// Every row's characters copied to its offset in its column's character buffer, and
+    /// every kept dictionary's entries to theirs; returns the tables of every column's offsets
+    /// and characters (device addresses) it read, which the caller keeps until the pass ends.
     fn characters(
         &self,
         page_jobs: &[PageJob],
         sizes: &Sizes,
         offsets: &Offsets,
+        outs: &[Out],
     ) -> Result<(DeviceBuffer, DeviceBuffer)> {
         let gpu = self.gpu;
-        let col_offsets = upload(gpu, &u64s(offsets.offsets64.iter().copied()))?;
+        // a kept dictionary's pages write keys, not characters: no offsets for them
+        let col_offsets = upload(
+            gpu,
+            &u64s(
+                outs.iter()
+                    .zip(&offsets.offsets64)
+                    .map(|(o, &at)| if o.keys.is_some() { 0 } else { at }),
+            ),
+        )?;
         let col_chars = upload(gpu, &u64s(offsets.chars.iter().map(|c| c.0.device_ptr())))?;
         since("offsets and character buffers", offsets.started);
         // SAFETY: the offsets of every column are the prefix sums of the lengths written by
@@ -655,6 +803,35 @@ impl Stages<'_> {
                 ),
             )?
         };
+        let mut dictionaries = false;
+        for ((o, &offs), ch) in outs.iter().zip(&offsets.offsets64).zip(&offsets.chars) {
+            let Some(k) = &o.keys else { continue };
+            if k.entries == 0 {
+                continue;
+            }
+            dictionaries = true;
+            // SAFETY: `offs` holds entries + 1 offsets, the prefix sums of the entries'
+            // lengths, and the character buffer their total, so each entry's copy lands inside
+            // it; the entries point into dictionary pages that are alive (uploads, the load's
+            // buffer); a warp per entry; everything lives until the `synchronize_decode` below.
+            unsafe {
+                DICT_CHARS.launch_nowait(
+                    gpu,
+                    self.module,
+                    (k.entries as u64 * 32).div_ceil(256) as u32,
+                    256,
+                    (
+                        Const::at(k.table.device_ptr()),
+                        k.entries as u64,
+                        Const::at(offs),
+                        Mut::at(ch.0.device_ptr()),
+                    ),
+                )?
+            };
+        }
+        if dictionaries {
+            gpu.synchronize_decode()?;
+        }
         Ok((col_offsets, col_chars))
     }
 
@@ -711,7 +888,8 @@ impl Stages<'_> {
         let mut checked = false;
         let columns = outs.iter().zip(&offsets.offsets64).zip(&offsets.chars);
         for (k, ((o, &offs), ch)) in columns.enumerate() {
-            if !o.utf8 || o.rows == 0 {
+            let rows = o.strings();
+            if !o.utf8 || rows == 0 {
                 continue;
             }
             checked = true;
@@ -722,12 +900,12 @@ impl Stages<'_> {
                 UTF8_CHECK.launch_nowait(
                     gpu,
                     self.module,
-                    (o.rows as u64).div_ceil(256) as u32,
+                    (rows as u64).div_ceil(256) as u32,
                     256,
                     (
                         Const::at(offs),
                         Const::at(ch.0.device_ptr()),
-                        o.rows as u64,
+                        rows as u64,
                         Mut::at(first_bad.device_ptr() + 8 * k as u64),
                     ),
                 )?
@@ -737,6 +915,18 @@ impl Stages<'_> {
             timed("kernel utf8_check", || gpu.synchronize_decode())?;
             let bad_rows = u64s_from_device(&first_bad, outs.len())?;
             for (o, &bad) in outs.iter().zip(&bad_rows) {
+                if o.utf8 && o.keys.is_some() && bad != u64::MAX {
+                    return Err(Error::Decode {
+                        path: path.to_path_buf(),
+                        row_group: Some(o.row_group),
+                        column: Some(o.path.clone()),
+                        reason: format!(
+                            "entry {bad} of the dictionaries of the batch's row groups (one \
+                             after another) is not valid UTF-8 (the column is Utf8; read it as \
+                             Binary to keep the bytes)"
+                        ),
+                    });
+                }
                 if o.utf8 && o.rows > 0 && bad != u64::MAX {
                     // the batch row back to its row group's row
                     let (rg, row) = o

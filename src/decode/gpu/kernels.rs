@@ -144,6 +144,11 @@ kernels! {
     BYTES_FIXED = bytes_fixed in DECODE_BYTES_MODULE(
         Const<PageJob>, Const<u64>, Const<u64>, Const<FixedOut>, Mut<u32>
     );
+    /// One thread per entry of a kept dictionary: its length. (entries, count, lengths).
+    DICT_LENGTHS = dict_lengths in DECODE_BYTES_MODULE(Const<u64>, u64, Mut<i64>);
+    /// One warp per entry of a kept dictionary: its bytes copied to its offset.
+    /// (entries, count, offsets, chars).
+    DICT_CHARS = dict_chars in DECODE_BYTES_MODULE(Const<u64>, u64, Const<i64>, Mut<u8>);
     /// One thread per row: the first row that is not valid UTF-8.
     /// (offsets, chars, rows, first_bad).
     UTF8_CHECK = utf8_check in DECODE_BYTES_MODULE(Const<i64>, Const<u8>, u64, Mut<u64>);
@@ -344,8 +349,8 @@ c_struct! {
 c_struct! {
     /// Mirror of `struct BytesColumn` in `kernels/decode_bytes.cu`: one output column (a
     /// batch's rows of one field).
-    pub(crate) struct BytesColumn(32 bytes) {
-        /// i64 length per row.
+    pub(crate) struct BytesColumn(40 bytes) {
+        /// i64 length per row (a kept dictionary: i32 key per row).
         lengths: u64,
         /// Validity words, 0 when required.
         out_valid: u64,
@@ -353,6 +358,9 @@ c_struct! {
         null_count: u64,
         /// 1: FIXED_LEN_BYTE_ARRAY values (only DELTA_BYTE_ARRAY pages are decoded).
         only_delta: u64,
+        /// A kept dictionary: its entry tables (the keys are entry indices from here); 0
+        /// otherwise.
+        dict_base: u64,
     }
 }
 
@@ -756,7 +764,7 @@ mod tests {
             declared.len(),
             "declared kernels missing from their sources"
         );
-        assert_eq!(found, 28);
+        assert_eq!(found, 30);
     }
 
     fn mirror<T: CStruct>() -> (&'static str, usize, &'static [(&'static str, &'static str)]) {
@@ -821,7 +829,7 @@ mod tests {
             ..BytesColumn::default()
         };
         let b = c.to_bytes();
-        assert_eq!((b.len(), b[16]), (32, 7));
+        assert_eq!((b.len(), b[16]), (40, 7));
         assert!(b[24..].iter().all(|&x| x == 0));
         assert_eq!(BytesColumn::from_bytes(&b), c);
         let s = SnappyJob {

@@ -16,7 +16,8 @@
 //! values with arrow-rs's conversions, strings (PLAIN, dictionary, DELTA_LENGTH_BYTE_ARRAY,
 //! DELTA_BYTE_ARRAY) by sizes → offsets (scanned on the device) → characters, UTF-8 checked on
 //! the device for Utf8; decimals stored as BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY in
-//! DELTA_BYTE_ARRAY found as strings are, then written at their width. DELTA streams are
+//! DELTA_BYTE_ARRAY found as strings are, then written at their width; kept dictionaries as
+//! each row's key and the entries of the batch's dictionary pages as its values. DELTA streams are
 //! decoded block-parallel: thread 0 walks the block headers into a table of miniblocks, every
 //! thread unpacks deltas and one block-wide sum per tile turns them into values. One launch
 //! per stage over all pages of a pass; every kernel records problems as
@@ -32,7 +33,7 @@
 //! | `snappy.rs` | the SNAPPY kernels (whole pages, or 64 KiB fragments of large ones) and the host-or-device model |
 //! | `page_jobs.rs` | the data-page jobs both value decoders build, and errors naming a page |
 //! | `fixed.rs` | [`decode_fixed_columns`]: fixed-width columns in one launch |
-//! | `bytes.rs` | [`decode_bytes_columns`]: dictionary entries, sizes, DELTA_BYTE_ARRAY values, offsets, characters, fixed-width values, UTF-8 check |
+//! | `bytes.rs` | [`decode_bytes_columns`]: dictionary entries, sizes (or kept dictionaries' keys), DELTA_BYTE_ARRAY values, offsets, characters, fixed-width values, UTF-8 check |
 //! | `nested.rs` | nested fields: their leaves' levels (one byte per level entry), then list offsets, struct / list / map validity and the leaves' values moved to their slots |
 //! | `launch.rs` | typed kernel launches (`Kernel`, `Const`, `Mut`) and upload / read-back helpers |
 //! | `kernels.rs` | the embedded `.cu` sources, each kernel's declared parameters, the job structures' C layout, error bits |
@@ -65,6 +66,7 @@ pub(crate) use nvcomp::nvcomp_takes;
 pub use fixed::decode_fixed_columns;
 pub use page_tables::page_tables;
 pub(crate) use pass::{decode_pass, PassInput};
+pub use pass::keys_fallback;
 pub(crate) use profile::{profile_absorb, profile_begin, profile_end, profiling, timed};
 pub use report::{Decompressed, FieldDecode, GpuDecodeReport, PageCounts};
 pub use snappy::snappy_fragments_of;

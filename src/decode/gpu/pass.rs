@@ -101,6 +101,32 @@ pub(crate) fn decode_pass(
             }
         }
     }
+    // kept dictionaries: every data page of their chunks must be dictionary-encoded (writers
+    // fall back to PLAIN pages when a dictionary grows too large), as the page tables say
+    let keys = placements
+        .iter()
+        .any(|p| matches!(p, Placement::Gpu(c) if c.keys));
+    let early_tables = if keys {
+        Some(super::timed("page tables", || {
+            super::page_tables(chunks, path)
+        })?)
+    } else {
+        None
+    };
+    if let Some(tables) = &early_tables {
+        for p in placements.iter_mut() {
+            let Placement::Gpu(c) = p else { continue };
+            if !c.keys {
+                continue;
+            }
+            if let Some(reason) = keys_fallback(chunks, tables, c.leaf, fields[c.field].name()) {
+                *p = Placement::Host {
+                    field: c.field,
+                    reason,
+                };
+            }
+        }
+    }
     let leaves_of = field_leaves(md, &fields, input.leaves);
     let mut report = GpuDecodeReport::default();
     let mut gpu_cols = Vec::new();
@@ -125,7 +151,11 @@ pub(crate) fn decode_pass(
                 report.fields.push(FieldDecode {
                     name: fields[c.field].name().clone(),
                     on_gpu: true,
-                    reason: format!("{} → {} ({:?})", c.physical, c.arrow, c.conversion),
+                    reason: if c.keys {
+                        format!("{} → {}: keys, and the dictionaries kept", c.physical, c.arrow)
+                    } else {
+                        format!("{} → {} ({:?})", c.physical, c.arrow, c.conversion)
+                    },
                 });
                 gpu_cols.push(c);
             }
@@ -199,10 +229,17 @@ pub(crate) fn decode_pass(
         if gpu_cols.is_empty() {
             return Ok(Vec::new());
         }
-        let tables = dg::timed("page tables", || dg::page_tables(chunks, path))?;
+        let located;
+        let tables = match &early_tables {
+            Some(t) => t,
+            None => {
+                located = dg::timed("page tables", || dg::page_tables(chunks, path))?;
+                &located
+            }
+        };
         let pass = dg::Pass {
             chunks,
-            tables: &tables,
+            tables,
             path,
             columns: &gpu_cols,
             fields: &fields,
@@ -415,4 +452,41 @@ pub(crate) fn decode_pass(
         ));
     }
     Ok((out, report))
+}
+
+/// Why kept dictionary column `leaf` (field `name`) cannot be decoded on the GPU in this pass:
+/// a data page of one of its chunks that is not dictionary-encoded (`tables`: the chunks' page
+/// tables); `None` when every data page is.
+pub fn keys_fallback(
+    chunks: &DeviceChunks,
+    tables: &[Vec<super::PageInfo>],
+    leaf: usize,
+    name: &str,
+) -> Option<String> {
+    let encoding = |e: i32| match e {
+        0 => "PLAIN".to_string(),
+        5 => "DELTA_BINARY_PACKED".to_string(),
+        6 => "DELTA_LENGTH_BYTE_ARRAY".to_string(),
+        7 => "DELTA_BYTE_ARRAY".to_string(),
+        9 => "BYTE_STREAM_SPLIT".to_string(),
+        e => format!("encoding {e}"),
+    };
+    for (c, table) in chunks.chunks().iter().zip(tables) {
+        if c.column != leaf {
+            continue;
+        }
+        let page = table
+            .iter()
+            .enumerate()
+            .find(|(_, p)| matches!(p.kind, 0 | 3) && !matches!(p.encoding, 2 | 8));
+        if let Some((k, p)) = page {
+            return Some(format!(
+                "'{name}' keeps its dictionary, but page {k} of row group {} is {} (the \
+                 writer's fallback from its dictionary): decoded on the host, as arrow-rs reads it",
+                c.row_group,
+                encoding(p.encoding)
+            ));
+        }
+    }
+    None
 }

@@ -12,16 +12,23 @@
 //                  size from bytes_sizes), each valid row's source pointed there.
 //   (the host, or a scan kernel, turns lengths into offsets)
 //   bytes_chars:   one block per data page: every row's bytes copied to chars + offsets[row].
+// Kept dictionaries (a column with dict_base): bytes_sizes writes each row's key (its entry's
+// index in the column's dictionary tables, put end to end from dict_base) instead of its
+// length; dict_lengths and dict_chars turn those tables into the dictionary's values.
 // Every length is checked against the page; errors are bits in errors[page].
 
-struct BytesColumn {        // 32 bytes; mirrored by BytesColumn in src/decode/gpu/kernels.rs
-    u64 lengths;            // i64 per row of the output column (one batch)
+struct BytesColumn {        // 40 bytes; mirrored by BytesColumn in src/decode/gpu/kernels.rs
+    u64 lengths;            // i64 per row of the output column (one batch); a kept
+                            // dictionary's: i32 keys
     u64 out_valid;          // validity words, 0 when required
     u64 null_count;         // u64 counter
     u64 only_delta;         // 1: FIXED_LEN_BYTE_ARRAY values, which only DELTA_BYTE_ARRAY pages
                             // hold as the sizes stage reads them
+    u64 dict_base;          // a kept dictionary: its entry tables (16 bytes an entry, the
+                            // chunks' one after another), every page dictionary-encoded;
+                            // 0 otherwise
 };
-static_assert(sizeof(BytesColumn) == 32, "BytesColumn must match its Rust mirror");
+static_assert(sizeof(BytesColumn) == 40, "BytesColumn must match its Rust mirror");
 
 // PLAIN byte arrays are length-prefixed, so where value k starts depends on every value before
 // it: one thread (thread 0) must hop from prefix to prefix. It hops in shared memory, through a
@@ -407,7 +414,8 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     const int cnt = present;
     const u64 vlen = pj.data_len - val_at_s;
     const u8* vals = data + val_at_s;
-    if (cj.only_delta && pj.encoding != 7) {
+    if ((cj.only_delta && pj.encoding != 7) ||
+        (cj.dict_base && pj.encoding != 2 && pj.encoding != 8)) {
         if (threadIdx.x == 0) err |= E_ENCODING;
     } else if (pj.encoding == 0) {
         // value k's prefix offset into idxs[k] (free again: the marks are in src), then every
@@ -440,13 +448,15 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
                     if (threadIdx.x == 0) err |= e;
                 } else {
                     const u64* entries = (const u64*)pj.dict;
+                    // a kept dictionary's key: the entry's index among the column's tables
+                    const u64 key_base = cj.dict_base ? (pj.dict - cj.dict_base) / 16 : 0;
                     bool bad = false;
                     for_each_valid(n, cnt == n, src, warp_counts, [&](int i, int k) {
                         const u32 ix = idxs[k];
                         if (ix >= (u32)pj.dict_len) bad = true;
                         else {
                             src[2 * i] = entries[2 * ix];
-                            src[2 * i + 1] = entries[2 * ix + 1];
+                            src[2 * i + 1] = cj.dict_base ? key_base + ix : entries[2 * ix + 1];
                         }
                     });
                     if (bad) atomicOr(&err, E_DICT_INDEX);
@@ -478,7 +488,9 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
         bool valid = false;
         const bool in = i >= lo && i < hi && i < n;
         if (in) {
-            lengths[pj.row_start + (u64)(i - lo)] = (i64)src[2 * i + 1];
+            const u64 row = pj.row_start + (u64)(i - lo);
+            if (cj.dict_base) ((int*)cj.lengths)[row] = (int)src[2 * i + 1];   // 0 when null
+            else lengths[row] = (i64)src[2 * i + 1];
             valid = pj.max_def == 0 || src[2 * i] != 0;
             if (!valid) nulls++;
         }
@@ -582,6 +594,7 @@ extern "C" __global__ void bytes_chars(
     const PageJob pj = pages[blockIdx.x];
     const u64* src = src_scratch + 2 * scratch_base[blockIdx.x];
     const i64* offsets = (const i64*)col_offsets[pj.column];
+    if (!offsets) return;   // a kept dictionary's keys: its values come from dict_chars
     u8* chars = (u8*)col_chars[pj.column];
     const int lane = threadIdx.x & 31;
     const int lo = pj.skip, hi = pj.skip + pj.take;   // the rows written
@@ -611,6 +624,27 @@ extern "C" __global__ void bytes_chars(
                 for (u64 b = 32 + lane; b < l[j]; b += 32) ((u8*)t[j])[b] = ((const u8*)f[j])[b];
         }
     }
+}
+
+// A kept dictionary's values from its entry tables (count entries of (address, length)):
+// dict_lengths writes each entry's length (a thread each), the offsets come from the scan
+// below, and dict_chars copies each entry's bytes to chars + offsets[k] (a warp each, its
+// lanes across the bytes).
+extern "C" __global__ void dict_lengths(const u64* entries, u64 count, i64* lengths)
+{
+    const u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < count) lengths[k] = (i64)entries[2 * k + 1];
+}
+
+extern "C" __global__ void dict_chars(const u64* entries, u64 count, const i64* offsets, u8* chars)
+{
+    const u64 k = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x & 31;
+    if (k >= count) return;
+    const u8* from = (const u8*)entries[2 * k];
+    const u64 len = entries[2 * k + 1];
+    u8* to = chars + offsets[k];
+    for (u64 b = lane; b < len; b += 32) to[b] = from[b];
 }
 
 // Columns of fixed-width values whose bytes the sizes stage found as a string's (decimals
