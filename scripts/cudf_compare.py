@@ -3,6 +3,7 @@
     python3 scripts/cudf_compare.py write DIR     # the pyarrow-written bench files (pyarrow defaults)
     python3 scripts/cudf_compare.py write-delta DIR  # the DELTA / BYTE_STREAM_SPLIT file
     python3 scripts/cudf_compare.py write-nested DIR # the nested file (lists, a struct)
+    python3 scripts/cudf_compare.py write-categorical DIR # the categorical-string file
     python3 scripts/cudf_compare.py time FILE...  # cuDF read_parquet, best / median ms of ROUNDS
 
 `write` makes `small-row-groups-pyarrow.parquet` in DIR: 8,000,000 rows in 800 row groups of
@@ -14,7 +15,10 @@ encodings Spark and DuckDB pick for such columns). `write-nested` makes `nested-
 3,000,000 rows with pyarrow's defaults (SNAPPY, dictionaries, row groups of 1Mi rows): `id`
 int64; `l` list<int64> of 0-7 values, 5% null lists, 5% null values; `st`
 struct<x: double, n: int64>, 5% null structs; `ls` list<string> of 0-3 strings from 10,000
-distinct words, 5% null lists. `time` reads each file
+distinct words, 5% null lists. `write-categorical` makes `categorical-pyarrow.parquet`: the
+8,000,000 rows of `write` with `s` as a dictionary array (pandas' categorical; pyarrow stores
+its Arrow type, so arrow-rs reads `Dictionary(Int32, Utf8)`) and a second one, `c`, of 12
+values with 5% nulls, in pyarrow's default row groups. `time` reads each file
 with pylibcudf (one warm-up read, then ROUNDS reads, default 5), each timed from the call to the
 device synchronised, and prints one line per file. Needs pylibcudf (../shared/device/wheels.sh
 cudf) and pyarrow on PYTHONPATH.
@@ -114,6 +118,24 @@ def write_nested(out_dir):
     print(f"wrote {path}: {md.num_row_groups} row groups, {md.num_rows} rows")
 
 
+def write_categorical(out_dir):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    t = table_8m()
+    n = t.num_rows
+    colors = pa.array([f"colour-{i}" for i in range(12)])
+    idx = pc.cast(pc.floor(pc.multiply(pc.random(n), 12)), pa.int32(), safe=False)
+    c = pc.if_else(pc.less(pc.random(n), 0.05), pa.scalar(None, pa.string()), pc.take(colors, idx))
+    t = t.set_column(3, "s", pc.dictionary_encode(t.column("s")))
+    t = t.append_column("c", pc.dictionary_encode(c))
+    path = os.path.join(out_dir, "categorical-pyarrow.parquet")
+    pq.write_table(t, path)
+    md = pq.ParquetFile(path).metadata
+    print(f"wrote {path}: {md.num_row_groups} row groups, {md.num_rows} rows, {t.schema}")
+
+
 def time_files(paths):
     import ctypes
 
@@ -153,6 +175,8 @@ if __name__ == "__main__":
         write_delta(sys.argv[2])
     elif len(sys.argv) >= 3 and sys.argv[1] == "write-nested":
         write_nested(sys.argv[2])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "write-categorical":
+        write_categorical(sys.argv[2])
     elif len(sys.argv) >= 3 and sys.argv[1] == "time":
         time_files(sys.argv[2:])
     else:

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# GPU machine: nested fields decoded on the GPU (issue 15, item 2) in one call:
+# GPU machine: nested fields and kept dictionaries decoded on the GPU (issue 15, items 2 and 3)
+# in one call:
 #   1. the packed test binaries with the GPU required (../shared/device/run.sh; TESTS=a name
 #      filter every binary gets);
-#   2. the nested file written by pyarrow (scripts/cudf_compare.py write-nested; pyarrow from
-#      the wheels installed by `bash .dev/wheels.sh install`), bench-decode_device on it and the
-#      lineitem SNAPPY file (GPU against arrow-rs host + upload), then cuDF's read_parquet on the
-#      same files when pylibcudf is installed;
-#   3. compute-sanitizer memcheck over the corpus through the device backends (conformance).
+#   2. the nested and categorical files written by pyarrow (scripts/cudf_compare.py
+#      write-nested, write-categorical; pyarrow from the wheels installed by `bash
+#      .dev/wheels.sh install`), bench-decode_device on them and the lineitem SNAPPY file (GPU
+#      against arrow-rs host + upload), again with every load keeping its dictionaries
+#      (CUPARQUET_BENCH_KEEP_DICTIONARIES=1), then cuDF's read_parquet on the same files when
+#      pylibcudf is installed;
+#   3. compute-sanitizer memcheck over the generated files, the corpus and the kept
+#      dictionaries through the device backends (conformance).
 # SKIP_TESTS=1, SKIP_SANITIZER=1, SKIP_BENCH=1 leave a part out.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -26,22 +30,27 @@ fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   bash .dev/wheels.sh install >/dev/null && export PYTHONPATH=/tmp/site
   nested=/tmp/bench-data/nested-pyarrow.parquet
+  categorical=/tmp/bench-data/categorical-pyarrow.parquet
   [ -f "$nested" ] || timeout 120 python3 scripts/cudf_compare.py write-nested /tmp/bench-data
-  echo "=== bench-decode_device"
-  CUPARQUET_BENCH_EXTRA="nested-pyarrow=$nested" CUPARQUET_BENCH_OUT="$out/decode.jsonl" \
-    CUPARQUET_BENCH_FILES="${FILES:-snappy-dict}" CUPARQUET_PROFILE=1 \
-    CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} timeout 300 .dev/bin/bench-decode_device 2>&1 \
-    | tee "$out/decode.txt"
+  [ -f "$categorical" ] || timeout 120 python3 scripts/cudf_compare.py write-categorical /tmp/bench-data
+  for keep in 0 1; do
+    echo "=== bench-decode_device (keep dictionaries: $keep)"
+    CUPARQUET_BENCH_EXTRA="nested-pyarrow=$nested,categorical-pyarrow=$categorical" \
+      CUPARQUET_BENCH_KEEP_DICTIONARIES=$keep CUPARQUET_BENCH_OUT="$out/decode.jsonl" \
+      CUPARQUET_BENCH_FILES="${FILES:-snappy-dict}" CUPARQUET_PROFILE=1 \
+      CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} timeout 300 .dev/bin/bench-decode_device 2>&1 \
+      | tee "$out/decode-keep$keep.txt"
+  done
   if python3 -c "import pylibcudf" 2>/dev/null; then
     echo "=== cuDF"
-    timeout 120 python3 scripts/cudf_compare.py time "$nested" \
+    timeout 120 python3 scripts/cudf_compare.py time "$nested" "$categorical" \
       /tmp/bench-data/lineitem-24000000-snappy-dict.parquet 2>&1 | tee "$out/cudf.txt"
   fi
 fi
 if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
   bash .dev/prepare-cufile-vm.sh >/dev/null 2>&1
   export PARQUET_TESTING_DIR="$PWD/.dev/corpus/parquet-testing"
-  for t in generated_files_equal_arrow_rs corpus_files_equal_arrow_rs; do
+  for t in ${SAN_TESTS:-generated_files_equal_arrow_rs corpus_files_equal_arrow_rs kept_dictionaries_equal_arrow_rs_dictionary_reads}; do
     echo "=== compute-sanitizer memcheck: conformance $t"
     CUPARQUET_REQUIRE_GPU=1 timeout "${SAN_TIMEOUT:-150}" compute-sanitizer --tool memcheck \
       --error-exitcode 9 --print-limit 20 .dev/bin/test-test-conformance \

@@ -260,16 +260,13 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
             // a kept dictionary: its chunks' entry tables, one after another
             let mut key_tables: HashMap<usize, (u64, i32)> = HashMap::new();
             let keys = if col.keys {
-                let k = keys_out(pass, &selected, batch, col, rows, &mut key_tables)?;
-                for (sc, _, _) in pass.parts(&selected, batch, col)? {
-                    if let (Some((page, ptr, len, entries)), Some(&(at, _))) =
-                        (sc.dict, key_tables.get(&sc.ci))
-                    {
-                        let c = &chunks.chunks()[sc.ci];
-                        dicts.push((ptr, len, entries));
-                        dict_tables.push(at);
-                        dict_names.push((c.row_group, c.path.clone(), page));
-                    }
+                let (k, tables) = keys_out(pass, &selected, batch, col, rows)?;
+                for (ci, (page, ptr, len, entries), at) in tables {
+                    let c = &chunks.chunks()[ci];
+                    dicts.push((ptr, len, entries));
+                    dict_tables.push(at);
+                    dict_names.push((c.row_group, c.path.clone(), page));
+                    key_tables.insert(ci, (at, entries));
                 }
                 Some(k)
             } else {
@@ -355,24 +352,27 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
 }
 
 /// A kept dictionary's output of `rows` rows (`batch`, `col`): its keys (zeroed), and one
-/// table for the entries of its parts' chunks' dictionaries, whose places (address, entries)
-/// go into `tables` by chunk.
+/// table for the entries of the dictionaries of its parts' chunks, each chunk's once (a batch
+/// may hold several parts of one row group); returns the output and, per chunk, its dictionary
+/// page (page, address, bytes, entries) and the address of its entries in the table.
+#[allow(clippy::type_complexity)]
 fn keys_out(
     pass: &Pass<'_>,
     selected: &super::Selected<'_>,
     batch: &crate::plan::BatchSpan,
     col: &crate::decode::gpu_plan::GpuColumn,
     rows: usize,
-    tables: &mut HashMap<usize, (u64, i32)>,
-) -> Result<Keys> {
+) -> Result<(Keys, Vec<(usize, (usize, u64, u64, i32), u64)>)> {
     let gpu = pass.chunks.buffer().gpu();
     let parts = pass.parts(selected, batch, col)?;
-    let mut spots = Vec::with_capacity(parts.len());
+    let mut spots: Vec<(usize, (usize, u64, u64, i32), usize)> = Vec::with_capacity(parts.len());
     let mut entries = 0usize;
     for (sc, _, _) in &parts {
-        if let Some((_, _, _, n)) = sc.dict {
-            spots.push((sc.ci, entries, n));
-            entries += n.max(0) as usize;
+        if let Some(d) = sc.dict {
+            if spots.iter().all(|s| s.0 != sc.ci) {
+                spots.push((sc.ci, d, entries));
+                entries += d.3.max(0) as usize;
+            }
         }
     }
     if entries > i32::MAX as usize {
@@ -388,19 +388,21 @@ fn keys_out(
         });
     }
     let table = gpu.alloc(entries.max(1) * 16)?;
-    for (ci, at, n) in spots {
-        tables.insert(ci, (table.device_ptr() + 16 * at as u64, n));
-    }
+    let tables = spots
+        .into_iter()
+        .map(|(ci, d, at)| (ci, d, table.device_ptr() + 16 * at as u64))
+        .collect();
     let value_type = match &col.data_type {
         arrow::datatypes::DataType::Dictionary(_, v) => v.as_ref().clone(),
         other => other.clone(),
     };
-    Ok(Keys {
+    let keys = Keys {
         values: zeroed(gpu, rows.max(1) * 4)?,
         table,
         entries,
         value_type,
-    })
+    };
+    Ok((keys, tables))
 }
 
 /// The scratch of the sizes stage, read by the characters stage: the page jobs, each row's
