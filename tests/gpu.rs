@@ -871,3 +871,80 @@ fn gpu_loads_do_not_leak_device_memory() {
         before - after
     );
 }
+
+/// Nested fields (lists, maps, structs, three and four deep) in batches that cut row groups
+/// and under a row selection: built on the GPU from the level entries of the rows each batch
+/// takes, equal to arrow-rs; every field reported on the GPU.
+#[test]
+fn gpu_nested_fields_in_batches_that_cut_row_groups() {
+    let _shared = shared_device();
+    if !gpu_available("nested batches that cut row groups") {
+        return;
+    }
+    use arrow::array::RecordBatchReader;
+    use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection};
+    use parquet::file::properties::{WriterProperties, WriterVersion};
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("nested_v1", nested_batch(3000), WriterVersion::PARQUET_1_0),
+        (
+            "deep_v2",
+            deep_nested_batch(3000),
+            WriterVersion::PARQUET_2_0,
+        ),
+    ];
+    for (name, batch, version) in cases {
+        let path = dir.path().join(format!("{name}.parquet"));
+        let props = WriterProperties::builder()
+            .set_writer_version(version)
+            .set_max_row_group_row_count(Some(1000))
+            .set_data_page_row_count_limit(300)
+            .set_write_batch_size(100)
+            .build();
+        write(&path, &[batch], props);
+        let selection = RowSelection::from_consecutive_ranges(
+            [100..450usize, 999..1001, 1700..2900].into_iter(),
+            3000,
+        );
+        let oracle_with = |sel: Option<&RowSelection>| {
+            let f = std::fs::File::open(&path).unwrap();
+            let mut b = ParquetRecordBatchReaderBuilder::try_new(f).unwrap();
+            if let Some(s) = sel {
+                b = b.with_row_selection(s.clone());
+            }
+            let r = b.build().unwrap();
+            let schema = r.schema();
+            let batches: Vec<_> = r.map(|b| b.unwrap()).collect();
+            arrow::compute::concat_batches(&schema, &batches).unwrap()
+        };
+        for (batch_rows, sel) in [
+            (333, None),
+            (1000, None),
+            (2500, None),
+            (1 << 20, Some(&selection)),
+            (400, Some(&selection)),
+        ] {
+            let what = format!(
+                "{name}, batches of {batch_rows}, selection {}",
+                sel.is_some()
+            );
+            let mut b = ParquetGpuReader::builder(&path)
+                .with_device(Device::Cuda(0))
+                .with_batch_rows(batch_rows);
+            if let Some(s) = sel {
+                b = b.with_row_selection(s.clone());
+            }
+            let loaded = b
+                .build()
+                .unwrap()
+                .load()
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got = concat(&loaded.schema, &loaded.to_host().unwrap());
+            assert_same(&what, &got, &oracle_with(sel));
+            let g = loaded.report.gpu_decode.as_ref().unwrap();
+            for f in &g.fields {
+                assert!(f.on_gpu, "{what}: {f:?}");
+            }
+        }
+    }
+}

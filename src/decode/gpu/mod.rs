@@ -274,6 +274,9 @@ struct SelectedChunk<'a> {
     first_rows: Option<Vec<u64>>,
     /// The level entries (values, nulls included) its data pages hold: its rows when flat.
     entries: u64,
+    /// A repeated nested leaf whose row group the pass's batches cut: (row, the level entry
+    /// it begins at), ascending, for every row where a batch part begins or ends.
+    cuts: Vec<(u64, u64)>,
 }
 
 /// The chunks of a pass one decoder takes, by (row group, leaf); its columns, in placement
@@ -334,6 +337,12 @@ impl<'a> Pass<'a> {
                         ),
                     ));
                 }
+                _ if col.nested && col.max_rep_level == 0 && rows != want => {
+                    return Err(self.bad_chunk(
+                        ci,
+                        format!("the pages hold {rows} values, the row group {want} rows"),
+                    ));
+                }
                 _ if col.nested => None,
                 // some pages read: each where the offset index says, with its rows
                 Some(_) => Some(
@@ -356,14 +365,86 @@ impl<'a> Pass<'a> {
                 dict,
                 first_rows,
                 entries: rows,
+                cuts: Vec::new(),
             };
             chunks.insert((c.row_group, c.column), chunk);
         }
+        self.find_cuts(&mut chunks)?;
         Ok(Selected {
             chunks,
             columns,
             uploads,
         })
+    }
+
+    /// For each repeated nested leaf chunk of `chunks` whose row group the batches cut: the
+    /// level entries where those rows begin ([`SelectedChunk::cuts`]), from its repetition
+    /// levels (decoded on the device for all such chunks at once, read back and scanned).
+    fn find_cuts(&self, chunks: &mut HashMap<(usize, usize), SelectedChunk<'a>>) -> Result<()> {
+        let mut wanted: Vec<((usize, usize), Vec<u64>)> = Vec::new();
+        for (&key, sc) in chunks.iter() {
+            if !sc.col.nested || sc.col.max_rep_level == 0 {
+                continue;
+            }
+            let all = (self.rows_of)(key.0) as u64;
+            let mut rows: Vec<u64> = self
+                .batches
+                .iter()
+                .flat_map(|b| b.parts.iter())
+                .filter(|p| p.row_group == key.0)
+                .flat_map(|p| [p.rows.start, p.rows.end])
+                .filter(|&r| r != 0 && r < all)
+                .collect();
+            if rows.is_empty() {
+                continue;
+            }
+            rows.sort_unstable();
+            rows.dedup();
+            wanted.push((key, rows));
+        }
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        wanted.sort();
+        let mut jobs = Vec::new();
+        let mut names = Vec::new();
+        let mut nested = Vec::with_capacity(wanted.len());
+        for (k, (key, _)) in wanted.iter().enumerate() {
+            let sc = &chunks[key];
+            let window = page_jobs::Window {
+                column: k,
+                rows: 0..sc.entries,
+                out_at: 0,
+                max_def: sc.col.max_def_level,
+                max_rep: sc.col.max_rep_level,
+                dict: (0, 0),
+            };
+            let c = &self.chunks.chunks()[sc.ci];
+            page_jobs::data_page_jobs(
+                c,
+                &self.tables[sc.ci],
+                &sc.pages,
+                None,
+                &window,
+                &mut jobs,
+                &mut names,
+            );
+            nested.push((k, sc.entries as usize));
+        }
+        let gpu = self.chunks.buffer().gpu();
+        let levels = timed("nested row starts", || {
+            nested::decode_levels(gpu, self.path, &jobs, &names, wanted.len(), &nested)
+        })?;
+        for ((k, levels), (key, rows)) in levels.into_iter().zip(&wanted) {
+            debug_assert_eq!(k, nested[k].0);
+            let all = (self.rows_of)(key.0) as u64;
+            let Some(sc) = chunks.get_mut(key) else {
+                continue;
+            };
+            let rep = levels.rep_to_host()?;
+            sc.cuts = nested::row_starts(&rep, rows, all).map_err(|e| self.bad_chunk(sc.ci, e))?;
+        }
+        Ok(())
     }
 
     /// The parts of output column (`batch`, `col`): per part of the batch, its chunk and
@@ -385,23 +466,29 @@ impl<'a> Pass<'a> {
                     reason: "a batch needs a column chunk the pass does not hold".into(),
                 });
             };
-            let rows = if col.nested {
-                // a nested leaf: all the entries of whole row groups
+            let rows = if col.nested && col.max_rep_level > 0 {
+                // a repeated leaf: the level entries of the part's rows
                 let all = (self.rows_of)(part.row_group) as u64;
-                if part.rows != (0..all) {
-                    return Err(Error::Decode {
-                        path: self.path.to_path_buf(),
-                        row_group: Some(part.row_group),
-                        column: Some(self.fields[col.field].name().clone()),
-                        reason: format!(
-                            "a nested field's batch takes rows {:?} of {all}: the GPU builds \
-                             nested fields of whole row groups only",
-                            part.rows
-                        ),
-                    });
-                }
-                0..chunk.entries
+                let entry = |r: u64| -> Result<u64> {
+                    if r == 0 {
+                        return Ok(0);
+                    }
+                    if r >= all {
+                        return Ok(chunk.entries);
+                    }
+                    match chunk.cuts.binary_search_by_key(&r, |c| c.0) {
+                        Ok(k) => Ok(chunk.cuts[k].1),
+                        Err(_) => Err(Error::Decode {
+                            path: self.path.to_path_buf(),
+                            row_group: Some(part.row_group),
+                            column: Some(self.fields[col.field].name().clone()),
+                            reason: format!("no level entry was found where row {r} begins"),
+                        }),
+                    }
+                };
+                entry(part.rows.start)?..entry(part.rows.end)?
             } else {
+                // flat, or nested without repetition: an entry per row
                 part.rows.clone()
             };
             let len = rows.end - rows.start;

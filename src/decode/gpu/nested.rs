@@ -43,6 +43,46 @@ pub(crate) struct EntryLevels {
     entries: usize,
 }
 
+impl EntryLevels {
+    /// The repetition levels, copied to the host.
+    pub(super) fn rep_to_host(&self) -> Result<Vec<u8>> {
+        self.rep.copy_to_host(0..self.entries)
+    }
+}
+
+/// Where rows begin among the level entries of a column chunk whose repetition levels are
+/// `rep` (a row begins at each entry of level 0): (row, entry) for each row of `rows`
+/// (ascending, each below `all`, the row group's rows). An error when the levels do not hold
+/// `all` rows, or the first entry continues a row.
+pub(super) fn row_starts(
+    rep: &[u8],
+    rows: &[u64],
+    all: u64,
+) -> std::result::Result<Vec<(u64, u64)>, String> {
+    if rep.first().is_some_and(|&r| r != 0) {
+        return Err("the first level entry continues a row (repetition level above 0)".into());
+    }
+    let mut out = Vec::with_capacity(rows.len());
+    let mut want = rows.iter().copied().peekable();
+    let mut row = 0u64;
+    for (i, _) in rep.iter().enumerate().filter(|(_, &r)| r == 0) {
+        if want.peek() == Some(&row) {
+            out.push((row, i as u64));
+            want.next();
+        }
+        row += 1;
+    }
+    if row != all {
+        return Err(format!(
+            "the repetition levels hold {row} rows, the row group {all}"
+        ));
+    }
+    match want.next() {
+        Some(r) => Err(format!("row {r} is not among the row group's {all} rows")),
+        None => Ok(out),
+    }
+}
+
 /// Decodes the levels of the nested output columns among `jobs` (whose column jobs number
 /// `columns`): `nested` lists (column job, entries) of each nested one. One launch.
 pub(super) fn decode_levels(
@@ -86,11 +126,11 @@ pub(super) fn decode_levels(
     let base_buf = upload(gpu, &u64s(base))?;
     let scratch = gpu.alloc((total as usize * 4).max(4))?;
     let errors = zeroed(gpu, mine.len() * 4)?;
-    // SAFETY: one block per page job; each writes the levels of its page's entries
-    // (`num_values`, the whole page: the kernel refuses a page job with another window) into
-    // its column's level arrays at `row_start`, which `data_page_jobs` set inside the column's
-    // entries (each of its chunks' pages at their first entry); the u32 scratch holds one entry
-    // per page entry at `base` (their prefix sum); every buffer lives until `launch` returns.
+    // SAFETY: one block per page job; each writes the levels of its page's window of entries
+    // (`take` from `skip`, inside the page: the kernel refuses other windows) into its column's
+    // level arrays from `row_start` on, which `data_page_jobs` set inside the column's entries
+    // (the windows of a column disjoint); the u32 scratch holds one entry per page entry at
+    // `base` (their prefix sum); every buffer lives until `launch` returns.
     unsafe {
         NESTED_LEVELS.launch(
             gpu,
@@ -649,5 +689,24 @@ impl Builder<'_, '_> {
             counter,
             children: Vec::new(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::row_starts;
+
+    #[test]
+    fn rows_begin_at_entries_of_repetition_level_zero() {
+        // rows: [0, 1, 2] [3] [4, 5, 6] [7]
+        let rep = [0u8, 1, 1, 0, 0, 2, 1, 0];
+        assert_eq!(
+            row_starts(&rep, &[1, 2, 3], 4),
+            Ok(vec![(1, 3), (2, 4), (3, 7)])
+        );
+        assert_eq!(row_starts(&rep, &[], 4), Ok(vec![]));
+        assert!(row_starts(&rep, &[1], 5).unwrap_err().contains("hold 4 rows"));
+        assert!(row_starts(&rep, &[4], 4).is_err());
+        assert!(row_starts(&[1, 0], &[1], 1).unwrap_err().contains("continues a row"));
     }
 }

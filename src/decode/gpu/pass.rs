@@ -74,27 +74,21 @@ pub(crate) fn decode_pass(
             };
         }
     }
-    // the GPU builds nested fields from whole row groups, their chunks read whole
-    let rows_in = |rg: usize| md.row_group(rg).num_rows().max(0) as u64;
-    let whole = batches.iter().all(|b| {
-        b.parts
-            .iter()
-            .all(|p| p.rows.start == 0 && p.rows.end == rows_in(p.row_group))
-    }) && row_groups.iter().all(|&rg| {
-        crate::plan::rows_restricted(input.rows, rg, rows_in(rg)).is_none()
-    });
+    // the GPU builds nested fields from whole column chunks (a batch that cuts a row group
+    // takes the level entries of its rows): a chunk read in part (pages pruned) leaves the
+    // field to the host
     for p in placements.iter_mut() {
         if let Placement::Nested(n) = p {
             let pruned = chunks
                 .chunks()
                 .iter()
                 .any(|c| c.read.is_some() && n.leaves.iter().any(|l| l.leaf == c.column));
-            if !whole || pruned {
+            if pruned {
                 *p = Placement::Host {
                     field: n.field,
                     reason: format!(
-                        "'{}' is nested: the GPU builds nested fields of whole row groups, \
-                         this pass reads part of one",
+                        "'{}' is nested: the GPU builds nested fields from whole column \
+                         chunks, this pass reads only some pages of one",
                         fields[n.field].name()
                     ),
                 };

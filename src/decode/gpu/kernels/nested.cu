@@ -4,7 +4,9 @@
 //
 //   nested_levels: one block per data page of a nested leaf: its repetition and definition
 //                  levels (block-parallel RLE/bit-packed decoding) narrowed to one byte per
-//                  level entry, at the page's first entry in the leaf's arrays.
+//                  level entry; the entries of the page's window [skip, skip + take) written
+//                  from row_start on in the leaf's arrays (a batch that cuts a row group takes
+//                  the entries of its rows).
 //   nest_count:    one block per NEST_TILE entries of a unit (one leaf of one batch): for each
 //                  list depth k, the entries that are slots at depth k (rep <= k, def reaching
 //                  the depth's element level), counted; the levels checked to form rows.
@@ -46,7 +48,7 @@ extern "C" __global__ void __launch_bounds__(NEST_THREADS) nested_levels(
     if (threadIdx.x == 0) {
         u32 e = 0;
         at_s[0] = len_s[0] = at_s[1] = len_s[1] = 0;
-        if (pj.skip != 0 || pj.take != n || n < 0) e |= E_LEVELS;  // nested pages are whole
+        if (n < 0 || pj.skip < 0 || pj.take < 0 || pj.skip > n - pj.take) e |= E_LEVELS;
         if (pj.v2) {
             at_s[0] = 0;
             len_s[0] = (u64)pj.rep_len;
@@ -74,11 +76,12 @@ extern "C" __global__ void __launch_bounds__(NEST_THREADS) nested_levels(
         if (threadIdx.x == 0) errors[blockIdx.x] |= err;
         return;
     }
+    const int lo_i = pj.skip, hi_i = pj.skip + pj.take;   // the entries written
     for (int s = 0; s < 2; s++) {
         const int max = s == 0 ? pj.max_rep : pj.max_def;
-        u8* out = (u8*)(s == 0 ? lo.rep : lo.def) + pj.row_start;
+        u8* out = (u8*)(s == 0 ? lo.rep : lo.def) + pj.row_start;   // entry lo_i's place
         if (max == 0) {
-            for (int i = threadIdx.x; i < n; i += NEST_THREADS) out[i] = 0;
+            for (int i = lo_i + threadIdx.x; i < hi_i; i += NEST_THREADS) out[i - lo_i] = 0;
             continue;
         }
         u32 e = rle_hybrid_block(data + at_s[s], len_s[s], level_bits(max), tmp, n, runs,
@@ -90,7 +93,7 @@ extern "C" __global__ void __launch_bounds__(NEST_THREADS) nested_levels(
         bool bad = false;
         for (int i = threadIdx.x; i < n; i += NEST_THREADS) {
             bad |= tmp[i] > (u32)max;
-            out[i] = (u8)tmp[i];
+            if (i >= lo_i && i < hi_i) out[i - lo_i] = (u8)tmp[i];
         }
         if (bad) atomicOr(&err, E_LEVEL_MAX);
         __syncthreads();   // tmp is reused; err read by all
