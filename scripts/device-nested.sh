@@ -41,6 +41,13 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
       CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} timeout 300 .dev/bin/bench-decode_device 2>&1 \
       | tee "$out/decode-keep$keep.txt"
   done
+  echo "=== nested file in batches that cut its row groups (CLI, 5 loads each)"
+  for rows in 1048576 262144 100000; do
+    for k in 1 2 3 4 5; do
+      .dev/bin/cuparquet load "$nested" --device cuda:0 --batch-rows "$rows" 2>&1 \
+        | grep -E "^  wall|on the host|decoded on" | sed "s/^/batch-rows $rows: /"
+    done
+  done
   if python3 -c "import pylibcudf" 2>/dev/null; then
     echo "=== cuDF"
     timeout 120 python3 scripts/cudf_compare.py time "$nested" "$categorical" \
