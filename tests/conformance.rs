@@ -420,6 +420,20 @@ fn documented_failures() {
     }
 }
 
+/// What arrow-rs reads from `path` asked for the types of `schema`, in one batch.
+fn read_as(path: &Path, schema: &arrow::datatypes::SchemaRef) -> arrow::record_batch::RecordBatch {
+    use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+    let r = ParquetRecordBatchReaderBuilder::try_new_with_options(
+        std::fs::File::open(path).unwrap(),
+        ArrowReaderOptions::new().with_schema(std::sync::Arc::clone(schema)),
+    )
+    .unwrap()
+    .build()
+    .unwrap();
+    let batches: Vec<_> = r.map(|b| b.unwrap()).collect();
+    arrow::compute::concat_batches(schema, &batches).unwrap()
+}
+
 /// `with_keep_dictionaries`: string and binary columns stored with a dictionary load as
 /// Dictionary(Int32, _) arrays, equal to what arrow-rs reads when asked for those types;
 /// columns without one, and every other type, are unchanged. On every backend.
@@ -427,7 +441,6 @@ fn documented_failures() {
 fn kept_dictionaries_equal_arrow_rs_dictionary_reads() {
     use arrow::array::{ArrayRef, BinaryArray, Int64Array, StringArray};
     use arrow::datatypes::DataType;
-    use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
     use parquet::file::properties::WriterProperties;
     use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
@@ -468,15 +481,7 @@ fn kept_dictionaries_equal_arrow_rs_dictionary_reads() {
         arrow::datatypes::Field::new("note", DataType::Utf8, false),
         arrow::datatypes::Field::new("k", DataType::Int64, false),
     ]));
-    let r = ParquetRecordBatchReaderBuilder::try_new_with_options(
-        std::fs::File::open(&p).unwrap(),
-        ArrowReaderOptions::new().with_schema(Arc::clone(&want_schema)),
-    )
-    .unwrap()
-    .build()
-    .unwrap();
-    let want_batches: Vec<_> = r.map(|b| b.unwrap()).collect();
-    let want = arrow::compute::concat_batches(&want_schema, &want_batches).unwrap();
+    let want = read_as(&p, &want_schema);
     for backend in backends() {
         let reader = ParquetGpuReader::builder(&p)
             .with_device(backend.device)
@@ -556,15 +561,7 @@ fn kept_dictionaries_equal_arrow_rs_dictionary_reads() {
         arrow::datatypes::Field::new("wide", dict(DataType::Utf8), true),
         arrow::datatypes::Field::new("narrow", dict(DataType::Utf8), false),
     ]));
-    let r = ParquetRecordBatchReaderBuilder::try_new_with_options(
-        std::fs::File::open(&p).unwrap(),
-        ArrowReaderOptions::new().with_schema(Arc::clone(&want_schema)),
-    )
-    .unwrap()
-    .build()
-    .unwrap();
-    let want_batches: Vec<_> = r.map(|b| b.unwrap()).collect();
-    let want = arrow::compute::concat_batches(&want_schema, &want_batches).unwrap();
+    let want = read_as(&p, &want_schema);
     for backend in backends() {
         for batch_rows in [1 << 20, 700] {
             let loaded = ParquetGpuReader::builder(&p)
