@@ -587,3 +587,140 @@ fn kept_dictionaries_equal_arrow_rs_dictionary_reads() {
         }
     }
 }
+
+/// Dictionary fields with keys of every integer type (arrow-rs writes their Arrow type, and
+/// reads them back so): the GPU keeps them with keys of that width; a batch whose row groups'
+/// dictionaries together outgrow its keys (Int8 here) is decoded on the host, as arrow-rs
+/// reads it. On every backend, equal to arrow-rs.
+#[test]
+fn kept_dictionaries_of_every_key_type() {
+    use arrow::array::{ArrayRef, DictionaryArray};
+    use arrow::datatypes::{
+        DataType, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type,
+        UInt8Type,
+    };
+    use parquet::file::properties::WriterProperties;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("keys.parquet");
+    let n = 6000;
+    let names: Vec<String> = (0..300).map(|i| format!("s{i}")).collect();
+    let small = |k: usize| {
+        let names = &names;
+        (0..n).map(move |i| (i % 17 != 0).then(|| names[i % k].as_str()))
+    };
+    let cols: Vec<(&str, ArrayRef)> = vec![
+        (
+            "i8",
+            Arc::new(small(5).collect::<DictionaryArray<Int8Type>>()),
+        ),
+        (
+            "u8",
+            Arc::new(small(7).collect::<DictionaryArray<UInt8Type>>()),
+        ),
+        (
+            "i16",
+            Arc::new(small(300).collect::<DictionaryArray<Int16Type>>()),
+        ),
+        (
+            "u16",
+            Arc::new(small(9).collect::<DictionaryArray<UInt16Type>>()),
+        ),
+        (
+            "i32",
+            Arc::new(small(11).collect::<DictionaryArray<Int32Type>>()),
+        ),
+        (
+            "u32",
+            Arc::new(small(13).collect::<DictionaryArray<UInt32Type>>()),
+        ),
+        (
+            "i64",
+            Arc::new(small(15).collect::<DictionaryArray<Int64Type>>()),
+        ),
+        (
+            "u64",
+            Arc::new(small(19).collect::<DictionaryArray<UInt64Type>>()),
+        ),
+        // 100 values in every row group: three row groups in one batch hold 300 entries
+        (
+            "spill",
+            Arc::new(small(100).collect::<DictionaryArray<Int8Type>>()),
+        ),
+    ];
+    let batch = arrow::record_batch::RecordBatch::try_from_iter(cols).unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(2000))
+        .set_data_page_row_count_limit(500)
+        .set_write_batch_size(500)
+        .build();
+    write(&p, std::slice::from_ref(&batch), props);
+    // the dictionaries decoded to their values, for comparing
+    let as_values = |batches: &[arrow::record_batch::RecordBatch]| {
+        batches
+            .iter()
+            .map(|b| {
+                let cols = b
+                    .columns()
+                    .iter()
+                    .map(|c| match c.data_type() {
+                        DataType::Dictionary(_, v) => arrow::compute::cast(c, v).unwrap(),
+                        _ => Arc::clone(c),
+                    })
+                    .collect::<Vec<_>>();
+                let fields: Vec<_> = cols
+                    .iter()
+                    .zip(b.schema().fields())
+                    .map(|(c, f)| f.as_ref().clone().with_data_type(c.data_type().clone()))
+                    .collect();
+                let schema = Arc::new(arrow::datatypes::Schema::new(fields));
+                arrow::record_batch::RecordBatch::try_new(schema, cols).unwrap()
+            })
+            .collect::<Vec<_>>()
+    };
+    let want = as_values(std::slice::from_ref(&read_as(&p, &batch.schema())))
+        .pop()
+        .unwrap();
+    let values_schema = want.schema();
+    for backend in backends() {
+        for batch_rows in [1 << 20, 2000, 1500] {
+            let loaded = ParquetGpuReader::builder(&p)
+                .with_device(backend.device)
+                .with_batch_rows(batch_rows)
+                .build()
+                .unwrap()
+                .load()
+                .unwrap();
+            let what = format!("{} keys, batches of {batch_rows}", backend.device);
+            let types: Vec<DataType> = loaded
+                .schema
+                .fields()
+                .iter()
+                .map(|f| f.data_type().clone())
+                .collect();
+            let want_types: Vec<DataType> = batch
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.data_type().clone())
+                .collect();
+            assert_eq!(types, want_types, "{what}");
+            // compared as values: the batches' dictionaries together may outgrow Int8 keys
+            let got = concat(&values_schema, &as_values(&loaded.to_host().unwrap()));
+            assert_same(&what, &got, &want);
+            if let Some(g) = &loaded.report.gpu_decode {
+                for f in &g.fields {
+                    // only the batch of three row groups outgrows the spill column's Int8 keys
+                    let spills = f.name == "spill" && batch_rows > 2000;
+                    assert_eq!(f.on_gpu, !spills, "{what}: {f:?}");
+                    if spills {
+                        assert!(
+                            f.reason.contains("more than its Int8 keys"),
+                            "{what}: {f:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -270,14 +270,11 @@ fn gpu_leaf(
                 value.as_ref(),
                 DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary
             );
-            if key.as_ref() != &DataType::Int32
-                || !bytes
-                || physical != PhysicalType::BYTE_ARRAY
-                || !flat
+            if key_width(key).is_none() || !bytes || physical != PhysicalType::BYTE_ARRAY || !flat
             {
                 return Err(format!(
                     "'{name}': Arrow {data_type} from {physical} keeps its dictionary: decoded \
-                     on the host (the GPU keeps Int32-keyed dictionaries of flat string and \
+                     on the host (the GPU keeps integer-keyed dictionaries of flat string and \
                      binary columns)"
                 ));
             }
@@ -331,6 +328,31 @@ fn gpu_leaf(
             "'{name}': Arrow {data_type} from {physical} decodes on the host"
         )),
     }
+}
+
+/// The bytes per key of a kept dictionary's key type (`Dictionary(key, _)`), `None` for a type
+/// that is not an integer.
+pub fn key_width(key: &DataType) -> Option<usize> {
+    match key {
+        DataType::Int8 | DataType::UInt8 => Some(1),
+        DataType::Int16 | DataType::UInt16 => Some(2),
+        DataType::Int32 | DataType::UInt32 => Some(4),
+        DataType::Int64 | DataType::UInt64 => Some(8),
+        _ => None,
+    }
+}
+
+/// The most entries a kept dictionary whose keys are `key` can index (the GPU's keys stay
+/// below 2^31).
+pub fn key_capacity(key: &DataType) -> u64 {
+    let max = match key {
+        DataType::Int8 => i8::MAX as u64,
+        DataType::UInt8 => u8::MAX as u64,
+        DataType::Int16 => i16::MAX as u64,
+        DataType::UInt16 => u16::MAX as u64,
+        _ => i32::MAX as u64,
+    };
+    max + 1
 }
 
 /// The conversion from a stored type to an Arrow type, and the output's bytes per value;

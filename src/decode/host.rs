@@ -418,3 +418,49 @@ impl HostDecoder {
         }
     }
 }
+
+/// Arrays of one type joined end to end, as `arrow::compute::concat` joins them, except for
+/// dictionaries whose values together outgrow their keys (the row groups of a batch each with
+/// a dictionary, Int8 keys): those are joined as values and encoded again, one dictionary of
+/// the distinct values — what arrow-rs returns for a batch spanning such row groups.
+pub(crate) fn join_arrays(
+    pieces: &[&dyn arrow::array::Array],
+) -> std::result::Result<arrow::array::ArrayRef, arrow::error::ArrowError> {
+    use arrow::datatypes::DataType;
+    use arrow::error::ArrowError;
+    match arrow::compute::concat(pieces) {
+        Err(ArrowError::DictionaryKeyOverflowError) => {
+            let Some(DataType::Dictionary(_, value)) = pieces.first().map(|p| p.data_type())
+            else {
+                return Err(ArrowError::DictionaryKeyOverflowError);
+            };
+            let values = pieces
+                .iter()
+                .map(|p| arrow::compute::cast(*p, value))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let refs: Vec<&dyn arrow::array::Array> = values.iter().map(|a| a.as_ref()).collect();
+            arrow::compute::cast(&arrow::compute::concat(&refs)?, pieces[0].data_type())
+        }
+        other => other,
+    }
+}
+
+/// Batches of `schema` joined end to end, column by column as [`join_arrays`] joins them.
+pub(crate) fn join_batches(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+) -> std::result::Result<RecordBatch, arrow::error::ArrowError> {
+    let columns = (0..schema.fields().len())
+        .map(|c| {
+            let col: Vec<&dyn arrow::array::Array> =
+                batches.iter().map(|b| b.column(c).as_ref()).collect();
+            join_arrays(&col)
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let rows = batches.iter().map(|b| b.num_rows()).sum();
+    RecordBatch::try_new_with_options(
+        std::sync::Arc::clone(schema),
+        columns,
+        &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(rows)),
+    )
+}

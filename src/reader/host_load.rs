@@ -267,7 +267,7 @@ impl ReaderState {
                 0 => continue,
                 1 => pieces.remove(0),
                 _ => {
-                    arrow::compute::concat_batches(schema, &pieces).map_err(|e| Error::Decode {
+                    crate::decode::host::join_batches(schema, &pieces).map_err(|e| Error::Decode {
                         path: self.file.path().to_path_buf(),
                         row_group: span.parts.first().map(|p| p.row_group),
                         column: None,

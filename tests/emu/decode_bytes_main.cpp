@@ -10,7 +10,7 @@
 //   per page u32 error bits; if ok, per column: u64 null_count, u64 first bad UTF-8 row
 //   (all ones: none), u64 chars, u64 strings (rows, or a kept dictionary's entries), offsets
 //   ((strings + 1) * 4 or 8 bytes), chars, validity words (when optional), and a kept
-//   dictionary's keys (rows i32).
+//   dictionary's keys (rows i32: the harness asks for 4-byte keys).
 #include "cuda_host.h"
 #include <cstdio>
 #include "common.cuh"
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     for (u32 c = 0; c < ncols; c++)
         cols[c] = BytesColumn{keys[c] ? (u64)key_out[c].data() : (u64)lengths[c].data(),
                               optional[c] ? (u64)valid[c].data() : 0, (u64)&nulls[c], 0,
-                              keys[c] ? (u64)entries[c].data() : 0};
+                              keys[c] ? (u64)entries[c].data() : 0, 4};
     for (auto& j : pages) {   // each page decodes with its chunk's dictionary entries
         j.dict = has_dict[j.column] ? (u64)entries[j.column].data() : 0;
         j.dict_len = dict_n[j.column];

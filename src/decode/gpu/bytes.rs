@@ -21,7 +21,7 @@ use super::page_jobs::{page_errors, row_bases, PageName};
 use super::profile::{since, timed};
 use super::{DeviceColumn, Pass};
 use crate::array::DeviceArray;
-use crate::decode::gpu_plan::Conversion;
+use crate::decode::gpu_plan::{key_capacity, key_width, Conversion};
 use crate::device::nvrtc::Module;
 use crate::device::{DeviceBuffer, Gpu};
 use crate::error::{Error, Result};
@@ -108,7 +108,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
                     children: Vec::new(),
                     dictionary: None,
                 };
-                (vec![(k.values, o.rows * 4)], Some(Box::new(values)))
+                (vec![(k.values, o.rows * k.width)], Some(Box::new(values)))
             }
             (None, None) => (vec![offs, ch], None),
         };
@@ -171,6 +171,8 @@ impl Out {
 /// start at its first entry), which become the dictionary's values.
 struct Keys {
     values: DeviceBuffer,
+    /// Bytes per key.
+    width: usize,
     table: DeviceBuffer,
     entries: usize,
     value_type: arrow::datatypes::DataType,
@@ -283,6 +285,7 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
                 null_count: counters.device_ptr() + 8 * column as u64,
                 only_delta: u64::from(col.physical == "FIXED_LEN_BYTE_ARRAY"),
                 dict_base: keys.as_ref().map_or(0, |k| k.table.device_ptr()),
+                key_width: keys.as_ref().map_or(0, |k| k.width as u64),
             });
             let dict_of = |sc: &super::SelectedChunk<'_>| {
                 let tables = if col.keys { &key_tables } else { &dict_at };
@@ -375,7 +378,13 @@ fn keys_out(
             }
         }
     }
-    if entries > i32::MAX as usize {
+    let (key_type, value_type) = match &col.data_type {
+        arrow::datatypes::DataType::Dictionary(k, v) => (k.as_ref().clone(), v.as_ref().clone()),
+        other => (arrow::datatypes::DataType::Int32, other.clone()),
+    };
+    // the pass leaves batches whose dictionaries overflow their keys to the host
+    // (`keys_fallback`): this is a backstop
+    if entries as u64 > key_capacity(&key_type) {
         let c = &pass.chunks.chunks()[parts[0].0.ci];
         return Err(Error::Decode {
             path: pass.path.to_path_buf(),
@@ -383,7 +392,7 @@ fn keys_out(
             column: Some(c.path.clone()),
             reason: format!(
                 "the dictionaries of a batch's row groups hold {entries} entries together, more \
-                 than Int32 keys index (read it in batches of fewer row groups)"
+                 than {key_type} keys index"
             ),
         });
     }
@@ -392,12 +401,10 @@ fn keys_out(
         .into_iter()
         .map(|(ci, d, at)| (ci, d, table.device_ptr() + 16 * at as u64))
         .collect();
-    let value_type = match &col.data_type {
-        arrow::datatypes::DataType::Dictionary(_, v) => v.as_ref().clone(),
-        other => other.clone(),
-    };
+    let width = key_width(&key_type).unwrap_or(4);
     let keys = Keys {
-        values: zeroed(gpu, rows.max(1) * 4)?,
+        values: zeroed(gpu, rows.max(1) * width)?,
+        width,
         table,
         entries,
         value_type,

@@ -349,8 +349,8 @@ c_struct! {
 c_struct! {
     /// Mirror of `struct BytesColumn` in `kernels/decode_bytes.cu`: one output column (a
     /// batch's rows of one field).
-    pub(crate) struct BytesColumn(40 bytes) {
-        /// i64 length per row (a kept dictionary: i32 key per row).
+    pub(crate) struct BytesColumn(48 bytes) {
+        /// i64 length per row (a kept dictionary: a key per row, `key_width` bytes each).
         lengths: u64,
         /// Validity words, 0 when required.
         out_valid: u64,
@@ -361,6 +361,8 @@ c_struct! {
         /// A kept dictionary: its entry tables (the keys are entry indices from here); 0
         /// otherwise.
         dict_base: u64,
+        /// A kept dictionary's bytes per key (1, 2, 4 or 8).
+        key_width: u64,
     }
 }
 
@@ -829,7 +831,7 @@ mod tests {
             ..BytesColumn::default()
         };
         let b = c.to_bytes();
-        assert_eq!((b.len(), b[16]), (40, 7));
+        assert_eq!((b.len(), b[16]), (48, 7));
         assert!(b[24..].iter().all(|&x| x == 0));
         assert_eq!(BytesColumn::from_bytes(&b), c);
         let s = SnappyJob {

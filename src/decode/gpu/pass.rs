@@ -113,7 +113,12 @@ pub(crate) fn decode_pass(
             if !c.keys {
                 continue;
             }
-            if let Some(reason) = keys_fallback(chunks, tables, c.leaf, fields[c.field].name()) {
+            let key = match &c.data_type {
+                arrow::datatypes::DataType::Dictionary(k, _) => k.as_ref().clone(),
+                _ => arrow::datatypes::DataType::Int32,
+            };
+            let name = fields[c.field].name();
+            if let Some(reason) = keys_fallback(chunks, tables, batches, c.leaf, &key, name) {
                 *p = Placement::Host {
                     field: c.field,
                     reason,
@@ -398,7 +403,7 @@ pub(crate) fn decode_pass(
                     _ => {
                         let refs: Vec<&dyn arrow::array::Array> =
                             pieces.iter().map(|a| a.as_ref()).collect();
-                        arrow::compute::concat(&refs).map_err(|e| {
+                        crate::decode::host::join_arrays(&refs).map_err(|e| {
                             fail(
                                 Some(f.name().clone()),
                                 format!("joining host-decoded rows: {e}"),
@@ -448,13 +453,16 @@ pub(crate) fn decode_pass(
     Ok((out, report))
 }
 
-/// Why kept dictionary column `leaf` (field `name`) cannot be decoded on the GPU in this pass:
-/// a data page of one of its chunks that is not dictionary-encoded (`tables`: the chunks' page
-/// tables); `None` when every data page is.
+/// Why kept dictionary column `leaf` (field `name`, keys of type `key`) cannot be decoded on
+/// the GPU in this pass: a data page of one of its chunks that is not dictionary-encoded
+/// (`tables`: the chunks' page tables), or a batch of `batches` whose row groups' dictionaries
+/// hold more entries together than its keys index; `None` when neither.
 pub fn keys_fallback(
     chunks: &DeviceChunks,
     tables: &[Vec<super::PageInfo>],
+    batches: &[BatchSpan],
     leaf: usize,
+    key: &arrow::datatypes::DataType,
     name: &str,
 ) -> Option<String> {
     let encoding = |e: i32| match e {
@@ -479,6 +487,30 @@ pub fn keys_fallback(
                  writer's fallback from its dictionary): decoded on the host, as arrow-rs reads it",
                 c.row_group,
                 encoding(p.encoding)
+            ));
+        }
+    }
+    // the entries of each row group's dictionary, and each batch's together
+    let entries_of = |rg: usize| -> u64 {
+        chunks
+            .chunks()
+            .iter()
+            .zip(tables)
+            .filter(|(c, _)| c.column == leaf && c.row_group == rg)
+            .flat_map(|(_, t)| t.iter().filter(|p| p.kind == 2))
+            .map(|p| p.num_values.max(0) as u64)
+            .sum()
+    };
+    let capacity = crate::decode::gpu_plan::key_capacity(key);
+    for b in batches {
+        let mut rgs: Vec<usize> = b.parts.iter().map(|p| p.row_group).collect();
+        rgs.dedup();
+        let total: u64 = rgs.iter().map(|&rg| entries_of(rg)).sum();
+        if total > capacity {
+            return Some(format!(
+                "'{name}' keeps its dictionary, but a batch's row groups hold {total} dictionary \
+                 entries together, more than its {key} keys index: decoded on the host, as \
+                 arrow-rs reads it"
             ));
         }
     }

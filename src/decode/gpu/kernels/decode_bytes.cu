@@ -17,9 +17,9 @@
 // length; dict_lengths and dict_chars turn those tables into the dictionary's values.
 // Every length is checked against the page; errors are bits in errors[page].
 
-struct BytesColumn {        // 40 bytes; mirrored by BytesColumn in src/decode/gpu/kernels.rs
+struct BytesColumn {        // 48 bytes; mirrored by BytesColumn in src/decode/gpu/kernels.rs
     u64 lengths;            // i64 per row of the output column (one batch); a kept
-                            // dictionary's: i32 keys
+                            // dictionary's: its keys, key_width bytes each
     u64 out_valid;          // validity words, 0 when required
     u64 null_count;         // u64 counter
     u64 only_delta;         // 1: FIXED_LEN_BYTE_ARRAY values, which only DELTA_BYTE_ARRAY pages
@@ -27,8 +27,10 @@ struct BytesColumn {        // 40 bytes; mirrored by BytesColumn in src/decode/g
     u64 dict_base;          // a kept dictionary: its entry tables (16 bytes an entry, the
                             // chunks' one after another), every page dictionary-encoded;
                             // 0 otherwise
+    u64 key_width;          // a kept dictionary's bytes per key: 1, 2, 4 or 8 (the keys are
+                            // below 2^31: zero-extended or narrowed without loss)
 };
-static_assert(sizeof(BytesColumn) == 40, "BytesColumn must match its Rust mirror");
+static_assert(sizeof(BytesColumn) == 48, "BytesColumn must match its Rust mirror");
 
 // PLAIN byte arrays are length-prefixed, so where value k starts depends on every value before
 // it: one thread (thread 0) must hop from prefix to prefix. It hops in shared memory, through a
@@ -489,8 +491,17 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
         const bool in = i >= lo && i < hi && i < n;
         if (in) {
             const u64 row = pj.row_start + (u64)(i - lo);
-            if (cj.dict_base) ((int*)cj.lengths)[row] = (int)src[2 * i + 1];   // 0 when null
-            else lengths[row] = (i64)src[2 * i + 1];
+            if (cj.dict_base) {   // a key (0 when null)
+                const u64 key = src[2 * i + 1];
+                switch (cj.key_width) {
+                    case 1: ((u8*)cj.lengths)[row] = (u8)key; break;
+                    case 2: ((unsigned short*)cj.lengths)[row] = (unsigned short)key; break;
+                    case 8: ((u64*)cj.lengths)[row] = key; break;
+                    default: ((u32*)cj.lengths)[row] = (u32)key; break;
+                }
+            } else {
+                lengths[row] = (i64)src[2 * i + 1];
+            }
             valid = pj.max_def == 0 || src[2 * i] != 0;
             if (!valid) nulls++;
         }
