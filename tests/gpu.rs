@@ -873,8 +873,9 @@ fn gpu_loads_do_not_leak_device_memory() {
 }
 
 /// Nested fields (lists, maps, structs, three and four deep) in batches that cut row groups
-/// and under a row selection: built on the GPU from the level entries of the rows each batch
-/// takes, equal to arrow-rs; every field reported on the GPU.
+/// and under a row selection, with and without the page index (which prunes the pages the
+/// selection skips): built on the GPU from the level entries of the rows each batch takes,
+/// equal to arrow-rs; every field reported on the GPU.
 #[test]
 fn gpu_nested_fields_in_batches_that_cut_row_groups() {
     let _shared = shared_device();
@@ -917,19 +918,23 @@ fn gpu_nested_fields_in_batches_that_cut_row_groups() {
             let batches: Vec<_> = r.map(|b| b.unwrap()).collect();
             arrow::compute::concat_batches(&schema, &batches).unwrap()
         };
-        for (batch_rows, sel) in [
-            (333, None),
-            (1000, None),
-            (2500, None),
-            (1 << 20, Some(&selection)),
-            (400, Some(&selection)),
+        // with the page index, a selection reads only the pages holding its rows
+        for (batch_rows, sel, page_index) in [
+            (333, None, false),
+            (1000, None, false),
+            (2500, None, false),
+            (1 << 20, Some(&selection), false),
+            (400, Some(&selection), false),
+            (1 << 20, Some(&selection), true),
+            (250, Some(&selection), true),
         ] {
             let what = format!(
-                "{name}, batches of {batch_rows}, selection {}",
+                "{name}, batches of {batch_rows}, selection {}, page index {page_index}",
                 sel.is_some()
             );
             let mut b = ParquetGpuReader::builder(&path)
                 .with_device(Device::Cuda(0))
+                .with_page_index(page_index)
                 .with_batch_rows(batch_rows);
             if let Some(s) = sel {
                 b = b.with_row_selection(s.clone());

@@ -274,6 +274,9 @@ struct SelectedChunk<'a> {
     first_rows: Option<Vec<u64>>,
     /// The level entries (values, nulls included) its data pages hold: its rows when flat.
     entries: u64,
+    /// A repeated nested leaf's chunk that reads only some pages: each page's rows, from the
+    /// offset index (its entries follow those of the page read before it).
+    page_rows: Option<Vec<std::ops::Range<u64>>>,
     /// A repeated nested leaf whose row group the pass's batches cut: (row, the level entry
     /// it begins at), ascending, for every row where a batch part begins or ends.
     cuts: Vec<(u64, u64)>,
@@ -326,29 +329,29 @@ impl<'a> Pass<'a> {
             page_jobs::check_encodings(&self.tables[ci]).map_err(|e| self.bad_chunk(ci, e))?;
             let (rows, dict) = page_jobs::chunk_pages(&self.tables[ci], &pages);
             let want = (self.rows_of)(c.row_group) as u64;
+            // a repeated leaf's pages hold level entries: its rows are found from its levels
+            let repeated = col.nested && col.max_rep_level > 0;
+            let indexed = |values_are_rows: bool| {
+                page_jobs::indexed_first_rows(c, &self.tables[ci], want, values_are_rows)
+                    .map_err(|e| self.bad_chunk(ci, e))
+            };
+            let mut page_rows = None;
             let first_rows = match c.read {
-                // a nested leaf is decoded whole: its pages' rows are known only from its levels
-                _ if col.nested && (c.read.is_some() || rows < want) => {
+                None if repeated && rows < want => {
                     return Err(self.bad_chunk(
                         ci,
-                        format!(
-                            "a nested leaf's pages hold {rows} entries for {want} rows{}",
-                            if c.read.is_some() { " (pages pruned)" } else { "" }
-                        ),
+                        format!("a nested leaf's pages hold {rows} entries for {want} rows"),
                     ));
                 }
-                _ if col.nested && col.max_rep_level == 0 && rows != want => {
-                    return Err(self.bad_chunk(
-                        ci,
-                        format!("the pages hold {rows} values, the row group {want} rows"),
-                    ));
+                // the entries of the pages read follow one another; their rows, from the
+                // offset index, place the cuts
+                Some(_) if repeated => {
+                    page_rows = Some(indexed(false)?);
+                    None
                 }
-                _ if col.nested => None,
+                None if repeated => None,
                 // some pages read: each where the offset index says, with its rows
-                Some(_) => Some(
-                    page_jobs::indexed_first_rows(c, &self.tables[ci], want)
-                        .map_err(|e| self.bad_chunk(ci, e))?,
-                ),
+                Some(_) => Some(indexed(true)?.into_iter().map(|r| r.start).collect()),
                 None if rows != want => {
                     return Err(self.bad_chunk(
                         ci,
@@ -365,6 +368,7 @@ impl<'a> Pass<'a> {
                 dict,
                 first_rows,
                 entries: rows,
+                page_rows,
                 cuts: Vec::new(),
             };
             chunks.insert((c.row_group, c.column), chunk);
@@ -387,13 +391,16 @@ impl<'a> Pass<'a> {
                 continue;
             }
             let all = (self.rows_of)(key.0) as u64;
+            // a chunk read whole begins at row 0 and ends at `all`; one read in part needs
+            // every boundary
+            let pruned = sc.page_rows.is_some();
             let mut rows: Vec<u64> = self
                 .batches
                 .iter()
                 .flat_map(|b| b.parts.iter())
                 .filter(|p| p.row_group == key.0)
                 .flat_map(|p| [p.rows.start, p.rows.end])
-                .filter(|&r| r != 0 && r < all)
+                .filter(|&r| pruned || (r != 0 && r < all))
                 .collect();
             if rows.is_empty() {
                 continue;
@@ -442,7 +449,27 @@ impl<'a> Pass<'a> {
                 continue;
             };
             let rep = levels.rep_to_host()?;
-            sc.cuts = nested::row_starts(&rep, rows, all).map_err(|e| self.bad_chunk(sc.ci, e))?;
+            // per data page read (or the chunk): its entries and its rows
+            let segments: Vec<(std::ops::Range<u64>, std::ops::Range<u64>)> = match &sc.page_rows
+            {
+                None => vec![(0..sc.entries, 0..all)],
+                Some(page_rows) => {
+                    let mut at = 0u64;
+                    let table = &self.tables[sc.ci];
+                    table
+                        .iter()
+                        .zip(page_rows)
+                        .filter(|(p, _)| matches!(p.kind, 0 | 3))
+                        .map(|(p, r)| {
+                            let n = p.num_values.max(0) as u64;
+                            at += n;
+                            (at - n..at, r.clone())
+                        })
+                        .collect()
+                }
+            };
+            sc.cuts = nested::row_starts(&rep, &segments, rows)
+                .map_err(|e| self.bad_chunk(sc.ci, e))?;
         }
         Ok(())
     }
@@ -469,11 +496,12 @@ impl<'a> Pass<'a> {
             let rows = if col.nested && col.max_rep_level > 0 {
                 // a repeated leaf: the level entries of the part's rows
                 let all = (self.rows_of)(part.row_group) as u64;
+                let whole = chunk.page_rows.is_none();
                 let entry = |r: u64| -> Result<u64> {
-                    if r == 0 {
+                    if whole && r == 0 {
                         return Ok(0);
                     }
-                    if r >= all {
+                    if whole && r >= all {
                         return Ok(chunk.entries);
                     }
                     match chunk.cuts.binary_search_by_key(&r, |c| c.0) {

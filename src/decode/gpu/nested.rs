@@ -15,6 +15,7 @@
 //!
 //! The null counters come back in a last copy.
 
+use std::ops::Range;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -52,33 +53,56 @@ impl EntryLevels {
 
 /// Where rows begin among the level entries of a column chunk whose repetition levels are
 /// `rep` (a row begins at each entry of level 0): (row, entry) for each row of `rows`
-/// (ascending, each below `all`, the row group's rows). An error when the levels do not hold
-/// `all` rows, or the first entry continues a row.
+/// (ascending). `segments` are the chunk's data pages read, in order, as (their entries, their
+/// rows in the row group) — or one segment for a chunk read whole; a row at the end of a
+/// segment begins at its last entry + 1. An error when a segment's levels do not hold its rows,
+/// a segment's first entry continues a row, or a row lies in no segment.
 pub(super) fn row_starts(
     rep: &[u8],
+    segments: &[(Range<u64>, Range<u64>)],
     rows: &[u64],
-    all: u64,
 ) -> std::result::Result<Vec<(u64, u64)>, String> {
-    if rep.first().is_some_and(|&r| r != 0) {
-        return Err("the first level entry continues a row (repetition level above 0)".into());
-    }
     let mut out = Vec::with_capacity(rows.len());
     let mut want = rows.iter().copied().peekable();
-    let mut row = 0u64;
-    for (i, _) in rep.iter().enumerate().filter(|(_, &r)| r == 0) {
-        if want.peek() == Some(&row) {
-            out.push((row, i as u64));
+    for (entries, seg_rows) in segments {
+        let (e0, e1) = (entries.start as usize, entries.end as usize);
+        let Some(levels) = rep.get(e0..e1) else {
+            return Err(format!("entries {e0}..{e1} lie past the levels decoded"));
+        };
+        if levels.first().is_some_and(|&r| r != 0) {
+            return Err(format!(
+                "entry {e0} begins a page but continues a row (repetition level above 0)"
+            ));
+        }
+        if let Some(&r) = want.peek() {
+            if r < seg_rows.start {
+                return Err(format!("row {r} is in no page read"));
+            }
+        }
+        let mut row = seg_rows.start;
+        for (i, _) in levels.iter().enumerate().filter(|(_, &r)| r == 0) {
+            if want.peek() == Some(&row) {
+                out.push((row, (e0 + i) as u64));
+                want.next();
+            }
+            row += 1;
+        }
+        if row != seg_rows.end {
+            return Err(format!(
+                "the repetition levels of entries {e0}..{e1} hold {} rows, the rows {}..{} \
+                 expected",
+                row - seg_rows.start,
+                seg_rows.start,
+                seg_rows.end
+            ));
+        }
+        if want.peek() == Some(&seg_rows.end) {
+            out.push((seg_rows.end, e1 as u64));
             want.next();
         }
-        row += 1;
-    }
-    if row != all {
-        return Err(format!(
-            "the repetition levels hold {row} rows, the row group {all}"
-        ));
     }
     match want.next() {
-        Some(r) => Err(format!("row {r} is not among the row group's {all} rows")),
+        Some(r) => Err(format!("row {r} is in no page read")),
         None => Ok(out),
     }
 }
@@ -700,13 +724,27 @@ mod tests {
     fn rows_begin_at_entries_of_repetition_level_zero() {
         // rows: [0, 1, 2] [3] [4, 5, 6] [7]
         let rep = [0u8, 1, 1, 0, 0, 2, 1, 0];
+        let whole = [(0..8, 0..4)];
         assert_eq!(
-            row_starts(&rep, &[1, 2, 3], 4),
+            row_starts(&rep, &whole, &[1, 2, 3]),
             Ok(vec![(1, 3), (2, 4), (3, 7)])
         );
-        assert_eq!(row_starts(&rep, &[], 4), Ok(vec![]));
-        assert!(row_starts(&rep, &[1], 5).unwrap_err().contains("hold 4 rows"));
-        assert!(row_starts(&rep, &[4], 4).is_err());
-        assert!(row_starts(&[1, 0], &[1], 1).unwrap_err().contains("continues a row"));
+        assert_eq!(row_starts(&rep, &whole, &[]), Ok(vec![]));
+        assert_eq!(row_starts(&rep, &whole, &[0, 4]), Ok(vec![(0, 0), (4, 8)]));
+        let five = [(0..8, 0..5)];
+        assert!(row_starts(&rep, &five, &[1]).unwrap_err().contains("hold 4 rows"));
+        assert!(row_starts(&rep, &whole, &[5]).is_err());
+        assert!(row_starts(&[1, 0], &[(0..2, 0..1)], &[1])
+            .unwrap_err()
+            .contains("continues a row"));
+        // pages read: rows 10..12 (entries 0..4) and 20..22 (entries 4..8); a gap between
+        let pages = [(0..4, 10..12), (4..8, 20..22)];
+        assert_eq!(
+            row_starts(&rep, &pages, &[10, 11, 12, 20, 21, 22]),
+            Ok(vec![(10, 0), (11, 3), (12, 4), (20, 4), (21, 7), (22, 8)])
+        );
+        assert!(row_starts(&rep, &pages, &[15])
+            .unwrap_err()
+            .contains("in no page read"));
     }
 }

@@ -81,22 +81,24 @@ pub(super) fn chunk_pages(
     (rows, dict)
 }
 
-/// For a chunk that reads only some pages ([`ColumnChunkPlan::read`]): each page's first row in
-/// its row group of `rg_rows` rows, from the offset index (data pages; 0 for the others). An
+/// For a chunk that reads only some pages ([`ColumnChunkPlan::read`]): each page's rows in
+/// its row group of `rg_rows` rows, from the offset index (data pages; 0..0 for the others). An
 /// error unless the data pages found are exactly the indexed pages inside the parts read, in
-/// order, each holding the rows the index gives it.
+/// order, each holding the rows the index gives it (`values_are_rows`; a repeated leaf's pages
+/// hold level entries instead, their rows checked against its repetition levels).
 ///
 /// [`ColumnChunkPlan::read`]: crate::plan::ColumnChunkPlan::read
 pub(super) fn indexed_first_rows(
     c: &crate::plan::ColumnChunkPlan,
     table: &[PageInfo],
     rg_rows: u64,
-) -> std::result::Result<Vec<u64>, String> {
+    values_are_rows: bool,
+) -> std::result::Result<Vec<std::ops::Range<u64>>, String> {
     let index = c.pages.as_deref().unwrap_or_default();
     let parts = c.read_parts();
     let inside = |o: u64| parts.iter().any(|p| p.file.contains(&o));
     let mut expected = (0..index.len()).filter(|&k| inside(index[k].offset));
-    let mut out = vec![0u64; table.len()];
+    let mut out = vec![0..0u64; table.len()];
     for (i, p) in table.iter().enumerate() {
         if !matches!(p.kind, 0 | 3) {
             continue;
@@ -115,13 +117,13 @@ pub(super) fn indexed_first_rows(
         }
         let first = index[k].first_row_index;
         let end = index.get(k + 1).map_or(rg_rows, |n| n.first_row_index);
-        if p.num_values.max(0) as u64 != end - first {
+        if values_are_rows && p.num_values.max(0) as u64 != end - first {
             return Err(format!(
                 "page {k} holds {} values, the offset index gives it rows {first}..{end}",
                 p.num_values
             ));
         }
-        out[i] = first;
+        out[i] = first..end;
     }
     if let Some(k) = expected.next() {
         return Err(format!(

@@ -74,27 +74,6 @@ pub(crate) fn decode_pass(
             };
         }
     }
-    // the GPU builds nested fields from whole column chunks (a batch that cuts a row group
-    // takes the level entries of its rows): a chunk read in part (pages pruned) leaves the
-    // field to the host
-    for p in placements.iter_mut() {
-        if let Placement::Nested(n) = p {
-            let pruned = chunks
-                .chunks()
-                .iter()
-                .any(|c| c.read.is_some() && n.leaves.iter().any(|l| l.leaf == c.column));
-            if pruned {
-                *p = Placement::Host {
-                    field: n.field,
-                    reason: format!(
-                        "'{}' is nested: the GPU builds nested fields from whole column \
-                         chunks, this pass reads only some pages of one",
-                        fields[n.field].name()
-                    ),
-                };
-            }
-        }
-    }
     // kept dictionaries: every data page of their chunks must be dictionary-encoded (writers
     // fall back to PLAIN pages when a dictionary grows too large), as the page tables say
     let keys = placements
