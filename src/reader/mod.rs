@@ -219,9 +219,9 @@ impl ParquetGpuReader {
 
     /// Decodes column chunks in device memory ([`load_chunks`](Self::load_chunks)) into the
     /// reader's batches. The columns the GPU decodes (flat ones, kept dictionaries, nested
-    /// fields) are decoded by our CUDA kernels; the others (nested fields whose chunks are read
-    /// in part, kept dictionaries whose chunks hold PLAIN pages, ...) are decoded by arrow-rs
-    /// on the host from a copy of their chunks and uploaded — the report names each
+    /// fields) are decoded by our CUDA kernels; the others (kept dictionaries whose chunks hold
+    /// PLAIN pages, Arrow types the kernels do not produce, ...) are decoded by arrow-rs on the
+    /// host from a copy of their chunks and uploaded — the report names each
     /// and why. Both run at once.
     pub fn decode_on_gpu(
         &self,
