@@ -63,12 +63,8 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
         let gpu_cols: Vec<_> = gpu_cols
             .into_iter()
             .filter(|c| {
-                let key = match &c.data_type {
-                    arrow::datatypes::DataType::Dictionary(k, _) => k.as_ref().clone(),
-                    _ => arrow::datatypes::DataType::Int32,
-                };
                 let fallback = cuparquet::internals::gpu::keys_fallback;
-                !c.keys || fallback(chunks, &tables, &[], c.leaf, &key, "").is_none()
+                !c.keys || fallback(chunks, &tables, &[], c, "").is_none()
             })
             .collect();
         // one batch per row group, so that each output column is one chunk's

@@ -80,11 +80,22 @@ pub struct GpuColumn {
     /// written at `output_width`: decimals stored as BYTE_ARRAY, and FIXED_LEN_BYTE_ARRAY
     /// columns with DELTA_BYTE_ARRAY pages.
     pub via_bytes: bool,
-    /// A kept dictionary (`data_type` is `Dictionary(Int32, Utf8 | LargeUtf8 | Binary |
-    /// LargeBinary)`): each row's key and its chunk's dictionary are built on the device
-    /// instead of its value. Every data page must be dictionary-encoded; a pass whose chunk
-    /// holds other pages (a writer's fallback) leaves the field to the host.
+    /// A kept dictionary (`data_type` is `Dictionary(K, Utf8 | LargeUtf8 | Binary |
+    /// LargeBinary)`, K an integer type): each row's key and its chunks' dictionaries are
+    /// built on the device instead of its value. Every data page must be dictionary-encoded,
+    /// and a batch's dictionaries must fit its keys; a pass where they do not leaves the field
+    /// to the host.
     pub keys: bool,
+}
+
+impl GpuColumn {
+    /// A kept dictionary's key and value types.
+    pub fn dictionary(&self) -> Option<(&DataType, &DataType)> {
+        match &self.data_type {
+            DataType::Dictionary(k, v) if self.keys => Some((k.as_ref(), v.as_ref())),
+            _ => None,
+        }
+    }
 }
 
 /// Where a projected field is decoded.
@@ -260,7 +271,7 @@ fn gpu_leaf(
              the host"
         ));
     }
-    // kept dictionaries: Int32 keys and the chunks' dictionaries, for flat string and binary
+    // kept dictionaries: integer keys and the chunks' dictionaries, for flat string and binary
     // columns (the pass checks that every page is dictionary-encoded)
     let keys = matches!(data_type, DataType::Dictionary(..));
     let value_type = match data_type {

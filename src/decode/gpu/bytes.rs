@@ -166,9 +166,9 @@ impl Out {
     }
 }
 
-/// A kept dictionary's output column: each row's key (i32, zeroed: null rows keep 0), and the
-/// entry tables of the dictionaries of its batch's chunks, one after another (a chunk's keys
-/// start at its first entry), which become the dictionary's values.
+/// A kept dictionary's output column: each row's key (`width` bytes, zeroed: null rows keep 0),
+/// and the entry tables of the dictionaries of its batch's chunks, one after another (a chunk's
+/// keys start at its first entry), which become the dictionary's values.
 struct Keys {
     values: DeviceBuffer,
     /// Bytes per key.
@@ -378,13 +378,11 @@ fn keys_out(
             }
         }
     }
-    let (key_type, value_type) = match &col.data_type {
-        arrow::datatypes::DataType::Dictionary(k, v) => (k.as_ref().clone(), v.as_ref().clone()),
-        other => (arrow::datatypes::DataType::Int32, other.clone()),
-    };
+    let int32 = arrow::datatypes::DataType::Int32;
+    let (key_type, value_type) = col.dictionary().unwrap_or((&int32, &col.data_type));
     // the pass leaves batches whose dictionaries overflow their keys to the host
     // (`keys_fallback`): this is a backstop
-    if entries as u64 > key_capacity(&key_type) {
+    if entries as u64 > key_capacity(key_type) {
         let c = &pass.chunks.chunks()[parts[0].0.ci];
         return Err(Error::Decode {
             path: pass.path.to_path_buf(),
@@ -401,13 +399,13 @@ fn keys_out(
         .into_iter()
         .map(|(ci, d, at)| (ci, d, table.device_ptr() + 16 * at as u64))
         .collect();
-    let width = key_width(&key_type).unwrap_or(4);
+    let width = key_width(key_type).unwrap_or(4);
     let keys = Keys {
         values: zeroed(gpu, rows.max(1) * width)?,
         width,
         table,
         entries,
-        value_type,
+        value_type: value_type.clone(),
     };
     Ok((keys, tables))
 }

@@ -442,8 +442,8 @@ impl<'a> Pass<'a> {
         let levels = timed("nested row starts", || {
             nested::decode_levels(gpu, self.path, &jobs, &names, wanted.len(), &nested)
         })?;
-        for ((k, levels), (key, rows)) in levels.into_iter().zip(&wanted) {
-            debug_assert_eq!(k, nested[k].0);
+        for (k, levels) in levels {
+            let (key, rows) = &wanted[k];
             let all = (self.rows_of)(key.0) as u64;
             let Some(sc) = chunks.get_mut(key) else {
                 continue;

@@ -92,12 +92,8 @@ pub(crate) fn decode_pass(
             if !c.keys {
                 continue;
             }
-            let key = match &c.data_type {
-                arrow::datatypes::DataType::Dictionary(k, _) => k.as_ref().clone(),
-                _ => arrow::datatypes::DataType::Int32,
-            };
-            let name = fields[c.field].name();
-            if let Some(reason) = keys_fallback(chunks, tables, batches, c.leaf, &key, name) {
+            if let Some(reason) = keys_fallback(chunks, tables, batches, c, fields[c.field].name())
+            {
                 *p = Placement::Host {
                     field: c.field,
                     reason,
@@ -432,18 +428,21 @@ pub(crate) fn decode_pass(
     Ok((out, report))
 }
 
-/// Why kept dictionary column `leaf` (field `name`, keys of type `key`) cannot be decoded on
-/// the GPU in this pass: a data page of one of its chunks that is not dictionary-encoded
-/// (`tables`: the chunks' page tables), or a batch of `batches` whose row groups' dictionaries
-/// hold more entries together than its keys index; `None` when neither.
+/// Why kept dictionary column `col` (field `name`) cannot be decoded on the GPU in this pass: a
+/// data page of one of its chunks that is not dictionary-encoded (`tables`: the chunks' page
+/// tables), or a batch of `batches` whose row groups' dictionaries hold more entries together
+/// than its keys index; `None` when neither.
 pub fn keys_fallback(
     chunks: &DeviceChunks,
     tables: &[Vec<super::PageInfo>],
     batches: &[BatchSpan],
-    leaf: usize,
-    key: &arrow::datatypes::DataType,
+    col: &crate::decode::gpu_plan::GpuColumn,
     name: &str,
 ) -> Option<String> {
+    let leaf = col.leaf;
+    let key = col
+        .dictionary()
+        .map_or(&arrow::datatypes::DataType::Int32, |(k, _)| k);
     let encoding = |e: i32| match e {
         0 => "PLAIN".to_string(),
         5 => "DELTA_BINARY_PACKED".to_string(),
