@@ -4,6 +4,7 @@
     python3 scripts/cudf_compare.py write-delta DIR  # the DELTA / BYTE_STREAM_SPLIT file
     python3 scripts/cudf_compare.py write-nested DIR # the nested file (lists, a struct)
     python3 scripts/cudf_compare.py write-categorical DIR # the categorical-string file
+    python3 scripts/cudf_compare.py write-codecs SRC DIR # SRC's rows rewritten by pyarrow, ZSTD and LZ4
     python3 scripts/cudf_compare.py time FILE...  # cuDF read_parquet, best / median ms of ROUNDS
 
 `write` makes `small-row-groups-pyarrow.parquet` in DIR: 8,000,000 rows in 800 row groups of
@@ -18,7 +19,10 @@ struct<x: double, n: int64>, 5% null structs; `ls` list<string> of 0-3 strings f
 distinct words, 5% null lists. `write-categorical` makes `categorical-pyarrow.parquet`: the
 8,000,000 rows of `write` with `s` as a dictionary array (pandas' categorical; pyarrow stores
 its Arrow type, so arrow-rs reads `Dictionary(Int32, Utf8)`) and a second one, `c`, of 12
-values with 5% nulls, in pyarrow's default row groups. `time` reads each file
+values with 5% nulls, in pyarrow's default row groups. `write-codecs` reads SRC (the lineitem
+file of bench-decode_device) and writes its rows with pyarrow's defaults (dictionaries, 1 MiB
+pages, row groups of 1Mi rows) as `lineitem-pyarrow-zstd.parquet` (ZSTD, pyarrow's level) and
+`lineitem-pyarrow-lz4.parquet` (pyarrow's `lz4`, stored as LZ4_RAW). `time` reads each file
 with pylibcudf (one warm-up read, then ROUNDS reads, default 5), each timed from the call to the
 device synchronised, and prints one line per file. Needs pylibcudf (../shared/device/wheels.sh
 cudf) and pyarrow on PYTHONPATH.
@@ -136,6 +140,18 @@ def write_categorical(out_dir):
     print(f"wrote {path}: {md.num_row_groups} row groups, {md.num_rows} rows, {t.schema}")
 
 
+def write_codecs(src, out_dir):
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(src)
+    for name, codec in [("zstd", "zstd"), ("lz4", "lz4")]:
+        path = os.path.join(out_dir, f"lineitem-pyarrow-{name}.parquet")
+        pq.write_table(table, path, compression=codec)
+        md = pq.ParquetFile(path).metadata
+        stored = md.row_group(0).column(0).compression
+        print(f"wrote {path}: {md.num_row_groups} row groups, {stored}")
+
+
 def time_files(paths):
     import ctypes
 
@@ -177,6 +193,8 @@ if __name__ == "__main__":
         write_nested(sys.argv[2])
     elif len(sys.argv) >= 3 and sys.argv[1] == "write-categorical":
         write_categorical(sys.argv[2])
+    elif len(sys.argv) >= 4 and sys.argv[1] == "write-codecs":
+        write_codecs(sys.argv[2], sys.argv[3])
     elif len(sys.argv) >= 3 and sys.argv[1] == "time":
         time_files(sys.argv[2:])
     else:

@@ -161,6 +161,10 @@ pub struct Tuning {
     pub decode_threads: usize,
     /// `snappy`: where device loads decompress SNAPPY pages (`auto`, `device`, `host`).
     pub snappy: SnappyPlacement,
+    /// `host_share`: the percent (0 to 100) of the bytes of pages nvCOMP decompresses (ZSTD,
+    /// GZIP, LZ4_RAW) that the host's cores take beside it, largest pages first. Default
+    /// (`None`): the share measured best per codec, scaled by the host's cores.
+    pub host_share: Option<u32>,
     /// `cuda_wait`: how a thread waits for the device (`yield`, the default; `spin`, `block`,
     /// `auto`). Process-wide.
     pub cuda_wait: HostWait,
@@ -195,6 +199,7 @@ impl Default for Tuning {
             wave_bytes: None,
             decode_threads: 2,
             snappy: SnappyPlacement::Auto,
+            host_share: None,
             cuda_wait: HostWait::Yield,
             device_pool: true,
             device_pool_retain: None,
@@ -255,12 +260,24 @@ impl Tuning {
                         Error::setting(&name, value, "expected auto, spin, yield or block")
                     })?
                 }
+                "host_share" => {
+                    self.host_share = Some(
+                        value
+                            .parse::<u32>()
+                            .ok()
+                            .filter(|&v| v <= 100)
+                            .ok_or_else(|| {
+                                Error::setting(&name, value, "expected a percent, 0 to 100")
+                            })?,
+                    )
+                }
                 "device_pool" => self.device_pool = parse_bool(&name, value)?,
                 "device_pool_retain" => self.device_pool_retain = Some(parse_size(&name, value)?),
                 _ => {
                     return Err(bad(format!(
                         "unknown key {key:?} (known: bounce_buffer_count, wave_bytes, \
-                         decode_threads, snappy, cuda_wait, device_pool, device_pool_retain)"
+                         decode_threads, snappy, host_share, cuda_wait, device_pool, \
+                         device_pool_retain)"
                     )))
                 }
             }
@@ -511,7 +528,7 @@ mod tests {
         assert_eq!(Tuning::from_lookup(|_| None).unwrap(), Tuning::default());
         let t = Tuning::from_lookup(get(
             " snappy=host, wave_bytes=250MiB,decode_threads=3 ,cuda_wait=spin,device_pool=false,\
-             device_pool_retain=1GiB,bounce_buffer_count=4,",
+             device_pool_retain=1GiB,bounce_buffer_count=4,host_share=35,",
         ))
         .unwrap();
         assert_eq!(
@@ -521,6 +538,7 @@ mod tests {
                 wave_bytes: Some(250 << 20),
                 decode_threads: 3,
                 snappy: SnappyPlacement::Host,
+                host_share: Some(35),
                 cuda_wait: HostWait::Spin,
                 device_pool: false,
                 device_pool_retain: Some(1 << 30),
@@ -532,6 +550,8 @@ mod tests {
             ("snappy=gzip", "expected auto, device or host"),
             ("decode_threads=5", "between 1 and 4"),
             ("wave_bytes=lots", "CUPARQUET_TUNING wave_bytes"),
+            ("host_share=101", "a percent, 0 to 100"),
+            ("host_share=half", "a percent, 0 to 100"),
         ] {
             let e = Tuning::from_lookup(get(spec)).unwrap_err().to_string();
             assert!(e.contains(want), "{spec}: {e}");

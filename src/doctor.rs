@@ -226,7 +226,11 @@ fn nvcomp_check() -> Check {
     use crate::device::nvcomp::{nvcomp, search_dirs, NvcompCodec, ENV_NVCOMP};
     match nvcomp() {
         Ok(Some(n)) => {
-            let codecs: Vec<&str> = [(NvcompCodec::Zstd, "ZSTD"), (NvcompCodec::Gzip, "GZIP")]
+            let codecs: Vec<&str> = [
+                (NvcompCodec::Zstd, "ZSTD"),
+                (NvcompCodec::Gzip, "GZIP"),
+                (NvcompCodec::Lz4, "LZ4_RAW"),
+            ]
             .into_iter()
             .filter(|(c, _)| n.supports(*c))
             .map(|(_, name)| name)

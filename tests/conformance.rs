@@ -32,6 +32,9 @@ struct Backend {
     /// Read through the stream (`batches()`) instead of `load()`, in batches of this many
     /// rows (else 1000 through `load()`).
     stream: Option<usize>,
+    /// The percent of nvCOMP's codecs' bytes the host takes beside it (where nvCOMP is
+    /// installed; `None`: the default share).
+    host_share: Option<u32>,
 }
 
 impl std::fmt::Display for Backend {
@@ -55,7 +58,11 @@ impl std::fmt::Display for Backend {
             Some(n) => format!(" (streamed in batches of {n} rows)"),
             None => String::new(),
         };
-        write!(f, "{}{units}{snappy}{waves}{stream}", self.device)
+        let share = match self.host_share {
+            Some(n) => format!(" (host share {n}%)"),
+            None => String::new(),
+        };
+        write!(f, "{}{units}{snappy}{waves}{stream}{share}", self.device)
     }
 }
 
@@ -67,6 +74,7 @@ fn backends() -> Vec<Backend> {
             snappy: SnappyPlacement::Auto,
             pipelined: false,
             stream: None,
+            host_share: None,
         },
         Backend {
             device: Device::Host,
@@ -74,6 +82,7 @@ fn backends() -> Vec<Backend> {
             snappy: SnappyPlacement::Auto,
             pipelined: false,
             stream: None,
+            host_share: None,
         },
         Backend {
             device: Device::Host,
@@ -81,6 +90,7 @@ fn backends() -> Vec<Backend> {
             snappy: SnappyPlacement::Auto,
             pipelined: false,
             stream: Some(333),
+            host_share: None,
         },
     ];
     // The device path: chunks moved to cuda:0 by the range reader and decoded there (fields
@@ -88,13 +98,17 @@ fn backends() -> Vec<Backend> {
     // Twice: SNAPPY placed by the model (small corpus files: mostly the host), and always on
     // the device kernel.
     if gpu_available("conformance on cuda:0") {
-        for snappy in [SnappyPlacement::Auto, SnappyPlacement::Device] {
+        for (snappy, host_share) in [
+            (SnappyPlacement::Auto, None),
+            (SnappyPlacement::Device, Some(0)),
+        ] {
             v.push(Backend {
                 device: Device::Cuda(0),
                 tiny_units: false,
                 snappy,
                 pipelined: false,
                 stream: None,
+                host_share,
             });
         }
         v.push(Backend {
@@ -103,6 +117,7 @@ fn backends() -> Vec<Backend> {
             snappy: SnappyPlacement::Device,
             pipelined: true,
             stream: None,
+            host_share: Some(100),
         });
         v.push(Backend {
             device: Device::Cuda(0),
@@ -110,9 +125,10 @@ fn backends() -> Vec<Backend> {
             snappy: SnappyPlacement::Device,
             pipelined: false,
             stream: Some(333),
+            host_share: None,
         });
-        // (where nvCOMP is installed, every device backend has it decompress ZSTD and GZIP
-        // pages)
+        // (where nvCOMP is installed, every device backend has it decompress ZSTD, GZIP and
+        // LZ4_RAW pages, the host taking the default share of them beside it, none, or all)
     }
     v
 }
@@ -130,6 +146,7 @@ fn load(
         .with_batch_rows(batch_rows);
     let mut tuning = Tuning {
         snappy: backend.snappy,
+        host_share: backend.host_share,
         ..Tuning::default()
     };
     if backend.tiny_units {
@@ -186,6 +203,7 @@ impl From<Device> for Backend {
             snappy: SnappyPlacement::Auto,
             pipelined: false,
             stream: None,
+            host_share: None,
         }
     }
 }

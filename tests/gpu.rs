@@ -776,13 +776,15 @@ fn gpu_large_pages_equal_arrow_rs() {
                 .with_device(Device::Cuda(0))
                 .with_tuning(Tuning {
                     snappy: cuparquet::config::SnappyPlacement::Device,
+                    host_share: Some(0),
                     ..Tuning::default()
                 })
                 .build()
                 .and_then(|r| r.load())
                 .and_then(|l| {
                     // the report says where each field's pages were decompressed: SNAPPY by
-                    // our kernel, ZSTD by nvCOMP where it is installed, else on the host
+                    // our kernel, ZSTD by nvCOMP where it is installed (none beside it on the
+                    // host: share 0), else on the host
                     let g = l.report.gpu_decode.clone().unwrap();
                     let nv = cuparquet::device::nvcomp::nvcomp().unwrap().is_some();
                     let n = if codec == Compression::UNCOMPRESSED {

@@ -88,6 +88,7 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
             codec_of: &codec_of,
             rows_of: &rows_of,
             snappy: cuparquet::config::SnappyPlacement::Device,
+            host_share: None,
             batches: &batches,
         };
         let fixed = cuparquet::internals::gpu::decode_fixed_columns(&pass);

@@ -32,15 +32,17 @@ fn nvcomp_available(what: &str) -> bool {
     }
 }
 
-/// With nvCOMP installed, ZSTD and GZIP pages are decompressed by it, v1 and v2 pages, with and
-/// without dictionaries, and the loads equal arrow-rs; SNAPPY stays with our kernel and LZ4 /
-/// LZ4_RAW with the host. Damaged pages (bytes flipped inside compressed values, under
-/// compute-sanitizer on the GPU machine) never crash or write out of bounds: a page nvCOMP
-/// refuses goes to the host, whose error names the page, and the load either fails with an
-/// error naming the file and row group or returns the file's shape. (Damage inside a ZSTD frame
-/// that its format cannot detect — arrow-rs writes no content checksum — decodes to whatever
-/// each decoder makes of it: nvCOMP's bytes and the zstd crate's differ there, as measured on
-/// a flipped dictionary page; neither reader can tell.)
+/// With nvCOMP installed, ZSTD, GZIP and LZ4_RAW pages are decompressed by it, v1 and v2 pages,
+/// with and without dictionaries, and the loads equal arrow-rs; the host's cores take the
+/// largest of them beside it (none at share 0, all at 100, some at 50); SNAPPY stays with our
+/// kernel and Hadoop-framed LZ4 with the host. Damaged pages (bytes flipped inside compressed
+/// values, under compute-sanitizer on the GPU machine) never crash or write out of bounds: a
+/// page nvCOMP or the host beside it refuses goes to the host path, whose error names the page,
+/// and the load either fails with an error naming the file and row group or returns the file's
+/// shape. (Damage inside a ZSTD frame that its format cannot detect — arrow-rs writes no
+/// content checksum — decodes to whatever each decoder makes of it: nvCOMP's bytes and the
+/// zstd crate's differ there, as measured on a flipped dictionary page; neither reader can
+/// tell.)
 #[test]
 fn gpu_nvcomp_decompresses_its_codecs() {
     if !gpu_available("nvCOMP test") || !nvcomp_available("nvCOMP test") {
@@ -59,7 +61,6 @@ fn gpu_nvcomp_decompresses_its_codecs() {
         ("lz4", Compression::LZ4),
     ] {
         for (v2, dict) in [(false, true), (true, false), (true, true)] {
-            let what = format!("{cname} v2={v2} dict={dict}");
             let p = dir.path().join(format!("{cname}-{v2}-{dict}.parquet"));
             let props = WriterProperties::builder()
                 .set_compression(codec)
@@ -74,39 +75,56 @@ fn gpu_nvcomp_decompresses_its_codecs() {
                 .build();
             write(&p, std::slice::from_ref(&batch), props);
             let want = oracle(&p, &Projection::All, None).unwrap();
-            let got = ParquetGpuReader::builder(&p)
-                .with_device(Device::Cuda(0))
-                .with_tuning(Tuning {
-                    snappy: cuparquet::config::SnappyPlacement::Device,
-                    ..Tuning::default()
-                })
-                .build()
-                .and_then(|r| r.load());
-            match got {
-                Ok(l) => {
-                    let g = l.report.gpu_decode.clone().unwrap();
-                    for d in &g.decompressed {
-                        let p = d.pages;
-                        let ok = match codec {
-                            Compression::SNAPPY => p.kernel > 0 && p.host + p.nvcomp == 0,
-                            Compression::LZ4 | Compression::LZ4_RAW => {
-                                p.host > 0 && p.nvcomp + p.kernel == 0
+            for share in [0, 50, 100] {
+                let what = format!("{cname} v2={v2} dict={dict} host_share={share}");
+                let got = ParquetGpuReader::builder(&p)
+                    .with_device(Device::Cuda(0))
+                    .with_tuning(Tuning {
+                        snappy: cuparquet::config::SnappyPlacement::Device,
+                        host_share: Some(share),
+                        ..Tuning::default()
+                    })
+                    .build()
+                    .and_then(|r| r.load());
+                match got {
+                    Ok(l) => {
+                        let g = l.report.gpu_decode.clone().unwrap();
+                        let (mut host, mut nv) = (0, 0);
+                        for d in &g.decompressed {
+                            let p = d.pages;
+                            host += p.host;
+                            nv += p.nvcomp;
+                            let ok = match codec {
+                                Compression::SNAPPY => p.kernel > 0 && p.host + p.nvcomp == 0,
+                                Compression::LZ4 => p.host > 0 && p.nvcomp + p.kernel == 0,
+                                _ => p.kernel == 0 && p.host + p.nvcomp > 0,
+                            };
+                            if !ok {
+                                failures.push(format!("{what}: {d:?}"));
                             }
-                            _ => p.nvcomp > 0 && p.host + p.kernel == 0,
+                        }
+                        // the split: nvCOMP alone, both, the host alone
+                        let split_ok = match (codec, share) {
+                            (Compression::SNAPPY | Compression::LZ4, _) => true,
+                            (_, 0) => host == 0 && nv > 0,
+                            (_, 100) => nv == 0 && host > 0,
+                            _ => nv > 0 && host > 0,
                         };
-                        if !ok {
-                            failures.push(format!("{what}: {d:?}"));
+                        if !split_ok {
+                            failures.push(format!(
+                                "{what}: {host} pages on the host, {nv} by nvCOMP"
+                            ));
+                        }
+                        if g.decompressed.is_empty() {
+                            failures.push(format!("{what}: no pages reported decompressed"));
+                        }
+                        let b = l.to_host().map(|b| concat(&l.schema, &b)).unwrap();
+                        if b != want {
+                            failures.push(format!("{what}: values differ"));
                         }
                     }
-                    if g.decompressed.is_empty() {
-                        failures.push(format!("{what}: no pages reported decompressed"));
-                    }
-                    let b = l.to_host().map(|b| concat(&l.schema, &b)).unwrap();
-                    if b != want {
-                        failures.push(format!("{what}: values differ"));
-                    }
+                    Err(e) => failures.push(format!("{what}: {e}")),
                 }
-                Err(e) => failures.push(format!("{what}: {e}")),
             }
         }
     }

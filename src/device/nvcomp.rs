@@ -32,23 +32,26 @@ use crate::error::{Error, Result};
 /// directory).
 pub const ENV_NVCOMP: &str = "CUPARQUET_NVCOMP";
 
-/// A codec nvCOMP decompresses for cuparquet. (SNAPPY and LZ4_RAW measured slower through
-/// nvCOMP than through our SNAPPY kernel and the host's cores: benches/RESULTS.md.)
+/// A codec nvCOMP decompresses for cuparquet. (SNAPPY measured slower through nvCOMP than
+/// through our SNAPPY kernel: benches/RESULTS.md.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum NvcompCodec {
     /// Parquet ZSTD (one or more ZSTD frames).
     Zstd,
     /// Parquet GZIP (a gzip member).
     Gzip,
+    /// Parquet LZ4_RAW (one LZ4 block).
+    Lz4,
 }
 
 impl NvcompCodec {
-    const ALL: [NvcompCodec; 2] = [Self::Zstd, Self::Gzip];
+    const ALL: [NvcompCodec; 3] = [Self::Zstd, Self::Gzip, Self::Lz4];
 
     fn symbol_part(self) -> &'static str {
         match self {
             Self::Zstd => "Zstd",
             Self::Gzip => "Gzip",
+            Self::Lz4 => "LZ4",
         }
     }
 
@@ -56,6 +59,7 @@ impl NvcompCodec {
         match self {
             Self::Zstd => 0,
             Self::Gzip => 1,
+            Self::Lz4 => 2,
         }
     }
 }
@@ -121,7 +125,7 @@ type TempSync = unsafe extern "C" fn(
 pub struct Nvcomp {
     path: String,
     version: u32,
-    codecs: [Option<CodecFns>; 2],
+    codecs: [Option<CodecFns>; 3],
 }
 
 impl std::fmt::Debug for Nvcomp {
@@ -324,7 +328,7 @@ impl Nvcomp {
                 version_string(version)
             ));
         }
-        let mut codecs: [Option<CodecFns>; 2] = [None, None];
+        let mut codecs: [Option<CodecFns>; 3] = [None, None, None];
         for codec in NvcompCodec::ALL {
             let part = codec.symbol_part();
             let temp_size = if major >= 6 {

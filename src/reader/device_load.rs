@@ -142,6 +142,7 @@ impl ReaderState {
             decoder: &self.decoder,
             pool: self.host_reader.pool(),
             snappy: self.tuning.snappy,
+            host_share: self.tuning.host_share,
             profile: profile_requested(),
         };
         let (batches, report) = decode_pass(&pass, chunks, row_groups, &spans)?;

@@ -25,6 +25,7 @@ pub(super) type PageLocations = (Vec<(u64, u64)>, PageCounts);
 /// the rest decompressed on the host (chunks in parallel) and uploaded through pinned
 /// buffers. Buffers the kernels will read are pushed to `uploads`,
 /// which must outlive them. Indexed like `cis`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn locate_pages(
     chunks: &DeviceChunks,
     cis: &[usize],
@@ -32,6 +33,7 @@ pub(super) fn locate_pages(
     path: &std::path::Path,
     codec_of: &(dyn Fn(usize, usize) -> parquet::basic::Compression + Sync),
     placement: SnappyPlacement,
+    host_share: Option<u32>,
     uploads: &mut Vec<DeviceBuffer>,
 ) -> Result<Vec<PageLocations>> {
     use parquet::basic::Compression;
@@ -87,21 +89,13 @@ pub(super) fn locate_pages(
     }
     if let (Some(n), false) = (&nvcomp, nv.is_empty()) {
         let ks: Vec<usize> = nv.iter().map(|&(k, _, _)| cis[k]).collect();
-        let codecs: Vec<_> = nv.iter().map(|&(_, c, _)| c).collect();
+        let codecs: Vec<_> = nv.iter().map(|&(_, c, codec)| (c, codec)).collect();
         let done = timed("nvCOMP decompression", || {
-            nvcomp_on_device(n, chunks, &ks, &codecs, tables, &fail, uploads)
+            nvcomp_on_device(n, chunks, &ks, &codecs, tables, host_share, &fail, uploads)
         })?;
         for (&(k, _, codec), d) in nv.iter().zip(done) {
             match d {
-                Some((l, pages)) => {
-                    out[k] = Some((
-                        l,
-                        PageCounts {
-                            nvcomp: pages,
-                            ..PageCounts::default()
-                        },
-                    ))
-                }
+                Some(located) => out[k] = Some(located),
                 None => host.push((k, codec)),
             }
         }

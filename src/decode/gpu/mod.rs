@@ -242,6 +242,9 @@ pub struct Pass<'a> {
     pub rows_of: &'a (dyn Fn(usize) -> usize + Sync),
     /// Where SNAPPY pages are decompressed.
     pub snappy: SnappyPlacement,
+    /// The percent of nvCOMP's codecs' bytes the host takes beside it (`None`: the measured
+    /// default, [`nvcomp::host_share`]).
+    pub host_share: Option<u32>,
     /// The batches: rows of the chunks' row groups, every row at most once.
     pub batches: &'a [BatchSpan],
 }
@@ -320,6 +323,7 @@ impl<'a> Pass<'a> {
                 self.path,
                 self.codec_of,
                 self.snappy,
+                self.host_share,
                 &mut uploads,
             )
         })?;

@@ -1,24 +1,33 @@
 //! Pages decompressed on the device by nvCOMP ([`crate::device::nvcomp`]), where it is
-//! installed: ZSTD and GZIP, one batched call per codec over the pages of a decoder's pass.
-//! SNAPPY stays with our kernel and LZ4_RAW with the host's cores: through nvCOMP both
-//! measured slower on the H200 (benches/RESULTS.md, 2026-12-02 afternoon: SNAPPY lineitem
-//! 38.9 ms against 33.7, LZ4_RAW lineitem 99.1 ms against 73.8).
+//! installed: ZSTD, GZIP and LZ4_RAW, one batched call per codec over the pages of a decoder's
+//! pass, while the host's cores decompress the largest of those pages beside it (a share of
+//! the bytes, [`host_share`]). SNAPPY stays with our kernel: through nvCOMP it measured slower
+//! on the H200 (benches/RESULTS.md, 2026-12-02 afternoon: SNAPPY lineitem 38.9 ms against
+//! 33.7).
+//!
+//! Why the split: an nvCOMP call lasts about as long as its slowest page (a page is one unit
+//! of its work), so the largest pages set its length, while the host decompresses a page at
+//! its cores' speed whatever its size. The pages go to nvCOMP largest first, as libcudf sends
+//! them, so that the large ones do not start last.
 
 use std::sync::Arc;
 
-use super::kernels::PageInfo;
-use super::snappy::{device_jobs, Jobs, LocatedChunk};
-use super::DeviceChunks;
+use super::kernels::{PageInfo, SnappyJob};
+use super::locate::PageLocations;
+use super::snappy::{device_jobs, Jobs};
+use super::{DeviceChunks, PageCounts};
 use crate::device::nvcomp::{Nvcomp, NvcompCodec};
-use crate::device::DeviceBuffer;
+use crate::device::{DeviceBuffer, Gpu};
 use crate::error::{Error, Result};
 
-/// The nvCOMP codec cuparquet gives a Parquet codec's pages to.
+/// The nvCOMP codec cuparquet gives a Parquet codec's pages to. (Hadoop-framed LZ4 is not
+/// one: its frames are unwrapped on the host.)
 pub(super) fn nvcomp_codec(codec: parquet::basic::Compression) -> Option<NvcompCodec> {
     use parquet::basic::Compression as C;
     match codec {
         C::ZSTD(_) => Some(NvcompCodec::Zstd),
         C::GZIP(_) => Some(NvcompCodec::Gzip),
+        C::LZ4_RAW => Some(NvcompCodec::Lz4),
         _ => None,
     }
 }
@@ -32,23 +41,41 @@ pub(crate) fn nvcomp_takes(codec: parquet::basic::Compression) -> bool {
     }
 }
 
-/// Decompresses the pages of the chunks `cis` (codec `codecs[k]` for `cis[k]`) with nvCOMP.
-/// v2 levels are copied as stored and pages stored uncompressed are used in place, as for our
-/// SNAPPY kernel ([`device_jobs`]). The output buffer is pushed to `uploads`. Per chunk
-/// (indexed like `cis`): its pages' (address, length) and how many nvCOMP decompressed, or
-/// `None` where nvCOMP failed on one of its pages or wrote other than the page header's size:
-/// the caller decompresses that chunk on the host, which either reads what nvCOMP does not
-/// (a framing it lacks) or names what is wrong with the page, and reports the chunk's pages as
-/// decompressed on the host.
+/// The share (percent) of a codec's decompressed bytes the host's `cores` take beside nvCOMP,
+/// largest pages first: `tuned` where given (`CUPARQUET_TUNING=host_share=N`), else the
+/// measured share for the codec on the H200's 16 cores (benches/RESULTS.md, 2026-12-03),
+/// scaled by the cores there are.
+pub(crate) fn host_share(codec: NvcompCodec, tuned: Option<u32>, cores: usize) -> u32 {
+    if let Some(t) = tuned {
+        return t.min(100);
+    }
+    let at_16 = match codec {
+        NvcompCodec::Zstd => 30,
+        NvcompCodec::Lz4 => 50,
+        NvcompCodec::Gzip => 30,
+    };
+    ((at_16 * cores as u32) / 16).min(at_16.max(50))
+}
+
+/// Decompresses the pages of the chunks `cis` (codec `codecs[k]` for `cis[k]`) with nvCOMP, and
+/// a `host_share` percent of each codec's bytes (the largest pages) on the host's cores at the
+/// same time. v2 levels are copied as stored and pages stored uncompressed are used in place,
+/// as for our SNAPPY kernel ([`device_jobs`]). The output buffer is pushed to `uploads`. Per
+/// chunk (indexed like `cis`): its pages' (address, length) and how many nvCOMP and the host
+/// decompressed, or `None` where one of its pages failed or came out other than the page
+/// header's size: the caller decompresses that chunk again on the host, which either reads
+/// what nvCOMP does not (a framing it lacks) or names what is wrong with the page.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn nvcomp_on_device(
     nv: &Nvcomp,
     chunks: &DeviceChunks,
     cis: &[usize],
-    codecs: &[NvcompCodec],
+    codecs: &[(NvcompCodec, parquet::basic::Compression)],
     tables: &[Vec<PageInfo>],
+    host_share_tuned: Option<u32>,
     fail: &dyn Fn(usize, String) -> Error,
     uploads: &mut Vec<DeviceBuffer>,
-) -> Result<Vec<Option<LocatedChunk>>> {
+) -> Result<Vec<Option<PageLocations>>> {
     let gpu = Arc::clone(chunks.buffer().gpu());
     let Jobs {
         out,
@@ -56,37 +83,163 @@ pub(super) fn nvcomp_on_device(
         job_pages,
         locations,
     } = device_jobs(chunks, cis, tables, fail)?;
-    let codec_of_chunk: std::collections::HashMap<usize, NvcompCodec> =
+    let codec_of_chunk: std::collections::HashMap<usize, (NvcompCodec, _)> =
         cis.iter().copied().zip(codecs.iter().copied()).collect();
     let mut bad: std::collections::HashSet<usize> = std::collections::HashSet::new();
-    let mut kinds: Vec<NvcompCodec> = codecs.to_vec();
-    kinds.sort_by_key(|c| *c as u8);
-    kinds.dedup();
-    for codec in kinds {
-        let mine: Vec<usize> = (0..jobs.len())
-            .filter(|&j| codec_of_chunk.get(&job_pages[j].0) == Some(&codec))
+    let mut on_host = vec![false; jobs.len()];
+    let mut kinds: Vec<(NvcompCodec, parquet::basic::Compression)> = codecs.to_vec();
+    kinds.sort_by_key(|c| c.0 as u8);
+    kinds.dedup_by_key(|c| c.0);
+    let cores = rayon::current_num_threads();
+    for (codec, parquet_codec) in kinds {
+        let mut mine: Vec<usize> = (0..jobs.len())
+            .filter(|&j| codec_of_chunk.get(&job_pages[j].0).map(|c| c.0) == Some(codec))
             .collect();
         if mine.is_empty() {
             continue;
         }
-        let spans: Vec<(u64, u64, u64, u64)> = mine
+        // largest first, for both sides
+        if std::env::var("CUPARQUET_EXP_UNSORTED").is_err() {
+            mine.sort_by_key(|&j| std::cmp::Reverse(jobs[j].dst_len));
+        }
+        let total: u64 = mine.iter().map(|&j| jobs[j].dst_len).sum();
+        let share = host_share(codec, host_share_tuned, cores) as u64;
+        let mut taken = 0u64;
+        let split = mine
+            .iter()
+            .position(|&j| {
+                let over = taken * 100 >= total * share;
+                taken += jobs[j].dst_len;
+                over
+            })
+            .unwrap_or(mine.len());
+        let (host_js, device_js) = mine.split_at(split);
+        let spans: Vec<(u64, u64, u64, u64)> = device_js
             .iter()
             .map(|&j| (jobs[j].src, jobs[j].src_len, jobs[j].dst, jobs[j].dst_len))
             .collect();
-        // SAFETY: every source lies in the load's buffer (page data inside its chunk, checked
-        // by the page-header pass) and every destination is the page's own span of `out`,
-        // sized from its uncompressed size (`device_jobs`); both outlive the call, which waits.
-        let results = unsafe { nv.decompress(&gpu, codec, &spans)? };
-        for (&j, (status, written)) in mine.iter().zip(results) {
+        let host_jobs: Vec<SnappyJob> = host_js.iter().map(|&j| jobs[j]).collect();
+        let (results, host_ok) = std::thread::scope(|s| {
+            let host = s.spawn(|| {
+                super::profile::timed("host decompression beside nvCOMP", || {
+                    decompress_on_host(&gpu, chunks.buffer(), &out, parquet_codec, &host_jobs)
+                })
+            });
+            // SAFETY: every source lies in the load's buffer (page data inside its chunk,
+            // checked by the page-header pass) and every destination is the page's own span
+            // of `out`, sized from its uncompressed size (`device_jobs`), none of them a page
+            // the host thread writes; all outlive the call, which waits.
+            let results = unsafe { nv.decompress(&gpu, codec, &spans) };
+            let host_ok = host.join().unwrap_or_else(|_| vec![false; host_jobs.len()]);
+            (results, host_ok)
+        });
+        for (&j, (status, written)) in device_js.iter().zip(results?) {
             if status != 0 || written != jobs[j].dst_len {
                 bad.insert(job_pages[j].0);
             }
+        }
+        for (&j, ok) in host_js.iter().zip(host_ok) {
+            on_host[j] = true;
+            if !ok {
+                bad.insert(job_pages[j].0);
+            }
+        }
+    }
+    let mut host_pages: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    for (j, &h) in on_host.iter().enumerate() {
+        if h {
+            *host_pages.entry(job_pages[j].0).or_default() += 1;
         }
     }
     uploads.push(out);
     Ok(cis
         .iter()
         .zip(locations)
-        .map(|(ci, l)| (!bad.contains(ci)).then_some(l))
+        .map(|(ci, (l, n))| {
+            let host = host_pages.get(ci).copied().unwrap_or(0);
+            (!bad.contains(ci)).then_some((
+                l,
+                PageCounts {
+                    nvcomp: n - host,
+                    host,
+                    ..PageCounts::default()
+                },
+            ))
+        })
         .collect())
+}
+
+/// Decompresses `jobs` (largest first) on the host's cores: each job's compressed bytes copied
+/// back from `load`, decompressed with `codec` into pinned memory and copied to its place in
+/// `out`. The jobs are dealt to as many groups as there are cores, in turn (so each group gets
+/// large and small ones); a group reuses one pinned buffer pair. Per job: whether it came out
+/// exactly its destination's size (a page that did not is decompressed again, and its fault
+/// named, by the caller's host path).
+fn decompress_on_host(
+    gpu: &Arc<Gpu>,
+    load: &DeviceBuffer,
+    out: &DeviceBuffer,
+    codec: parquet::basic::Compression,
+    jobs: &[SnappyJob],
+) -> Vec<bool> {
+    use rayon::prelude::*;
+    if jobs.is_empty() {
+        return Vec::new();
+    }
+    let groups = rayon::current_num_threads().clamp(1, jobs.len());
+    let streams = gpu.streams();
+    let mut ok = vec![false; jobs.len()];
+    let done: Vec<Vec<(usize, bool)>> = (0..groups)
+        .into_par_iter()
+        .map(|g| {
+            let mine: Vec<usize> = (g..jobs.len()).step_by(groups).collect();
+            let src_max = mine.iter().map(|&j| jobs[j].src_len).max().unwrap_or(0) as usize;
+            let dst_max = mine.iter().map(|&j| jobs[j].dst_len).max().unwrap_or(0) as usize;
+            let stream = &streams[g % streams.len()];
+            let (Ok(mut src), Ok(mut dst)) = (gpu.pinned(src_max), gpu.pinned(dst_max)) else {
+                return mine.iter().map(|&j| (j, false)).collect();
+            };
+            let results = mine
+                .iter()
+                .map(|&j| {
+                    let job = &jobs[j];
+                    let (s, d) = (job.src_len as usize, job.dst_len as usize);
+                    let good = job.src >= load.device_ptr()
+                        && job.dst >= out.device_ptr()
+                        && load
+                            .copy_into(
+                                (job.src - load.device_ptr()) as usize,
+                                &mut src.as_mut_slice()[..s],
+                            )
+                            .is_ok()
+                        && decompress_raw(codec, &src.as_slice()[..s], &mut dst.as_mut_slice()[..d])
+                        && dst
+                            .copy_to_device(0..d, out, (job.dst - out.device_ptr()) as usize, stream)
+                            .is_ok();
+                    (j, good)
+                })
+                .collect();
+            gpu.recycle_pinned(src);
+            gpu.recycle_pinned(dst);
+            results
+        })
+        .collect();
+    for (j, good) in done.into_iter().flatten() {
+        ok[j] = good;
+    }
+    ok
+}
+
+/// Whether `src`, compressed with `codec` (ZSTD, GZIP or LZ4_RAW), decompresses to exactly
+/// `dst`'s length (written into it). Any failure is `false`, never a panic: the caller's host
+/// path decompresses the page again and names what is wrong.
+fn decompress_raw(codec: parquet::basic::Compression, src: &[u8], dst: &mut [u8]) -> bool {
+    use parquet::basic::Compression as C;
+    crate::decode::panic_guard::contain(|| match codec {
+        C::ZSTD(_) => zstd::bulk::decompress_to_buffer(src, dst).is_ok_and(|n| n == dst.len()),
+        C::LZ4_RAW => lz4_flex::block::decompress_into(src, dst).is_ok_and(|n| n == dst.len()),
+        C::GZIP(_) => crate::decode::decompress::inflate_bounded(codec, src, dst).is_ok(),
+        _ => false,
+    })
+    .unwrap_or(false)
 }

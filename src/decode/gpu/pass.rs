@@ -36,6 +36,8 @@ pub(crate) struct PassInput<'a> {
     pub(crate) decoder: &'a HostDecoder,
     pub(crate) pool: &'a rayon::ThreadPool,
     pub(crate) snappy: SnappyPlacement,
+    /// The percent of nvCOMP's codecs' bytes the host takes beside it.
+    pub(crate) host_share: Option<u32>,
     pub(crate) profile: bool,
 }
 
@@ -220,6 +222,7 @@ pub(crate) fn decode_pass(
             codec_of: &codec_of,
             rows_of: &rows_of,
             snappy: input.snappy,
+            host_share: input.host_share,
             batches,
         };
         // the byte-array columns on a helper thread, its kernels on the companion stream,

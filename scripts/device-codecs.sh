@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# GPU machine: ZSTD and LZ4_RAW pages split between nvCOMP and the host's cores (issue 15,
+# item 4) in one call. Before it, the cuDF parts (../shared/device/wheels.sh cudf: cuDF 26.10
+# and the nvCOMP 5.3 it uses) and the pyarrow wheel moved to /tmp/whl by earlier calls.
+#   1. `cuparquet doctor`'s nvCOMP line;
+#   2. the packed test binaries with nvCOMP required (SKIP_TESTS=1 leaves them out), and
+#      compute-sanitizer memcheck over the nvCOMP test (SKIP_SANITIZER=1);
+#   3. the lineitem files of bench-decode_device (arrow-rs writer: ZSTD, LZ4_RAW, SNAPPY with
+#      dictionaries) and the same rows written by pyarrow (scripts/cudf_compare.py
+#      write-codecs); bench-decode_device on each file (cuparquet only, ROUNDS loads after a
+#      warm-up) at each host share of SHARES (CUPARQUET_TUNING=host_share=N; `default` is the
+#      built-in share), then once with the built-in share against arrow-rs host + upload;
+#   4. cuDF's read_parquet on the same files.
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+[ -f .dev/bin.tar.xz ] && [ ! -d .dev/bin ] && tar -C .dev -xJf .dev/bin.tar.xz
+out=${OUT:-/tmp/out}; mkdir -p "$out"
+export INSTA_WORKSPACE_ROOT="$PWD" INSTA_UPDATE=no CUPARQUET_KERNEL_CACHE=/tmp/cuparquet-kernels
+export CUPARQUET_BENCH_DIR=/tmp/bench-data
+mkdir -p /tmp/bench-data
+echo "=== machine"; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "commit: $(cat .dev/COMMIT 2>/dev/null)"
+bash .dev/wheels.sh install >/dev/null && export PYTHONPATH=/tmp/site
+export CUPARQUET_NVCOMP=/tmp/site/nvidia/libnvcomp/lib64
+echo "=== doctor"
+.dev/bin/cuparquet doctor 2>&1 | grep -i nvcomp
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  echo "=== tests (nvCOMP required)"
+  CUPARQUET_REQUIRE_NVCOMP=1 timeout "${TEST_TIMEOUT:-300}" bash .dev/run.sh 2>&1 | tee "$out/tests.txt" \
+    | grep -E "^===|test result|FAILED|panicked|device tests|skipping"
+fi
+if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
+  echo "=== compute-sanitizer memcheck: test-test-nvcomp"
+  CUPARQUET_REQUIRE_GPU=1 CUPARQUET_REQUIRE_NVCOMP=1 timeout "${SAN_TIMEOUT:-200}" compute-sanitizer \
+    --tool memcheck --error-exitcode 9 --print-limit 20 .dev/bin/test-test-nvcomp \
+    --exact gpu_nvcomp_decompresses_its_codecs > "$out/sanitizer-nvcomp.txt" 2>&1
+  echo "exit $?"
+  grep -E "ERROR SUMMARY|Invalid|test result|out of bounds" "$out/sanitizer-nvcomp.txt" | head -12
+fi
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+  d=/tmp/bench-data
+  echo "=== files"
+  CUPARQUET_BENCH_FILES=zstd-dict,lz4raw-dict,snappy-dict CUPARQUET_BENCH_BASELINE=0 \
+    CUPARQUET_BENCH_ROUNDS=1 timeout 300 .dev/bin/bench-decode_device 2>&1 | grep -E "data ready|panicked"
+  [ -f $d/lineitem-pyarrow-zstd.parquet ] || timeout 200 python3 scripts/cudf_compare.py \
+    write-codecs $d/lineitem-24000000-snappy-dict.parquet $d
+  ls -la $d
+  extra="pyarrow-zstd=$d/lineitem-pyarrow-zstd.parquet,pyarrow-lz4=$d/lineitem-pyarrow-lz4.parquet"
+  for share in ${SHARES:-0 15 30 50 70 100 default}; do
+    tuning=""; [ "$share" != default ] && tuning="host_share=$share"
+    echo "--- host_share=$share"
+    CUPARQUET_TUNING="$tuning" CUPARQUET_BENCH_FILES=zstd-dict,lz4raw-dict \
+      CUPARQUET_BENCH_EXTRA="$extra" CUPARQUET_BENCH_BASELINE=0 \
+      CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} timeout 200 .dev/bin/bench-decode_device 2>&1 \
+      | grep -E "GB/s|panicked" | sed "s|^|share=$share |"
+  done
+  if [ -n "${EXP:-}" ]; then
+    echo "--- $EXP, host_share=0"
+    env "$EXP" CUPARQUET_TUNING=host_share=0 CUPARQUET_BENCH_FILES=zstd-dict,lz4raw-dict \
+      CUPARQUET_BENCH_EXTRA="$extra" CUPARQUET_BENCH_BASELINE=0 \
+      CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} timeout 200 .dev/bin/bench-decode_device 2>&1 \
+      | grep -E "GB/s|panicked" | sed "s|^|exp |"
+  fi
+  echo "=== bench-decode_device, the built-in share, against arrow-rs host + upload"
+  CUPARQUET_BENCH_FILES=zstd-dict,lz4raw-dict,snappy-dict CUPARQUET_BENCH_EXTRA="$extra" \
+    CUPARQUET_PROFILE=1 CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} CUPARQUET_BENCH_OUT="$out/decode.jsonl" \
+    timeout 400 .dev/bin/bench-decode_device 2>&1 | tee "$out/decode.txt" \
+    | grep -vE "^\s+(stage|  )" | head -80
+  if python3 -c "import pylibcudf" 2>/dev/null; then
+    echo "=== cuDF"
+    timeout 200 python3 scripts/cudf_compare.py time $d/lineitem-24000000-zstd-dict.parquet \
+      $d/lineitem-24000000-lz4raw-dict.parquet $d/lineitem-pyarrow-zstd.parquet \
+      $d/lineitem-pyarrow-lz4.parquet $d/lineitem-24000000-snappy-dict.parquet 2>&1 | tee "$out/cudf.txt"
+  fi
+fi
