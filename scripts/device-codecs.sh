@@ -11,6 +11,8 @@
 #      warm-up) at each host share of SHARES (CUPARQUET_TUNING=host_share=N; `default` is the
 #      built-in share), then once with the built-in share against arrow-rs host + upload;
 #   4. cuDF's read_parquet on the same files.
+# PYARROW_FILES=0 leaves the pyarrow-written files out; SKIP_FINAL=1 stops after the sweep; EXP=VAR=1
+# adds a sweep line with that variable set (experiments).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 [ -f .dev/bin.tar.xz ] && [ ! -d .dev/bin ] && tar -C .dev -xJf .dev/bin.tar.xz
@@ -42,25 +44,35 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   echo "=== files"
   CUPARQUET_BENCH_FILES=zstd-dict,lz4raw-dict,snappy-dict CUPARQUET_BENCH_BASELINE=0 \
     CUPARQUET_BENCH_ROUNDS=1 timeout 300 .dev/bin/bench-decode_device 2>&1 | grep -E "data ready|panicked"
-  [ -f $d/lineitem-pyarrow-zstd.parquet ] || timeout 200 python3 scripts/cudf_compare.py \
-    write-codecs $d/lineitem-24000000-snappy-dict.parquet $d
+  if [ "${PYARROW_FILES:-1}" = 1 ] && [ ! -f $d/lineitem-pyarrow-zstd.parquet ]; then
+    timeout 200 python3 scripts/cudf_compare.py write-codecs \
+      $d/lineitem-24000000-snappy-dict.parquet $d
+  fi
   ls -la $d
   extra="pyarrow-zstd=$d/lineitem-pyarrow-zstd.parquet,pyarrow-lz4=$d/lineitem-pyarrow-lz4.parquet"
+  [ "${PYARROW_FILES:-1}" = 0 ] && extra=""
+  # each setting's loads, and the stages of its last (profiled) load: the nvCOMP call against
+  # the host's pages beside it
+  sweep() {
+    CUPARQUET_BENCH_FILES=zstd-dict,lz4raw-dict CUPARQUET_BENCH_EXTRA="$extra" \
+      CUPARQUET_BENCH_BASELINE=0 CUPARQUET_PROFILE=1 CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} \
+      timeout 200 .dev/bin/bench-decode_device 2>&1 | tee -a "$out/sweep.txt" \
+      | grep -E "GB/s|panicked|stages:" \
+      | sed -E "s/stages:.*(nvCOMP call [0-9.]+ ms).*(host decompression beside nvCOMP [0-9.]+ ms).*/\1, \2/" \
+      | sed "s|^|$1 |"
+  }
   for share in ${SHARES:-0 15 30 50 70 100 default}; do
     tuning=""; [ "$share" != default ] && tuning="host_share=$share"
-    echo "--- host_share=$share"
-    CUPARQUET_TUNING="$tuning" CUPARQUET_BENCH_FILES=zstd-dict,lz4raw-dict \
-      CUPARQUET_BENCH_EXTRA="$extra" CUPARQUET_BENCH_BASELINE=0 \
-      CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} timeout 200 .dev/bin/bench-decode_device 2>&1 \
-      | grep -E "GB/s|panicked" | sed "s|^|share=$share |"
+    echo "--- host_share=$share" | tee -a "$out/sweep.txt"
+    CUPARQUET_TUNING="$tuning" sweep "share=$share"
   done
   if [ -n "${EXP:-}" ]; then
-    echo "--- $EXP, host_share=0"
-    env "$EXP" CUPARQUET_TUNING=host_share=0 CUPARQUET_BENCH_FILES=zstd-dict,lz4raw-dict \
-      CUPARQUET_BENCH_EXTRA="$extra" CUPARQUET_BENCH_BASELINE=0 \
-      CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} timeout 200 .dev/bin/bench-decode_device 2>&1 \
-      | grep -E "GB/s|panicked" | sed "s|^|exp |"
+    echo "--- $EXP, host_share=0" | tee -a "$out/sweep.txt"
+    export "$EXP"
+    CUPARQUET_TUNING=host_share=0 sweep exp
+    unset "${EXP%%=*}"
   fi
+  [ "${SKIP_FINAL:-0}" = 1 ] && exit 0
   echo "=== bench-decode_device, the built-in share, against arrow-rs host + upload"
   CUPARQUET_BENCH_FILES=zstd-dict,lz4raw-dict,snappy-dict CUPARQUET_BENCH_EXTRA="$extra" \
     CUPARQUET_PROFILE=1 CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} CUPARQUET_BENCH_OUT="$out/decode.jsonl" \

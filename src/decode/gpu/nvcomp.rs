@@ -121,16 +121,27 @@ pub(super) fn nvcomp_on_device(
         let host_jobs: Vec<SnappyJob> = host_js.iter().map(|&j| jobs[j]).collect();
         let (results, host_ok) = std::thread::scope(|s| {
             let host = s.spawn(|| {
-                super::profile::timed("host decompression beside nvCOMP", || {
-                    decompress_on_host(&gpu, chunks.buffer(), &out, parquet_codec, &host_jobs)
-                })
+                let t = std::time::Instant::now();
+                let ok = decompress_on_host(&gpu, chunks.buffer(), &out, parquet_codec, &host_jobs);
+                (ok, t.elapsed())
             });
             // SAFETY: every source lies in the load's buffer (page data inside its chunk,
             // checked by the page-header pass) and every destination is the page's own span
             // of `out`, sized from its uncompressed size (`device_jobs`), none of them a page
             // the host thread writes; all outlive the call, which waits.
-            let results = unsafe { nv.decompress(&gpu, codec, &spans) };
-            let host_ok = host.join().unwrap_or_else(|_| vec![false; host_jobs.len()]);
+            let results = super::profile::timed("nvCOMP call", || unsafe {
+                nv.decompress(&gpu, codec, &spans)
+            });
+            let host_ok = match host.join() {
+                Ok((ok, took)) => {
+                    super::profile::profile_absorb(vec![(
+                        "host decompression beside nvCOMP".to_string(),
+                        took,
+                    )]);
+                    ok
+                }
+                Err(_) => vec![false; host_jobs.len()],
+            };
             (results, host_ok)
         });
         for (&j, (status, written)) in device_js.iter().zip(results?) {
