@@ -10,6 +10,7 @@
 #      write-codecs); bench-decode_device on each file (cuparquet only, ROUNDS loads after a
 #      warm-up) at each host share of SHARES (CUPARQUET_TUNING=host_share=N; `default` is the
 #      built-in share), then once with the built-in share against arrow-rs host + upload;
+#      The pyarrow-written DELTA / BYTE_STREAM_SPLIT file (write-delta) joins that last run.
 #   4. cuDF's read_parquet on the same files.
 # PYARROW_FILES=0 leaves the pyarrow-written files out; SKIP_FINAL=1 stops after the sweep; EXP=VAR=1
 # adds a sweep line with that variable set (experiments).
@@ -73,6 +74,11 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     unset "${EXP%%=*}"
   fi
   [ "${SKIP_FINAL:-0}" = 1 ] && exit 0
+  delta=$d/delta-split-pyarrow.parquet
+  if [ "${PYARROW_FILES:-1}" = 1 ]; then
+    [ -f "$delta" ] || timeout 120 python3 scripts/cudf_compare.py write-delta $d >/dev/null
+    extra="$extra,delta-split-pyarrow=$delta"
+  fi
   echo "=== bench-decode_device, the built-in share, against arrow-rs host + upload"
   CUPARQUET_BENCH_FILES=zstd-dict,lz4raw-dict,snappy-dict CUPARQUET_BENCH_EXTRA="$extra" \
     CUPARQUET_PROFILE=1 CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} CUPARQUET_BENCH_OUT="$out/decode.jsonl" \
@@ -82,6 +88,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     echo "=== cuDF"
     timeout 200 python3 scripts/cudf_compare.py time $d/lineitem-24000000-zstd-dict.parquet \
       $d/lineitem-24000000-lz4raw-dict.parquet $d/lineitem-pyarrow-zstd.parquet \
-      $d/lineitem-pyarrow-lz4.parquet $d/lineitem-24000000-snappy-dict.parquet 2>&1 | tee "$out/cudf.txt"
+      $d/lineitem-pyarrow-lz4.parquet $d/lineitem-24000000-snappy-dict.parquet $delta 2>&1 \
+      | tee "$out/cudf.txt"
   fi
 fi

@@ -558,17 +558,49 @@ fn emulated_byte_array_kernels_equal_the_reference_decoder() {
     let Some(emu) = emulator("decode_bytes") else {
         return;
     };
+    let (cols_ok, pages_run, delta, kept) = byte_array_kernels_on(&emu, false);
+    eprintln!(
+        "emulated byte-array kernels: {cols_ok} column chunks ({delta} DELTA_LENGTH_BYTE_ARRAY \
+         or DELTA_BYTE_ARRAY, {kept} kept dictionaries), {pages_run} pages equal to the reference"
+    );
+    assert!(cols_ok > 50, "{cols_ok}");
+    assert!(delta > 5, "{delta} DELTA byte-array chunks");
+    assert!(kept > 5, "{kept} kept dictionaries");
+}
+
+/// The DELTA byte-array chunks again, through the kernels built with segments of 3 values
+/// (`tests/emu/decode_bytes_segments_main.cpp`), so that every DELTA_BYTE_ARRAY page of more
+/// than a few values spreads over many blocks and its prefixes reach across segments (the GPU's
+/// segments of 2,048 values are longer than most test pages).
+#[test]
+fn emulated_delta_byte_arrays_across_segments_equal_the_reference_decoder() {
+    let Some(emu) = emulator("decode_bytes_segments") else {
+        return;
+    };
+    let (cols_ok, pages_run, delta, _) = byte_array_kernels_on(&emu, true);
+    eprintln!(
+        "emulated DELTA byte-array kernels, segments of 3 values: {cols_ok} column chunks, \
+         {pages_run} pages equal to the reference"
+    );
+    assert!(delta > 5, "{delta} DELTA byte-array chunks");
+}
+
+/// Runs the byte-array emulator `emu` over the flat string/binary chunks of corpus and
+/// generated files (only DELTA ones when `delta_only`), checking each against the reference
+/// decoder: (chunks equal, pages run, DELTA chunks, kept dictionaries).
+fn byte_array_kernels_on(emu: &std::path::Path, delta_only: bool) -> (usize, usize, usize, usize) {
     use cuparquet::internals::gpu_plan::Conversion;
     let keep = |g: &cuparquet::internals::gpu_plan::GpuColumn| g.conversion == Conversion::Bytes;
     let (mut cols_ok, mut pages_run, mut delta, mut kept) = (0usize, 0usize, 0usize, 0usize);
     for (f, mut chunks) in flat_chunks(keep, 100, 100_000) {
         // kept dictionaries whose pages are not all dictionary-encoded go to the host
         chunks.retain(|c| !c.col.keys || dictionary_pages_only(&c.table));
+        chunks.retain(|c| !delta_only || c.delta_or_split);
         if chunks.is_empty() {
             continue;
         }
         let (inp, n_dicts, n_pages) = byte_array_input(&chunks);
-        let out = run_emulator(&emu, &inp, &f.display().to_string());
+        let out = run_emulator(emu, &inp, &f.display().to_string());
         let mut cur = Cursor(&out, 0);
         let stage = cur.u32();
         let errors: Vec<u32> = (0..n_dicts + n_pages as usize).map(|_| cur.u32()).collect();
@@ -647,13 +679,7 @@ fn emulated_byte_array_kernels_equal_the_reference_decoder() {
         }
         pages_run += n_pages as usize;
     }
-    eprintln!(
-        "emulated byte-array kernels: {cols_ok} column chunks ({delta} DELTA_LENGTH_BYTE_ARRAY \
-         or DELTA_BYTE_ARRAY, {kept} kept dictionaries), {pages_run} pages equal to the reference"
-    );
-    assert!(cols_ok > 50, "{cols_ok}");
-    assert!(delta > 5, "{delta} DELTA byte-array chunks");
-    assert!(kept > 5, "{kept} kept dictionaries");
+    (cols_ok, pages_run, delta, kept)
 }
 
 /// Whether every data page of a chunk's page table is dictionary-encoded.

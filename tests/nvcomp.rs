@@ -111,9 +111,8 @@ fn gpu_nvcomp_decompresses_its_codecs() {
                             _ => nv > 0 && host > 0,
                         };
                         if !split_ok {
-                            failures.push(format!(
-                                "{what}: {host} pages on the host, {nv} by nvCOMP"
-                            ));
+                            failures
+                                .push(format!("{what}: {host} pages on the host, {nv} by nvCOMP"));
                         }
                         if g.decompressed.is_empty() {
                             failures.push(format!("{what}: no pages reported decompressed"));

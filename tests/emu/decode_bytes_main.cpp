@@ -113,11 +113,28 @@ int main(int argc, char** argv) {
         dba[p].assign(info[4 * p] ? info[4 * p] : 1, 0xDD);
         page_out[p] = (u64)dba[p].data();
     }
-    if (any_dba)
-        emu_launch(npages, DBA_THREADS, [&] {
-            dba_values(pages.data(), idx.data(), aux.data(), src.data(), base.data(), info.data(),
-                       page_out.data());
+    if (any_dba) {
+        // each page's rows in segments of DBA_SEGMENT, a block each, as src/decode/gpu/ does
+        int segs = 1;
+        for (u32 p = 0; p < npages; p++)
+            if (pages[p].encoding == 7) {
+                const int s = (int)((pages[p].num_values + DBA_SEGMENT - 1) / DBA_SEGMENT);
+                if (s > segs) segs = s;
+            }
+        std::vector<u32> unres(total + 1, 0xEEEEEEEEu);
+        emu_launch(npages * segs, DBA_THREADS, [&] {
+            dba_values(pages.data(), idx.data(), aux.data(), unres.data(), src.data(), base.data(),
+                       info.data(), page_out.data(), segs);
         });
+        emu_launch((npages + 127) / 128, 128, [&] {
+            dba_chain(pages.data(), aux.data(), unres.data(), base.data(), info.data(),
+                      page_out.data(), (int)npages);
+        });
+        emu_launch(npages * segs, DBA_THREADS, [&] {
+            dba_fill(pages.data(), aux.data(), unres.data(), base.data(), info.data(),
+                     page_out.data(), segs);
+        });
+    }
     // 3. offsets (a kept dictionary's: of its entries)
     for (u32 c = 0; c < ncols; c++)
         if (keys[c] && strings[c])

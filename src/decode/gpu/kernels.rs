@@ -86,6 +86,12 @@ pub(crate) const FILTER_SPAN: u64 = 256 * 16;
 /// Threads per block of `snappy_pages` (`SNAPPY_THREADS` in snappy.cu; a unit test checks).
 pub(crate) const SNAPPY_THREADS: u32 = 256;
 
+/// Threads per block of the DELTA_BYTE_ARRAY kernels (`DBA_THREADS` in decode_bytes.cu).
+pub(crate) const DBA_THREADS: u32 = 128;
+
+/// Values per block of the DELTA_BYTE_ARRAY kernels (`DBA_SEGMENT` in decode_bytes.cu).
+pub(crate) const DBA_SEGMENT: u64 = 2048;
+
 /// Output bytes per fragment of a large SNAPPY page (`SNAPPY_FRAGMENT` in snappy.cu).
 pub(crate) const SNAPPY_FRAGMENT: u64 = 65536;
 
@@ -129,10 +135,23 @@ kernels! {
         Const<PageJob>, Const<BytesColumn>, Mut<u32>, Mut<u32>, Mut<u64>, Const<u64>, Mut<u64>,
         Mut<u32>
     );
-    /// One block per DELTA_BYTE_ARRAY page: its values put together, the rows' sources.
-    /// (pages, idx_scratch, aux_scratch, src_scratch, scratch_base, page_info, page_out).
+    /// One block per segment of a DELTA_BYTE_ARRAY page's values: its values put together
+    /// but for the bytes from before the segment, its rows' sources.
+    /// (pages, idx_scratch, aux_scratch, unres_scratch, src_scratch, scratch_base, page_info,
+    /// page_out, segments per page).
     DBA_VALUES = dba_values in DECODE_BYTES_MODULE(
-        Const<PageJob>, Const<u32>, Mut<u32>, Mut<u64>, Const<u64>, Const<u64>, Const<u64>
+        Const<PageJob>, Const<u32>, Const<u32>, Mut<u32>, Mut<u64>, Const<u64>, Const<u64>,
+        Const<u64>, i32
+    );
+    /// A thread per DELTA_BYTE_ARRAY page: the last value of each segment completed.
+    /// (pages, aux_scratch, unres_scratch, scratch_base, page_info, page_out, pages).
+    DBA_CHAIN = dba_chain in DECODE_BYTES_MODULE(
+        Const<PageJob>, Const<u32>, Const<u32>, Const<u64>, Const<u64>, Const<u64>, i32
+    );
+    /// One block per segment: each value's bytes from before its segment.
+    /// (pages, aux_scratch, unres_scratch, scratch_base, page_info, page_out, segments).
+    DBA_FILL = dba_fill in DECODE_BYTES_MODULE(
+        Const<PageJob>, Const<u32>, Const<u32>, Const<u64>, Const<u64>, Const<u64>, i32
     );
     /// One block per data page: the characters copied to their offsets.
     /// (pages, src_scratch, scratch_base, col_offsets, col_chars).
@@ -685,6 +704,20 @@ mod tests {
     }
 
     #[test]
+    fn dba_constants_match_the_kernel() {
+        let define = |name: &str| -> u64 {
+            let line = DECODE_BYTES_MODULE
+                .source
+                .lines()
+                .find(|l| l.starts_with(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("{name} in decode_bytes.cu"));
+            line.split_whitespace().nth(2).unwrap().parse().unwrap()
+        };
+        assert_eq!(define("DBA_THREADS"), u64::from(DBA_THREADS));
+        assert_eq!(define("DBA_SEGMENT"), DBA_SEGMENT);
+    }
+
+    #[test]
     fn filter_constants_match_the_kernel() {
         let define = |name: &str| -> String {
             let line = FILTER_MODULE
@@ -766,7 +799,7 @@ mod tests {
             declared.len(),
             "declared kernels missing from their sources"
         );
-        assert_eq!(found, 30);
+        assert_eq!(found, 32);
     }
 
     fn mirror<T: CStruct>() -> (&'static str, usize, &'static [(&'static str, &'static str)]) {

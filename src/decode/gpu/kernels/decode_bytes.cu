@@ -8,8 +8,9 @@
 //                  decoded index's entry; DELTA_LENGTH_BYTE_ARRAY: a sum of the decoded
 //                  lengths); lengths[row] written (0 for nulls) for the rows of the page's
 //                  window [skip, skip + take), from row_start on.
-//   dba_values:    DELTA_BYTE_ARRAY pages only: their values put together in a scratch (its
-//                  size from bytes_sizes), each valid row's source pointed there.
+//   dba_values, dba_chain, dba_fill: DELTA_BYTE_ARRAY pages only: their values put together
+//                  in a scratch (its size from bytes_sizes), segments of a page in parallel,
+//                  each valid row's source pointed there.
 //   (the host, or a scan kernel, turns lengths into offsets)
 //   bytes_chars:   one block per data page: every row's bytes copied to chars + offsets[row].
 // Kept dictionaries (a column with dict_base): bytes_sizes writes each row's key (its entry's
@@ -259,12 +260,15 @@ __device__ static void for_each_valid(int n, bool dense, const u64* src, int* wa
 // DELTA_LENGTH_BYTE_ARRAY), the first `cnt` values of a page of n rows whose valid rows are
 // marked in src (src[2i] != 0). The lengths go to idxs, then become each value's start in the
 // bytes (an in-place exclusive sum; each length non-negative, the bytes inside the page); the
-// prefix lengths (DELTA_BYTE_ARRAY) to pre, each checked against the value before it (the first
-// value's is 0). DELTA_LENGTH_BYTE_ARRAY: every valid row gets its source (address, length) in
-// src. DELTA_BYTE_ARRAY: every valid row gets (its value's index + 1, its full length) — the
-// values are put together by dba_values — and info (4 u64 for the page) gets the bytes of all
-// its values, the suffixes' address, their bytes and cnt. Returns the error bits, the same for
-// every thread; every thread of the block must call it.
+// prefix lengths (DELTA_BYTE_ARRAY) are read into pre, each checked against the value before it
+// (the first value's is 0), and pre then gets each value's offset among the page's values put
+// together (an exclusive sum of prefix + suffix lengths: a value's prefix length is the
+// difference of its offsets less that of its suffix starts). DELTA_LENGTH_BYTE_ARRAY: every
+// valid row gets its source (address, length) in src. DELTA_BYTE_ARRAY: every valid row gets
+// (its value's index + 1, its full length) — the values are put together by dba_values — and
+// info (4 u64 for the page) gets the bytes of all its values, the suffixes' address, their
+// bytes and cnt. Returns the error bits, the same for every thread; every thread of the block
+// must call it.
 __device__ static u32 delta_lengths(const u8* vals, u32 vlen, int cnt, bool prefixed, u32* idxs,
                                     u32* pre, u64* src, int n, u64* info, Mini* minis,
                                     DeltaState& delta, u64* warp_sums, u64* end, int* warp_counts)
@@ -311,9 +315,10 @@ __device__ static u32 delta_lengths(const u8* vals, u32 vlen, int cnt, bool pref
         if (prefixed && k < cnt) bad_prefix |= p > before;
         u64 tile, tile_full;
         const u64 incl = block_inclusive_sum(v, warp_sums, &tile);
-        block_inclusive_sum(v + p, warp_sums, &tile_full);
-        // (the sums' barriers: every thread has read idxs[k - 1] and last_full)
+        const u64 incl_full = block_inclusive_sum(v + p, warp_sums, &tile_full);
+        // (the sums' barriers: every thread has read idxs[k - 1], pre[k - 1] and last_full)
         if (k < cnt) idxs[k] = (u32)(carry + incl - v);
+        if (prefixed && k < cnt) pre[k] = (u32)(full + incl_full - (v + p));
         if (threadIdx.x == blockDim.x - 1) last_full = v + p;
         carry += tile;
         full += tile_full;
@@ -333,7 +338,7 @@ __device__ static u32 delta_lengths(const u8* vals, u32 vlen, int cnt, bool pref
         const u64 next = k + 1 < cnt ? idxs[k + 1] : total;
         if (prefixed) {
             src[2 * i] = (u64)k + 1;
-            src[2 * i + 1] = (u64)pre[k] + (next - at);
+            src[2 * i + 1] = (k + 1 < cnt ? (u64)pre[k + 1] : full) - pre[k];
         } else {
             src[2 * i] = (u64)(bytes + at);
             src[2 * i + 1] = next - at;
@@ -514,52 +519,80 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     if (threadIdx.x == 0 && nulls_s) atomicAdd((unsigned long long*)cj.null_count, nulls_s);
 }
 
-// One block per data page (pages of other encodings return at once): the values of a
-// DELTA_BYTE_ARRAY page put together, end to end, at page_out[page] (a scratch of
-// page_info[4 * page] bytes, below 2^32), then each valid row's source pointed at its value.
-// Value k is the first pre[k] bytes of value k - 1, then its suffix. The values go DBA_THREADS
-// at a time, a thread each: the suffix copied, then the prefix gathered back along the batch —
-// bytes [pre[j], t) from value j's suffix, for the nearest j before k whose prefix is shorter
-// than t (t starting at pre[k], then pre[j]) — and what is left, bytes [0, t), from the
-// value before the batch, already in place. The sizes kernel checked every prefix against the
-// value before it, so every byte read is one written before.
+// DELTA_BYTE_ARRAY values, put together end to end at page_out[page] (a scratch of
+// page_info[4 * page] bytes, below 2^32), in three launches, so that a page's values spread over
+// many blocks. Value k is the first p[k] bytes of value k - 1, then its suffix; pre[k] (from
+// bytes_sizes) is its offset in the scratch, so p[k] = (pre[k+1] - pre[k]) - (start[k+1] -
+// start[k]). The values are cut into segments of DBA_SEGMENT, one block each (blockIdx.x = page
+// * segs + segment):
+//   dba_values: each value's suffix copied, and its prefix gathered back along its batch of
+//     DBA_THREADS values — bytes [p[j], t) from value j's suffix, for the nearest j before k whose
+//     prefix is shorter than t (t starting at p[k], then p[j]) — and what is left, bytes [0, t),
+//     from the value before the batch where that one has them. Bytes that come from before the
+//     segment cannot be had yet: a value's first unres[k] bytes (the least prefix length from
+//     the segment's first value to it) are those of the value before the segment. Also points
+//     each valid row of the block's rows at its value (its mark is the value's index + 1).
+//   dba_chain: a thread per page completes, segment after segment, the last value of each
+//     (its unresolved bytes from the last value of the segment before, complete by then).
+//   dba_fill: every value's unresolved bytes copied from the value before its segment.
+// The sizes kernel checked every prefix against the value before it, so every byte read is one
+// of the value it is read from, and written before it is read.
 #define DBA_THREADS 128
+#ifndef DBA_SEGMENT   // (the emulated tests build it smaller)
+#define DBA_SEGMENT 2048
+#endif
 extern "C" __global__ void __launch_bounds__(DBA_THREADS) dba_values(
-    const PageJob* pages, const u32* idx_scratch, u32* aux_scratch, u64* src_scratch,
-    const u64* scratch_base, const u64* page_info, const u64* page_out)
+    const PageJob* pages, const u32* idx_scratch, const u32* aux_scratch, u32* unres_scratch,
+    u64* src_scratch, const u64* scratch_base, const u64* page_info, const u64* page_out,
+    int segs)
 {
-    const PageJob pj = pages[blockIdx.x];
+    const int page = blockIdx.x / segs, seg = blockIdx.x % segs;
+    const PageJob pj = pages[page];
     if (pj.encoding != 7) return;
-    const u64* info = page_info + 4 * blockIdx.x;
-    const int cnt = (int)info[3];
+    const u64* info = page_info + 4 * page;
+    const u64 full_total = info[0];
     const u8* suf = (const u8*)info[1];
     const u32 suf_total = (u32)info[2];
-    u8* out = (u8*)page_out[blockIdx.x];
-    const u64 base = scratch_base[blockIdx.x];
+    const int cnt = (int)info[3];
+    u8* out = (u8*)page_out[page];
+    const u64 base = scratch_base[page];
     const u32* starts = idx_scratch + base;
-    u32* pre = aux_scratch + base;   // the prefix lengths, replaced by the values' offsets
+    const u32* offs = aux_scratch + base;
+    u32* unres = unres_scratch + base;
     u64* src = src_scratch + 2 * base;
+    const int t = threadIdx.x;
+    const long long lo = (long long)seg * DBA_SEGMENT;
+    // the sources of the segment's rows: a valid row's mark is its value's index + 1
+    const long long rows_hi = lo + DBA_SEGMENT < pj.num_values ? lo + DBA_SEGMENT : pj.num_values;
+    for (long long i = lo + t; i < rows_hi; i += DBA_THREADS) {
+        const u64 m = src[2 * i];
+        if (m) src[2 * i] = (u64)(out + offs[m - 1]);
+    }
+    const int k_lo = (int)(lo < cnt ? lo : cnt);
+    const int k_hi = (int)(lo + DBA_SEGMENT < cnt ? lo + DBA_SEGMENT : cnt);
     __shared__ u32 s_pre[DBA_THREADS];
     __shared__ u32 s_start[DBA_THREADS];
-    __shared__ u64 warp_sums[32];
-    __shared__ u64 prev_off;   // the offset of the value before the batch
-    const int t = threadIdx.x;
-    u64 carry = 0;
-    for (int k0 = 0; k0 < cnt; k0 += DBA_THREADS) {
+    __shared__ u32 prev_off;     // the offset of the value before the batch
+    __shared__ u32 prev_unres;   // its bytes not yet in place (all: the segment's first batch)
+    if (t == 0) {
+        prev_off = 0;
+        prev_unres = 0xffffffffu;
+    }
+    __syncthreads();
+    for (int k0 = k_lo; k0 < k_hi; k0 += DBA_THREADS) {
         const int k = k0 + t;
-        u32 p = 0, st = 0, sl = 0;
-        if (k < cnt) {
-            p = pre[k];
+        u32 p = 0, st = 0, sl = 0, off = 0;
+        if (k < k_hi) {
             st = starts[k];
             sl = (k + 1 < cnt ? starts[k + 1] : suf_total) - st;
+            off = offs[k];
+            p = (u32)((k + 1 < cnt ? (u64)offs[k + 1] : full_total) - off) - sl;
         }
-        u64 tile;
-        const u64 incl = block_inclusive_sum((u64)p + sl, warp_sums, &tile);
-        const u64 off = carry + incl - ((u64)p + sl);
         s_pre[t] = p;
         s_start[t] = st;
         __syncthreads();
-        if (k < cnt) {
+        u32 left = 0;
+        if (k < k_hi) {
             u8* dst = out + off;
             const u8* from = suf + st;
             for (u32 b = 0; b < sl; b++) dst[p + b] = from[b];
@@ -572,22 +605,63 @@ extern "C" __global__ void __launch_bounds__(DBA_THREADS) dba_values(
                     th = pj2;
                 }
             }
-            if (th > 0) {
-                const u8* f = out + prev_off;
-                for (u32 b = 0; b < th; b++) dst[b] = f[b];
-            }
+            left = prev_unres < th ? prev_unres : th;
+            const u8* f = out + prev_off;
+            for (u32 b = left; b < th; b++) dst[b] = f[b];
+            unres[k] = left;
         }
-        __syncthreads();   // the batch's values are in place, prev_off read
-        if (k < cnt) pre[k] = (u32)off;
-        const int last = (cnt - k0 < DBA_THREADS ? cnt - k0 : DBA_THREADS) - 1;
-        if (t == last) prev_off = off;
-        carry += tile;
+        __syncthreads();   // the batch's values are in place, prev_off and prev_unres read
+        const int last = (k_hi - k0 < DBA_THREADS ? k_hi - k0 : DBA_THREADS) - 1;
+        if (t == last) {
+            prev_off = off;
+            prev_unres = left;
+        }
         __syncthreads();
     }
-    // the sources: a valid row's mark is its value's index + 1
-    for (int i = t; i < pj.num_values; i += DBA_THREADS) {
-        const u64 m = src[2 * i];
-        if (m) src[2 * i] = (u64)(out + pre[m - 1]);
+}
+
+// A thread per page: the last value of each segment from the third on gets its unresolved
+// bytes from the last value of the segment before (complete: the first segment's are, and
+// each is completed before the next is read).
+extern "C" __global__ void dba_chain(const PageJob* pages, const u32* aux_scratch,
+                                     const u32* unres_scratch, const u64* scratch_base,
+                                     const u64* page_info, const u64* page_out, int npages)
+{
+    const int page = blockIdx.x * blockDim.x + threadIdx.x;
+    if (page >= npages || pages[page].encoding != 7) return;
+    const long long cnt = (long long)page_info[4 * page + 3];
+    u8* out = (u8*)page_out[page];
+    const u32* offs = aux_scratch + scratch_base[page];
+    const u32* unres = unres_scratch + scratch_base[page];
+    for (long long s = 2; s * DBA_SEGMENT < cnt; s++) {
+        const long long l = s * DBA_SEGMENT - 1, before = l - DBA_SEGMENT;
+        const u32 u = unres[l];
+        const u8* f = out + offs[before];
+        u8* d = out + offs[l];
+        for (u32 b = 0; b < u; b++) d[b] = f[b];
+    }
+}
+
+// One block per segment (from the second on): each value's unresolved bytes copied from the
+// value before its segment, complete after dba_chain.
+extern "C" __global__ void __launch_bounds__(DBA_THREADS) dba_fill(
+    const PageJob* pages, const u32* aux_scratch, const u32* unres_scratch,
+    const u64* scratch_base, const u64* page_info, const u64* page_out, int segs)
+{
+    const int page = blockIdx.x / segs, seg = blockIdx.x % segs;
+    if (seg == 0 || pages[page].encoding != 7) return;
+    const long long cnt = (long long)page_info[4 * page + 3];
+    const long long lo = (long long)seg * DBA_SEGMENT;
+    if (lo >= cnt) return;
+    const long long hi = lo + DBA_SEGMENT < cnt ? lo + DBA_SEGMENT : cnt;
+    u8* out = (u8*)page_out[page];
+    const u32* offs = aux_scratch + scratch_base[page];
+    const u32* unres = unres_scratch + scratch_base[page];
+    const u8* f = out + offs[lo - 1];
+    for (long long k = lo + threadIdx.x; k < hi; k += DBA_THREADS) {
+        const u32 u = unres[k];
+        u8* d = out + offs[k];
+        for (u32 b = 0; b < u; b++) d[b] = f[b];
     }
 }
 
