@@ -252,7 +252,7 @@ fn nvcomp_check() -> Check {
             check(
                 Status::Ok,
                 "nvCOMP",
-                format!("switched off ({ENV_NVCOMP}=off): ZSTD and GZIP pages are decompressed on the host"),
+                format!("switched off ({ENV_NVCOMP}=off): ZSTD, GZIP and LZ4_RAW pages are decompressed on the host"),
                 None,
             )
         }
@@ -260,7 +260,7 @@ fn nvcomp_check() -> Check {
             Status::Warn,
             "nvCOMP",
             format!(
-                "not found (the loader's path, then {}): ZSTD and GZIP pages are decompressed on the host",
+                "not found (the loader's path, then {}): ZSTD, GZIP and LZ4_RAW pages are decompressed on the host",
                 search_dirs()
                     .iter()
                     .take(4)

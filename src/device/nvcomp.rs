@@ -1,5 +1,5 @@
 //! nvCOMP, loaded at run time where it is installed: batched page decompression on the device
-//! (ZSTD and GZIP).
+//! (ZSTD, GZIP and LZ4_RAW).
 //!
 //! Never required and never shipped: without it, pages of those codecs are decompressed on the
 //! host. The library is found, in order:
