@@ -41,21 +41,21 @@ pub(crate) fn nvcomp_takes(codec: parquet::basic::Compression) -> bool {
     }
 }
 
-/// The share (percent) of a codec's decompressed bytes the host's `cores` take beside nvCOMP,
-/// largest pages first: `tuned` where given (`CUPARQUET_TUNING=host_share=N`), else the
-/// measured share for the codec on the H200's 16 cores (benches/RESULTS.md, 2026-12-03),
-/// scaled by the cores there are.
-pub(crate) fn host_share(codec: NvcompCodec, tuned: Option<u32>, cores: usize) -> u32 {
-    if let Some(t) = tuned {
-        return t.min(100);
+/// The share (percent) of the decompressed bytes of nvCOMP's pages that the host's `cores` take
+/// beside it, largest pages first: `tuned` where given (`CUPARQUET_TUNING=host_share=N`), else
+/// [`HOST_SHARE_AT_16`] scaled by the cores there are (at most twice it).
+pub(crate) fn host_share(tuned: Option<u32>, cores: usize) -> u32 {
+    match tuned {
+        Some(t) => t.min(100),
+        None => (HOST_SHARE_AT_16 * cores.min(64) as u32 / 16).min(2 * HOST_SHARE_AT_16),
     }
-    let at_16 = match codec {
-        NvcompCodec::Zstd => 30,
-        NvcompCodec::Lz4 => 50,
-        NvcompCodec::Gzip => 30,
-    };
-    ((at_16 * cores as u32) / 16).min(at_16.max(50))
 }
+
+/// The host's share on the H200 machine's 16 cores: the best measured for ZSTD and LZ4_RAW
+/// lineitem files of both writers (benches/RESULTS.md, 2026-12-03; GZIP, not measured, takes
+/// the same). Below it nvCOMP's call is as long as its largest pages; above it the host's part
+/// is the longer.
+pub(crate) const HOST_SHARE_AT_16: u32 = 20;
 
 /// Decompresses the pages of the chunks `cis` (codec `codecs[k]` for `cis[k]`) with nvCOMP, and
 /// a `host_share` percent of each codec's bytes (the largest pages) on the host's cores at the
@@ -99,11 +99,9 @@ pub(super) fn nvcomp_on_device(
             continue;
         }
         // largest first, for both sides
-        if std::env::var("CUPARQUET_EXP_UNSORTED").is_err() {
-            mine.sort_by_key(|&j| std::cmp::Reverse(jobs[j].dst_len));
-        }
+        mine.sort_by_key(|&j| std::cmp::Reverse(jobs[j].dst_len));
         let total: u64 = mine.iter().map(|&j| jobs[j].dst_len).sum();
-        let share = host_share(codec, host_share_tuned, cores) as u64;
+        let share = host_share(host_share_tuned, cores) as u64;
         let mut taken = 0u64;
         let split = mine
             .iter()
@@ -183,7 +181,7 @@ pub(super) fn nvcomp_on_device(
 /// Decompresses `jobs` (largest first) on the host's cores: each job's compressed bytes copied
 /// back from `load`, decompressed with `codec` into pinned memory and copied to its place in
 /// `out`. The jobs are dealt to as many groups as there are cores, in turn (so each group gets
-/// large and small ones); a group reuses one pinned buffer pair. Per job: whether it came out
+/// large and small ones); a group reuses one pinned buffer. Per job: whether it came out
 /// exactly its destination's size (a page that did not is decompressed again, and its fault
 /// named, by the caller's host path).
 fn decompress_on_host(
@@ -207,7 +205,11 @@ fn decompress_on_host(
             let src_max = mine.iter().map(|&j| jobs[j].src_len).max().unwrap_or(0) as usize;
             let dst_max = mine.iter().map(|&j| jobs[j].dst_len).max().unwrap_or(0) as usize;
             let stream = &streams[g % streams.len()];
-            let (Ok(mut src), Ok(mut dst)) = (gpu.pinned(src_max), gpu.pinned(dst_max)) else {
+            // one pinned buffer for the group's sources and outputs, of a power-of-two size
+            // (so that the pool hands the same buffers back load after load: a fresh pinned
+            // allocation costs milliseconds, and freeing one waits for the device)
+            let need = (src_max + dst_max).next_power_of_two().max(1 << 16);
+            let Ok(mut pinned) = gpu.pinned(need) else {
                 return mine.iter().map(|&j| (j, false)).collect();
             };
             let results = mine
@@ -220,18 +222,25 @@ fn decompress_on_host(
                         && load
                             .copy_into(
                                 (job.src - load.device_ptr()) as usize,
-                                &mut src.as_mut_slice()[..s],
+                                &mut pinned.as_mut_slice()[..s],
                             )
                             .is_ok()
-                        && decompress_raw(codec, &src.as_slice()[..s], &mut dst.as_mut_slice()[..d])
-                        && dst
-                            .copy_to_device(0..d, out, (job.dst - out.device_ptr()) as usize, stream)
+                        && {
+                            let (src, dst) = pinned.as_mut_slice().split_at_mut(src_max);
+                            decompress_raw(codec, &src[..s], &mut dst[..d])
+                        }
+                        && pinned
+                            .copy_to_device(
+                                src_max..src_max + d,
+                                out,
+                                (job.dst - out.device_ptr()) as usize,
+                                stream,
+                            )
                             .is_ok();
                     (j, good)
                 })
                 .collect();
-            gpu.recycle_pinned(src);
-            gpu.recycle_pinned(dst);
+            gpu.recycle_pinned(pinned);
             results
         })
         .collect();
@@ -253,4 +262,20 @@ fn decompress_raw(codec: parquet::basic::Compression, src: &[u8], dst: &mut [u8]
         _ => false,
     })
     .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_share_scales_with_cores_and_obeys_the_tuning() {
+        assert_eq!(host_share(None, 16), HOST_SHARE_AT_16);
+        assert_eq!(host_share(None, 8), HOST_SHARE_AT_16 / 2);
+        assert_eq!(host_share(None, 1), HOST_SHARE_AT_16 / 16);
+        assert_eq!(host_share(None, 128), 2 * HOST_SHARE_AT_16);
+        assert_eq!(host_share(Some(0), 16), 0);
+        assert_eq!(host_share(Some(100), 2), 100);
+        assert_eq!(host_share(Some(250), 2), 100);
+    }
 }
