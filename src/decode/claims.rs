@@ -153,6 +153,53 @@ pub(crate) fn check_page(
     Ok(())
 }
 
+/// The claims of [`check_page`] a page table parsed on the device can be checked against
+/// without the page's bytes (the GPU decoder's tables, before anything is allocated by them):
+/// the uncompressed size (`want`) within the page cap; values stored uncompressed (`codec`
+/// UNCOMPRESSED, a v2 page not compressed) as long as claimed; LZ4 and GZIP values within the
+/// codec's largest expansion of the stored bytes (`stored`; `levels` of v2 levels in front of
+/// the values in both). Index pages carry no values.
+pub(crate) fn check_claimed_sizes(
+    codec: Compression,
+    want: i64,
+    stored: i64,
+    levels: i64,
+    compressed: bool,
+    index: bool,
+    max_page_bytes: u64,
+) -> Result<(), String> {
+    if want < 0 || stored < 0 || levels < 0 {
+        return Err(format!(
+            "negative page size (uncompressed {want}, compressed {stored})"
+        ));
+    }
+    let (want, stored, levels) = (want as u64, stored as u64, levels as u64);
+    if want > max_page_bytes {
+        return Err(format!(
+            "the header claims {want} uncompressed bytes; pages of more than {max_page_bytes} are refused (CUPARQUET_MAX_PAGE_SIZE or with_max_page_size raise the cap)"
+        ));
+    }
+    if index || levels > want || levels > stored {
+        return Ok(()); // (levels past the page are the page-header pass's to report)
+    }
+    let (want_values, stored_values) = (want - levels, stored - levels);
+    if codec == Compression::UNCOMPRESSED || !compressed {
+        if want_values != stored_values {
+            return Err(format!(
+                "an uncompressed page (or values section) of {stored_values} bytes whose header says {want_values}"
+            ));
+        }
+    } else if let Some(x) = expansion(codec) {
+        let most = stored_values.saturating_mul(x).saturating_add(64);
+        if want_values > most {
+            return Err(format!(
+                "the header claims {want_values} bytes from {stored_values} bytes of {codec} data, more than it can hold ({most})"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Whether `values`, `stored_values` bytes of `codec` data, can inflate to the
 /// `want_values` bytes the header claims: SNAPPY's preamble states its size, GZIP's trailer
 /// too (the last member's), ZSTD's block headers bound it, LZ4 and GZIP expand by a bounded
@@ -404,5 +451,43 @@ mod tests {
         assert!(check_page(&p, &data, kind, MAX)
             .unwrap_err()
             .contains("60 bytes of levels"));
+    }
+
+    #[test]
+    fn claimed_sizes_without_the_page_bytes() {
+        use Compression as C;
+        let ok = |codec, want, stored, levels, compressed, index, cap| {
+            check_claimed_sizes(codec, want, stored, levels, compressed, index, cap)
+        };
+        // the cap, for every codec and page kind
+        for codec in [C::SNAPPY, C::UNCOMPRESSED, C::LZ4_RAW] {
+            let e = ok(codec, 5000, 5000, 0, true, false, 4096).unwrap_err();
+            assert!(e.contains("pages of more than 4096 are refused"), "{e}");
+            assert!(ok(codec, 4096, 4096, 0, true, false, 4096).is_ok());
+        }
+        assert!(ok(C::SNAPPY, -1, 10, 0, true, false, 4096)
+            .unwrap_err()
+            .contains("negative page size"));
+        // uncompressed values are as long as they claim (v2 levels in front count on both
+        // sides); index pages carry none
+        assert!(ok(C::UNCOMPRESSED, 100, 100, 0, true, false, 1 << 20).is_ok());
+        assert!(ok(C::UNCOMPRESSED, 120, 100, 0, true, false, 1 << 20)
+            .unwrap_err()
+            .contains("of 100 bytes whose header says 120"));
+        assert!(ok(C::SNAPPY, 120, 100, 10, false, false, 1 << 20)
+            .unwrap_err()
+            .contains("of 90 bytes whose header says 110"));
+        assert!(ok(C::SNAPPY, 100, 100, 10, false, false, 1 << 20).is_ok());
+        assert!(ok(C::UNCOMPRESSED, 120, 100, 0, true, true, 1 << 20).is_ok());
+        // LZ4 and GZIP expand by a bounded ratio; SNAPPY and ZSTD are checked by their kernels
+        // and nvCOMP against the claim
+        assert!(ok(C::LZ4_RAW, 255 * 100 + 64, 100, 0, true, false, 1 << 30).is_ok());
+        assert!(ok(C::LZ4_RAW, 255 * 100 + 65, 100, 0, true, false, 1 << 30)
+            .unwrap_err()
+            .contains("more than it can hold"));
+        assert!(ok(C::GZIP(Default::default()), 2_000_000, 100, 0, true, false, 1 << 30)
+            .unwrap_err()
+            .contains("more than it can hold"));
+        assert!(ok(C::SNAPPY, 2_000_000, 100, 0, true, false, 1 << 30).is_ok());
     }
 }

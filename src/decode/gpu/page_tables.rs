@@ -193,3 +193,47 @@ fn check_errors(
     }
     Ok(())
 }
+
+/// Checks what every page of `tables` (the page tables of `chunks`) claims that needs none of
+/// its bytes ([`check_claimed_sizes`](crate::decode::claims::check_claimed_sizes)), before the
+/// decoder allocates by those claims: the load's page cap (`max_page_bytes`), stored sizes of
+/// uncompressed values, the largest expansion of LZ4 and GZIP. The error names the file, the
+/// row group, the column, the chunk's byte range and the page, as the host decoder's does.
+pub(crate) fn check_page_claims(
+    chunks: &DeviceChunks,
+    tables: &[Vec<PageInfo>],
+    path: &std::path::Path,
+    codec_of: &(dyn Fn(usize, usize) -> parquet::basic::Compression + Sync),
+    max_page_bytes: u64,
+) -> Result<()> {
+    for (c, table) in chunks.chunks().iter().zip(tables) {
+        let codec = codec_of(c.row_group, c.column);
+        for (pi, p) in table.iter().enumerate() {
+            let levels = if p.kind == 3 {
+                i64::from(p.def_levels_len.max(0)) + i64::from(p.rep_levels_len.max(0))
+            } else {
+                0
+            };
+            crate::decode::claims::check_claimed_sizes(
+                codec,
+                i64::from(p.uncompressed_size),
+                i64::from(p.compressed_size),
+                levels,
+                p.kind != 3 || p.is_compressed != 0,
+                p.kind == 1,
+                max_page_bytes,
+            )
+            .map_err(|reason| Error::BadColumnChunk {
+                path: path.to_path_buf(),
+                row_group: c.row_group,
+                column: c.path.clone(),
+                range: Some(c.range.clone()),
+                reason: format!(
+                    "page {pi} (header at byte {} of the file): {reason}",
+                    c.range.start + p.header_offset.max(0) as u64
+                ),
+            })?;
+        }
+    }
+    Ok(())
+}

@@ -55,6 +55,7 @@ pub(crate) fn decode_pass(
     let fields = schema.fields().to_vec();
     let gpu = Arc::clone(chunks.buffer().gpu());
     let mut placements = place_columns(md, &fields, input.leaves, row_groups);
+    let codec_of = |rg: usize, leaf: usize| md.row_group(rg).column(leaf).compression();
     // arrow-rs caps what it returns by the file's row count; where the footer's counts
     // disagree, decode everything as arrow-rs does, on the host
     let file_rows = md.file_metadata().num_rows();
@@ -82,9 +83,9 @@ pub(crate) fn decode_pass(
         .iter()
         .any(|p| matches!(p, Placement::Gpu(c) if c.keys));
     let early_tables = if keys {
-        Some(super::timed("page tables", || {
-            super::page_tables(chunks, path)
-        })?)
+        let t = super::timed("page tables", || super::page_tables(chunks, path))?;
+        super::check_page_claims(chunks, &t, path, &codec_of, input.decoder.max_page_bytes())?;
+        Some(t)
     } else {
         None
     };
@@ -152,7 +153,6 @@ pub(crate) fn decode_pass(
     let rows_of = |rg: usize| md.row_group(rg).num_rows().max(0) as usize;
     // the rows of a row group the host decodes, where not all: they come back end to end
     let restricted = |rg: usize| crate::plan::rows_restricted(input.rows, rg, rows_of(rg) as u64);
-    let codec_of = |rg: usize, leaf: usize| md.row_group(rg).column(leaf).compression();
     // host part: one batch per row group holding the host fields
     // the schema of the host-decoded fields, for joining their batches
     let host_schema = Arc::new(arrow::datatypes::Schema::new(
@@ -210,6 +210,13 @@ pub(crate) fn decode_pass(
             Some(t) => t,
             None => {
                 located = dg::timed("page tables", || dg::page_tables(chunks, path))?;
+                dg::check_page_claims(
+                    chunks,
+                    &located,
+                    path,
+                    &codec_of,
+                    input.decoder.max_page_bytes(),
+                )?;
                 &located
             }
         };
