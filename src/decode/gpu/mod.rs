@@ -244,7 +244,7 @@ pub struct Pass<'a> {
     /// Where SNAPPY pages are decompressed.
     pub snappy: SnappyPlacement,
     /// The percent of nvCOMP's codecs' bytes the host takes beside it (`None`: the measured
-    /// default, [`nvcomp::host_share`]).
+    /// default for the host's cores).
     pub host_share: Option<u32>,
     /// The batches: rows of the chunks' row groups, every row at most once.
     pub batches: &'a [BatchSpan],
