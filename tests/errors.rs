@@ -420,3 +420,55 @@ fn a_snappy_page_shorter_than_its_claim_is_refused() {
     );
     assert!(msg.contains("row group 0, column 'x'"), "{msg}");
 }
+
+/// The load's page cap holds on the device path as on the host: a page claiming more
+/// uncompressed bytes than `with_max_page_size` is refused before the decoder allocates by the
+/// claim, with an error naming the file, the row group, the column and the page, for every
+/// codec (SNAPPY on the kernel, ZSTD through nvCOMP where it is installed, uncompressed).
+#[test]
+fn gpu_load_refuses_pages_over_the_page_cap() {
+    if !gpu_available("page cap test") {
+        return;
+    }
+    use parquet::basic::{Compression, ZstdLevel};
+    use parquet::file::properties::WriterProperties;
+    let batch = flat_batch(20_000, 5);
+    let dir = tempfile::tempdir().unwrap();
+    for (name, codec) in [
+        ("snappy", Compression::SNAPPY),
+        ("zstd", Compression::ZSTD(ZstdLevel::default())),
+        ("none", Compression::UNCOMPRESSED),
+    ] {
+        let p = dir.path().join(format!("{name}.parquet"));
+        let props = WriterProperties::builder().set_compression(codec).build();
+        write(&p, std::slice::from_ref(&batch), props);
+        for device in [Device::Cuda(0), Device::Host] {
+            let e = ParquetGpuReader::builder(&p)
+                .with_device(device)
+                .with_max_page_size(4096)
+                .build()
+                .and_then(|r| r.load())
+                .map(|_| ())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("pages of more than 4096 are refused")
+                    && e.contains(&p.display().to_string())
+                    && e.contains("row group 0")
+                    && e.contains("page "),
+                "{name} on {device}: {e}"
+            );
+        }
+        // the default cap reads it
+        let l = ParquetGpuReader::builder(&p)
+            .with_device(Device::Cuda(0))
+            .build()
+            .and_then(|r| r.load())
+            .unwrap();
+        let want = oracle(&p, &Projection::All, None).unwrap();
+        assert!(
+            l.to_host().map(|b| concat(&l.schema, &b)).unwrap() == want,
+            "{name}"
+        );
+    }
+}

@@ -10,9 +10,8 @@ use std::time::Instant;
 
 use super::kernels::{
     conversion_code, BytesColumn, FixedOut, PageJob, BYTES_CHARS, BYTES_FIXED, BYTES_SIZES,
-    DBA_CHAIN, DBA_FILL, DBA_SEGMENT, DBA_THREADS, DBA_VALUES, DECODE_BYTES_MODULE,
-    DECODE_FIXED_ERRORS, DICT_CHARS, DICT_ENTRIES, DICT_LENGTHS,
-    SPAN_SUMS, UTF8_CHECK, WRITE_OFFSETS,
+    DECODE_BYTES_MODULE, DECODE_FIXED_ERRORS, DICT_CHARS, DICT_ENTRIES, DICT_LENGTHS, SPAN_SUMS,
+    UTF8_CHECK, WRITE_OFFSETS,
 };
 use super::launch::{
     i32s_from_device, u64s, u64s_from_device, upload, upload_table, validity_words, zeroed, Const,
@@ -26,6 +25,8 @@ use crate::decode::gpu_plan::{key_capacity, key_width, Conversion};
 use crate::device::nvrtc::Module;
 use crate::device::{DeviceBuffer, Gpu};
 use crate::error::{Error, Result};
+
+mod dba;
 
 /// Rows per span of the offset scan: SCAN_THREADS * SCAN_PER_THREAD in decode_bytes.cu.
 const SPAN: usize = 256 * 16;
@@ -553,140 +554,6 @@ impl Stages<'_> {
             _errors: errors,
             _dba: dba,
         })
-    }
-
-    /// The values of the DELTA_BYTE_ARRAY pages put together in one scratch (each page's part
-    /// sized by `bytes_sizes` in `info`), and their rows' sources pointed there; returns the
-    /// scratch and what the launch read, kept until the characters are copied.
-    #[allow(clippy::too_many_arguments)]
-    fn dba_values(
-        &self,
-        page_jobs: &[PageJob],
-        page_names: &[PageName],
-        pages_buf: &DeviceBuffer,
-        idx: &DeviceBuffer,
-        aux: DeviceBuffer,
-        src: &DeviceBuffer,
-        base_buf: &DeviceBuffer,
-        info: DeviceBuffer,
-    ) -> Result<[DeviceBuffer; 5]> {
-        let gpu = self.gpu;
-        let sizes = u64s_from_device(&info, page_jobs.len() * 4)?;
-        let mut at = 0u64;
-        let mut starts = Vec::with_capacity(page_jobs.len());
-        for (k, p) in page_jobs.iter().enumerate() {
-            let bytes = if p.encoding == 7 { sizes[4 * k] } else { 0 };
-            if bytes > u64::from(u32::MAX) {
-                let (rg, col, page) = &page_names[k];
-                return Err(Error::Decode {
-                    path: self.path.to_path_buf(),
-                    row_group: Some(*rg),
-                    column: Some(col.clone()),
-                    reason: format!(
-                        "page {page} (DELTA_BYTE_ARRAY): its values hold {bytes} bytes, more \
-                         than the GPU decoder takes from one page (4 GiB)"
-                    ),
-                });
-            }
-            starts.push(at);
-            at += bytes;
-        }
-        let scratch = gpu.alloc((at as usize).max(1))?;
-        let page_out = upload(
-            gpu,
-            &u64s(page_jobs.iter().zip(&starts).map(|(p, &s)| {
-                if p.encoding == 7 {
-                    scratch.device_ptr() + s
-                } else {
-                    0
-                }
-            })),
-        )?;
-        // each page's rows in segments of DBA_SEGMENT, a block each (its values are at most
-        // its rows)
-        let segs = page_jobs
-            .iter()
-            .filter(|p| p.encoding == 7)
-            .map(|p| (p.num_values.max(0) as u64).div_ceil(DBA_SEGMENT))
-            .max()
-            .unwrap_or(0)
-            .max(1);
-        let blocks = segs * page_jobs.len() as u64;
-        let too_many = |what: &str| Error::Decode {
-            path: self.path.to_path_buf(),
-            row_group: None,
-            column: None,
-            reason: format!("{what}: {blocks} blocks of DELTA_BYTE_ARRAY values in one launch"),
-        };
-        let blocks = u32::try_from(blocks)
-            .ok()
-            .filter(|&b| b < i32::MAX as u32)
-            .ok_or_else(|| too_many("too many pages"))?;
-        let unres = gpu.alloc(idx.len().max(4))?;
-        let (segs, pages) = (segs as i32, page_jobs.len() as i32);
-        // SAFETY: one block per segment of DBA_SEGMENT rows of each page job (pages of other
-        // encodings return at once); a DELTA_BYTE_ARRAY page's blocks write only their values'
-        // bytes in its part of `scratch` (`info`'s size for it, which `bytes_sizes` summed from
-        // the lengths it checked; each value's offset and length from that kernel), their
-        // values' entries of `unres` and their rows of `src` (1 u32 and 2 u64 per row from its
-        // base, as `idx` and `aux`); all buffers live until the waited launch of `dba_fill`.
-        unsafe {
-            DBA_VALUES.launch_nowait(
-                gpu,
-                self.module,
-                blocks,
-                DBA_THREADS,
-                (
-                    Const::at(pages_buf.device_ptr()),
-                    Const::at(idx.device_ptr()),
-                    Const::at(aux.device_ptr()),
-                    Mut::at(unres.device_ptr()),
-                    Mut::at(src.device_ptr()),
-                    Const::at(base_buf.device_ptr()),
-                    Const::at(info.device_ptr()),
-                    Const::at(page_out.device_ptr()),
-                    segs,
-                ),
-            )?
-        };
-        // SAFETY: a thread per page job, the same buffers (each page's segment ends inside its
-        // values), after the launch above on the same stream.
-        unsafe {
-            DBA_CHAIN.launch_nowait(
-                gpu,
-                self.module,
-                (page_jobs.len() as u32).div_ceil(128),
-                128,
-                (
-                    Const::at(pages_buf.device_ptr()),
-                    Const::at(aux.device_ptr()),
-                    Const::at(unres.device_ptr()),
-                    Const::at(base_buf.device_ptr()),
-                    Const::at(info.device_ptr()),
-                    Const::at(page_out.device_ptr()),
-                    pages,
-                ),
-            )?
-        };
-        // SAFETY: as the first launch, after the two above on the same stream; waited for.
-        unsafe {
-            DBA_FILL.launch(
-                gpu,
-                self.module,
-                blocks,
-                DBA_THREADS,
-                (
-                    Const::at(pages_buf.device_ptr()),
-                    Const::at(aux.device_ptr()),
-                    Const::at(unres.device_ptr()),
-                    Const::at(base_buf.device_ptr()),
-                    Const::at(info.device_ptr()),
-                    Const::at(page_out.device_ptr()),
-                    segs,
-                ),
-            )?
-        };
-        Ok([scratch, page_out, aux, info, unres])
     }
 
     /// Offsets on the device: span sums of every column (launched back to back, one wait, one

@@ -28,12 +28,14 @@
 //!
 //! | file | stage |
 //! |---|---|
-//! | `page_tables.rs` | page headers parsed on the device, one [`PageInfo`] per page |
-//! | `locate.rs` | where each page's decompressed data lives: in place, SNAPPY on the device or the host, other codecs on the host and uploaded |
+//! | `page_tables.rs` | page headers parsed on the device, one [`PageInfo`] per page; their claims checked before anything is allocated by them |
+//! | `locate.rs` | where each page's decompressed data lives: in place, SNAPPY on the device or the host, nvCOMP's codecs by it (with the host's share beside it), other codecs on the host and uploaded |
 //! | `snappy.rs` | the SNAPPY kernels (whole pages, or 64 KiB fragments of large ones) and the host-or-device model |
+//! | `nvcomp.rs` | ZSTD, GZIP and LZ4_RAW pages: one nvCOMP call per codec, largest pages first, the largest share of them decompressed on the host's cores beside it |
 //! | `page_jobs.rs` | the data-page jobs both value decoders build, and errors naming a page |
 //! | `fixed.rs` | [`decode_fixed_columns`]: fixed-width columns in one launch |
-//! | `bytes.rs` | [`decode_bytes_columns`]: dictionary entries, sizes (or kept dictionaries' keys), DELTA_BYTE_ARRAY values, offsets, characters, fixed-width values, UTF-8 check |
+//! | `bytes.rs` | [`decode_bytes_columns`]: dictionary entries, sizes (or kept dictionaries' keys), offsets, characters, fixed-width values, UTF-8 check |
+//! | `bytes/dba.rs` | DELTA_BYTE_ARRAY values put together, a page's values in segments over many blocks |
 //! | `nested.rs` | nested fields: their leaves' levels (one byte per level entry), then list offsets, struct / list / map validity and the leaves' values moved to their slots |
 //! | `launch.rs` | typed kernel launches (`Kernel`, `Const`, `Mut`) and upload / read-back helpers |
 //! | `kernels.rs` | the embedded `.cu` sources, each kernel's declared parameters, the job structures' C layout, error bits |
