@@ -689,44 +689,28 @@ mod tests {
         assert_eq!(b[32], 5);
     }
 
-    #[test]
-    fn snappy_constants_match_the_kernel() {
-        let define = |name: &str| -> u64 {
-            let line = SNAPPY_MODULE
-                .source
-                .lines()
-                .find(|l| l.starts_with(&format!("#define {name} ")))
-                .unwrap_or_else(|| panic!("{name} in snappy.cu"));
-            line.split_whitespace().nth(2).unwrap().parse().unwrap()
-        };
-        assert_eq!(define("SNAPPY_THREADS"), u64::from(SNAPPY_THREADS));
-        assert_eq!(define("SNAPPY_FRAGMENT"), SNAPPY_FRAGMENT);
+    /// The value of `#define name value` in `module`'s source.
+    fn define(module: &KernelModule, name: &str) -> String {
+        let line = module
+            .source
+            .lines()
+            .find(|l| l.starts_with(&format!("#define {name} ")))
+            .unwrap_or_else(|| panic!("{name} in {}", module.name));
+        line.split_whitespace().nth(2).unwrap().to_string()
     }
 
     #[test]
-    fn dba_constants_match_the_kernel() {
-        let define = |name: &str| -> u64 {
-            let line = DECODE_BYTES_MODULE
-                .source
-                .lines()
-                .find(|l| l.starts_with(&format!("#define {name} ")))
-                .unwrap_or_else(|| panic!("{name} in decode_bytes.cu"));
-            line.split_whitespace().nth(2).unwrap().parse().unwrap()
-        };
-        assert_eq!(define("DBA_THREADS"), u64::from(DBA_THREADS));
-        assert_eq!(define("DBA_SEGMENT"), DBA_SEGMENT);
+    fn snappy_and_dba_constants_match_the_kernels() {
+        let num = |m: &KernelModule, name: &str| define(m, name).parse::<u64>().unwrap();
+        assert_eq!(num(&SNAPPY_MODULE, "SNAPPY_THREADS"), u64::from(SNAPPY_THREADS));
+        assert_eq!(num(&SNAPPY_MODULE, "SNAPPY_FRAGMENT"), SNAPPY_FRAGMENT);
+        assert_eq!(num(&DECODE_BYTES_MODULE, "DBA_THREADS"), u64::from(DBA_THREADS));
+        assert_eq!(num(&DECODE_BYTES_MODULE, "DBA_SEGMENT"), DBA_SEGMENT);
     }
 
     #[test]
     fn filter_constants_match_the_kernel() {
-        let define = |name: &str| -> String {
-            let line = FILTER_MODULE
-                .source
-                .lines()
-                .find(|l| l.starts_with(&format!("#define {name} ")))
-                .unwrap_or_else(|| panic!("{name} in filter.cu"));
-            line.split_whitespace().nth(2).unwrap().to_string()
-        };
+        let define = |name: &str| define(&FILTER_MODULE, name);
         assert_eq!(define("FILTER_THREADS"), FILTER_THREADS.to_string());
         assert_eq!(
             define("SCAN_PER_THREAD").parse::<u64>().unwrap() * u64::from(FILTER_THREADS),
