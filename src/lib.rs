@@ -149,7 +149,8 @@
 //! variable.
 //!
 //! [`config::Tuning`] holds the switches that exist to measure alternatives (bounce buffers per
-//! thread, device waves, decode threads, SNAPPY placement, how threads wait for the device,
+//! thread, device waves, decode threads, SNAPPY placement, the host's share of nvCOMP's pages,
+//! how threads wait for the device,
 //! the device memory pool), all from one variable: `CUPARQUET_TUNING=snappy=host,wave_bytes=0`.
 //! Their defaults are the measured best (`benches/RESULTS.md`). Variables that used to set them
 //! one by one are an error that names their new key.

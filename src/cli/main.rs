@@ -136,7 +136,8 @@ enum Cmd {
         keep_dictionaries: bool,
         /// Switches for measuring alternatives, as comma-separated key=value pairs applied over
         /// CUPARQUET_TUNING, e.g. `snappy=host,decode_threads=3,wave_bytes=0` (keys:
-        /// bounce_buffer_count, wave_bytes, decode_threads, snappy; see the crate docs).
+        /// bounce_buffer_count, wave_bytes, decode_threads, snappy, host_share; see the crate
+        /// docs).
         #[arg(long)]
         tuning: Option<String>,
         /// Reader threads (default: CUPARQUET_NTHREADS or the number of cores).
