@@ -58,6 +58,21 @@ pub(crate) fn host_share(tuned: Option<u32>, cores: usize) -> u32 {
 /// there); above it the host's part is the longer.
 pub(crate) const HOST_SHARE_AT_16: u32 = 15;
 
+/// How many of the pages of `sizes` (decompressed bytes, largest first) the host takes: the
+/// largest, until they hold `share` percent of the bytes (the page that reaches it included).
+pub(crate) fn host_split(sizes: &[u64], share: u32) -> usize {
+    let total: u64 = sizes.iter().sum();
+    let mut taken = 0u64;
+    sizes
+        .iter()
+        .position(|&n| {
+            let enough = taken.saturating_mul(100) >= total.saturating_mul(u64::from(share));
+            taken += n;
+            enough
+        })
+        .unwrap_or(sizes.len())
+}
+
 /// Decompresses the pages of the chunks `cis` (codec `codecs[k]` for `cis[k]`) with nvCOMP, and
 /// a `host_share` percent of each codec's bytes (the largest pages) on the host's cores at the
 /// same time. v2 levels are copied as stored and pages stored uncompressed are used in place,
@@ -101,17 +116,8 @@ pub(super) fn nvcomp_on_device(
         }
         // largest first, for both sides
         mine.sort_by_key(|&j| std::cmp::Reverse(jobs[j].dst_len));
-        let total: u64 = mine.iter().map(|&j| jobs[j].dst_len).sum();
-        let share = host_share(host_share_tuned, cores) as u64;
-        let mut taken = 0u64;
-        let split = mine
-            .iter()
-            .position(|&j| {
-                let over = taken * 100 >= total * share;
-                taken += jobs[j].dst_len;
-                over
-            })
-            .unwrap_or(mine.len());
+        let sizes: Vec<u64> = mine.iter().map(|&j| jobs[j].dst_len).collect();
+        let split = host_split(&sizes, host_share(host_share_tuned, cores));
         let (host_js, device_js) = mine.split_at(split);
         let spans: Vec<(u64, u64, u64, u64)> = device_js
             .iter()
@@ -278,5 +284,20 @@ mod tests {
         assert_eq!(host_share(Some(0), 16), 0);
         assert_eq!(host_share(Some(100), 2), 100);
         assert_eq!(host_share(Some(250), 2), 100);
+    }
+
+    #[test]
+    fn the_host_takes_the_largest_pages_up_to_its_share() {
+        // 1,000 bytes: 400 + 300 + 100 × 3
+        let sizes = [400, 300, 100, 100, 100];
+        assert_eq!(host_split(&sizes, 0), 0);
+        assert_eq!(host_split(&sizes, 1), 1); // the page that reaches the share is taken
+        assert_eq!(host_split(&sizes, 40), 1);
+        assert_eq!(host_split(&sizes, 41), 2);
+        assert_eq!(host_split(&sizes, 70), 2);
+        assert_eq!(host_split(&sizes, 90), 4);
+        assert_eq!(host_split(&sizes, 100), 5);
+        assert_eq!(host_split(&[], 15), 0);
+        assert_eq!(host_split(&[0, 0], 50), 0); // nothing to decompress: all to nvCOMP
     }
 }
