@@ -16,13 +16,7 @@
 # adds a sweep line with that variable set (experiments).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
-[ -f .dev/bin.tar.xz ] && [ ! -d .dev/bin ] && tar -C .dev -xJf .dev/bin.tar.xz
-out=${OUT:-/tmp/out}; mkdir -p "$out"
-export INSTA_WORKSPACE_ROOT="$PWD" INSTA_UPDATE=no CUPARQUET_KERNEL_CACHE=/tmp/cuparquet-kernels
-export CUPARQUET_BENCH_DIR=/tmp/bench-data
-mkdir -p /tmp/bench-data
-echo "=== machine"; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-echo "commit: $(cat .dev/COMMIT 2>/dev/null)"
+source scripts/device-env.sh
 bash .dev/wheels.sh install >/dev/null && export PYTHONPATH=/tmp/site
 export CUPARQUET_NVCOMP=/tmp/site/nvidia/libnvcomp/lib64
 echo "=== doctor"

@@ -14,13 +14,7 @@
 # SKIP_TESTS=1, SKIP_SANITIZER=1, SKIP_BENCH=1 leave a part out.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
-[ -f .dev/bin.tar.xz ] && [ ! -d .dev/bin ] && tar -C .dev -xJf .dev/bin.tar.xz
-out=${OUT:-/tmp/out}; mkdir -p "$out"
-export INSTA_WORKSPACE_ROOT="$PWD" INSTA_UPDATE=no CUPARQUET_KERNEL_CACHE=/tmp/cuparquet-kernels
-export CUPARQUET_BENCH_DIR=/tmp/bench-data
-mkdir -p /tmp/bench-data
-echo "=== machine"; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-echo "commit: $(cat .dev/COMMIT 2>/dev/null)"
+source scripts/device-env.sh
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   echo "=== tests"
   # shellcheck disable=SC2086

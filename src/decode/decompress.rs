@@ -226,6 +226,29 @@ pub(crate) fn inflate_bounded(
     }
 }
 
+/// Decompresses `src` (ZSTD, LZ4_RAW or GZIP data) into `dst`, which it must fill exactly:
+/// ZSTD and LZ4_RAW straight into it (no intermediate buffer), GZIP through
+/// [`inflate_bounded`]. Used for the pages the host takes beside nvCOMP, where a failure only
+/// sends the page's chunk to [`decompress_page_into`], which names what is wrong; never panics.
+pub(crate) fn decompress_exact(codec: Compression, src: &[u8], dst: &mut [u8]) -> Result<(), String> {
+    let n = dst.len();
+    let exact = |got: usize| {
+        (got == n)
+            .then_some(())
+            .ok_or_else(|| format!("decompressed to {got} bytes, not {n}"))
+    };
+    crate::decode::panic_guard::contain(|| match codec {
+        Compression::ZSTD(_) => zstd::bulk::decompress_to_buffer(src, dst)
+            .map_err(|e| e.to_string())
+            .and_then(exact),
+        Compression::LZ4_RAW => lz4_flex::block::decompress_into(src, dst)
+            .map_err(|e| e.to_string())
+            .and_then(exact),
+        Compression::GZIP(_) => inflate_bounded(codec, src, dst),
+        other => Err(format!("{other:?} is not decompressed here")),
+    })?
+}
+
 /// Decompresses one page.
 pub fn decompress_page(
     chunk: &Bytes,
@@ -294,5 +317,41 @@ pub fn decompress_page_into(
             decompress_values(values, v, index, p, codec, split)?;
             Ok(true)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decompress_exact_fills_its_output_or_says_why() {
+        use std::io::Write;
+        let raw: Vec<u8> = (0..10_000u32).flat_map(|i| (i % 97).to_le_bytes()).collect();
+        let zstd = zstd::bulk::compress(&raw, 1).unwrap();
+        let lz4 = lz4_flex::block::compress(&raw);
+        let mut gzip = Vec::new();
+        let mut w = flate2::write::GzEncoder::new(&mut gzip, flate2::Compression::default());
+        w.write_all(&raw).unwrap();
+        w.finish().unwrap();
+        for (codec, data) in [
+            (Compression::ZSTD(Default::default()), &zstd),
+            (Compression::LZ4_RAW, &lz4),
+            (Compression::GZIP(Default::default()), &gzip),
+        ] {
+            let mut out = vec![0u8; raw.len()];
+            assert_eq!(decompress_exact(codec, data, &mut out), Ok(()), "{codec:?}");
+            assert_eq!(out, raw, "{codec:?}");
+            // an output of the wrong size, and damaged data: errors, never a panic
+            let mut long = vec![0u8; raw.len() + 1];
+            assert!(decompress_exact(codec, data, &mut long).is_err(), "{codec:?}");
+            let mut short = vec![0u8; raw.len() - 1];
+            assert!(decompress_exact(codec, data, &mut short).is_err(), "{codec:?}");
+            let mut bad = data.clone();
+            bad.truncate(data.len() / 2);
+            assert!(decompress_exact(codec, &bad, &mut out).is_err(), "{codec:?}");
+        }
+        let mut out = [0u8; 4];
+        assert!(decompress_exact(Compression::SNAPPY, &[4, 0, 1, 2, 3], &mut out).is_err());
     }
 }

@@ -166,12 +166,12 @@ impl HostDecoder {
         })
     }
 
-    /// The same decoder, refusing pages that claim more than `bytes` uncompressed bytes.
     /// The largest uncompressed page this decoder (and the GPU decoder beside it) accepts.
     pub(crate) fn max_page_bytes(&self) -> u64 {
         self.max_page_bytes
     }
 
+    /// The same decoder, refusing pages that claim more than `bytes` uncompressed bytes.
     pub(crate) fn with_max_page_bytes(mut self, bytes: u64) -> Self {
         self.max_page_bytes = bytes;
         self

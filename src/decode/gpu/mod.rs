@@ -67,7 +67,7 @@ pub(crate) use filter::{filter_device, DeviceKept};
 pub(crate) use nvcomp::nvcomp_takes;
 pub use fixed::decode_fixed_columns;
 pub use page_tables::page_tables;
-pub(crate) use page_tables::check_page_claims;
+pub(crate) use page_tables::checked_page_tables;
 pub(crate) use pass::{decode_pass, PassInput};
 pub use pass::keys_fallback;
 pub(crate) use profile::{profile_absorb, profile_begin, profile_end, profiling, timed};

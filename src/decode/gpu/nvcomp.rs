@@ -17,6 +17,7 @@ use super::locate::PageLocations;
 use super::snappy::{device_jobs, Jobs};
 use super::{DeviceChunks, PageCounts};
 use crate::device::nvcomp::{Nvcomp, NvcompCodec};
+use crate::decode::decompress::decompress_exact;
 use crate::device::{DeviceBuffer, Gpu};
 use crate::error::{Error, Result};
 
@@ -102,7 +103,8 @@ pub(super) fn nvcomp_on_device(
     let codec_of_chunk: std::collections::HashMap<usize, (NvcompCodec, _)> =
         cis.iter().copied().zip(codecs.iter().copied()).collect();
     let mut bad: std::collections::HashSet<usize> = std::collections::HashSet::new();
-    let mut on_host = vec![false; jobs.len()];
+    // per chunk: its pages the host decompressed
+    let mut host_pages: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
     let mut kinds: Vec<(NvcompCodec, parquet::basic::Compression)> = codecs.to_vec();
     kinds.sort_by_key(|c| c.0 as u8);
     kinds.dedup_by_key(|c| c.0);
@@ -155,16 +157,10 @@ pub(super) fn nvcomp_on_device(
             }
         }
         for (&j, ok) in host_js.iter().zip(host_ok) {
-            on_host[j] = true;
+            *host_pages.entry(job_pages[j].0).or_default() += 1;
             if !ok {
                 bad.insert(job_pages[j].0);
             }
-        }
-    }
-    let mut host_pages: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
-    for (j, &h) in on_host.iter().enumerate() {
-        if h {
-            *host_pages.entry(job_pages[j].0).or_default() += 1;
         }
     }
     uploads.push(out);
@@ -234,7 +230,7 @@ fn decompress_on_host(
                             .is_ok()
                         && {
                             let (src, dst) = pinned.as_mut_slice().split_at_mut(src_max);
-                            decompress_raw(codec, &src[..s], &mut dst[..d])
+                            decompress_exact(codec, &src[..s], &mut dst[..d]).is_ok()
                         }
                         && pinned
                             .copy_to_device(
@@ -255,20 +251,6 @@ fn decompress_on_host(
         ok[j] = good;
     }
     ok
-}
-
-/// Whether `src`, compressed with `codec` (ZSTD, GZIP or LZ4_RAW), decompresses to exactly
-/// `dst`'s length (written into it). Any failure is `false`, never a panic: the caller's host
-/// path decompresses the page again and names what is wrong.
-fn decompress_raw(codec: parquet::basic::Compression, src: &[u8], dst: &mut [u8]) -> bool {
-    use parquet::basic::Compression as C;
-    crate::decode::panic_guard::contain(|| match codec {
-        C::ZSTD(_) => zstd::bulk::decompress_to_buffer(src, dst).is_ok_and(|n| n == dst.len()),
-        C::LZ4_RAW => lz4_flex::block::decompress_into(src, dst).is_ok_and(|n| n == dst.len()),
-        C::GZIP(_) => crate::decode::decompress::inflate_bounded(codec, src, dst).is_ok(),
-        _ => false,
-    })
-    .unwrap_or(false)
 }
 
 #[cfg(test)]

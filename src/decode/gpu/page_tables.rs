@@ -194,12 +194,25 @@ fn check_errors(
     Ok(())
 }
 
+/// The page tables of `chunks` ([`page_tables`], timed as a stage), each page's claims checked
+/// ([`check_page_claims`]) before anything is allocated by them.
+pub(crate) fn checked_page_tables(
+    chunks: &DeviceChunks,
+    path: &std::path::Path,
+    codec_of: &(dyn Fn(usize, usize) -> parquet::basic::Compression + Sync),
+    max_page_bytes: u64,
+) -> Result<Vec<Vec<PageInfo>>> {
+    let tables = super::timed("page tables", || page_tables(chunks, path))?;
+    check_page_claims(chunks, &tables, path, codec_of, max_page_bytes)?;
+    Ok(tables)
+}
+
 /// Checks what every page of `tables` (the page tables of `chunks`) claims that needs none of
 /// its bytes ([`check_claimed_sizes`](crate::decode::claims::check_claimed_sizes)), before the
 /// decoder allocates by those claims: the load's page cap (`max_page_bytes`), stored sizes of
 /// uncompressed values, the largest expansion of LZ4 and GZIP. The error names the file, the
 /// row group, the column, the chunk's byte range and the page, as the host decoder's does.
-pub(crate) fn check_page_claims(
+fn check_page_claims(
     chunks: &DeviceChunks,
     tables: &[Vec<PageInfo>],
     path: &std::path::Path,

@@ -83,9 +83,12 @@ pub(crate) fn decode_pass(
         .iter()
         .any(|p| matches!(p, Placement::Gpu(c) if c.keys));
     let early_tables = if keys {
-        let t = super::timed("page tables", || super::page_tables(chunks, path))?;
-        super::check_page_claims(chunks, &t, path, &codec_of, input.decoder.max_page_bytes())?;
-        Some(t)
+        Some(super::checked_page_tables(
+            chunks,
+            path,
+            &codec_of,
+            input.decoder.max_page_bytes(),
+        )?)
     } else {
         None
     };
@@ -209,14 +212,8 @@ pub(crate) fn decode_pass(
         let tables = match &early_tables {
             Some(t) => t,
             None => {
-                located = dg::timed("page tables", || dg::page_tables(chunks, path))?;
-                dg::check_page_claims(
-                    chunks,
-                    &located,
-                    path,
-                    &codec_of,
-                    input.decoder.max_page_bytes(),
-                )?;
+                located =
+                    dg::checked_page_tables(chunks, path, &codec_of, input.decoder.max_page_bytes())?;
                 &located
             }
         };
@@ -479,21 +476,21 @@ pub fn keys_fallback(
         }
     }
     // the entries of each row group's dictionary, and each batch's together
-    let entries_of = |rg: usize| -> u64 {
-        chunks
-            .chunks()
-            .iter()
-            .zip(tables)
-            .filter(|(c, _)| c.column == leaf && c.row_group == rg)
-            .flat_map(|(_, t)| t.iter().filter(|p| p.kind == 2))
-            .map(|p| p.num_values.max(0) as u64)
-            .sum()
-    };
+    let mut entries: std::collections::HashMap<usize, u64> = std::collections::HashMap::new();
+    for (c, t) in chunks.chunks().iter().zip(tables) {
+        if c.column == leaf {
+            *entries.entry(c.row_group).or_default() += t
+                .iter()
+                .filter(|p| p.kind == 2)
+                .map(|p| p.num_values.max(0) as u64)
+                .sum::<u64>();
+        }
+    }
     let capacity = crate::decode::gpu_plan::key_capacity(key);
     for b in batches {
         let mut rgs: Vec<usize> = b.parts.iter().map(|p| p.row_group).collect();
         rgs.dedup();
-        let total: u64 = rgs.iter().map(|&rg| entries_of(rg)).sum();
+        let total: u64 = rgs.iter().map(|rg| entries.get(rg).copied().unwrap_or(0)).sum();
         if total > capacity {
             return Some(format!(
                 "'{name}' keeps its dictionary, but a batch's row groups hold {total} dictionary \
