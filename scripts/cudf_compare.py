@@ -4,7 +4,7 @@
     python3 scripts/cudf_compare.py write-delta DIR  # the DELTA / BYTE_STREAM_SPLIT file
     python3 scripts/cudf_compare.py write-nested DIR # the nested file (lists, a struct)
     python3 scripts/cudf_compare.py write-categorical DIR # the categorical-string file
-    python3 scripts/cudf_compare.py write-codecs SRC DIR # SRC's rows rewritten by pyarrow, ZSTD and LZ4
+    python3 scripts/cudf_compare.py write-codecs SRC DIR [CODEC...] # SRC's rows rewritten by pyarrow
     python3 scripts/cudf_compare.py time FILE...  # cuDF read_parquet, best / median ms of ROUNDS
 
 `write` makes `small-row-groups-pyarrow.parquet` in DIR: 8,000,000 rows in 800 row groups of
@@ -22,7 +22,8 @@ its Arrow type, so arrow-rs reads `Dictionary(Int32, Utf8)`) and a second one, `
 values with 5% nulls, in pyarrow's default row groups. `write-codecs` reads SRC (the lineitem
 file of bench-decode_device) and writes its rows with pyarrow's defaults (dictionaries, 1 MiB
 pages, row groups of 1Mi rows) as `lineitem-pyarrow-zstd.parquet` (ZSTD, pyarrow's level) and
-`lineitem-pyarrow-lz4.parquet` (pyarrow's `lz4`, stored as LZ4_RAW). `time` reads each file
+`lineitem-pyarrow-lz4.parquet` (pyarrow's `lz4`, stored as LZ4_RAW), or the CODECs named
+(`snappy`: `lineitem-pyarrow-snappy.parquet`). `time` reads each file
 with pylibcudf (one warm-up read, then ROUNDS reads, default 5), each timed from the call to the
 device synchronised, and prints one line per file. Needs pylibcudf (../shared/device/wheels.sh
 cudf) and pyarrow on PYTHONPATH.
@@ -140,11 +141,12 @@ def write_categorical(out_dir):
     print(f"wrote {path}: {md.num_row_groups} row groups, {md.num_rows} rows, {t.schema}")
 
 
-def write_codecs(src, out_dir):
+def write_codecs(src, out_dir, names=("zstd", "lz4")):
     import pyarrow.parquet as pq
 
     table = pq.read_table(src)
-    for name, codec in [("zstd", "zstd"), ("lz4", "lz4")]:
+    for name in names:
+        codec = name
         path = os.path.join(out_dir, f"lineitem-pyarrow-{name}.parquet")
         pq.write_table(table, path, compression=codec)
         md = pq.ParquetFile(path).metadata
@@ -194,7 +196,7 @@ if __name__ == "__main__":
     elif len(sys.argv) >= 3 and sys.argv[1] == "write-categorical":
         write_categorical(sys.argv[2])
     elif len(sys.argv) >= 4 and sys.argv[1] == "write-codecs":
-        write_codecs(sys.argv[2], sys.argv[3])
+        write_codecs(sys.argv[2], sys.argv[3], *([sys.argv[4:]] if len(sys.argv) > 4 else []))
     elif len(sys.argv) >= 3 and sys.argv[1] == "time":
         time_files(sys.argv[2:])
     else:

@@ -421,6 +421,64 @@ fn a_snappy_page_shorter_than_its_claim_is_refused() {
     assert!(msg.contains("row group 0, column 'x'"), "{msg}");
 }
 
+/// A SNAPPY page whose first element copies from before the start of its output: refused with
+/// an error naming the page on the host, by the device kernel, and by the host's cores beside
+/// it (where a failure sends the chunk to the host path, which names the fault).
+#[test]
+fn a_snappy_copy_before_the_start_is_refused_on_every_path() {
+    use parquet::file::properties::WriterProperties;
+    let dir = scratch_dir();
+    let values = arrow::array::Float64Array::from_iter_values((0..2_000).map(|i| i as f64 * 0.5));
+    let props = WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::SNAPPY)
+        .set_dictionary_enabled(false)
+        .build();
+    let (path, mut bytes, meta) = one_column(
+        dir.path(),
+        "copy.parquet",
+        std::sync::Arc::new(values),
+        props,
+    );
+    let start = meta.row_group(0).column(0).data_page_offset() as usize;
+    let header = cuparquet::internals::page_header::parse_page_header(&bytes[start..]).unwrap();
+    assert_eq!(header.uncompressed_size, 16_000);
+    // the stream: the varint 16000 (80 7d), then its first element, which becomes a copy of
+    // 4 bytes from 5 bytes back (tag 01, offset 05) while nothing has been written
+    let data = start + header.header_len;
+    assert_eq!(&bytes[data..data + 2], &[0x80, 0x7d]);
+    bytes[data + 2..data + 4].copy_from_slice(&[0x01, 0x05]);
+    std::fs::write(&path, &bytes).unwrap();
+    let mut tries: Vec<(String, cuparquet::Result<()>)> =
+        vec![("host".into(), load(&path).map(|_| ()))];
+    if gpu_available("SNAPPY copy test on the device") {
+        for share in [0, 100] {
+            let got = ParquetGpuReader::builder(&path)
+                .with_device(Device::Cuda(0))
+                .with_tuning(cuparquet::config::Tuning {
+                    snappy: cuparquet::config::SnappyPlacement::Device,
+                    host_share: Some(share),
+                    ..Default::default()
+                })
+                .build()
+                .and_then(|r| r.load())
+                .map(|_| ());
+            tries.push((format!("device, host share {share}"), got));
+        }
+    }
+    for (on, got) in tries {
+        let e = got.expect_err(&on);
+        assert_clear(&path, &e);
+        let msg = e.to_string();
+        assert!(msg.contains("row group 0, column 'x'"), "{on}: {msg}");
+        assert!(msg.contains("offset"), "{on}: {msg}");
+        // the device paths name the page and the chunk's byte range too (the host path's
+        // message is arrow-rs's decoder's, which does not say which page)
+        if on != "host" {
+            assert!(msg.contains("page 0") && msg.contains("bytes "), "{on}: {msg}");
+        }
+    }
+}
+
 /// The load's page cap holds on the device path as on the host: a page claiming more
 /// uncompressed bytes than `with_max_page_size` is refused before the decoder allocates by the
 /// claim, with an error naming the file, the row group, the column and the page, for every

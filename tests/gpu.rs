@@ -771,43 +771,54 @@ fn gpu_large_pages_equal_arrow_rs() {
             write(&p, std::slice::from_ref(&batch), props);
             let want = oracle(&p, &Projection::All, None).unwrap();
             // all columns with SNAPPY on the device kernel (the per-column loads below let the
-            // model place it: these loads are small, so mostly the host)
-            let all = ParquetGpuReader::builder(&p)
-                .with_device(Device::Cuda(0))
-                .with_tuning(Tuning {
-                    snappy: cuparquet::config::SnappyPlacement::Device,
-                    host_share: Some(0),
-                    ..Tuning::default()
-                })
-                .build()
-                .and_then(|r| r.load())
-                .and_then(|l| {
-                    // the report says where each field's pages were decompressed: SNAPPY by
-                    // our kernel, ZSTD by nvCOMP where it is installed (none beside it on the
-                    // host: share 0), else on the host
-                    let g = l.report.gpu_decode.clone().unwrap();
-                    let nv = cuparquet::device::nvcomp::nvcomp().unwrap().is_some();
-                    let n = if codec == Compression::UNCOMPRESSED {
-                        0
-                    } else {
-                        6
-                    };
-                    assert_eq!(g.decompressed.len(), n, "{g:?}");
-                    for d in &g.decompressed {
-                        let p = d.pages;
-                        let ok = match codec {
-                            Compression::SNAPPY => p.kernel > 0 && p.host + p.nvcomp == 0,
-                            _ if nv => p.nvcomp > 0 && p.host + p.kernel == 0,
-                            _ => p.host > 0 && p.nvcomp + p.kernel == 0,
+            // model place it: these loads are small, so mostly the host); the host's share beside
+            // the device's decompressor none, then half of the bytes (the largest pages)
+            for share in [0, 50] {
+                let all = ParquetGpuReader::builder(&p)
+                    .with_device(Device::Cuda(0))
+                    .with_tuning(Tuning {
+                        snappy: cuparquet::config::SnappyPlacement::Device,
+                        host_share: Some(share),
+                        ..Tuning::default()
+                    })
+                    .build()
+                    .and_then(|r| r.load())
+                    .and_then(|l| {
+                        // the report says where each field's pages were decompressed: SNAPPY
+                        // by our kernel, ZSTD by nvCOMP where it is installed, else on the
+                        // host; with a share, the host beside either
+                        let g = l.report.gpu_decode.clone().unwrap();
+                        let nv = cuparquet::device::nvcomp::nvcomp().unwrap().is_some();
+                        let compressed = codec != Compression::UNCOMPRESSED;
+                        assert_eq!(g.decompressed.len(), 6 * compressed as usize, "{g:?}");
+                        let device = |p: &cuparquet::reader::PageCounts| match codec {
+                            Compression::SNAPPY => p.kernel,
+                            _ if nv => p.nvcomp,
+                            _ => 0,
                         };
-                        assert!(ok, "{cname}: {d:?}");
-                    }
-                    l.to_host().map(|b| concat(&l.schema, &b))
-                });
-            match all {
-                Ok(b) if b == want => {}
-                Ok(_) => failures.push(format!("{cname} dict={dict} all columns: values differ")),
-                Err(e) => failures.push(format!("{cname} dict={dict} all columns: {e}")),
+                        let side = if codec == Compression::SNAPPY || nv {
+                            share
+                        } else {
+                            100
+                        };
+                        let (mut on_device, mut on_host) = (0, 0);
+                        for d in &g.decompressed {
+                            let p = d.pages;
+                            assert_eq!(device(&p) + p.host, p.total(), "{cname}: {d:?}");
+                            on_device += device(&p);
+                            on_host += p.host;
+                        }
+                        if compressed {
+                            assert_eq!(on_device > 0, side < 100, "{cname} {share}: {g:?}");
+                            assert_eq!(on_host > 0, side > 0, "{cname} {share}: {g:?}");
+                        }
+                        l.to_host().map(|b| concat(&l.schema, &b))
+                    });
+                match all {
+                    Ok(b) if b == want => {}
+                    Ok(_) => failures.push(format!("{cname} dict={dict} share {share}: differ")),
+                    Err(e) => failures.push(format!("{cname} dict={dict} share {share}: {e}")),
+                }
             }
             for c in 0..want.num_columns() {
                 let name = want.schema().field(c).name().clone();

@@ -45,6 +45,7 @@
 //! it and outlives the launch (a waited launch returns after the kernel; kernels launched
 //! without waiting are followed by a wait before their buffers go).
 
+mod beside;
 mod bytes;
 #[cfg(test)]
 mod c_source;

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# GPU machine: SNAPPY pages split between our kernel and the host's cores (the host taking the
+# largest, a share of the bytes: CUPARQUET_TUNING=host_share=N), in one call per PART. Before
+# it, the nvCOMP and pyarrow wheels moved to /tmp/whl by earlier calls (.dev-whl/nv, .dev-whl/pa).
+#   PART=tests: the packed test binaries with the GPU and nvCOMP required, then
+#     compute-sanitizer memcheck over the large-page test (both shares of it);
+#   PART=sweep: the lineitem SNAPPY file of bench-decode_device (arrow-rs writer), the same
+#     rows written by pyarrow (scripts/cudf_compare.py write-codecs) and the 800-row-group file
+#     of bench-stream_device, at each share of SHARES (`default` is the built-in share):
+#     bench-decode_device (load(), cuparquet only, the stages of a profiled load), then
+#     bench-stream_device (load(), batches(), first batch; consumer-drops runs under BUDGETS).
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+source scripts/device-env.sh
+bash .dev/wheels.sh install >/dev/null && export PYTHONPATH=/tmp/site
+export CUPARQUET_NVCOMP=/tmp/site/nvidia/libnvcomp/lib64
+d=/tmp/bench-data
+case "${PART:-tests}" in
+tests)
+  echo "=== tests (GPU and nvCOMP required)"
+  CUPARQUET_REQUIRE_NVCOMP=1 timeout "${TEST_TIMEOUT:-400}" bash .dev/run.sh 2>&1 | tee "$out/tests.txt" \
+    | grep -E "^===|test result|FAILED|panicked|device tests|skipping"
+  echo "=== compute-sanitizer memcheck: gpu_large_pages_equal_arrow_rs"
+  CUPARQUET_REQUIRE_GPU=1 timeout "${SAN_TIMEOUT:-150}" compute-sanitizer --tool memcheck \
+    --error-exitcode 9 --print-limit 20 .dev/bin/test-test-gpu --exact gpu_large_pages_equal_arrow_rs \
+    > "$out/sanitizer.txt" 2>&1
+  echo "exit $?"
+  grep -E "ERROR SUMMARY|Invalid|test result|out of bounds" "$out/sanitizer.txt" | head -12
+  ;;
+sweep)
+  echo "=== files"
+  CUPARQUET_BENCH_FILES=snappy-dict CUPARQUET_BENCH_BASELINE=0 CUPARQUET_BENCH_ROUNDS=1 \
+    timeout 200 .dev/bin/bench-decode_device 2>&1 | grep -E "data ready|panicked"
+  if [ ! -f $d/lineitem-pyarrow-snappy.parquet ]; then
+    timeout 200 python3 scripts/cudf_compare.py write-codecs $d/lineitem-24000000-snappy-dict.parquet \
+      $d snappy 2>&1 | tail -2
+  fi
+  small=$d/small-row-groups-8m-800rg-snappy.parquet
+  [ -f $small ] || CUPARQUET_BENCH_FILES=small-row-groups CUPARQUET_BENCH_ROUNDS=1 \
+    CUPARQUET_BENCH_BUDGETS=none timeout 200 .dev/bin/bench-stream_device 2>&1 | grep -E "panicked" 
+  ls -la $d
+  extra="pyarrow-snappy=$d/lineitem-pyarrow-snappy.parquet"
+  for share in ${SHARES:-0 10 15 25 40}; do
+    tuning=""; [ "$share" != default ] && tuning="host_share=$share"
+    echo "--- host_share=$share" | tee -a "$out/sweep.txt"
+    CUPARQUET_TUNING="$tuning" CUPARQUET_BENCH_FILES=snappy-dict \
+      CUPARQUET_BENCH_EXTRA="$extra,small-row-groups=$small" CUPARQUET_BENCH_BASELINE=0 \
+      CUPARQUET_PROFILE=1 CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} \
+      timeout 200 .dev/bin/bench-decode_device 2>&1 | tee -a "$out/sweep.txt" \
+      | grep -E "GB/s|panicked|stages:" \
+      | sed -E "s/stages:.*(SNAPPY kernels [0-9.]+ ms).*(host decompression beside the SNAPPY kernels [0-9.]+ ms).*/\1, \2/" \
+      | sed "s|^|$share |"
+    CUPARQUET_TUNING="$tuning" CUPARQUET_BENCH_FILES=snappy-dict CUPARQUET_BENCH_EXTRA="$extra" \
+      CUPARQUET_BENCH_BUDGETS=${BUDGETS:-2GiB,512MiB} CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} \
+      CUPARQUET_BENCH_OUT="$out/stream-$share.jsonl" \
+      timeout 300 .dev/bin/bench-stream_device 2>&1 | tee -a "$out/sweep.txt" \
+      | grep -E "batch rows|budget|panicked" | sed "s|^|$share |"
+  done
+  ;;
+esac
