@@ -8,7 +8,10 @@
 #     rows written by pyarrow (scripts/cudf_compare.py write-codecs) and the 800-row-group file
 #     of bench-stream_device, at each share of SHARES (`default` is the built-in share):
 #     bench-decode_device (load(), cuparquet only, the stages of a profiled load), then
-#     bench-stream_device (load(), batches(), first batch; consumer-drops runs under BUDGETS).
+#     bench-stream_device (load(), batches(), first batch; consumer-drops runs under BUDGETS);
+#   PART=ab: bench-decode_device of this build against the one before (old-bench-decode_device),
+#     same files, alternately;
+#   PART=race: scripts/device-racecheck.sh over the corpus and the writers' files (.dev/writers).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh
@@ -56,5 +59,25 @@ sweep)
       timeout 300 .dev/bin/bench-stream_device 2>&1 | tee -a "$out/sweep.txt" \
       | grep -E "batch rows|budget|panicked" | sed "s|^|$share |"
   done
+  ;;
+ab)
+  # the SNAPPY kernel of this checkout against the one before (.dev/bin/old-bench-decode_device,
+  # packed beside it), alternately, PAIRS times, at the built-in share and at share 0 (every page
+  # on the kernel)
+  extra="pyarrow-snappy=$d/lineitem-pyarrow-snappy.parquet,small-row-groups=$d/small-row-groups-8m-800rg-snappy.parquet"
+  for k in $(seq 1 "${PAIRS:-2}"); do
+    for build in old new; do
+      bin=.dev/bin/bench-decode_device; [ $build = old ] && bin=.dev/bin/old-bench-decode_device
+      for share in default 0; do
+        tuning=""; [ "$share" != default ] && tuning="host_share=$share"
+        CUPARQUET_TUNING="$tuning" CUPARQUET_BENCH_FILES=snappy-dict CUPARQUET_BENCH_EXTRA="$extra"           CUPARQUET_BENCH_BASELINE=0 CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5}           timeout 200 "$bin" 2>&1 | tee -a "$out/ab.txt" | grep -E "GB/s|panicked"           | sed "s|^|$build share=$share pair $k |"
+      done
+    done
+  done
+  ;;
+race)
+  # racecheck and synccheck over the corpus's byte-array and SNAPPY files and the writers' files
+  # (scripts/writers.py, packed in .dev/writers), this build and the one before
+  EXTRA_FILES="$(ls .dev/writers/*.parquet 2>/dev/null | tr '\n' ' ')" bash scripts/device-racecheck.sh
   ;;
 esac

@@ -235,25 +235,78 @@ impl HostDecoder {
             Err(reason) => {
                 // Find the column to blame: decode the leaves one at a time (error path only).
                 let name = |leaf: usize| schema.column(leaf).path().string();
-                let column = match leaves {
+                let leaf = match leaves {
                     [] => None,
-                    [only] => Some(name(*only)),
-                    _ => leaves
-                        .iter()
-                        .find(|&&leaf| {
-                            let m = ProjectionMask::leaves(schema, [leaf]);
-                            self.try_decode(rg, chunks, &m, selection).is_err()
-                        })
-                        .map(|&leaf| name(leaf)),
+                    [only] => Some(*only),
+                    _ => leaves.iter().copied().find(|&leaf| {
+                        let m = ProjectionMask::leaves(schema, [leaf]);
+                        self.try_decode(rg, chunks, &m, selection).is_err()
+                    }),
+                };
+                let reason = match leaf {
+                    Some(l) => self.fault_in_chunk(rg, l, chunks, reason),
+                    None => reason,
                 };
                 Err(Error::Decode {
                     path: self.path.clone(),
                     row_group: Some(rg),
-                    column,
+                    column: leaf.map(name),
                     reason,
                 })
             }
         }
+    }
+
+    /// Where in leaf `leaf`'s chunk of row group `rg` the decode failure `reason` lies, as far
+    /// as the host's own page walk finds it (arrow-rs's messages do not say): the first page
+    /// that does not decompress (the file offset of its header, and why), else `reason` and the
+    /// chunk's byte range. Error path only.
+    fn fault_in_chunk(
+        &self,
+        rg: usize,
+        leaf: usize,
+        chunks: &[(Range<u64>, Bytes)],
+        reason: String,
+    ) -> String {
+        let Some(col) = self.arrow_meta.metadata().row_group(rg).columns().get(leaf) else {
+            return reason;
+        };
+        let (start, len) = col.byte_range();
+        let end = start.saturating_add(len);
+        for (range, bytes) in chunks
+            .iter()
+            .filter(|(r, _)| r.start >= start && r.end <= end)
+        {
+            let whole = range.start == start && range.end == end;
+            let (mut off, mut page) = (0usize, 0usize);
+            while off < bytes.len() {
+                let Ok(header) = parse_page_header(&bytes[off..]) else {
+                    break;
+                };
+                let entry = PageEntry {
+                    offset: off,
+                    header,
+                };
+                if entry.data().end > bytes.len() {
+                    break;
+                }
+                if let Err(e) = crate::decode::decompress::decompress_page(bytes, page, &entry, col.compression()) {
+                    let which = if whole {
+                        format!("page {page}")
+                    } else {
+                        "a page".to_string()
+                    };
+                    return format!(
+                        "{which} (header at byte {} of the file): {}",
+                        range.start + off as u64,
+                        e.error.reason
+                    );
+                }
+                off = entry.data().end;
+                page += 1;
+            }
+        }
+        format!("{reason} (in the chunk at bytes {start}..{end})")
     }
 
     /// `batches`, whose decimals (at any depth) must be within their declared precision: a

@@ -7,7 +7,8 @@
 //! of nested fields a value slot per level entry, which `nested.rs` then builds into lists,
 //! structs and maps from their levels: SNAPPY pages decompressed by our
 //! kernel (one block per page, or per 64 KiB fragment of a large page when large pages are
-//! few), or on the host's cores where `snappy_on_host`'s model says that is faster (then a
+//! few; the largest pages on the host's cores beside it), or all on the host's cores where
+//! `snappy_on_host`'s model says that is faster (then a
 //! large page is split over cores by [`crate::decode::snappy_host`] when pages are few); other
 //! codecs on the host (a task per chunk: its bytes copied back, pages decompressed in parallel
 //! straight into a pooled pinned buffer, then uploaded). The reader runs the two decoders of a
@@ -31,7 +32,8 @@
 //! | `page_tables.rs` | page headers parsed on the device, one [`PageInfo`] per page; their claims checked before anything is allocated by them |
 //! | `locate.rs` | where each page's decompressed data lives: in place, SNAPPY on the device or the host, nvCOMP's codecs by it (with the host's share beside it), other codecs on the host and uploaded |
 //! | `snappy.rs` | the SNAPPY kernels (whole pages, or 64 KiB fragments of large ones) and the host-or-device model |
-//! | `nvcomp.rs` | ZSTD, GZIP and LZ4_RAW pages: one nvCOMP call per codec, largest pages first, the largest share of them decompressed on the host's cores beside it |
+//! | `nvcomp.rs` | ZSTD, GZIP and LZ4_RAW pages: one nvCOMP call per codec, largest pages first |
+//! | `beside.rs` | the largest pages of either (a share of their bytes) decompressed on the host's cores at the same time |
 //! | `page_jobs.rs` | the data-page jobs both value decoders build, and errors naming a page |
 //! | `fixed.rs` | [`decode_fixed_columns`]: fixed-width columns in one launch |
 //! | `bytes.rs` | [`decode_bytes_columns`]: dictionary entries, sizes (or kept dictionaries' keys), offsets, characters, fixed-width values, UTF-8 check |

@@ -1,6 +1,7 @@
 //! SNAPPY pages on the device: one block per page, or, when large pages are few, each large
-//! page parsed first into 64 KiB fragments that then decode a block each; and the model that
-//! sends a pass's SNAPPY pages to the host instead ([`snappy_on_host`]).
+//! page parsed first into 64 KiB fragments that then decode a block each, while the host's
+//! cores decompress the largest pages beside the kernels ([`beside`](super::beside)); and the
+//! model that sends a small pass's SNAPPY pages all to the host instead ([`snappy_on_host`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
