@@ -2,7 +2,8 @@
 # GPU machine: SNAPPY pages split between our kernel and the host's cores (the host taking the
 # largest, a share of the bytes: CUPARQUET_TUNING=host_share=N), in one call per PART. Before
 # it, the nvCOMP and pyarrow wheels moved to /tmp/whl by earlier calls (.dev-whl/nv, .dev-whl/pa).
-#   PART=tests: the packed test binaries with the GPU and nvCOMP required, then
+#   PART=tests: the packed test binaries with the GPU and nvCOMP required (the mutants through
+#     cuda:0 too), then
 #     compute-sanitizer memcheck over the large-page test (both shares of it);
 #   PART=sweep: the lineitem SNAPPY file of bench-decode_device (arrow-rs writer), the same
 #     rows written by pyarrow (scripts/cudf_compare.py write-codecs) and the 800-row-group file
@@ -10,7 +11,7 @@
 #     bench-decode_device (load(), cuparquet only, the stages of a profiled load), then
 #     bench-stream_device (load(), batches(), first batch; consumer-drops runs under BUDGETS);
 #   PART=ab: bench-decode_device of this build against the one before (old-bench-decode_device),
-#     same files, alternately;
+#     same files and the pyarrow DELTA / BYTE_STREAM_SPLIT file (write-delta), alternately;
 #   PART=race: scripts/device-racecheck.sh over the corpus and the writers' files (.dev/writers).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,7 @@ d=/tmp/bench-data
 case "${PART:-tests}" in
 tests)
   echo "=== tests (GPU and nvCOMP required)"
-  CUPARQUET_REQUIRE_NVCOMP=1 timeout "${TEST_TIMEOUT:-400}" bash .dev/run.sh 2>&1 | tee "$out/tests.txt" \
+  CUPARQUET_MUTANTS_DEVICE=cuda:0 CUPARQUET_REQUIRE_NVCOMP=1 timeout "${TEST_TIMEOUT:-400}" bash .dev/run.sh 2>&1 | tee "$out/tests.txt" \
     | grep -E "^===|test result|FAILED|panicked|device tests|skipping"
   echo "=== compute-sanitizer memcheck: gpu_large_pages_equal_arrow_rs"
   CUPARQUET_REQUIRE_GPU=1 timeout "${SAN_TIMEOUT:-150}" compute-sanitizer --tool memcheck \
@@ -38,6 +39,7 @@ sweep)
     timeout 200 python3 scripts/cudf_compare.py write-codecs $d/lineitem-24000000-snappy-dict.parquet \
       $d snappy 2>&1 | tail -2
   fi
+  [ -f $d/delta-split-pyarrow.parquet ] || timeout 120 python3 scripts/cudf_compare.py write-delta $d >/dev/null
   small=$d/small-row-groups-8m-800rg-snappy.parquet
   [ -f $small ] || CUPARQUET_BENCH_FILES=small-row-groups CUPARQUET_BENCH_ROUNDS=1 \
     CUPARQUET_BENCH_BUDGETS=none timeout 200 .dev/bin/bench-stream_device 2>&1 | grep -E "panicked" 
@@ -64,7 +66,7 @@ ab)
   # the SNAPPY kernel of this checkout against the one before (.dev/bin/old-bench-decode_device,
   # packed beside it), alternately, PAIRS times, at the built-in share and at share 0 (every page
   # on the kernel)
-  extra="pyarrow-snappy=$d/lineitem-pyarrow-snappy.parquet,small-row-groups=$d/small-row-groups-8m-800rg-snappy.parquet"
+  extra="pyarrow-snappy=$d/lineitem-pyarrow-snappy.parquet,small-row-groups=$d/small-row-groups-8m-800rg-snappy.parquet,delta-split-pyarrow=$d/delta-split-pyarrow.parquet"
   for k in $(seq 1 "${PAIRS:-2}"); do
     for build in old new; do
       bin=.dev/bin/bench-decode_device; [ $build = old ] && bin=.dev/bin/old-bench-decode_device

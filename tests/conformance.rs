@@ -32,8 +32,8 @@ struct Backend {
     /// Read through the stream (`batches()`) instead of `load()`, in batches of this many
     /// rows (else 1000 through `load()`).
     stream: Option<usize>,
-    /// The percent of the bytes of the pages the device decompresses (SNAPPY, and nvCOMP's
-    /// codecs where it is installed) the host takes beside it (`None`: the default share).
+    /// The percent of nvCOMP's codecs' bytes the host takes beside it (where nvCOMP is
+    /// installed; `None`: the default share).
     host_share: Option<u32>,
 }
 
@@ -127,9 +127,8 @@ fn backends() -> Vec<Backend> {
             stream: Some(333),
             host_share: Some(40),
         });
-        // (the host's share is of the bytes of SNAPPY pages our kernel decompresses, and where
-        // nvCOMP is installed of its ZSTD, GZIP and LZ4_RAW pages: the default share, none, all,
-        // and 40 %, the largest pages on the host and the rest on the device)
+        // (where nvCOMP is installed, every device backend has it decompress ZSTD, GZIP and
+        // LZ4_RAW pages, the host taking the default share of them beside it, none, all, or 40 %)
     }
     v
 }

@@ -422,8 +422,7 @@ fn a_snappy_page_shorter_than_its_claim_is_refused() {
 }
 
 /// A SNAPPY page whose first element copies from before the start of its output: refused with
-/// an error naming the page on the host, by the device kernel, and by the host's cores beside
-/// it (where a failure sends the chunk to the host path, which names the fault).
+/// an error naming the page, on the host and by the device kernel.
 #[test]
 fn a_snappy_copy_before_the_start_is_refused_on_every_path() {
     use parquet::file::properties::WriterProperties;
@@ -451,26 +450,26 @@ fn a_snappy_copy_before_the_start_is_refused_on_every_path() {
     let mut tries: Vec<(String, cuparquet::Result<()>)> =
         vec![("host".into(), load(&path).map(|_| ()))];
     if gpu_available("SNAPPY copy test on the device") {
-        for share in [0, 100] {
-            let got = ParquetGpuReader::builder(&path)
-                .with_device(Device::Cuda(0))
-                .with_tuning(cuparquet::config::Tuning {
-                    snappy: cuparquet::config::SnappyPlacement::Device,
-                    host_share: Some(share),
-                    ..Default::default()
-                })
-                .build()
-                .and_then(|r| r.load())
-                .map(|_| ());
-            tries.push((format!("device, host share {share}"), got));
-        }
+        let got = ParquetGpuReader::builder(&path)
+            .with_device(Device::Cuda(0))
+            .with_tuning(cuparquet::config::Tuning {
+                snappy: cuparquet::config::SnappyPlacement::Device,
+                ..Default::default()
+            })
+            .build()
+            .and_then(|r| r.load())
+            .map(|_| ());
+        tries.push(("the device kernel".into(), got));
     }
     for (on, got) in tries {
         let e = got.expect_err(&on);
         assert_clear(&path, &e);
         let msg = e.to_string();
         assert!(msg.contains("row group 0, column 'x'"), "{on}: {msg}");
-        assert!(msg.contains("offset"), "{on}: {msg}");
+        assert!(
+            msg.contains("before the start") || msg.contains("offset"),
+            "{on}: {msg}"
+        );
         // the page, and where it is in the file
         assert!(
             msg.contains("page 0") && msg.contains("byte"),
@@ -528,5 +527,113 @@ fn gpu_load_refuses_pages_over_the_page_cap() {
             l.to_host().map(|b| concat(&l.schema, &b)).unwrap() == want,
             "{name}"
         );
+    }
+}
+
+/// A decimal stored past its declared precision (the schema contradicting the data) is refused
+/// on the host and on the device, for every decimal width, naming the column; the values in
+/// precision around it, and a null, are not.
+#[test]
+fn decimals_past_their_precision_are_refused_on_every_path() {
+    use arrow::array::{
+        ArrayRef, Decimal128Array, Decimal256Array, Decimal32Array, Decimal64Array,
+    };
+    use arrow::datatypes::i256;
+    let dir = scratch_dir();
+    let n = 3000usize;
+    let bad_at = 2223usize; // (not a multiple of 11: not a null)
+    let mut devices = vec![Device::Host];
+    if gpu_available("decimal precision test on the device") {
+        devices.push(Device::Cuda(0));
+    }
+    // (name, the column with one value past its precision: 10^p, or -10^p)
+    let cases: Vec<(&str, ArrayRef)> = vec![
+        (
+            "d32",
+            std::sync::Arc::new(
+                Decimal32Array::from_iter((0..n).map(|i| {
+                    (i % 11 != 0).then_some(if i == bad_at {
+                        10_000
+                    } else {
+                        (i % 9999) as i32
+                    })
+                }))
+                .with_precision_and_scale(4, 1)
+                .unwrap(),
+            ),
+        ),
+        (
+            "d64",
+            std::sync::Arc::new(
+                Decimal64Array::from_iter_values((0..n).map(|i| {
+                    if i == bad_at {
+                        -10_000_000_000
+                    } else {
+                        -(i as i64) * 1_000_003
+                    }
+                }))
+                .with_precision_and_scale(10, 2)
+                .unwrap(),
+            ),
+        ),
+        (
+            "d128",
+            std::sync::Arc::new(
+                Decimal128Array::from_iter_values((0..n).map(|i| {
+                    if i == bad_at {
+                        10i128.pow(20)
+                    } else {
+                        (i as i128) * 9_999_999_999_999_999
+                    }
+                }))
+                .with_precision_and_scale(20, 2)
+                .unwrap(),
+            ),
+        ),
+        (
+            "d256",
+            std::sync::Arc::new(
+                Decimal256Array::from_iter_values((0..n).map(|i| {
+                    if i == bad_at {
+                        i256::from_i128(-(10i128.pow(20)))
+                            .wrapping_mul(i256::from_i128(10i128.pow(20)))
+                    } else {
+                        i256::from_i128(i as i128 * 7)
+                    }
+                }))
+                .with_precision_and_scale(40, 2)
+                .unwrap(),
+            ),
+        ),
+    ];
+    for (name, col) in cases {
+        let (path, _, _) = one_column(
+            dir.path(),
+            &format!("{name}.parquet"),
+            col.clone(),
+            parquet::file::properties::WriterProperties::builder().build(),
+        );
+        for &device in &devices {
+            let e = load_on(&path, device).expect_err(&format!("{name} on {device}"));
+            assert_clear(&path, &e);
+            let msg = e.to_string();
+            assert!(
+                msg.contains("outside its declared precision") && msg.contains("column 'x'"),
+                "{name} on {device}: {msg}"
+            );
+        }
+        // the same column without the bad value loads, equal to arrow-rs, on every path
+        let good = col.slice(0, bad_at);
+        let (path, _, _) = one_column(
+            dir.path(),
+            &format!("{name}-good.parquet"),
+            good,
+            parquet::file::properties::WriterProperties::builder().build(),
+        );
+        let want = oracle(&path, &Projection::All, None).unwrap();
+        for &device in &devices {
+            let got = load_on(&path, device).unwrap();
+            assert!(got == want, "{name} on {device}");
+        }
     }
 }

@@ -772,7 +772,7 @@ fn gpu_large_pages_equal_arrow_rs() {
             let want = oracle(&p, &Projection::All, None).unwrap();
             // all columns with SNAPPY on the device kernel (the per-column loads below let the
             // model place it: these loads are small, so mostly the host); the host's share beside
-            // the device's decompressor none, then half of the bytes (the largest pages)
+            // nvCOMP none, then half of the bytes (the largest pages)
             for share in [0, 50] {
                 let all = ParquetGpuReader::builder(&p)
                     .with_device(Device::Cuda(0))
@@ -785,8 +785,8 @@ fn gpu_large_pages_equal_arrow_rs() {
                     .and_then(|r| r.load())
                     .and_then(|l| {
                         // the report says where each field's pages were decompressed: SNAPPY
-                        // by our kernel, ZSTD by nvCOMP where it is installed, else on the
-                        // host; with a share, the host beside either
+                        // by our kernel, ZSTD by nvCOMP where it is installed (with a share, the
+                        // host beside it), else on the host
                         let g = l.report.gpu_decode.clone().unwrap();
                         let nv = cuparquet::device::nvcomp::nvcomp().unwrap().is_some();
                         let compressed = codec != Compression::UNCOMPRESSED;
@@ -796,10 +796,10 @@ fn gpu_large_pages_equal_arrow_rs() {
                             _ if nv => p.nvcomp,
                             _ => 0,
                         };
-                        let side = if codec == Compression::SNAPPY || nv {
-                            share
-                        } else {
-                            100
+                        let side = match codec {
+                            Compression::SNAPPY => 0,
+                            _ if nv => share,
+                            _ => 100,
                         };
                         let (mut on_device, mut on_host) = (0, 0);
                         for d in &g.decompressed {

@@ -33,11 +33,13 @@ pub(crate) struct ChunkKind {
 
 /// Largest output of `codec` per input byte (a bound, not a typical ratio): LZ4 writes at
 /// most 255 bytes of a match per byte of its length continuation; DEFLATE at most 1,032 per
-/// byte (258 bytes per 2-bit code, ×4).
+/// byte (258 bytes per 2-bit code, ×4); ZSTD at most a block's 128 KiB per block of at least
+/// 4 bytes (an RLE block: a 3-byte header and the byte), 32,768 per byte.
 fn expansion(codec: Compression) -> Option<u64> {
     match codec {
         Compression::LZ4 | Compression::LZ4_RAW => Some(255),
         Compression::GZIP(_) => Some(1_032),
+        Compression::ZSTD(_) => Some(32_768),
         _ => None,
     }
 }
@@ -156,8 +158,8 @@ pub(crate) fn check_page(
 /// The claims of [`check_page`] a page table parsed on the device can be checked against
 /// without the page's bytes (the GPU decoder's tables, before anything is allocated by them):
 /// the uncompressed size (`want`) within the page cap; values stored uncompressed (`codec`
-/// UNCOMPRESSED, a v2 page not compressed) as long as claimed; LZ4 and GZIP values within the
-/// codec's largest expansion of the stored bytes (`stored`; `levels` of v2 levels in front of
+/// UNCOMPRESSED, a v2 page not compressed) as long as claimed; LZ4, GZIP and ZSTD values within
+/// the codec's largest expansion of the stored bytes (`stored`; `levels` of v2 levels in front of
 /// the values in both). Index pages carry no values.
 pub(crate) fn check_claimed_sizes(
     codec: Compression,
@@ -479,8 +481,8 @@ mod tests {
             .contains("of 90 bytes whose header says 110"));
         assert!(ok(C::SNAPPY, 100, 100, 10, false, false, 1 << 20).is_ok());
         assert!(ok(C::UNCOMPRESSED, 120, 100, 0, true, true, 1 << 20).is_ok());
-        // LZ4 and GZIP expand by a bounded ratio; SNAPPY and ZSTD are checked by their kernels
-        // and nvCOMP against the claim
+        // LZ4, GZIP and ZSTD expand by a bounded ratio; SNAPPY is checked by its kernel against
+        // the claim
         assert!(ok(C::LZ4_RAW, 255 * 100 + 64, 100, 0, true, false, 1 << 30).is_ok());
         assert!(ok(C::LZ4_RAW, 255 * 100 + 65, 100, 0, true, false, 1 << 30)
             .unwrap_err()
@@ -489,5 +491,17 @@ mod tests {
             .unwrap_err()
             .contains("more than it can hold"));
         assert!(ok(C::SNAPPY, 2_000_000, 100, 0, true, false, 1 << 30).is_ok());
+        // ZSTD: 128 KiB per 4-byte RLE block at most (a page claiming 256 MiB from 2.4 KB, as
+        // a mutated file did: refused before nvCOMP and the host's share allocated by it)
+        let zstd = C::ZSTD(Default::default());
+        assert!(ok(zstd, 32_768 * 2400 + 64, 2400, 0, true, false, 1 << 30).is_ok());
+        assert!(ok(zstd, 256 << 20, 2400, 0, true, false, 1 << 30)
+            .unwrap_err()
+            .contains("more than it can hold"));
+        // the real thing: 1 MiB of zeros, compressed at every level, is within the bound
+        for level in [1, 3, 19] {
+            let z = zstd::bulk::compress(&vec![0u8; 1 << 20], level).unwrap();
+            assert!(ok(zstd, 1 << 20, z.len() as i64, 0, true, false, 1 << 30).is_ok());
+        }
     }
 }

@@ -114,25 +114,31 @@ int main(int argc, char** argv) {
         page_out[p] = (u64)dba[p].data();
     }
     if (any_dba) {
-        // each page's rows in segments of DBA_SEGMENT, a block each, as src/decode/gpu/ does
-        int segs = 1;
+        // each DELTA_BYTE_ARRAY page's rows in segments of DBA_SEGMENT, a block each: the
+        // blocks' (page, segment) table, as src/decode/gpu/bytes/dba.rs makes it
+        std::vector<u32> blocks;
         for (u32 p = 0; p < npages; p++)
             if (pages[p].encoding == 7) {
-                const int s = (int)((pages[p].num_values + DBA_SEGMENT - 1) / DBA_SEGMENT);
-                if (s > segs) segs = s;
+                const long long n = pages[p].num_values > 0 ? pages[p].num_values : 0;
+                const long long s = (n + DBA_SEGMENT - 1) / DBA_SEGMENT;
+                for (long long k = 0; k < (s > 0 ? s : 1); k++) {
+                    blocks.push_back(p);
+                    blocks.push_back((u32)k);
+                }
             }
+        const u32 nblocks = (u32)(blocks.size() / 2);
         std::vector<u32> unres(total + 1, 0xEEEEEEEEu);
-        emu_launch(npages * segs, DBA_THREADS, [&] {
+        emu_launch(nblocks, DBA_THREADS, [&] {
             dba_values(pages.data(), idx.data(), aux.data(), unres.data(), src.data(), base.data(),
-                       info.data(), page_out.data(), segs);
+                       info.data(), page_out.data(), blocks.data());
         });
         emu_launch((npages + 127) / 128, 128, [&] {
             dba_chain(pages.data(), aux.data(), unres.data(), base.data(), info.data(),
                       page_out.data(), (int)npages);
         });
-        emu_launch(npages * segs, DBA_THREADS, [&] {
+        emu_launch(nblocks, DBA_THREADS, [&] {
             dba_fill(pages.data(), aux.data(), unres.data(), base.data(), info.data(),
-                     page_out.data(), segs);
+                     page_out.data(), blocks.data());
         });
     }
     // 3. offsets (a kept dictionary's: of its entries)

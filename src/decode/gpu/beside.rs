@@ -1,13 +1,16 @@
-//! The largest compressed pages of a pass decompressed on the host's cores beside the device's
-//! decompressor (nvCOMP's call, or our SNAPPY kernel), at the same time.
+//! The largest compressed pages of a pass decompressed on the host's cores beside nvCOMP's
+//! call, at the same time.
 //!
-//! Why: a device decompressor works a page per unit (a block of our SNAPPY kernel, a unit of
-//! nvCOMP's work), so its call lasts about as long as its largest page, while the host
-//! decompresses a page at its cores' speed whatever its size. arrow-rs's lineitem chunks hold
-//! 1 MiB dictionary pages and PLAIN-fallback pages of 160 KiB beside data pages of 40 KiB: the
-//! device's call is ~5× shorter once the host has taken the largest pages. [`host_share`] is how
-//! many of the bytes the host takes (largest pages first, [`host_split`]);
-//! [`decompress_on_host`] does it.
+//! Why: nvCOMP works a page per unit of its work, so its call lasts about as long as its largest
+//! page (about 30 MB/s a page), while the host decompresses a page at its cores' speed whatever
+//! its size. arrow-rs's lineitem chunks hold 1 MiB dictionary pages and PLAIN-fallback pages of
+//! 160 KiB beside data pages of 40 KiB: the call is ~5× shorter once the host has taken the
+//! largest pages. [`host_share`] is how many of the bytes the host takes (largest pages first,
+//! [`host_split`]); [`decompress_on_host`] does it.
+//!
+//! (Our SNAPPY kernel is not shared so: it decompresses a page about five times faster than
+//! nvCOMP, and with the host beside it the SNAPPY lineitem loads measured slower at every
+//! share, 10 % to 40 %: benches/RESULTS.md, 2026-12-03 afternoon.)
 
 use std::sync::Arc;
 
@@ -15,28 +18,22 @@ use super::kernels::SnappyJob;
 use crate::decode::decompress::decompress_exact;
 use crate::device::{DeviceBuffer, Gpu};
 
-/// The share (percent) of the decompressed bytes of a device decompressor's pages that the
-/// host's `cores` take beside it, largest pages first: `tuned` where given
-/// (`CUPARQUET_TUNING=host_share=N`), else `at_16` (the share measured best on 16 cores:
-/// [`NVCOMP_SHARE_AT_16`], [`SNAPPY_SHARE_AT_16`]) scaled by the cores there are (at most
-/// twice it).
-pub(crate) fn host_share(tuned: Option<u32>, cores: usize, at_16: u32) -> u32 {
+/// The share (percent) of the decompressed bytes of nvCOMP's pages that the host's `cores`
+/// take beside it, largest pages first: `tuned` where given (`CUPARQUET_TUNING=host_share=N`),
+/// else [`HOST_SHARE_AT_16`] scaled by the cores there are (at most twice it).
+pub(crate) fn host_share(tuned: Option<u32>, cores: usize) -> u32 {
     match tuned {
         Some(t) => t.min(100),
-        None => (at_16 * cores.min(64) as u32 / 16).min(2 * at_16),
+        None => (HOST_SHARE_AT_16 * cores.min(64) as u32 / 16).min(2 * HOST_SHARE_AT_16),
     }
 }
 
-/// The host's share beside nvCOMP on the H200 machine's 16 cores: the best measured for ZSTD
+/// The host's share on the H200 machine's 16 cores: the best measured for ZSTD
 /// and LZ4_RAW lineitem files of both writers (benches/RESULTS.md, 2026-12-03: shares 0, 10,
 /// 15, 20, 30 and 100 in one call; 15 the fastest on all four files; GZIP, not measured, takes
 /// the same). Below it nvCOMP's call is as long as its largest pages (arrow-rs's 1 MiB
 /// dictionary pages there); above it the host's part is the longer.
-pub(crate) const NVCOMP_SHARE_AT_16: u32 = 15;
-
-/// The host's share beside our SNAPPY kernel on the H200 machine's 16 cores (benches/RESULTS.md,
-/// 2026-12-03, afternoon).
-pub(crate) const SNAPPY_SHARE_AT_16: u32 = 15;
+pub(crate) const HOST_SHARE_AT_16: u32 = 15;
 
 /// How many of the pages of `sizes` (decompressed bytes, largest first) the host takes: the
 /// largest, until they hold `share` percent of the bytes (the page that reaches it included).
@@ -144,16 +141,13 @@ mod tests {
 
     #[test]
     fn host_share_scales_with_cores_and_obeys_the_tuning() {
-        for at in [NVCOMP_SHARE_AT_16, SNAPPY_SHARE_AT_16, 16] {
-            assert_eq!(host_share(None, 16, at), at);
-            assert_eq!(host_share(None, 8, at), at * 8 / 16);
-            assert_eq!(host_share(None, 1, at), at / 16);
-            assert_eq!(host_share(None, 128, at), 2 * at);
-            assert_eq!(host_share(Some(0), 16, at), 0);
-            assert_eq!(host_share(Some(100), 2, at), 100);
-            assert_eq!(host_share(Some(250), 2, at), 100);
-        }
-        assert_eq!(host_share(None, 8, 16), 8);
+        assert_eq!(host_share(None, 16), HOST_SHARE_AT_16);
+        assert_eq!(host_share(None, 8), HOST_SHARE_AT_16 * 8 / 16);
+        assert_eq!(host_share(None, 1), HOST_SHARE_AT_16 / 16);
+        assert_eq!(host_share(None, 128), 2 * HOST_SHARE_AT_16);
+        assert_eq!(host_share(Some(0), 16), 0);
+        assert_eq!(host_share(Some(100), 2), 100);
+        assert_eq!(host_share(Some(250), 2), 100);
     }
 
     #[test]
@@ -168,7 +162,7 @@ mod tests {
         assert_eq!(host_split(&sizes, 90), 4);
         assert_eq!(host_split(&sizes, 100), 5);
         assert_eq!(host_split(&[], 15), 0);
-        assert_eq!(host_split(&[0, 0], 50), 0); // nothing to decompress: all to the device
+        assert_eq!(host_split(&[0, 0], 50), 0); // nothing to decompress: all to nvCOMP
     }
 
     #[test]

@@ -423,7 +423,7 @@ struct Sizes {
     _errors: DeviceBuffer,
     /// DELTA_BYTE_ARRAY values put together (the sources point into them), with the tables
     /// their launch read.
-    _dba: Option<[DeviceBuffer; 5]>,
+    _dba: Option<[DeviceBuffer; 6]>,
 }
 
 /// The offsets stage's output: each column's i64 offsets (device addresses), the i64 offsets

@@ -124,6 +124,9 @@ kernels! {
     DECODE_FIXED_PAGES = decode_fixed_pages in DECODE_FIXED_MODULE(
         Const<PageJob>, Const<ColumnJob>, Mut<u8>, Mut<u32>, Mut<u64>, Const<u64>, Mut<u32>
     );
+    /// `per` blocks per decimal array: the least index of a valid value past its precision.
+    /// (arrays, n, per, bad).
+    DECIMAL_CHECK = decimal_check in DECODE_FIXED_MODULE(Const<DecimalCheck>, i32, i32, Mut<u64>);
     /// One block per dictionary page: each entry's (address, length).
     /// (dict_data, dict_len_bytes, dict_count, entries_out, num_dicts, errors).
     DICT_ENTRIES = dict_entries in DECODE_BYTES_MODULE(
@@ -138,10 +141,10 @@ kernels! {
     /// One block per segment of a DELTA_BYTE_ARRAY page's values: its values put together
     /// but for the bytes from before the segment, its rows' sources.
     /// (pages, idx_scratch, aux_scratch, unres_scratch, src_scratch, scratch_base, page_info,
-    /// page_out, segments per page).
+    /// page_out, each block's (page, segment)).
     DBA_VALUES = dba_values in DECODE_BYTES_MODULE(
         Const<PageJob>, Const<u32>, Const<u32>, Mut<u32>, Mut<u64>, Const<u64>, Const<u64>,
-        Const<u64>, i32
+        Const<u64>, Const<u32>
     );
     /// A thread per DELTA_BYTE_ARRAY page: the last value of each segment completed.
     /// (pages, aux_scratch, unres_scratch, scratch_base, page_info, page_out, pages).
@@ -149,9 +152,10 @@ kernels! {
         Const<PageJob>, Const<u32>, Const<u32>, Const<u64>, Const<u64>, Const<u64>, i32
     );
     /// One block per segment: each value's bytes from before its segment.
-    /// (pages, aux_scratch, unres_scratch, scratch_base, page_info, page_out, segments).
+    /// (pages, aux_scratch, unres_scratch, scratch_base, page_info, page_out, each block's
+    /// (page, segment)).
     DBA_FILL = dba_fill in DECODE_BYTES_MODULE(
-        Const<PageJob>, Const<u32>, Const<u32>, Const<u64>, Const<u64>, Const<u64>, i32
+        Const<PageJob>, Const<u32>, Const<u32>, Const<u64>, Const<u64>, Const<u64>, Const<u32>
     );
     /// One block per data page: the characters copied to their offsets.
     /// (pages, src_scratch, scratch_base, col_offsets, col_chars).
@@ -349,6 +353,28 @@ macro_rules! c_struct {
             }
         }
     };
+}
+
+c_struct! {
+    /// Mirror of `struct DecimalCheck` in `kernels/decode_fixed.cu`: one decoded decimal array.
+    pub(crate) struct DecimalCheck(64 bytes) {
+        /// Device address of the values.
+        values: u64,
+        /// Device address of the validity bitmap, 0 when there is none.
+        validity: u64,
+        /// Values.
+        len: u64,
+        /// Bytes per value: 4, 8, 16 or 32.
+        width: u64,
+        /// 10^precision - 1, little-endian 64-bit limbs.
+        max0: u64,
+        /// (limb 1)
+        max1: u64,
+        /// (limb 2)
+        max2: u64,
+        /// (limb 3)
+        max3: u64,
+    }
 }
 
 c_struct! {
@@ -783,7 +809,7 @@ mod tests {
             declared.len(),
             "declared kernels missing from their sources"
         );
-        assert_eq!(found, 32);
+        assert_eq!(found, 33);
     }
 
     fn mirror<T: CStruct>() -> (&'static str, usize, &'static [(&'static str, &'static str)]) {
@@ -806,6 +832,7 @@ mod tests {
             mirror::<LevelOut>(),
             mirror::<NestUnit>(),
             mirror::<NestTask>(),
+            mirror::<DecimalCheck>(),
         ];
         let all: String = MODULES.iter().map(|m| m.source).collect();
         for (name, size, fields) in mirrors {

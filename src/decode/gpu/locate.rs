@@ -1,14 +1,12 @@
 //! Where each page's (decompressed) data lives on the device: uncompressed pages in place in
 //! the load's buffer; ZSTD, GZIP and LZ4_RAW pages decompressed by nvCOMP
-//! ([`nvcomp`](super::nvcomp)) where it is installed, SNAPPY pages by our kernel
-//! ([`snappy`](super::snappy)), the host's cores taking the largest beside either
-//! ([`beside`](super::beside)); SNAPPY pages of a small pass all on the host;
+//! ([`nvcomp`](super::nvcomp)) where it is installed (the host's cores taking the largest beside
+//! it); SNAPPY pages by our kernel ([`snappy`](super::snappy)) or the host;
 //! the rest decompressed on the host (a task per chunk) and uploaded through pinned
 //! buffers.
 
 use std::sync::Arc;
 
-use super::beside;
 use super::kernels::PageInfo;
 use super::nvcomp::{nvcomp_codec, nvcomp_on_device};
 use super::profile::timed;
@@ -25,9 +23,7 @@ pub(super) type PageLocations = (Vec<(u64, u64)>, PageCounts);
 /// uncompressed chunks in place in the load's buffer; ZSTD, GZIP and LZ4_RAW pages decompressed
 /// by nvCOMP where it is installed, `host_share` percent of their bytes (the largest pages) by
 /// the host's cores beside it (a chunk either fails on goes to the host); SNAPPY pages by our
-/// kernel ([`snappy_on_device`], the host's cores taking the same kind of share beside it,
-/// none when `placement` is `device`) or, where `placement` (or its model) says so, all on the
-/// host;
+/// kernel ([`snappy_on_device`]) or, where `placement` (or its model) says so, on the host;
 /// the rest decompressed on the host (chunks in parallel) and uploaded through pinned
 /// buffers. Buffers the kernels will read are pushed to `uploads`,
 /// which must outlive them. Indexed like `cis`.
@@ -118,21 +114,15 @@ pub(super) fn locate_pages(
     }
     if !snappy.is_empty() {
         let sn: Vec<usize> = snappy.iter().map(|&k| cis[k]).collect();
-        // `snappy=device` alone keeps every page on the kernel; a tuned share applies still
-        let share = match (placement, host_share) {
-            (SnappyPlacement::Device, None) => 0,
-            _ => beside::host_share(
-                host_share,
-                rayon::current_num_threads(),
-                beside::SNAPPY_SHARE_AT_16,
-            ),
-        };
-        let done = snappy_on_device(chunks, &sn, tables, share, &fail, uploads)?;
-        for (k, d) in snappy.into_iter().zip(done) {
-            match d {
-                Some(located) => out[k] = Some(located),
-                None => host.push((k, Compression::SNAPPY)),
-            }
+        let locs = snappy_on_device(chunks, &sn, tables, &fail, uploads)?;
+        for (k, (l, pages)) in snappy.into_iter().zip(locs) {
+            out[k] = Some((
+                l,
+                PageCounts {
+                    kernel: pages,
+                    ..PageCounts::default()
+                },
+            ));
         }
     }
     if !host.is_empty() {

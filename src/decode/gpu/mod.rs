@@ -7,8 +7,7 @@
 //! of nested fields a value slot per level entry, which `nested.rs` then builds into lists,
 //! structs and maps from their levels: SNAPPY pages decompressed by our
 //! kernel (one block per page, or per 64 KiB fragment of a large page when large pages are
-//! few; the largest pages on the host's cores beside it), or all on the host's cores where
-//! `snappy_on_host`'s model says that is faster (then a
+//! few), or on the host's cores where `snappy_on_host`'s model says that is faster (then a
 //! large page is split over cores by [`crate::decode::snappy_host`] when pages are few); other
 //! codecs on the host (a task per chunk: its bytes copied back, pages decompressed in parallel
 //! straight into a pooled pinned buffer, then uploaded). The reader runs the two decoders of a
@@ -33,12 +32,13 @@
 //! | `locate.rs` | where each page's decompressed data lives: in place, SNAPPY on the device or the host, nvCOMP's codecs by it (with the host's share beside it), other codecs on the host and uploaded |
 //! | `snappy.rs` | the SNAPPY kernels (whole pages, or 64 KiB fragments of large ones) and the host-or-device model |
 //! | `nvcomp.rs` | ZSTD, GZIP and LZ4_RAW pages: one nvCOMP call per codec, largest pages first |
-//! | `beside.rs` | the largest pages of either (a share of their bytes) decompressed on the host's cores at the same time |
+//! | `beside.rs` | the largest of nvCOMP's pages (a share of their bytes) decompressed on the host's cores at the same time |
 //! | `page_jobs.rs` | the data-page jobs both value decoders build, and errors naming a page |
 //! | `fixed.rs` | [`decode_fixed_columns`]: fixed-width columns in one launch |
 //! | `bytes.rs` | [`decode_bytes_columns`]: dictionary entries, sizes (or kept dictionaries' keys), offsets, characters, fixed-width values, UTF-8 check |
 //! | `bytes/dba.rs` | DELTA_BYTE_ARRAY values put together, a page's values in segments over many blocks |
 //! | `nested.rs` | nested fields: their leaves' levels (one byte per level entry), then list offsets, struct / list / map validity and the leaves' values moved to their slots |
+//! | `decimals.rs` | every decimal array decoded checked within its declared precision |
 //! | `launch.rs` | typed kernel launches (`Kernel`, `Const`, `Mut`) and upload / read-back helpers |
 //! | `kernels.rs` | the embedded `.cu` sources, each kernel's declared parameters, the job structures' C layout, error bits |
 //! | `profile.rs` | stage timing |
@@ -51,6 +51,7 @@ mod beside;
 mod bytes;
 #[cfg(test)]
 mod c_source;
+mod decimals;
 mod filter;
 mod fixed;
 pub(crate) mod kernels;

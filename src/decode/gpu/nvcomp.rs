@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use super::beside::{decompress_on_host, host_share, largest_to_host, NVCOMP_SHARE_AT_16};
+use super::beside::{decompress_on_host, host_share, largest_to_host};
 use super::kernels::{PageInfo, SnappyJob};
 use super::locate::PageLocations;
 use super::snappy::{device_jobs, Jobs};
@@ -83,7 +83,7 @@ pub(super) fn nvcomp_on_device(
             continue;
         }
         // largest first, for both sides
-        let share = host_share(host_share_tuned, cores, NVCOMP_SHARE_AT_16);
+        let share = host_share(host_share_tuned, cores);
         let (host_js, device_js) = largest_to_host(&jobs, mine, share);
         let spans: Vec<(u64, u64, u64, u64)> = device_js
             .iter()

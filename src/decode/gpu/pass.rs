@@ -78,11 +78,15 @@ pub(crate) fn decode_pass(
         }
     }
     // kept dictionaries: every data page of their chunks must be dictionary-encoded (writers
-    // fall back to PLAIN pages when a dictionary grows too large), as the page tables say
-    let keys = placements
-        .iter()
-        .any(|p| matches!(p, Placement::Gpu(c) if c.keys));
-    let early_tables = if keys {
+    // fall back to PLAIN pages when a dictionary grows too large), and the levels of every v1
+    // data page of a column with levels RLE-encoded (the kernels read no other), as the page
+    // tables say: those fields are decoded on the host instead
+    let early = placements.iter().any(|p| match p {
+        Placement::Gpu(c) => c.keys || c.max_def_level > 0 || c.max_rep_level > 0,
+        Placement::Nested(_) => true,
+        Placement::Host { .. } => false,
+    });
+    let early_tables = if early {
         Some(super::checked_page_tables(
             chunks,
             path,
@@ -94,16 +98,21 @@ pub(crate) fn decode_pass(
     };
     if let Some(tables) = &early_tables {
         for p in placements.iter_mut() {
-            let Placement::Gpu(c) = p else { continue };
-            if !c.keys {
-                continue;
-            }
-            if let Some(reason) = keys_fallback(chunks, tables, batches, c, fields[c.field].name())
-            {
-                *p = Placement::Host {
-                    field: c.field,
-                    reason,
-                };
+            let (field, leaves) = match p {
+                Placement::Gpu(c) => (c.field, std::slice::from_ref(c)),
+                Placement::Nested(n) => (n.field, &n.leaves[..]),
+                Placement::Host { .. } => continue,
+            };
+            let name = fields[field].name();
+            let reason = leaves.iter().find_map(|c| {
+                levels_fallback(chunks, tables, c, name).or_else(|| {
+                    c.keys
+                        .then(|| keys_fallback(chunks, tables, batches, c, name))
+                        .flatten()
+                })
+            });
+            if let Some(reason) = reason {
+                *p = Placement::Host { field, reason };
             }
         }
     }
@@ -268,6 +277,7 @@ pub(crate) fn decode_pass(
         let mut cols = fixed?;
         cols.extend(bytes?);
         if nested_cols.is_empty() {
+            super::decimals::check_decimals(&gpu, path, &cols, &fields)?;
             return Ok(cols);
         }
         let (leaves, mut cols): (Vec<_>, Vec<_>) = cols
@@ -283,6 +293,7 @@ pub(crate) fn decode_pass(
         cols.extend(dg::timed("nested fields", || {
             super::nested::assemble(&assembly, leaves)
         })?);
+        super::decimals::check_decimals(&gpu, path, &cols, &fields)?;
         Ok(cols)
     };
     let profiling = input.profile;
@@ -433,6 +444,49 @@ pub(crate) fn decode_pass(
         ));
     }
     Ok((out, report))
+}
+
+/// Why the levels of leaf column `col` (of field `name`) cannot be decoded on the GPU in this
+/// pass: a v1 data page of one of its chunks whose definition or repetition levels (where the
+/// column has them) are not RLE-encoded — the deprecated BIT_PACKED, which the host decoder
+/// reads as arrow-rs does, or an encoding levels cannot have, which it refuses with arrow-rs's
+/// words. `None` when every page's levels are RLE.
+fn levels_fallback(
+    chunks: &DeviceChunks,
+    tables: &[Vec<super::PageInfo>],
+    col: &crate::decode::gpu_plan::GpuColumn,
+    name: &str,
+) -> Option<String> {
+    if col.max_def_level == 0 && col.max_rep_level == 0 {
+        return None;
+    }
+    for (c, table) in chunks.chunks().iter().zip(tables) {
+        if c.column != col.leaf {
+            continue;
+        }
+        let odd = table.iter().enumerate().find_map(|(k, p)| {
+            if p.kind != 0 {
+                return None;
+            }
+            let def = (col.max_def_level > 0 && p.def_level_encoding != 3)
+                .then_some(("definition", p.def_level_encoding));
+            let rep = (col.max_rep_level > 0 && p.rep_level_encoding != 3)
+                .then_some(("repetition", p.rep_level_encoding));
+            def.or(rep).map(|(what, e)| (k, what, e))
+        });
+        if let Some((k, what, e)) = odd {
+            let encoding = match e {
+                4 => "BIT_PACKED".to_string(),
+                e => format!("encoding {e}"),
+            };
+            return Some(format!(
+                "'{name}': page {k} of row group {} has {what} levels in {encoding}, not RLE: \
+                 decoded on the host, as arrow-rs reads it",
+                c.row_group
+            ));
+        }
+    }
+    None
 }
 
 /// Why kept dictionary column `col` (field `name`) cannot be decoded on the GPU in this pass: a

@@ -1,12 +1,8 @@
 //! SNAPPY pages on the device: one block per page, or, when large pages are few, each large
-//! page parsed first into 64 KiB fragments that then decode a block each, while the host's
-//! cores decompress the largest pages beside the kernels ([`beside`](super::beside)); and the
-//! model that sends a small pass's SNAPPY pages all to the host instead ([`snappy_on_host`]).
+//! page parsed first into 64 KiB fragments that then decode a block each; and the model that
+//! sends a pass's SNAPPY pages to the host instead ([`snappy_on_host`]).
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-
-use parquet::basic::Compression::SNAPPY;
 
 use super::kernels::{
     describe_errors, PageInfo, SnappyJob, SNAPPY_ERRORS, SNAPPY_FRAGMENT, SNAPPY_FRAGMENTS,
@@ -15,10 +11,7 @@ use super::kernels::{
 use super::launch::{
     i32s_from_device, u64s, u64s_from_device, upload, upload_table, zeroed, Const, Kernel, Mut,
 };
-use super::beside::{decompress_on_host, largest_to_host};
-use super::locate::PageLocations;
-use super::profile::{profile_absorb, timed};
-use super::{DeviceChunks, PageCounts, SnappyPlacement};
+use super::{DeviceChunks, SnappyPlacement};
 use crate::device::nvrtc::Module;
 use crate::device::{DeviceBuffer, Gpu};
 use crate::error::{Error, Result};
@@ -81,21 +74,17 @@ pub fn snappy_fragments_of(
     Some(out)
 }
 
-/// Decompresses the SNAPPY pages of the chunks `cis` on the device, the largest `share` percent
-/// of their bytes on the host's cores at the same time ([`beside`](super::beside)): large pages
-/// (when few) split into 64 KiB fragments first, then fragments and whole pages one block
-/// each. v2 levels are copied as stored; pages whose values are stored uncompressed are used
-/// in place. Per chunk (indexed like `cis`): its pages' (address, length) of decompressed data
-/// and how many the kernel and the host decompressed, or `None` where a page the host took
-/// failed (the caller decompresses that chunk again on the host, which names what is wrong).
+/// Decompresses the SNAPPY pages of the chunks `cis` on the device: large pages (when few)
+/// split into 64 KiB fragments first, then fragments and whole pages one block each; returns
+/// per chunk each page's (address, length) of decompressed data. v2 levels are copied as
+/// stored; pages whose values are stored uncompressed are used in place.
 pub(super) fn snappy_on_device(
     chunks: &DeviceChunks,
     cis: &[usize],
     tables: &[Vec<PageInfo>],
-    share: u32,
     fail: &dyn Fn(usize, String) -> Error,
     uploads: &mut Vec<DeviceBuffer>,
-) -> Result<Vec<Option<PageLocations>>> {
+) -> Result<Vec<LocatedChunk>> {
     let gpu = Arc::clone(chunks.buffer().gpu());
     let Jobs {
         out,
@@ -103,57 +92,58 @@ pub(super) fn snappy_on_device(
         job_pages,
         locations,
     } = device_jobs(chunks, cis, tables, fail)?;
-    let (host_js, device_js) = largest_to_host(&jobs, (0..jobs.len()).collect(), share);
-    let host_jobs: Vec<SnappyJob> = host_js.iter().map(|&j| jobs[j]).collect();
-    let host_ok = std::thread::scope(|s| -> Result<Vec<bool>> {
-        let host = (!host_jobs.is_empty()).then(|| {
-            s.spawn(|| {
-                let t = std::time::Instant::now();
-                let ok = decompress_on_host(&gpu, chunks.buffer(), &out, SNAPPY, &host_jobs);
-                (ok, t.elapsed())
-            })
-        });
+    if !jobs.is_empty() {
+        let module = SNAPPY_MODULE.load(&gpu)?;
         let run = Run {
             gpu: &gpu,
+            module: &module,
             jobs: &jobs,
             job_pages: &job_pages,
             fail,
         };
-        let device = timed("SNAPPY kernels", || run.decompress(&device_js));
-        let host_ok = match host.map(|h| h.join()) {
-            None => Vec::new(),
-            Some(Ok((ok, took))) => {
-                profile_absorb(vec![("host decompression beside the SNAPPY kernels".into(), took)]);
-                ok
-            }
-            Some(Err(_)) => vec![false; host_jobs.len()],
+        // large pages: when there are too few of them to fill the device, each is parsed
+        // first to find its 64 KiB fragments, which then decode in parallel (a page otherwise
+        // waits on one block). Many large pages fill the device by themselves; there the
+        // extra parse costs more than it saves (measured on the H200: the 24-row-group
+        // lineitem file decodes in 18 ms whole, 20 ms split; a 100k-row file's two 800 KB
+        // dictionary pages in 5.6 ms whole, 3.1 ms split).
+        let mut large: Vec<usize> = (0..jobs.len())
+            .filter(|&j| jobs[j].dst_len >= 2 * SNAPPY_FRAGMENT)
+            .collect();
+        if large.len() > 2 * gpu.multiprocessors() {
+            large.clear();
+        }
+        let mut whole: Vec<usize> = (0..jobs.len()).filter(|j| !large.contains(j)).collect();
+        let (fragments, fragment_of) = if large.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            run.fragments(&large, &mut whole)?
         };
-        device.map(|()| host_ok)
-    })?;
-    let mut host_pages: HashMap<usize, usize> = HashMap::new();
-    let mut bad: HashSet<usize> = HashSet::new();
-    for (&j, ok) in host_js.iter().zip(host_ok) {
-        *host_pages.entry(job_pages[j].0).or_default() += 1;
-        if !ok {
-            bad.insert(job_pages[j].0);
+        if !fragments.is_empty() {
+            let errs = run.launch(&SNAPPY_FRAGMENTS, &fragments)?;
+            // a fragment the reference compressor would not have made (a copy reaching into
+            // the fragment before): its whole page again, in one block
+            let mut redo: Vec<usize> = errs
+                .iter()
+                .zip(&fragment_of)
+                .filter(|(&e, _)| e != 0)
+                .map(|(_, &j)| j)
+                .collect();
+            redo.dedup();
+            whole.extend(redo);
+        }
+        if !whole.is_empty() {
+            whole.sort_unstable();
+            whole.dedup();
+            let some: Vec<SnappyJob> = whole.iter().map(|&j| jobs[j]).collect();
+            let errs = run.launch(&SNAPPY_PAGES, &some)?;
+            if let Some(k) = errs.iter().position(|&b| b != 0) {
+                return Err(run.failed(whole[k], errs[k]));
+            }
         }
     }
     uploads.push(out);
-    Ok(cis
-        .iter()
-        .zip(locations)
-        .map(|(ci, (l, n))| {
-            let host = host_pages.get(ci).copied().unwrap_or(0);
-            (!bad.contains(ci)).then_some((
-                l,
-                PageCounts {
-                    kernel: n - host,
-                    host,
-                    ..PageCounts::default()
-                },
-            ))
-        })
-        .collect())
+    Ok(locations)
 }
 
 /// One chunk's pages' (address, length) of decompressed data, and how many of its pages have
@@ -257,72 +247,17 @@ pub(super) fn device_jobs(
 /// The launches over the jobs of [`device_jobs`], and the errors naming their pages.
 struct Run<'a> {
     gpu: &'a Arc<Gpu>,
+    module: &'a Module,
     jobs: &'a [SnappyJob],
     job_pages: &'a [(usize, usize)],
     fail: &'a dyn Fn(usize, String) -> Error,
 }
 
 impl Run<'_> {
-    /// Decompresses the jobs `mine` on the device; an error names the first bad page.
-    fn decompress(&self, mine: &[usize]) -> Result<()> {
-        if mine.is_empty() {
-            return Ok(());
-        }
-        let module = SNAPPY_MODULE.load(self.gpu)?;
-        // large pages: when there are too few of them to fill the device, each is parsed
-        // first to find its 64 KiB fragments, which then decode in parallel (a page otherwise
-        // waits on one block). Many large pages fill the device by themselves; there the
-        // extra parse costs more than it saves (measured on the H200: the 24-row-group
-        // lineitem file decodes in 18 ms whole, 20 ms split; a 100k-row file's two 800 KB
-        // dictionary pages in 5.6 ms whole, 3.1 ms split).
-        let mut large: Vec<usize> = mine
-            .iter()
-            .copied()
-            .filter(|&j| self.jobs[j].dst_len >= 2 * SNAPPY_FRAGMENT)
-            .collect();
-        if large.len() > 2 * self.gpu.multiprocessors() {
-            large.clear();
-        }
-        let mut whole: Vec<usize> = mine
-            .iter()
-            .copied()
-            .filter(|j| !large.contains(j))
-            .collect();
-        let (fragments, fragment_of) = if large.is_empty() {
-            (Vec::new(), Vec::new())
-        } else {
-            self.fragments(&module, &large, &mut whole)?
-        };
-        if !fragments.is_empty() {
-            let errs = self.launch(&module, &SNAPPY_FRAGMENTS, &fragments)?;
-            // a fragment the reference compressor would not have made (a copy reaching into
-            // the fragment before): its whole page again, in one block
-            let mut redo: Vec<usize> = errs
-                .iter()
-                .zip(&fragment_of)
-                .filter(|(&e, _)| e != 0)
-                .map(|(_, &j)| j)
-                .collect();
-            redo.dedup();
-            whole.extend(redo);
-        }
-        if !whole.is_empty() {
-            whole.sort_unstable();
-            whole.dedup();
-            let some: Vec<SnappyJob> = whole.iter().map(|&j| self.jobs[j]).collect();
-            let errs = self.launch(&module, &SNAPPY_PAGES, &some)?;
-            if let Some(k) = errs.iter().position(|&b| b != 0) {
-                return Err(self.failed(whole[k], errs[k]));
-            }
-        }
-        Ok(())
-    }
-
     /// Runs `kernel` (`snappy_pages` or `snappy_fragments`) over `jobs`, one block each;
     /// their error bits.
     fn launch(
         &self,
-        module: &Module,
         kernel: &Kernel<(Const<SnappyJob>, i32, Mut<u32>)>,
         jobs: &[SnappyJob],
     ) -> Result<Vec<i32>> {
@@ -336,7 +271,7 @@ impl Run<'_> {
         unsafe {
             kernel.launch(
                 gpu,
-                module,
+                self.module,
                 jobs.len() as u32,
                 SNAPPY_THREADS,
                 (
@@ -365,7 +300,6 @@ impl Run<'_> {
     /// a large job whose split table is not usable joins `whole`.
     fn fragments(
         &self,
-        module: &Module,
         large: &[usize],
         whole: &mut Vec<usize>,
     ) -> Result<(Vec<SnappyJob>, Vec<usize>)> {
@@ -392,7 +326,7 @@ impl Run<'_> {
         unsafe {
             SNAPPY_SPLIT.launch(
                 gpu,
-                module,
+                self.module,
                 large.len() as u32,
                 SNAPPY_THREADS,
                 (

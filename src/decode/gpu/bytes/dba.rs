@@ -26,7 +26,7 @@ impl Stages<'_> {
         src: &DeviceBuffer,
         base_buf: &DeviceBuffer,
         info: DeviceBuffer,
-    ) -> Result<[DeviceBuffer; 5]> {
+    ) -> Result<[DeviceBuffer; 6]> {
         let gpu = self.gpu;
         let sizes = u64s_from_device(&info, page_jobs.len() * 4)?;
         let mut at = 0u64;
@@ -59,30 +59,26 @@ impl Stages<'_> {
                 }
             })),
         )?;
-        // each page's rows in segments of DBA_SEGMENT, a block each (its values are at most
-        // its rows)
-        let segs = page_jobs
-            .iter()
-            .filter(|p| p.encoding == 7)
-            .map(|p| (p.num_values.max(0) as u64).div_ceil(DBA_SEGMENT))
-            .max()
-            .unwrap_or(0)
-            .max(1);
-        let blocks = segs * page_jobs.len() as u64;
-        let too_many = |what: &str| Error::Decode {
-            path: self.path.to_path_buf(),
-            row_group: None,
-            column: None,
-            reason: format!("{what}: {blocks} blocks of DELTA_BYTE_ARRAY values in one launch"),
-        };
-        let blocks = u32::try_from(blocks)
+        // each DELTA_BYTE_ARRAY page's rows in segments of DBA_SEGMENT, a block each (its values
+        // are at most its rows): the blocks' (page, segment) table
+        let table = dba_blocks(page_jobs);
+        let n_blocks = table.len() / 2;
+        let blocks = u32::try_from(n_blocks)
             .ok()
             .filter(|&b| b < i32::MAX as u32)
-            .ok_or_else(|| too_many("too many pages"))?;
+            .ok_or_else(|| Error::Decode {
+                path: self.path.to_path_buf(),
+                row_group: None,
+                column: None,
+                reason: format!(
+                    "too many pages: {n_blocks} blocks of DELTA_BYTE_ARRAY values in one launch"
+                ),
+            })?;
+        let blocks_buf = upload(gpu, &table.iter().flat_map(|b| b.to_le_bytes()).collect::<Vec<u8>>())?;
         let unres = gpu.alloc(idx.len().max(4))?;
-        let (segs, pages) = (segs as i32, page_jobs.len() as i32);
-        // SAFETY: one block per segment of DBA_SEGMENT rows of each page job (pages of other
-        // encodings return at once); a DELTA_BYTE_ARRAY page's blocks write only their values'
+        let pages = page_jobs.len() as i32;
+        // SAFETY: one block per segment of DBA_SEGMENT rows of each DELTA_BYTE_ARRAY page job
+        // (the table's pages and segments in range); a DELTA_BYTE_ARRAY page's blocks write only their values'
         // bytes in its part of `scratch` (`info`'s size for it, which `bytes_sizes` summed from
         // the lengths it checked; each value's offset and length from that kernel), their
         // values' entries of `unres` and their rows of `src` (1 u32 and 2 u64 per row from its
@@ -102,7 +98,7 @@ impl Stages<'_> {
                     Const::at(base_buf.device_ptr()),
                     Const::at(info.device_ptr()),
                     Const::at(page_out.device_ptr()),
-                    segs,
+                    Const::at(blocks_buf.device_ptr()),
                 ),
             )?
         };
@@ -139,10 +135,45 @@ impl Stages<'_> {
                     Const::at(base_buf.device_ptr()),
                     Const::at(info.device_ptr()),
                     Const::at(page_out.device_ptr()),
-                    segs,
+                    Const::at(blocks_buf.device_ptr()),
                 ),
             )?
         };
-        Ok([scratch, page_out, aux, info, unres])
+        Ok([scratch, page_out, aux, info, unres, blocks_buf])
+    }
+}
+
+/// The blocks of `dba_values` and `dba_fill`: (page, segment) for every segment of
+/// DBA_SEGMENT values of each DELTA_BYTE_ARRAY page (encoding 7) of `page_jobs`, in order (at
+/// least one for each such page; the stage runs only where there is one).
+pub(crate) fn dba_blocks(page_jobs: &[PageJob]) -> Vec<u32> {
+    let mut table = Vec::new();
+    for (k, p) in page_jobs.iter().enumerate() {
+        if p.encoding == 7 {
+            let segs = (p.num_values.max(0) as u64).div_ceil(DBA_SEGMENT).max(1);
+            for s in 0..segs {
+                table.extend([k as u32, s as u32]);
+            }
+        }
+    }
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_cover_the_delta_byte_array_pages_segments_only() {
+        let page = |encoding, num_values| PageJob {
+            encoding,
+            num_values,
+            ..PageJob::default()
+        };
+        let s = DBA_SEGMENT as i32;
+        // a PLAIN page, a DBA page of 2.5 segments, a dictionary page, an empty DBA page
+        let jobs = [page(0, 5000), page(7, 2 * s + s / 2), page(8, 10), page(7, 0)];
+        assert_eq!(dba_blocks(&jobs), vec![1, 0, 1, 1, 1, 2, 3, 0]);
+        assert!(dba_blocks(&jobs[..1]).is_empty());
     }
 }

@@ -523,8 +523,8 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
 // page_info[4 * page] bytes, below 2^32), in three launches, so that a page's values spread over
 // many blocks. Value k is the first p[k] bytes of value k - 1, then its suffix; pre[k] (from
 // bytes_sizes) is its offset in the scratch, so p[k] = (pre[k+1] - pre[k]) - (start[k+1] -
-// start[k]). The values are cut into segments of DBA_SEGMENT, one block each (blockIdx.x = page
-// * segs + segment):
+// start[k]). The values are cut into segments of DBA_SEGMENT, one block each (block b's page and
+// segment are blocks[2b] and blocks[2b + 1]: the DELTA_BYTE_ARRAY pages' segments only):
 //   dba_values: each value's suffix copied, and its prefix gathered back along its batch of
 //     DBA_THREADS values — bytes [p[j], t) from value j's suffix, for the nearest j before k whose
 //     prefix is shorter than t (t starting at p[k], then p[j]) — and what is left, bytes [0, t),
@@ -544,9 +544,9 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
 extern "C" __global__ void __launch_bounds__(DBA_THREADS) dba_values(
     const PageJob* pages, const u32* idx_scratch, const u32* aux_scratch, u32* unres_scratch,
     u64* src_scratch, const u64* scratch_base, const u64* page_info, const u64* page_out,
-    int segs)
+    const u32* blocks)
 {
-    const int page = blockIdx.x / segs, seg = blockIdx.x % segs;
+    const int page = (int)blocks[2 * blockIdx.x], seg = (int)blocks[2 * blockIdx.x + 1];
     const PageJob pj = pages[page];
     if (pj.encoding != 7) return;
     const u64* info = page_info + 4 * page;
@@ -646,9 +646,9 @@ extern "C" __global__ void dba_chain(const PageJob* pages, const u32* aux_scratc
 // value before its segment, complete after dba_chain.
 extern "C" __global__ void __launch_bounds__(DBA_THREADS) dba_fill(
     const PageJob* pages, const u32* aux_scratch, const u32* unres_scratch,
-    const u64* scratch_base, const u64* page_info, const u64* page_out, int segs)
+    const u64* scratch_base, const u64* page_info, const u64* page_out, const u32* blocks)
 {
-    const int page = blockIdx.x / segs, seg = blockIdx.x % segs;
+    const int page = (int)blocks[2 * blockIdx.x], seg = (int)blocks[2 * blockIdx.x + 1];
     if (seg == 0 || pages[page].encoding != 7) return;
     const long long cnt = (long long)page_info[4 * page + 3];
     const long long lo = (long long)seg * DBA_SEGMENT;

@@ -273,3 +273,51 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
     }
     if (nulls) atomicAdd((unsigned long long*)cj.null_count, (unsigned long long)nulls);
 }
+
+// Decimals within their declared precision (what arrow-rs's validate_decimal_precision asks of
+// the host path's arrays): a value of a decoded array whose magnitude passes 10^precision - 1
+// (a corrupt page, or a file whose schema contradicts its data) would make an invalid Arrow
+// array.
+struct DecimalCheck {       // 64 bytes; mirrored by DecimalCheck in src/decode/gpu/kernels.rs
+    u64 values;             // device address of the values (little-endian two's complement)
+    u64 validity;           // device address of the validity bitmap (LSB first), 0 when none
+    u64 len;                // values
+    u64 width;              // bytes per value: 4, 8, 16 or 32
+    u64 max0;               // 10^precision - 1, little-endian 64-bit limbs
+    u64 max1;
+    u64 max2;
+    u64 max3;
+};
+static_assert(sizeof(DecimalCheck) == 64, "DecimalCheck must match its Rust mirror");
+
+// `per` blocks per array (block b checks array b / per), a thread per value in turn: bad[a]
+// becomes the least index of a valid value of array a past its precision (it starts at ~0).
+extern "C" __global__ void decimal_check(const DecimalCheck* arrays, int n, int per, u64* bad)
+{
+    const int a = (int)(blockIdx.x / (u32)per);
+    if (a >= n) return;
+    const DecimalCheck c = arrays[a];
+    const u64 max[4] = {c.max0, c.max1, c.max2, c.max3};
+    const int limbs = c.width <= 8 ? 1 : (int)(c.width / 8);
+    const u64 step = (u64)per * blockDim.x;
+    for (u64 i = (u64)(blockIdx.x % (u32)per) * blockDim.x + threadIdx.x; i < c.len; i += step) {
+        if (c.validity && !((((const u8*)c.validity)[i >> 3] >> (i & 7)) & 1)) continue;
+        u64 v[4];
+        if (c.width == 4) v[0] = (u64)(long long)((const int*)c.values)[i];
+        else
+            for (int k = 0; k < limbs; k++) v[k] = ((const u64*)c.values)[i * (u64)limbs + k];
+        const u64 ext = (long long)v[limbs - 1] < 0 ? ~0ull : 0ull;
+        for (int k = limbs; k < 4; k++) v[k] = ext;
+        if (ext) {   // the magnitude: two's complement negated (the least value stays above max)
+            u64 carry = 1;
+            for (int k = 0; k < 4; k++) {
+                v[k] = ~v[k] + carry;
+                carry = carry && v[k] == 0;
+            }
+        }
+        bool over = false;
+        for (int k = 3; k >= 0; k--)
+            if (v[k] != max[k]) { over = v[k] > max[k]; break; }
+        if (over) atomicMin((unsigned long long*)&bad[a], (unsigned long long)i);
+    }
+}

@@ -13,8 +13,10 @@
 // 3. Execute, OUT_WIN output bytes at a time: each output byte is either known at once (a
 //    literal byte, or a copy from output written before this batch) or points at an earlier
 //    byte of the same batch (a copy whose source is still being produced: runs, repeats,
-//    copies of copies). Pointer jumping over the batch resolves the chains in log2(depth)
-//    passes; then the batch is written out, coalesced.
+//    copies of copies). A batch without the latter is written out at once; else its entries
+//    are resolved a slice of SNAPPY_THREADS at a time, in order, each following its pointers
+//    back within its slice or taking the byte an earlier slice wrote (one barrier a slice;
+//    nothing shared is written while others read it).
 // Every problem sets a bit in the job's error word and stops that job; nothing is written
 // outside [dst, dst + dst_len).
 
@@ -112,7 +114,7 @@ __device__ static void snappy_block(const SnappyJob j, u32* error, u64* splits)
     __shared__ u64 e_dst[MAX_ELEMS + 1];   // output position of each element; [E] = round end
     __shared__ u64 e_src[MAX_ELEMS];       // literal: input position; copy: offset back
     __shared__ u8 e_lit[MAX_ELEMS];
-    __shared__ volatile u16 s_out[OUT_WIN];
+    __shared__ u16 s_out[OUT_WIN];
     __shared__ u64 s_warp[SNAPPY_THREADS / 32];
     __shared__ u64 s_next_ip;
     __shared__ u32 s_err, s_count, s_more;
@@ -281,25 +283,24 @@ __device__ static void snappy_block(const SnappyJob j, u32* error, u64* splits)
             __syncthreads();
             if (pending) atomicOr(&s_more, 1u);
             __syncthreads();
-            while (s_more) {
-                __syncthreads();
-                if (tid == 0) s_more = 0;
-                __syncthreads();
-                u32 left = 0;
-                for (u32 q = tid; q < n; q += SNAPPY_THREADS) {
-                    u32 v = s_out[q];
-                    if (!(v & RESOLVED)) {
-                        // an entry only ever points further back or resolves, so reading one
-                        // another thread is updating gives either answer, both right
-                        v = s_out[v];
-                        s_out[q] = (u16)v;
-                        left |= !(v & RESOLVED);
+            if (!s_more) {
+                for (u32 q = tid; q < n; q += SNAPPY_THREADS) out[batch + q] = (u8)s_out[q];
+            } else {
+                // Entries still pointing back are resolved a slice of SNAPPY_THREADS entries at
+                // a time, in order, a thread per entry (the one that wrote it): an entry points
+                // strictly back, into an earlier slice (whose bytes are in `out` by now) or
+                // into its own, followed there through the entries' pointers, which nothing
+                // writes any more. Nothing shared is written while it is read (racecheck-clean).
+                for (u32 s0 = 0; s0 < n; s0 += SNAPPY_THREADS) {
+                    const u32 q = s0 + tid;
+                    if (q < n) {
+                        u32 v = s_out[q];
+                        while (!(v & RESOLVED) && v >= s0) v = s_out[v];
+                        out[batch + q] = (v & RESOLVED) ? (u8)v : out[batch + v];
                     }
+                    __syncthreads();   // the slice's bytes are visible to the block
                 }
-                if (left) atomicOr(&s_more, 1u);
-                __syncthreads();
             }
-            for (u32 q = tid; q < n; q += SNAPPY_THREADS) out[batch + q] = (u8)s_out[q];
             __syncthreads();   // this batch's bytes are visible to the block before the next
         }
         op = e_dst[count];
