@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# GPU machine: SNAPPY pages split between our kernel and the host's cores (the host taking the
-# largest, a share of the bytes: CUPARQUET_TUNING=host_share=N), in one call per PART. Before
-# it, the nvCOMP and pyarrow wheels moved to /tmp/whl by earlier calls (.dev-whl/nv, .dev-whl/pa).
+# GPU machine: the SNAPPY kernel's runs, one call per PART. Before it, the nvCOMP and pyarrow
+# wheels moved to /tmp/whl by earlier calls (.dev-whl/nv, .dev-whl/pa).
 #   PART=tests: the packed test binaries with the GPU and nvCOMP required (the mutants through
-#     cuda:0 too), then
-#     compute-sanitizer memcheck over the large-page test (both shares of it);
+#     cuda:0 too), then compute-sanitizer memcheck over the large-page test;
 #   PART=sweep: the lineitem SNAPPY file of bench-decode_device (arrow-rs writer), the same
 #     rows written by pyarrow (scripts/cudf_compare.py write-codecs) and the 800-row-group file
-#     of bench-stream_device, at each share of SHARES (`default` is the built-in share):
-#     bench-decode_device (load(), cuparquet only, the stages of a profiled load), then
-#     bench-stream_device (load(), batches(), first batch; consumer-drops runs under BUDGETS);
+#     of bench-stream_device, at each share of SHARES (CUPARQUET_TUNING=host_share=N, which
+#     applies to nvCOMP's codecs; it measured the SNAPPY pages shared with the host's cores,
+#     since removed): bench-decode_device (load(), cuparquet only, the stages of a profiled
+#     load), then bench-stream_device (load(), batches(), first batch; budgets BUDGETS);
 #   PART=ab: bench-decode_device of this build against the one before (old-bench-decode_device),
 #     same files and the pyarrow DELTA / BYTE_STREAM_SPLIT file (write-delta), alternately;
 #   PART=race: scripts/device-racecheck.sh over the corpus and the writers' files (.dev/writers).
