@@ -162,7 +162,7 @@ pub struct Tuning {
     /// `snappy`: where device loads decompress SNAPPY pages (`auto`, `device`, `host`).
     pub snappy: SnappyPlacement,
     /// `host_share`: the percent (0 to 100) of the bytes of pages nvCOMP decompresses (ZSTD,
-    /// GZIP, LZ4_RAW) that the host's cores take beside it, largest pages first. Default
+    /// LZ4_RAW) that the host's cores take beside it, largest pages first. Default
     /// (`None`): the share measured best, scaled by the host's cores.
     pub host_share: Option<u32>,
     /// `cuda_wait`: how a thread waits for the device (`yield`, the default; `spin`, `block`,

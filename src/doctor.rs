@@ -228,7 +228,6 @@ fn nvcomp_check() -> Check {
         Ok(Some(n)) => {
             let codecs: Vec<&str> = [
                 (NvcompCodec::Zstd, "ZSTD"),
-                (NvcompCodec::Gzip, "GZIP"),
                 (NvcompCodec::Lz4, "LZ4_RAW"),
             ]
             .into_iter()
@@ -252,7 +251,7 @@ fn nvcomp_check() -> Check {
             check(
                 Status::Ok,
                 "nvCOMP",
-                format!("switched off ({ENV_NVCOMP}=off): ZSTD, GZIP and LZ4_RAW pages are decompressed on the host"),
+                format!("switched off ({ENV_NVCOMP}=off): ZSTD and LZ4_RAW pages are decompressed on the host"),
                 None,
             )
         }
@@ -260,7 +259,7 @@ fn nvcomp_check() -> Check {
             Status::Warn,
             "nvCOMP",
             format!(
-                "not found (the loader's path, then {}): ZSTD, GZIP and LZ4_RAW pages are decompressed on the host",
+                "not found (the loader's path, then {}): ZSTD and LZ4_RAW pages are decompressed on the host",
                 search_dirs()
                     .iter()
                     .take(4)

@@ -32,10 +32,11 @@ fn nvcomp_available(what: &str) -> bool {
     }
 }
 
-/// With nvCOMP installed, ZSTD, GZIP and LZ4_RAW pages are decompressed by it, v1 and v2 pages,
+/// With nvCOMP installed, ZSTD and LZ4_RAW pages are decompressed by it, v1 and v2 pages,
 /// with and without dictionaries, and the loads equal arrow-rs; the host's cores take the
 /// largest of them beside it (none at share 0, all at 100, some at 50); SNAPPY stays with our
-/// kernel and Hadoop-framed LZ4 with the host. Damaged pages (bytes flipped inside compressed
+/// kernel, and Hadoop-framed LZ4 and GZIP with the host (nvCOMP's GZIP wrote out of bounds on
+/// a page inflating past its claim). Damaged pages (bytes flipped inside compressed
 /// values, under compute-sanitizer on the GPU machine) never crash or write out of bounds: a
 /// page nvCOMP or the host beside it refuses goes to the host path, whose error names the page,
 /// and the load either fails with an error naming the file and row group or returns the file's
@@ -96,7 +97,9 @@ fn gpu_nvcomp_decompresses_its_codecs() {
                             nv += p.nvcomp;
                             let ok = match codec {
                                 Compression::SNAPPY => p.kernel > 0 && p.host + p.nvcomp == 0,
-                                Compression::LZ4 => p.host > 0 && p.nvcomp + p.kernel == 0,
+                                Compression::LZ4 | Compression::GZIP(_) => {
+                                    p.host > 0 && p.nvcomp + p.kernel == 0
+                                }
                                 _ => p.kernel == 0 && p.host + p.nvcomp > 0,
                             };
                             if !ok {
@@ -105,7 +108,9 @@ fn gpu_nvcomp_decompresses_its_codecs() {
                         }
                         // the split: nvCOMP alone, both, the host alone
                         let split_ok = match (codec, share) {
-                            (Compression::SNAPPY | Compression::LZ4, _) => true,
+                            (Compression::SNAPPY | Compression::LZ4 | Compression::GZIP(_), _) => {
+                                true
+                            }
                             (_, 0) => host == 0 && nv > 0,
                             (_, 100) => nv == 0 && host > 0,
                             _ => nv > 0 && host > 0,

@@ -1,5 +1,5 @@
 //! nvCOMP, loaded at run time where it is installed: batched page decompression on the device
-//! (ZSTD, GZIP and LZ4_RAW).
+//! (ZSTD, GZIP and LZ4_RAW; the decoder gives it ZSTD and LZ4_RAW pages only).
 //!
 //! Never required and never shipped: without it, pages of those codecs are decompressed on the
 //! host. The library is found, in order:

@@ -1,5 +1,5 @@
 //! Where each page's (decompressed) data lives on the device: uncompressed pages in place in
-//! the load's buffer; ZSTD, GZIP and LZ4_RAW pages decompressed by nvCOMP
+//! the load's buffer; ZSTD and LZ4_RAW pages decompressed by nvCOMP
 //! ([`nvcomp`](super::nvcomp)) where it is installed (the host's cores taking the largest beside
 //! it); SNAPPY pages by our kernel ([`snappy`](super::snappy)) or the host;
 //! the rest decompressed on the host (a task per chunk) and uploaded through pinned
@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 pub(super) type PageLocations = (Vec<(u64, u64)>, PageCounts);
 
 /// Where the (decompressed) data of every page of the chunks `cis` lives on the device:
-/// uncompressed chunks in place in the load's buffer; ZSTD, GZIP and LZ4_RAW pages decompressed
+/// uncompressed chunks in place in the load's buffer; ZSTD and LZ4_RAW pages decompressed
 /// by nvCOMP where it is installed, `host_share` percent of their bytes (the largest pages) by
 /// the host's cores beside it (a chunk either fails on goes to the host); SNAPPY pages by our
 /// kernel ([`snappy_on_device`]) or, where `placement` (or its model) says so, on the host;

@@ -1,5 +1,5 @@
 //! Pages decompressed on the device by nvCOMP ([`crate::device::nvcomp`]), where it is
-//! installed: ZSTD, GZIP and LZ4_RAW, one batched call per codec over the pages of a decoder's
+//! installed: ZSTD and LZ4_RAW, one batched call per codec over the pages of a decoder's
 //! pass, while the host's cores decompress the largest of those pages beside it (a share of
 //! the bytes, [`beside`](super::beside)). SNAPPY stays with our kernel: through nvCOMP it measured slower
 //! on the H200 (benches/RESULTS.md, 2026-12-02 afternoon: SNAPPY lineitem 38.9 ms against
@@ -20,12 +20,14 @@ use crate::device::DeviceBuffer;
 use crate::error::{Error, Result};
 
 /// The nvCOMP codec cuparquet gives a Parquet codec's pages to. (Hadoop-framed LZ4 is not
-/// one: its frames are unwrapped on the host.)
+/// one: its frames are unwrapped on the host. Nor is GZIP: nvCOMP 5.3's decompressor wrote
+/// past a page's output where the page inflated past its header's claim — an illegal address
+/// on the H200 for a mutated file the host path refuses by its trailer (benches/RESULTS.md,
+/// 2026-12-03 afternoon) — so GZIP pages stay with the host's bounded inflater.)
 pub(super) fn nvcomp_codec(codec: parquet::basic::Compression) -> Option<NvcompCodec> {
     use parquet::basic::Compression as C;
     match codec {
         C::ZSTD(_) => Some(NvcompCodec::Zstd),
-        C::GZIP(_) => Some(NvcompCodec::Gzip),
         C::LZ4_RAW => Some(NvcompCodec::Lz4),
         _ => None,
     }
