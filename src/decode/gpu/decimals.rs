@@ -62,34 +62,35 @@ pub(super) fn check_decimals(
     cols: &[DeviceColumn],
     fields: &[FieldRef],
 ) -> Result<()> {
+    // (field, array, precision, width, values) of every non-empty decimal array
     let mut found = Vec::new();
-    let mut field_of = Vec::new();
     for c in cols {
-        let before = found.len();
-        decimals(&c.array, &mut found);
-        field_of.extend(std::iter::repeat_n(c.field, found.len() - before));
+        let mut arrays = Vec::new();
+        decimals(&c.array, &mut arrays);
+        found.extend(arrays.into_iter().filter_map(|(a, p, w)| {
+            let (values, _) = a.buffers.first().filter(|_| a.len > 0)?;
+            Some((c.field, a, p, w, values))
+        }));
     }
-    found.retain(|(a, _, _)| a.len > 0);
     if found.is_empty() {
         return Ok(());
     }
-    let mut checks = Vec::with_capacity(found.len());
-    for (a, p, w) in &found {
-        let Some((values, _)) = a.buffers.first() else {
-            continue;
-        };
-        let m = max_of_precision(*p);
-        checks.push(DecimalCheck {
-            values: values.device_ptr(),
-            validity: a.validity.as_ref().map_or(0, |v| v.device_ptr()),
-            len: a.len as u64,
-            width: *w,
-            max0: m[0],
-            max1: m[1],
-            max2: m[2],
-            max3: m[3],
-        });
-    }
+    let checks: Vec<DecimalCheck> = found
+        .iter()
+        .map(|&(_, a, p, w, values)| {
+            let m = max_of_precision(p);
+            DecimalCheck {
+                values: values.device_ptr(),
+                validity: a.validity.as_ref().map_or(0, |v| v.device_ptr()),
+                len: a.len as u64,
+                width: w,
+                max0: m[0],
+                max1: m[1],
+                max2: m[2],
+                max3: m[3],
+            }
+        })
+        .collect();
     let longest = checks.iter().map(|c| c.len).max().unwrap_or(0);
     let per = longest.div_ceil(256 * 16).clamp(1, 256) as u32;
     let module = DECODE_FIXED_MODULE.load(gpu)?;
@@ -115,16 +116,19 @@ pub(super) fn check_decimals(
     let bad = u64s_from_device(&bad, checks.len())?;
     match bad.iter().position(|&b| b != u64::MAX) {
         None => Ok(()),
-        Some(k) => Err(Error::Decode {
-            path: path.to_path_buf(),
-            row_group: None,
-            column: Some(fields[field_of[k]].name().clone()),
-            reason: format!(
-                "a decimal outside its declared precision: value {} of a batch's {} has more \
-                 than {} digits",
-                bad[k], found[k].0.data_type, found[k].1
-            ),
-        }),
+        Some(k) => {
+            let (field, a, p, _, _) = found[k];
+            Err(Error::Decode {
+                path: path.to_path_buf(),
+                row_group: None,
+                column: Some(fields[field].name().clone()),
+                reason: format!(
+                    "a decimal outside its declared precision: value {} of a batch's {} has \
+                     more than {p} digits",
+                    bad[k], a.data_type
+                ),
+            })
+        }
     }
 }
 
