@@ -17,8 +17,7 @@
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh
-bash .dev/wheels.sh install >/dev/null && export PYTHONPATH=/tmp/site
-export CUPARQUET_NVCOMP=/tmp/site/nvidia/libnvcomp/lib64
+wheels
 echo "=== doctor"
 .dev/bin/cuparquet doctor 2>&1 | grep -i nvcomp
 if [ "${SKIP_TESTS:-0}" != 1 ]; then

@@ -8,3 +8,9 @@ export CUPARQUET_BENCH_DIR=/tmp/bench-data
 mkdir -p /tmp/bench-data
 echo "=== machine"; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "commit: $(cat .dev/COMMIT 2>/dev/null)"
+# The wheels earlier calls moved to /tmp/whl (cuDF, KvikIO, nvCOMP, pyarrow), installed into
+# /tmp/site for python and nvCOMP found there by the loads.
+wheels() {
+  bash .dev/wheels.sh install >/dev/null && export PYTHONPATH=/tmp/site \
+    CUPARQUET_NVCOMP=/tmp/site/nvidia/libnvcomp/lib64
+}

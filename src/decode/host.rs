@@ -16,10 +16,11 @@ use bytes::Bytes;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection};
 use parquet::arrow::{parquet_to_arrow_schema_by_columns, ProjectionMask};
-use parquet::file::metadata::ParquetMetaData;
+use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 
 use crate::decode::chunks::FetchedChunks;
 use crate::decode::claims::{check_page, ChunkKind};
+use crate::decode::decompress::decompress_page;
 use crate::decode::levels::check_page_levels;
 use crate::decode::page_header::{parse_page_header, PageEntry};
 use crate::decode::panic_guard::contain;
@@ -271,13 +272,7 @@ impl HostDecoder {
         let Some(col) = self.arrow_meta.metadata().row_group(rg).columns().get(leaf) else {
             return reason;
         };
-        let (start, len) = col.byte_range();
-        let end = start.saturating_add(len);
-        for (range, bytes) in chunks
-            .iter()
-            .filter(|(r, _)| r.start >= start && r.end <= end)
-        {
-            let whole = range.start == start && range.end == end;
+        for (whole, range, bytes) in pieces_of(col, chunks) {
             let (mut off, mut page) = (0usize, 0usize);
             while off < bytes.len() {
                 let Ok(header) = parse_page_header(&bytes[off..]) else {
@@ -290,7 +285,7 @@ impl HostDecoder {
                 if entry.data().end > bytes.len() {
                     break;
                 }
-                if let Err(e) = crate::decode::decompress::decompress_page(bytes, page, &entry, col.compression()) {
+                if let Err(e) = decompress_page(bytes, page, &entry, col.compression()) {
                     let which = if whole {
                         format!("page {page}")
                     } else {
@@ -306,7 +301,11 @@ impl HostDecoder {
                 page += 1;
             }
         }
-        format!("{reason} (in the chunk at bytes {start}..{end})")
+        let (start, len) = col.byte_range();
+        format!(
+            "{reason} (in the chunk at bytes {start}..{})",
+            start.saturating_add(len)
+        )
     }
 
     /// `batches`, whose decimals (at any depth) must be within their declared precision: a
@@ -362,8 +361,6 @@ impl HostDecoder {
             let Some(col) = group.columns().get(leaf) else {
                 continue;
             };
-            let (start, len) = col.byte_range();
-            let end = start.saturating_add(len);
             let kind = ChunkKind {
                 codec: col.compression(),
                 physical: col.column_type(),
@@ -373,11 +370,7 @@ impl HostDecoder {
                 col.column_descr().max_rep_level(),
                 col.column_descr().max_def_level(),
             );
-            for (range, bytes) in chunks
-                .iter()
-                .filter(|(r, _)| r.start >= start && r.end <= end)
-            {
-                let whole = range.start == start && range.end == end;
+            for (whole, range, bytes) in pieces_of(col, chunks) {
                 // data pages' values, v2 pages' rows, whether every data page is v2
                 let (mut values, mut rows, mut all_v2) = (0i64, 0i64, true);
                 let mut off = 0usize;
@@ -521,4 +514,18 @@ pub(crate) fn join_batches(
         columns,
         &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(rows)),
     )
+}
+
+/// The pieces of `chunks` (file range, bytes) that lie in column chunk `col`'s byte range: the
+/// whole chunk, or the parts of it that read some pages; each with whether it is the whole.
+fn pieces_of<'a>(
+    col: &ColumnChunkMetaData,
+    chunks: &'a [(Range<u64>, Bytes)],
+) -> impl Iterator<Item = (bool, &'a Range<u64>, &'a Bytes)> + 'a {
+    let (start, len) = col.byte_range();
+    let end = start.saturating_add(len);
+    chunks
+        .iter()
+        .filter(move |(r, _)| r.start >= start && r.end <= end)
+        .map(move |(r, b)| (r.start == start && r.end == end, r, b))
 }

@@ -315,6 +315,11 @@ pub(super) fn upload_table<T: super::kernels::CStruct>(
     upload(gpu, &bytes)
 }
 
+/// The little-endian bytes of `v`, for uploading a u32 array.
+pub(super) fn u32s(v: impl IntoIterator<Item = u32>) -> Vec<u8> {
+    v.into_iter().flat_map(u32::to_le_bytes).collect()
+}
+
 /// The little-endian bytes of `v`, for uploading a u64 array.
 pub(super) fn u64s(v: impl IntoIterator<Item = u64>) -> Vec<u8> {
     v.into_iter().flat_map(u64::to_le_bytes).collect()

@@ -210,7 +210,7 @@ pub(crate) fn checked_page_tables(
 /// Checks what every page of `tables` (the page tables of `chunks`) claims that needs none of
 /// its bytes ([`check_claimed_sizes`](crate::decode::claims::check_claimed_sizes)), before the
 /// decoder allocates by those claims: the load's page cap (`max_page_bytes`), stored sizes of
-/// uncompressed values, the largest expansion of LZ4 and GZIP. The error names the file, the
+/// uncompressed values, the largest expansion of LZ4, GZIP and ZSTD. The error names the file, the
 /// row group, the column, the chunk's byte range and the page, as the host decoder's does.
 fn check_page_claims(
     chunks: &DeviceChunks,

@@ -77,16 +77,15 @@ pub(crate) fn decode_pass(
             };
         }
     }
-    // kept dictionaries: every data page of their chunks must be dictionary-encoded (writers
-    // fall back to PLAIN pages when a dictionary grows too large), and the levels of every v1
-    // data page of a column with levels RLE-encoded (the kernels read no other), as the page
-    // tables say: those fields are decoded on the host instead
-    let early = placements.iter().any(|p| match p {
-        Placement::Gpu(c) => c.keys || c.max_def_level > 0 || c.max_rep_level > 0,
-        Placement::Nested(_) => true,
-        Placement::Host { .. } => false,
-    });
-    let early_tables = if early {
+    // the page tables of the chunks, before the fields are split between host and GPU: kept
+    // dictionaries need every data page of their chunks dictionary-encoded (writers fall back
+    // to PLAIN pages when a dictionary grows too large), and columns with levels every v1 data
+    // page's levels RLE-encoded (the kernels read no other), as the tables say; those fields
+    // are decoded on the host instead
+    let on_gpu = placements
+        .iter()
+        .any(|p| !matches!(p, Placement::Host { .. }));
+    let tables = if on_gpu {
         Some(super::checked_page_tables(
             chunks,
             path,
@@ -96,7 +95,7 @@ pub(crate) fn decode_pass(
     } else {
         None
     };
-    if let Some(tables) = &early_tables {
+    if let Some(tables) = &tables {
         for p in placements.iter_mut() {
             let (field, leaves) = match p {
                 Placement::Gpu(c) => (c.field, std::slice::from_ref(c)),
@@ -214,17 +213,8 @@ pub(crate) fn decode_pass(
     };
     let gpu_part = || -> Result<Vec<super::DeviceColumn>> {
         use crate::decode::gpu as dg;
-        if gpu_cols.is_empty() {
+        let (Some(tables), false) = (&tables, gpu_cols.is_empty()) else {
             return Ok(Vec::new());
-        }
-        let located;
-        let tables = match &early_tables {
-            Some(t) => t,
-            None => {
-                located =
-                    dg::checked_page_tables(chunks, path, &codec_of, input.decoder.max_page_bytes())?;
-                &located
-            }
         };
         let pass = dg::Pass {
             chunks,
@@ -276,23 +266,23 @@ pub(crate) fn decode_pass(
         });
         let mut cols = fixed?;
         cols.extend(bytes?);
-        if nested_cols.is_empty() {
-            super::decimals::check_decimals(&gpu, path, &cols, &fields)?;
-            return Ok(cols);
+        if !nested_cols.is_empty() {
+            // the nested fields built from their leaves' columns
+            let (leaves, rest): (Vec<_>, Vec<_>) = cols
+                .into_iter()
+                .partition(|c| nested_cols.iter().any(|n| n.field == c.field));
+            let assembly = super::nested::Assembly {
+                gpu: &gpu,
+                path,
+                nested: &nested_cols,
+                fields: &fields,
+                batches,
+            };
+            cols = rest;
+            cols.extend(dg::timed("nested fields", || {
+                super::nested::assemble(&assembly, leaves)
+            })?);
         }
-        let (leaves, mut cols): (Vec<_>, Vec<_>) = cols
-            .into_iter()
-            .partition(|c| nested_cols.iter().any(|n| n.field == c.field));
-        let assembly = super::nested::Assembly {
-            gpu: &gpu,
-            path,
-            nested: &nested_cols,
-            fields: &fields,
-            batches,
-        };
-        cols.extend(dg::timed("nested fields", || {
-            super::nested::assemble(&assembly, leaves)
-        })?);
         super::decimals::check_decimals(&gpu, path, &cols, &fields)?;
         Ok(cols)
     };

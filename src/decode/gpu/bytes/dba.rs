@@ -6,7 +6,7 @@ use super::Stages;
 use crate::decode::gpu::kernels::{
     PageJob, DBA_CHAIN, DBA_FILL, DBA_SEGMENT, DBA_THREADS, DBA_VALUES,
 };
-use crate::decode::gpu::launch::{u64s, u64s_from_device, upload, Const, Mut};
+use crate::decode::gpu::launch::{u32s, u64s, u64s_from_device, upload, Const, Mut};
 use crate::decode::gpu::page_jobs::PageName;
 use crate::device::DeviceBuffer;
 use crate::error::{Error, Result};
@@ -74,11 +74,11 @@ impl Stages<'_> {
                     "too many pages: {n_blocks} blocks of DELTA_BYTE_ARRAY values in one launch"
                 ),
             })?;
-        let blocks_buf = upload(gpu, &table.iter().flat_map(|b| b.to_le_bytes()).collect::<Vec<u8>>())?;
+        let blocks_buf = upload(gpu, &u32s(table))?;
         let unres = gpu.alloc(idx.len().max(4))?;
         let pages = page_jobs.len() as i32;
         // SAFETY: one block per segment of DBA_SEGMENT rows of each DELTA_BYTE_ARRAY page job
-        // (the table's pages and segments in range); a DELTA_BYTE_ARRAY page's blocks write only their values'
+        // (the table's pages and segments in range); a page's blocks write only their values'
         // bytes in its part of `scratch` (`info`'s size for it, which `bytes_sizes` summed from
         // the lengths it checked; each value's offset and length from that kernel), their
         // values' entries of `unres` and their rows of `src` (1 u32 and 2 u64 per row from its
