@@ -11,7 +11,10 @@
 #     load), then bench-stream_device (load(), batches(), first batch; budgets BUDGETS);
 #   PART=ab: bench-decode_device of this build against the one before (old-bench-decode_device),
 #     same files and the pyarrow DELTA / BYTE_STREAM_SPLIT file (write-delta), alternately;
-#   PART=race: scripts/device-racecheck.sh over the corpus and the writers' files (.dev/writers).
+#   PART=race: scripts/device-racecheck.sh over the corpus and the writers' files (.dev/writers);
+#   PART=first: bench-stream_device on the lineitem SNAPPY file (and the pyarrow one when it is
+#     there), the SNAPPY placement by the model against every page on the kernel
+#     (CUPARQUET_TUNING=snappy=device), alternately, PAIRS times: load(), batches(), first batch.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh
@@ -72,6 +75,17 @@ ab)
         tuning=""; [ "$share" != default ] && tuning="host_share=$share"
         CUPARQUET_TUNING="$tuning" CUPARQUET_BENCH_FILES=snappy-dict CUPARQUET_BENCH_EXTRA="$extra"           CUPARQUET_BENCH_BASELINE=0 CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5}           timeout 200 "$bin" 2>&1 | tee -a "$out/ab.txt" | grep -E "GB/s|panicked"           | sed "s|^|$build share=$share pair $k |"
       done
+    done
+  done
+  ;;
+first)
+  extra=""; [ -f $d/lineitem-pyarrow-snappy.parquet ] && extra="pyarrow-snappy=$d/lineitem-pyarrow-snappy.parquet"
+  for k in $(seq 1 "${PAIRS:-2}"); do
+    for tuning in "" snappy=device; do
+      CUPARQUET_TUNING="$tuning" CUPARQUET_BENCH_FILES=snappy-dict CUPARQUET_BENCH_EXTRA="$extra" \
+        CUPARQUET_BENCH_BUDGETS=${BUDGETS:-2GiB} CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} \
+        timeout 200 .dev/bin/bench-stream_device 2>&1 | tee -a "$out/first.txt" \
+        | grep -E "batch rows|budget|panicked|first" | sed "s|^|${tuning:-model} pair $k |"
     done
   done
   ;;

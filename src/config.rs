@@ -80,7 +80,9 @@ impl std::str::FromStr for CompatMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub enum SnappyPlacement {
     /// By a model of both (measured on the H200, benches/RESULTS.md), per pass: the device kernel for large loads, the host's
-    /// cores for small loads whose largest page would make the kernel wait (the default).
+    /// cores for small loads whose largest page would make the kernel wait (the default). A
+    /// load read in several waves keeps every wave on the kernel: the reads of the next waves
+    /// occupy the cores the model counts on.
     #[default]
     Auto,
     /// Always the device kernel.
@@ -99,6 +101,18 @@ impl SnappyPlacement {
             other => Err(format!(
                 "unknown SNAPPY placement {other:?} (expected auto, device or host)"
             )),
+        }
+    }
+
+    /// The placement for a pass decoded while the reads of the load's next passes run on the
+    /// host's cores (a load or stream in several waves): `Auto` becomes `Device`. The model's
+    /// host rate assumes idle cores; beside the readers a one-row-group first wave of the
+    /// lineitem SNAPPY stream took 17–27 ms on the host's path against ~10 ms on the kernel
+    /// (H200, benches/RESULTS.md 2026-12-03).
+    pub(crate) fn beside_reads(self) -> Self {
+        match self {
+            Self::Auto => Self::Device,
+            other => other,
         }
     }
 }

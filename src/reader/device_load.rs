@@ -103,15 +103,27 @@ impl ReaderState {
     }
 
     /// [`Self::decode_part`] of the chunks of `wave` (of its piece's plan, for a piece of a
-    /// row group).
+    /// row group); `beside_reads`: other waves are read meanwhile
+    /// ([`SnappyPlacement::beside_reads`](crate::config::SnappyPlacement::beside_reads)).
     pub(super) fn decode_wave(
         &self,
         chunks: &DeviceChunks,
         wave: &super::waves::Wave,
+        beside_reads: bool,
     ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
+        let snappy = match beside_reads {
+            true => self.tuning.snappy.beside_reads(),
+            false => self.tuning.snappy,
+        };
         match &wave.piece {
-            Some(p) => self.decode_rows(chunks, &wave.row_groups, &p.plan, p.spans.clone()),
-            None => self.decode_part(chunks, &wave.row_groups),
+            Some(p) => self.decode_rows(chunks, &wave.row_groups, &p.plan, p.spans.clone(), snappy),
+            None => self.decode_rows(
+                chunks,
+                &wave.row_groups,
+                &self.plan,
+                self.spans_of(&wave.row_groups),
+                snappy,
+            ),
         }
     }
 
@@ -122,17 +134,24 @@ impl ReaderState {
         chunks: &DeviceChunks,
         row_groups: &[usize],
     ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
-        self.decode_rows(chunks, row_groups, &self.plan, self.spans_of(row_groups))
+        self.decode_rows(
+            chunks,
+            row_groups,
+            &self.plan,
+            self.spans_of(row_groups),
+            self.tuning.snappy,
+        )
     }
 
     /// Decodes `chunks`, the chunks of `plan` (the load's, or a piece's) for `row_groups`,
-    /// into the batches `spans`.
+    /// into the batches `spans`, SNAPPY pages placed by `snappy`.
     fn decode_rows(
         &self,
         chunks: &DeviceChunks,
         row_groups: &[usize],
         plan: &crate::plan::ReadPlan,
         spans: Vec<crate::plan::BatchSpan>,
+        snappy: crate::config::SnappyPlacement,
     ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
         let pass = PassInput {
             path: self.file.path(),
@@ -141,7 +160,7 @@ impl ReaderState {
             rows: plan.rows.as_ref(),
             decoder: &self.decoder,
             pool: self.host_reader.pool(),
-            snappy: self.tuning.snappy,
+            snappy,
             host_share: self.tuning.host_share,
             profile: profile_requested(),
         };

@@ -367,7 +367,7 @@ impl ReaderState {
                         let t = Instant::now();
                         // the chunks are dropped on this slot's stream, after its kernels
                         let d = device::with_decode_slot(slot, move || {
-                            let d = self.decode_wave(&chunks, &waves[i]);
+                            let d = self.decode_wave(&chunks, &waves[i], waves.len() > 1);
                             drop(chunks);
                             d
                         });

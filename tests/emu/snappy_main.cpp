@@ -1,9 +1,9 @@
 // The SNAPPY kernels (src/decode/gpu/kernels/snappy.cu) run on the host by tests/emulated.rs.
-// Usage: snappy_emu IN OUT [pages|split|fragments] (default pages).
+// Usage: snappy_emu IN OUT [pages|split|fragments|lz4] (default pages).
 // Input file: u32 jobs, then per job u64 src_len, u64 dst_len, src bytes.
 // Output file, pages / fragments: per job u32 error bits, dst_len bytes, u32 the byte after the
 //   output (0xEE when untouched). split: per job u32 error bits, then ceil(dst_len / 65536) u64
-//   split entries.
+//   split entries. lz4 (lz4_check, the jobs LZ4 blocks): per job u32 error bits.
 #include "cuda_host.h"
 #include <cstdio>
 #include <cstring>
@@ -30,7 +30,11 @@ int main(int argc, char** argv) {
     std::vector<u32> errors(n, 0);
     FILE* o = std::fopen(argv[2], "wb");
     if (!o) return 7;
-    if (std::strcmp(mode, "split") == 0) {
+    if (std::strcmp(mode, "lz4") == 0) {
+        emu_launch((n + LZ4_CHECK_THREADS - 1) / LZ4_CHECK_THREADS, LZ4_CHECK_THREADS,
+                   [&] { lz4_check(jobs.data(), (int)n, errors.data()); });
+        std::fwrite(errors.data(), 4, n, o);
+    } else if (std::strcmp(mode, "split") == 0) {
         std::vector<u64> base(n + 1, 0);
         for (u32 i = 0; i < n; i++) base[i + 1] = base[i] + (jobs[i].dst_len + SNAPPY_FRAGMENT - 1) / SNAPPY_FRAGMENT;
         std::vector<u64> splits(base[n] ? base[n] : 1, ~0ull);

@@ -6,17 +6,19 @@
 //! 38.9 ms against 33.7).
 //!
 //! The pages go to nvCOMP largest first, as libcudf sends them, so that the large ones do not
-//! start last.
+//! start last. LZ4 blocks are checked first by our `lz4_check` kernel: nvCOMP 5.3 decompresses
+//! some malformed blocks (a copy reaching before the output's start) without an error.
 
 use std::sync::Arc;
 
 use super::beside::{decompress_on_host, host_share, largest_to_host};
-use super::kernels::{PageInfo, SnappyJob};
+use super::kernels::{PageInfo, SnappyJob, LZ4_CHECK, LZ4_CHECK_THREADS, SNAPPY_MODULE};
+use super::launch::{i32s_from_device, upload_table, zeroed, Const, Mut};
 use super::locate::PageLocations;
 use super::snappy::{device_jobs, Jobs};
 use super::{DeviceChunks, PageCounts};
 use crate::device::nvcomp::{Nvcomp, NvcompCodec};
-use crate::device::DeviceBuffer;
+use crate::device::{DeviceBuffer, Gpu};
 use crate::error::{Error, Result};
 
 /// The nvCOMP codec cuparquet gives a Parquet codec's pages to. (Hadoop-framed LZ4 is not
@@ -86,7 +88,23 @@ pub(super) fn nvcomp_on_device(
         }
         // largest first, for both sides
         let share = host_share(host_share_tuned, cores);
-        let (host_js, device_js) = largest_to_host(&jobs, mine, share);
+        let (host_js, mut device_js) = largest_to_host(&jobs, mine, share);
+        if codec == NvcompCodec::Lz4 {
+            // nvCOMP 5.3 decompresses some malformed LZ4 blocks without an error: only the
+            // blocks `lz4_check` passes go to it, a chunk with another to the host's decoder
+            let some: Vec<SnappyJob> = device_js.iter().map(|&j| jobs[j]).collect();
+            let ok = super::profile::timed("LZ4 block checks", || lz4_checked(&gpu, &some))?;
+            device_js = device_js
+                .into_iter()
+                .zip(ok)
+                .filter_map(|(j, ok)| {
+                    if !ok {
+                        bad.insert(job_pages[j].0);
+                    }
+                    ok.then_some(j)
+                })
+                .collect();
+        }
         let spans: Vec<(u64, u64, u64, u64)> = device_js
             .iter()
             .map(|&j| (jobs[j].src, jobs[j].src_len, jobs[j].dst, jobs[j].dst_len))
@@ -147,3 +165,35 @@ pub(super) fn nvcomp_on_device(
         .collect())
 }
 
+
+/// Whether each LZ4 block of `jobs` is well formed for its sizes (`lz4_check`, one thread per
+/// block): literals and matches within the input and the uncompressed size, every offset
+/// within the output written before it, exactly `dst_len` bytes produced.
+fn lz4_checked(gpu: &Arc<Gpu>, jobs: &[SnappyJob]) -> Result<Vec<bool>> {
+    if jobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let module = SNAPPY_MODULE.load(gpu)?;
+    let table = upload_table(gpu, jobs)?;
+    let errors = zeroed(gpu, jobs.len() * 4)?;
+    // SAFETY: one thread per entry of `table`, each reading only its job's `src_len` source
+    // bytes (page data inside the load's buffer, checked by the page-header pass) and writing
+    // only its own error word; all live until the waited launch returns.
+    unsafe {
+        LZ4_CHECK.launch(
+            gpu,
+            &module,
+            (jobs.len() as u32).div_ceil(LZ4_CHECK_THREADS),
+            LZ4_CHECK_THREADS,
+            (
+                Const::at(table.device_ptr()),
+                jobs.len() as i32,
+                Mut::at(errors.device_ptr()),
+            ),
+        )?
+    };
+    Ok(i32s_from_device(&errors, jobs.len())?
+        .into_iter()
+        .map(|e| e == 0)
+        .collect())
+}

@@ -340,3 +340,62 @@ extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_fragments(
     if ((int)blockIdx.x >= num_jobs) return;
     snappy_block<MODE_FRAGMENT>(jobs[blockIdx.x], &errors[blockIdx.x], nullptr);
 }
+
+// LZ4 block checks, one thread per page (LZ4_CHECK_THREADS to a block): the page's sequences
+// walked from the start (token, literal run, offset, match) without writing anything; a
+// sequence whose literals run past the input, whose offset is 0 or reaches before the start of
+// the output, or whose bytes would pass the page's uncompressed size, and a stream that ends
+// elsewhere than after a sequence's literals or fills other than exactly dst_len bytes set the
+// page's error bits. nvCOMP 5.3 decompresses some such blocks without an error (a copy from
+// before the output's start yields whatever lay there), so pages go to nvCOMP only once this
+// check passes them; it is stricter than a decoder need be (a block ending in a match is
+// refused), which only sends such a page's chunk to the host's decoder.
+#ifndef LZ4_CHECK_THREADS
+#define LZ4_CHECK_THREADS 128
+#endif
+
+// Adds a run's extension bytes (each 255 continues it) to *len; false where the input ends
+// inside it.
+__device__ static inline bool lz4_extend(const u8* in, u64 n_in, u64& ip, u64& len) {
+    u32 b;
+    do {
+        if (ip >= n_in) return false;
+        b = __ldg(in + ip++);
+        len += b;
+    } while (b == 255);
+    return true;
+}
+
+extern "C" __global__ void __launch_bounds__(LZ4_CHECK_THREADS) lz4_check(
+    const SnappyJob* jobs, int num_jobs, u32* errors)
+{
+    const int k = blockIdx.x * LZ4_CHECK_THREADS + threadIdx.x;
+    if (k >= num_jobs) return;
+    const SnappyJob j = jobs[k];
+    const u8* in = (const u8*)j.src;
+    const u64 n_in = j.src_len, n_out = j.dst_len;
+    u64 ip = 0, op = 0;
+    u32 err = 0;
+    while (true) {
+        if (ip >= n_in) { err = S_TRUNCATED; break; }
+        const u32 token = __ldg(in + ip++);
+        u64 lit = token >> 4;
+        if (lit == 15 && !lz4_extend(in, n_in, ip, lit)) { err = S_TRUNCATED; break; }
+        if (lit > n_in - ip) { err = S_TRUNCATED; break; }
+        if (lit > n_out - op) { err = S_OVERRUN; break; }
+        ip += lit;
+        op += lit;
+        if (ip == n_in) break;   // the last sequence: literals only
+        if (n_in - ip < 2) { err = S_TRUNCATED; break; }
+        const u64 off = (u64)__ldg(in + ip) | ((u64)__ldg(in + ip + 1) << 8);
+        ip += 2;
+        if (off == 0 || off > op) { err = S_BAD_OFFSET; break; }
+        u64 m = token & 15;
+        if (m == 15 && !lz4_extend(in, n_in, ip, m)) { err = S_TRUNCATED; break; }
+        m += 4;
+        if (m > n_out - op) { err = S_OVERRUN; break; }
+        op += m;
+    }
+    if (!err && op != n_out) err = S_SIZE;
+    errors[k] = err;
+}
