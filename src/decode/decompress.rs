@@ -276,6 +276,34 @@ pub fn decompress_page(
     }
 }
 
+/// The first `n` bytes (fewer where the page is shorter) of page `index`'s decompressed data,
+/// decompressing no further than that where the codec allows ([`prefix`](super::prefix)).
+pub(crate) fn page_prefix(
+    chunk: &Bytes,
+    index: usize,
+    p: &PageEntry,
+    codec: Compression,
+    n: usize,
+) -> Result<Bytes, PageTableError> {
+    let (source, want) = page_source(chunk, index, p, codec)?;
+    match source {
+        PageSource::Stored(data) => Ok(chunk.slice_ref(&data[..n.min(data.len())])),
+        PageSource::Compressed { levels, values } => {
+            let Some(values) =
+                super::prefix::prefix(codec, values, want - levels.len(), n.saturating_sub(levels.len()))
+            else {
+                let whole = decompress_page(chunk, index, p, codec)?.bytes;
+                return Ok(whole.slice(..n.min(whole.len())));
+            };
+            let values = values
+                .map_err(|e| page_error(index, p.offset, format!("{codec:?} decompression failed: {e}")))?;
+            let mut out = levels[..n.min(levels.len())].to_vec();
+            out.extend_from_slice(&values);
+            Ok(Bytes::from(out))
+        }
+    }
+}
+
 /// The decompressed size of page `index` as its header states it (what
 /// [`decompress_page_into`] needs), after the same checks.
 pub fn decompressed_size(

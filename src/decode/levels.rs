@@ -1,19 +1,23 @@
 //! Repetition and definition levels checked against the column's maxima before arrow-rs
 //! decodes them: a level above the maximum is a corrupt page (pyarrow: "Malformed levels"),
-//! which arrow-rs would read as values, silently misaligning the column.
+//! which arrow-rs would read as values (or, at a maximum of 1, as nulls), silently misaligning
+//! the column.
 //!
-//! A level is stored in the bit width of its maximum, so a level can exceed the maximum only
-//! when the maximum is not all ones in that width (2, 4, 5, 6, …): columns whose maxima are 1
-//! or 3 (flat optional columns, most lists) need no check and cost nothing. The others are
-//! checked run by run: an RLE run's one value, a bit-packed run's every value.
+//! A bit-packed level has the bit width of its maximum, so it can exceed the maximum only
+//! where the maximum does not fill that width (2, 4, 5, 6, …). An RLE run's value is stored in
+//! whole bytes, so it can exceed any maximum (a run of 160s in a flat optional column). Runs
+//! are checked one by one: an RLE run's one value, a bit-packed run's every value where its
+//! width is not full. A v1 page's levels lie at the start of its decompressed data, which is
+//! decompressed only as far as the levels reach ([`page_prefix`]).
 
 use bytes::Bytes;
 use parquet::basic::Compression;
 
-use super::decompress::decompress_page;
+use super::decompress::page_prefix;
 use super::page_header::PageEntry;
 
-/// Whether levels of maximum `max` can hold out-of-range values (bit width not filled).
+/// Whether bit-packed levels of maximum `max` can hold out-of-range values (bit width not
+/// filled); RLE runs can at every maximum.
 pub(crate) fn can_exceed(max: i16) -> bool {
     max > 0 && (max as u32 + 1) & max as u32 != 0
 }
@@ -39,6 +43,7 @@ fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
 /// Runs that end early are left to the decoder to report.
 pub(crate) fn check_hybrid(data: &[u8], count: usize, max: i16) -> Result<(), String> {
     let w = bit_width(max);
+    let packed_can_exceed = can_exceed(max);
     let bytes_per_rle = w.div_ceil(8) as usize;
     let (mut pos, mut seen) = (0usize, 0usize);
     let bad = |v: u64, at: usize| {
@@ -71,27 +76,31 @@ pub(crate) fn check_hybrid(data: &[u8], count: usize, max: i16) -> Result<(), St
                 return Ok(());
             };
             pos += len;
-            let n = (groups * 8).min(count - seen);
-            for i in 0..n {
-                let bit = i * w as usize;
-                let mut v = 0u64;
-                for k in 0..w as usize {
-                    let at = bit + k;
-                    v |= u64::from((b[at / 8] >> (at % 8)) & 1) << k;
-                }
-                if v > max as u64 {
-                    return bad(v, seen + i);
+            if packed_can_exceed {
+                let n = (groups * 8).min(count - seen);
+                for i in 0..n {
+                    let bit = i * w as usize;
+                    let mut v = 0u64;
+                    for k in 0..w as usize {
+                        let at = bit + k;
+                        v |= u64::from((b[at / 8] >> (at % 8)) & 1) << k;
+                    }
+                    if v > max as u64 {
+                        return bad(v, seen + i);
+                    }
                 }
             }
-            seen += groups * 8;
+            seen = seen.saturating_add(groups * 8);
         }
     }
     Ok(())
 }
 
+/// Bytes of a v1 page decompressed at first for its levels; more only where they reach further.
+const FIRST_PREFIX: usize = 16 << 10;
+
 /// Checks a data page's levels (v1: length-prefixed RLE runs in front of the values, in the
 /// decompressed page; v2: the uncompressed level sections) against the column's maxima.
-/// Decompresses a v1 page only when a maximum can be exceeded and the page is compressed.
 pub(crate) fn check_page_levels(
     chunk: &Bytes,
     index: usize,
@@ -100,8 +109,7 @@ pub(crate) fn check_page_levels(
     max_rep: i16,
     max_def: i16,
 ) -> Result<(), String> {
-    let (rep_check, def_check) = (can_exceed(max_rep), can_exceed(max_def));
-    if !rep_check && !def_check {
+    if max_rep == 0 && max_def == 0 {
         return Ok(());
     }
     let h = &page.header;
@@ -112,12 +120,12 @@ pub(crate) fn check_page_levels(
             v2.def_levels_byte_length.max(0) as usize,
         );
         let count = v2.num_values.max(0) as usize;
-        if rep_check {
+        if max_rep > 0 {
             if let Some(rep) = data.get(..r) {
                 check_hybrid(rep, count, max_rep).map_err(|e| format!("repetition {e}"))?;
             }
         }
-        if def_check {
+        if max_def > 0 {
             if let Some(def) = data.get(r..r + d) {
                 check_hybrid(def, count, max_def).map_err(|e| format!("definition {e}"))?;
             }
@@ -132,31 +140,37 @@ pub(crate) fn check_page_levels(
     {
         return Ok(());
     }
-    // a page that does not decompress is the decoder's to report
-    let Ok(page_data) = decompress_page(chunk, index, page, codec) else {
-        return Ok(());
-    };
-    let data = &page_data.bytes[..];
     let count = v1.num_values.max(0) as usize;
+    // the page's first bytes, decompressed again (further) where `need` passes them; a page
+    // that does not decompress is the decoder's to report
+    let mut data = match page_prefix(chunk, index, page, codec, FIRST_PREFIX) {
+        Ok(d) => d,
+        Err(_) => return Ok(()),
+    };
     let mut pos = 0usize;
-    for (max, check, what) in [
-        (max_rep, rep_check, "repetition"),
-        (max_def, def_check, "definition"),
-    ] {
+    for (max, what) in [(max_rep, "repetition"), (max_def, "definition")] {
         if max == 0 {
             continue;
         }
-        let Some(len) = data.get(pos..pos + 4) else {
-            return Ok(());
+        let need = |data: &mut Bytes, end: usize| -> bool {
+            if data.len() < end && data.len() >= FIRST_PREFIX {
+                match page_prefix(chunk, index, page, codec, end) {
+                    Ok(d) => *data = d,
+                    Err(_) => return false,
+                }
+            }
+            data.len() >= end
         };
-        let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
-        let Some(runs) = data.get(pos + 4..(pos + 4).saturating_add(len)) else {
+        if !need(&mut data, pos + 4) {
             return Ok(());
-        };
-        if check {
-            check_hybrid(runs, count, max).map_err(|e| format!("{what} {e}"))?;
         }
-        pos += 4 + len;
+        let len = u32::from_le_bytes([data[pos], data[pos + 1], data[pos + 2], data[pos + 3]]) as usize;
+        let end = (pos + 4).saturating_add(len);
+        if !need(&mut data, end) {
+            return Ok(());
+        }
+        check_hybrid(&data[pos + 4..end], count, max).map_err(|e| format!("{what} {e}"))?;
+        pos = end;
     }
     Ok(())
 }
@@ -189,5 +203,12 @@ mod tests {
         assert!(e.contains("level 3 at level 7"), "{e}");
         // values past the count (padding of the last group) are not checked
         assert_eq!(check_hybrid(&[3, packed[0], packed[1]], 7, 2), Ok(()));
+        // an RLE run's byte passes a full-width maximum (1, 3, 7); bit-packed runs cannot
+        let e = check_hybrid(&[8, 1, 20, 160], 14, 1).unwrap_err();
+        assert!(e.contains("level 160 at level 4"), "{e}");
+        assert_eq!(check_hybrid(&[8, 1, 3, 0xff], 12, 1), Ok(()));
+        let e = check_hybrid(&[2, 4], 1, 3).unwrap_err();
+        assert!(e.contains("level 4 at level 0"), "{e}");
+        assert_eq!(check_hybrid(&[2, 7], 1, 7), Ok(()));
     }
 }

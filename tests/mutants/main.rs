@@ -603,3 +603,90 @@ fn contradictions_are_named() {
         "{e}"
     );
 }
+
+/// An RLE run of definition levels whose value byte passes a maximum that fills its bit width
+/// (1: a flat optional column): pyarrow refuses such a page ("Malformed levels"), arrow-rs
+/// reads it (its decoder for a maximum of 1 takes any non-zero run value as 1); we refuse it
+/// on every path, whatever the codec (the host decompresses such a v1 page's levels only as
+/// far as they reach).
+#[test]
+fn rle_levels_past_a_full_width_maximum_are_refused() {
+    use arrow::array::Int64Array;
+    use parquet::basic::{Compression, GzipLevel, ZstdLevel};
+    use parquet::file::properties::WriterProperties;
+    use std::sync::Arc;
+    let dir = scratch_dir();
+    let mut devices = vec![Device::Host];
+    if let Some(d) = std::env::var("CUPARQUET_MUTANTS_DEVICE")
+        .ok()
+        .filter(|d| !d.is_empty())
+    {
+        if common::gpu_available("RLE levels past the maximum on the device") {
+            devices.push(d.parse().unwrap());
+        }
+    }
+    let batch = RecordBatch::try_from_iter_with_nullable([(
+        "x",
+        Arc::new(Int64Array::from_iter((0..5000).map(Some))) as ArrayRef,
+        true,
+    )])
+    .unwrap();
+    for codec in [
+        Compression::UNCOMPRESSED,
+        Compression::SNAPPY,
+        Compression::ZSTD(ZstdLevel::default()),
+        Compression::LZ4_RAW,
+        Compression::GZIP(GzipLevel::default()),
+    ] {
+        let src = dir.path().join(format!("{codec:?}-src.parquet"));
+        common::write(
+            &src,
+            &[batch.clone()],
+            WriterProperties::builder()
+                .set_dictionary_enabled(false)
+                .set_compression(codec)
+                .build(),
+        );
+        let mut g = model::parse(&std::fs::read(&src).unwrap()).unwrap();
+        let c = g.chunks[0].clone();
+        let pi = c.pages.iter().position(|p| p.is_data()).unwrap();
+        let mut u = model::unpack(&g, &c, &c.pages[pi]).unwrap();
+        // one RLE run of 1s (every value present): its header, then its value byte
+        let mut at = u.def.start;
+        while u.levels[at] & 0x80 != 0 {
+            at += 1;
+        }
+        assert_eq!(u.levels[at] & 1, 0, "{codec:?}: an RLE run");
+        assert_eq!(u.levels[at + 1], 1, "{codec:?}: of 1s");
+        u.levels[at + 1] = 160;
+        let mut page = c.pages[pi].clone();
+        model::repack(&g, &c, &mut page, &u).unwrap();
+        g.chunks[0].pages[pi] = page;
+        let p = dir.path().join(format!("{codec:?}.parquet"));
+        std::fs::write(&p, model::write(&g)).unwrap();
+        // arrow-rs reads it
+        let read = parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(
+            std::fs::File::open(&p).unwrap(),
+            8192,
+        )
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>();
+        match read {
+            Ok(b) => assert_eq!(b[0].num_rows(), 5000, "{codec:?}"),
+            Err(e) => panic!("{codec:?}: arrow-rs: {e}"),
+        }
+        for &d in &devices {
+            let e = ours(&p, d, None)
+                .expect("no hang")
+                .expect_err(&format!("{codec:?} on {d:?}"));
+            assert!(
+                e.contains(&p.display().to_string())
+                    && e.contains("column 'x'")
+                    && ((e.contains("definition level 160") && e.contains("maximum 1"))
+                        // the device's kernels: the run's value is wider than the levels' width
+                        || (d != Device::Host && e.contains("run is cut short or malformed"))),
+                "{codec:?} on {d:?}: {e}"
+            );
+        }
+    }
+}
