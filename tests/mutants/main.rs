@@ -641,7 +641,7 @@ fn rle_levels_past_a_full_width_maximum_are_refused() {
         let src = dir.path().join(format!("{codec:?}-src.parquet"));
         common::write(
             &src,
-            &[batch.clone()],
+            std::slice::from_ref(&batch),
             WriterProperties::builder()
                 .set_dictionary_enabled(false)
                 .set_compression(codec)
