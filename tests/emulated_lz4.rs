@@ -50,13 +50,14 @@ fn emulated_lz4_check_refuses_what_lz4_flex_refuses() {
         return;
     };
     let mut r = Rng(0x1234_5678_9abc_def1);
-    let mut jobs: Vec<(Vec<u8>, usize)> = Vec::new();
     // hand-made blocks: one literal then a copy from 5 bytes back (before the start), and the
     // same with offset 1 (valid: 1 + 4 bytes); offset 0; a literal run cut short
-    jobs.push((vec![0x10, b'a', 5, 0], 5));
-    jobs.push((vec![0x10, b'a', 1, 0, 0x00], 5));
-    jobs.push((vec![0x10, b'a', 0, 0, 0x00], 5));
-    jobs.push((vec![0x30, b'a', b'b'], 3));
+    let mut jobs: Vec<(Vec<u8>, usize)> = vec![
+        (vec![0x10, b'a', 5, 0], 5),
+        (vec![0x10, b'a', 1, 0, 0x00], 5),
+        (vec![0x10, b'a', 0, 0, 0x00], 5),
+        (vec![0x30, b'a', b'b'], 3),
+    ];
     let mut valid = Vec::new();
     for (k, len) in [1usize, 15, 16, 300, 4096, 70_000, 300_000]
         .into_iter()
