@@ -14,7 +14,9 @@
 #   PART=race: scripts/device-racecheck.sh over the corpus and the writers' files (.dev/writers);
 #   PART=first: bench-stream_device on the lineitem SNAPPY file (and the pyarrow one when it is
 #     there), the SNAPPY placement by the model against every page on the kernel
-#     (CUPARQUET_TUNING=snappy=device), alternately, PAIRS times: load(), batches(), first batch.
+#     (CUPARQUET_TUNING=snappy=device), alternately, PAIRS times: load(), batches(), first batch;
+#   PART=lz4: bench-decode_device on the lineitem LZ4_RAW file (nvCOMP installed), profiled: the
+#     load and its stages (the LZ4 block checks before nvCOMP, the nvCOMP call), ROUNDS rounds.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh
@@ -88,6 +90,13 @@ first)
         | grep -E "batch rows|budget|panicked|first" | sed "s|^|${tuning:-model} pair $k |"
     done
   done
+  ;;
+lz4)
+  CUPARQUET_BENCH_FILES=lz4raw-dict CUPARQUET_BENCH_BASELINE=0 CUPARQUET_PROFILE=1 \
+    CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} timeout 300 .dev/bin/bench-decode_device 2>&1 \
+    | tee -a "$out/lz4.txt" | grep -E "GB/s|panicked|stages|data ready" \
+    | sed -E 's/stages:.*(nvCOMP call [0-9.]+ ms).*/\1/; s/(LZ4 block checks [0-9.]+ ms)/\n  \1/'
+  grep -oE "LZ4 block checks [0-9.]+ ms|nvCOMP call [0-9.]+ ms" "$out/lz4.txt" | sort | uniq -c | head -20
   ;;
 race)
   # racecheck and synccheck over the corpus's byte-array and SNAPPY files and the writers' files
