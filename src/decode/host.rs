@@ -308,14 +308,18 @@ impl HostDecoder {
         )
     }
 
-    /// `batches`, whose decimals (at any depth) must be within their declared precision: a
-    /// stored value past it (a corrupt page, or a file whose schema contradicts its data) is
-    /// an error naming the column, never an invalid Arrow array.
+    /// `batches`, whose decimals (at any depth) must be within their declared precision and
+    /// whose maps must have no null key: a stored value past the precision (a corrupt page, or
+    /// a file whose schema contradicts its data), or a null key of a map whose key field the
+    /// schema makes OPTIONAL (arrow-rs reads such a legacy schema; pyarrow refuses it), is an
+    /// error naming the column, never an invalid Arrow array.
     fn decimals_in_precision(&self, rg: usize, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
         fn check(a: &dyn arrow::array::Array) -> std::result::Result<(), String> {
             use arrow::array::AsArray;
             use arrow::datatypes::{DataType as D, Decimal128Type, Decimal256Type, Decimal32Type, Decimal64Type};
-            let e = |e: arrow::error::ArrowError| e.to_string();
+            let e = |e: arrow::error::ArrowError| {
+                format!("a decimal outside its declared precision: {e}")
+            };
             match a.data_type() {
                 D::Decimal32(p, _) => a.as_primitive::<Decimal32Type>().validate_decimal_precision(*p).map_err(e),
                 D::Decimal64(p, _) => a.as_primitive::<Decimal64Type>().validate_decimal_precision(*p).map_err(e),
@@ -325,7 +329,13 @@ impl HostDecoder {
                 D::List(_) => check(a.as_list::<i32>().values().as_ref()),
                 D::LargeList(_) => check(a.as_list::<i64>().values().as_ref()),
                 D::FixedSizeList(..) => check(a.as_fixed_size_list().values().as_ref()),
-                D::Map(..) => check(a.as_map().entries()),
+                D::Map(..) => match a.as_map().keys().null_count() {
+                    0 => check(a.as_map().entries()),
+                    n => Err(format!(
+                        "{n} null map keys (the schema makes the key field OPTIONAL; map keys \
+                         must be present)"
+                    )),
+                },
                 D::Dictionary(..) => a.as_any_dictionary_opt().map_or(Ok(()), |d| check(d.values().as_ref())),
                 _ => Ok(()),
             }
@@ -337,7 +347,7 @@ impl HostDecoder {
                         path: self.path.clone(),
                         row_group: Some(rg),
                         column: Some(f.name().clone()),
-                        reason: format!("a decimal outside its declared precision: {reason}"),
+                        reason,
                     });
                 }
             }

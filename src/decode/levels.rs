@@ -39,8 +39,9 @@ fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
     None
 }
 
-/// Checks the first `count` levels of an RLE/bit-packed hybrid run sequence against `max`.
-/// Runs that end early are left to the decoder to report.
+/// Checks the first `count` levels of an RLE/bit-packed hybrid run sequence against `max`,
+/// and that the runs hold `count` levels (pyarrow: "Number of decoded rep / def levels do not
+/// match num_values in page header"; arrow-rs reads the levels there are).
 pub(crate) fn check_hybrid(data: &[u8], count: usize, max: i16) -> Result<(), String> {
     let w = bit_width(max);
     let packed_can_exceed = can_exceed(max);
@@ -51,13 +52,18 @@ pub(crate) fn check_hybrid(data: &[u8], count: usize, max: i16) -> Result<(), St
             "level {v} at level {at} is above the column's maximum {max}"
         ))
     };
+    let short = |seen: usize| {
+        Err(format!(
+            "levels end after {seen} of the page's {count} levels"
+        ))
+    };
     while seen < count {
         let Some(h) = varint(data, &mut pos) else {
-            return Ok(());
+            return short(seen);
         };
         if h & 1 == 0 {
             let Some(b) = data.get(pos..pos + bytes_per_rle) else {
-                return Ok(());
+                return short(seen);
             };
             pos += bytes_per_rle;
             let v = b
@@ -73,7 +79,7 @@ pub(crate) fn check_hybrid(data: &[u8], count: usize, max: i16) -> Result<(), St
             let groups = (h >> 1) as usize;
             let len = groups.saturating_mul(w as usize);
             let Some(b) = data.get(pos..pos.saturating_add(len)) else {
-                return Ok(());
+                return short(seen);
             };
             pos += len;
             if packed_can_exceed {
@@ -210,5 +216,9 @@ mod tests {
         let e = check_hybrid(&[2, 4], 1, 3).unwrap_err();
         assert!(e.contains("level 4 at level 0"), "{e}");
         assert_eq!(check_hybrid(&[2, 7], 1, 7), Ok(()));
+        // runs that end before the page's count of levels
+        let e = check_hybrid(&[8, 1], 5, 1).unwrap_err();
+        assert!(e.contains("after 4 of the page's 5"), "{e}");
+        assert!(check_hybrid(&[3], 8, 1).is_err());
     }
 }
