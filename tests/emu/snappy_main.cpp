@@ -31,8 +31,7 @@ int main(int argc, char** argv) {
     FILE* o = std::fopen(argv[2], "wb");
     if (!o) return 7;
     if (std::strcmp(mode, "lz4") == 0) {
-        emu_launch((n + LZ4_CHECK_THREADS - 1) / LZ4_CHECK_THREADS, LZ4_CHECK_THREADS,
-                   [&] { lz4_check(jobs.data(), (int)n, errors.data()); });
+        emu_launch(n, SNAPPY_THREADS, [&] { lz4_check(jobs.data(), (int)n, errors.data()); });
         std::fwrite(errors.data(), 4, n, o);
     } else if (std::strcmp(mode, "split") == 0) {
         std::vector<u64> base(n + 1, 0);

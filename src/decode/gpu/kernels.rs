@@ -86,9 +86,6 @@ pub(crate) const FILTER_SPAN: u64 = 256 * 16;
 /// Threads per block of `snappy_pages` (`SNAPPY_THREADS` in snappy.cu; a unit test checks).
 pub(crate) const SNAPPY_THREADS: u32 = 256;
 
-/// Threads (pages) per block of `lz4_check` (`LZ4_CHECK_THREADS` in snappy.cu).
-pub(crate) const LZ4_CHECK_THREADS: u32 = 128;
-
 /// Threads per block of the DELTA_BYTE_ARRAY kernels (`DBA_THREADS` in decode_bytes.cu).
 pub(crate) const DBA_THREADS: u32 = 128;
 
@@ -203,7 +200,7 @@ kernels! {
     );
     /// One block per fragment of a page. (jobs, num_jobs, errors).
     SNAPPY_FRAGMENTS = snappy_fragments in SNAPPY_MODULE(Const<SnappyJob>, i32, Mut<u32>);
-    /// One thread per LZ4 block: its sequences checked, nothing written.
+    /// One block per LZ4 block (page): its sequences checked, nothing written.
     /// (jobs, num_jobs, errors).
     LZ4_CHECK = lz4_check in SNAPPY_MODULE(Const<SnappyJob>, i32, Mut<u32>);
     /// Integers against a 128-bit literal. (values, n, valid, mode, lit_lo, lit_hi, out).
@@ -736,10 +733,6 @@ mod tests {
         let num = |m: &KernelModule, name: &str| define(m, name).parse::<u64>().unwrap();
         assert_eq!(num(&SNAPPY_MODULE, "SNAPPY_THREADS"), u64::from(SNAPPY_THREADS));
         assert_eq!(num(&SNAPPY_MODULE, "SNAPPY_FRAGMENT"), SNAPPY_FRAGMENT);
-        assert_eq!(
-            num(&SNAPPY_MODULE, "LZ4_CHECK_THREADS"),
-            u64::from(LZ4_CHECK_THREADS)
-        );
         assert_eq!(num(&DECODE_BYTES_MODULE, "DBA_THREADS"), u64::from(DBA_THREADS));
         assert_eq!(num(&DECODE_BYTES_MODULE, "DBA_SEGMENT"), DBA_SEGMENT);
     }

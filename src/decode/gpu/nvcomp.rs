@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use super::beside::{decompress_on_host, host_share, largest_to_host};
-use super::kernels::{PageInfo, SnappyJob, LZ4_CHECK, LZ4_CHECK_THREADS, SNAPPY_MODULE};
+use super::kernels::{PageInfo, SnappyJob, LZ4_CHECK, SNAPPY_MODULE, SNAPPY_THREADS};
 use super::launch::{i32s_from_device, upload_table, zeroed, Const, Mut};
 use super::locate::PageLocations;
 use super::snappy::{device_jobs, Jobs};
@@ -166,8 +166,8 @@ pub(super) fn nvcomp_on_device(
 }
 
 
-/// Whether each LZ4 block of `jobs` is well formed for its sizes (`lz4_check`, one thread per
-/// block): literals and matches within the input and the uncompressed size, every offset
+/// Whether each LZ4 block of `jobs` is well formed for its sizes (`lz4_check`, one block of
+/// threads per LZ4 block, parsed in parallel as SNAPPY streams are): literals and matches within the input and the uncompressed size, every offset
 /// within the output written before it, exactly `dst_len` bytes produced.
 fn lz4_checked(gpu: &Arc<Gpu>, jobs: &[SnappyJob]) -> Result<Vec<bool>> {
     if jobs.is_empty() {
@@ -176,15 +176,15 @@ fn lz4_checked(gpu: &Arc<Gpu>, jobs: &[SnappyJob]) -> Result<Vec<bool>> {
     let module = SNAPPY_MODULE.load(gpu)?;
     let table = upload_table(gpu, jobs)?;
     let errors = zeroed(gpu, jobs.len() * 4)?;
-    // SAFETY: one thread per entry of `table`, each reading only its job's `src_len` source
+    // SAFETY: one block per entry of `table`, each reading only its job's `src_len` source
     // bytes (page data inside the load's buffer, checked by the page-header pass) and writing
     // only its own error word; all live until the waited launch returns.
     unsafe {
         LZ4_CHECK.launch(
             gpu,
             &module,
-            (jobs.len() as u32).div_ceil(LZ4_CHECK_THREADS),
-            LZ4_CHECK_THREADS,
+            jobs.len() as u32,
+            SNAPPY_THREADS,
             (
                 Const::at(table.device_ptr()),
                 jobs.len() as i32,

@@ -106,6 +106,51 @@ __device__ static inline u32 element_at(const u8* s, u32 p, u64* len, u64* off) 
 // fragments decode independently, in parallel, once MODE_SPLIT has found where each starts.
 #define SNAPPY_FRAGMENT 65536
 
+// The element starts of a round, by pointer doubling: s_jmp[0][p] holds next(p), the window
+// position after an element starting at p (WIN where it leaves the window or the stream), for
+// every p in [0, WIN]; x[k] becomes the start of element tid * PER_THREAD + k of the chain from
+// position 0 (WIN where the chain has fewer elements). s_jmp[1] is scratch. Every thread of
+// the block calls it after s_jmp[0] is written and synchronised.
+__device__ static void chain_starts(u16 (*s_jmp)[WIN + 1], u32 weff, u32* x)
+{
+    const u32 tid = threadIdx.x;
+    for (int k = 0; k < PER_THREAD; k++) x[k] = 0;
+    int cur = 0;
+    for (int lvl = 0; lvl < LEVELS; lvl++) {
+        // s_jmp[cur] is next^(2^lvl); if it already leaves the stream from 0, no element index
+        // at or above 2^lvl exists (all threads read the same entry: uniform)
+        if (s_jmp[cur][0] >= weff) {
+            for (int k = 0; k < PER_THREAD; k++)
+                if ((tid * PER_THREAD + k) >> lvl) x[k] = WIN;
+            break;
+        }
+        for (int k = 0; k < PER_THREAD; k++)
+            if (((tid * PER_THREAD + k) >> lvl) & 1) x[k] = s_jmp[cur][x[k]];
+        if (lvl + 1 < LEVELS) {
+            for (u32 p = tid; p <= WIN; p += SNAPPY_THREADS)
+                s_jmp[cur ^ 1][p] = s_jmp[cur][s_jmp[cur][p]];
+            __syncthreads();
+            cur ^= 1;
+        }
+    }
+}
+
+// The exclusive prefix of `mine` over the block's threads in thread order, plus `base`; every
+// thread calls it (it synchronises once). `s_warp` is shared scratch of a word per warp.
+__device__ static u64 block_exclusive(u64 mine, u64 base, u64* s_warp)
+{
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    u64 incl = mine;
+    for (int d = 1; d < 32; d <<= 1) {
+        u64 v = __shfl_sync(0xffffffffu, incl, lane >= (u32)d ? lane - d : lane);
+        if (lane >= (u32)d) incl += v;
+    }
+    if (lane == 31) s_warp[warp] = incl;
+    __syncthreads();
+    for (u32 w = 0; w < warp; w++) base += s_warp[w];
+    return base + incl - mine;
+}
+
 template <int MODE>
 __device__ static void snappy_block(const SnappyJob j, u32* error, u64* splits)
 {
@@ -119,7 +164,7 @@ __device__ static void snappy_block(const SnappyJob j, u32* error, u64* splits)
     __shared__ u64 s_next_ip;
     __shared__ u32 s_err, s_count, s_more;
 
-    const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const u32 tid = threadIdx.x;
     const u8* in = (const u8*)j.src;
     u8* out = (u8*)j.dst;
     const u64 n_in = j.src_len, n_out = j.dst_len;
@@ -164,25 +209,7 @@ __device__ static void snappy_block(const SnappyJob j, u32* error, u64* splits)
         }
         __syncthreads();
         u32 x[PER_THREAD];
-        for (int k = 0; k < PER_THREAD; k++) x[k] = 0;
-        int cur = 0;
-        for (int lvl = 0; lvl < LEVELS; lvl++) {
-            // s_jmp[cur] is next^(2^lvl); if it already leaves the stream from 0, no element
-            // index at or above 2^lvl exists (all threads read the same entry: uniform)
-            if (s_jmp[cur][0] >= weff) {
-                for (int k = 0; k < PER_THREAD; k++)
-                    if ((tid * PER_THREAD + k) >> lvl) x[k] = WIN;
-                break;
-            }
-            for (int k = 0; k < PER_THREAD; k++)
-                if (((tid * PER_THREAD + k) >> lvl) & 1) x[k] = s_jmp[cur][x[k]];
-            if (lvl + 1 < LEVELS) {
-                for (u32 p = tid; p <= WIN; p += SNAPPY_THREADS)
-                    s_jmp[cur ^ 1][p] = s_jmp[cur][s_jmp[cur][p]];
-                __syncthreads();
-                cur ^= 1;
-            }
-        }
+        chain_starts(s_jmp, weff, x);
         // 2. the elements: kind, length, source; checked against the input
         u64 lens[PER_THREAD], ends[PER_THREAD];
         u32 bad = 0, valid = 0;
@@ -210,18 +237,9 @@ __device__ static void snappy_block(const SnappyJob j, u32* error, u64* splits)
         // block-wide exclusive scan of the lengths (each thread owns consecutive indices)
         u64 mine = 0;
         for (int k = 0; k < PER_THREAD; k++) mine += lens[k];
-        u64 incl = mine;
-        for (int d = 1; d < 32; d <<= 1) {
-            u64 v = __shfl_sync(0xffffffffu, incl, lane >= (u32)d ? lane - d : lane);
-            if (lane >= (u32)d) incl += v;
-        }
-        if (lane == 31) s_warp[warp] = incl;
-        __syncthreads();
+        u64 at = block_exclusive(mine, op, s_warp);
         const u32 count = s_count;
         if (s_err) break;
-        u64 base = op;
-        for (u32 w = 0; w < warp; w++) base += s_warp[w];
-        u64 at = base + incl - mine;
         for (int k = 0; k < PER_THREAD; k++) {
             const u32 i = tid * PER_THREAD + k;
             if (x[k] >= weff) continue;
@@ -341,61 +359,148 @@ extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_fragments(
     snappy_block<MODE_FRAGMENT>(jobs[blockIdx.x], &errors[blockIdx.x], nullptr);
 }
 
-// LZ4 block checks, one thread per page (LZ4_CHECK_THREADS to a block): the page's sequences
-// walked from the start (token, literal run, offset, match) without writing anything; a
-// sequence whose literals run past the input, whose offset is 0 or reaches before the start of
-// the output, or whose bytes would pass the page's uncompressed size, and a stream that ends
-// elsewhere than after a sequence's literals or fills other than exactly dst_len bytes set the
-// page's error bits. nvCOMP 5.3 decompresses some such blocks without an error (a copy from
-// before the output's start yields whatever lay there), so pages go to nvCOMP only once this
-// check passes them; it is stricter than a decoder need be (a block ending in a match is
-// refused), which only sends such a page's chunk to the host's decoder.
-#ifndef LZ4_CHECK_THREADS
-#define LZ4_CHECK_THREADS 128
-#endif
+// LZ4 block checks, one block of SNAPPY_THREADS per page, parsed as SNAPPY streams are: a
+// window of WIN input bytes a round, the sequence that would start at every position found in
+// parallel, the true chain by pointer doubling (chain_starts), output positions by a block scan;
+// nothing is written. A sequence whose literals run past the input, whose offset is 0 or
+// reaches before the start of the output, or whose bytes would pass the page's uncompressed
+// size, and a stream that ends elsewhere than after a sequence of literals only or fills other
+// than exactly dst_len bytes set the page's error bits. nvCOMP 5.3 decompresses some such
+// blocks without an error (a copy from before the output's start yields whatever lay there),
+// so pages go to nvCOMP only once this check passes them; it is stricter than a decoder need be
+// (a block ending in a match is refused), which only sends such a page's chunk to the host.
 
-// Adds a run's extension bytes (each 255 continues it) to *len; false where the input ends
-// inside it.
-__device__ static inline bool lz4_extend(const u8* in, u64 n_in, u64& ip, u64& len) {
-    u32 b;
-    do {
-        if (ip >= n_in) return false;
-        b = __ldg(in + ip++);
-        len += b;
-    } while (b == 255);
+// Where the sequence starting at input position p ends (*end), its literal and match lengths
+// and offset, and whether it is the stream's last (literals only, ending at n_in); false where
+// the input ends inside it, or (limit) where it runs past `limit` before its lengths are known.
+__device__ static bool lz4_sequence(const u8* in, u64 n_in, u64 p, u64 limit, u64* end,
+                                    u64* lit, u64* match, u64* off, bool* last)
+{
+    if (p >= n_in) return false;
+    const u32 token = __ldg(in + p);
+    u64 q = p + 1, l = token >> 4;
+    if (l == 15) {
+        u32 b;
+        do {
+            if (q >= n_in || q >= limit) return false;
+            b = __ldg(in + q++);
+            l += b;
+        } while (b == 255);
+    }
+    if (l > n_in - q) return false;
+    q += l;
+    *lit = l;
+    if (q == n_in) {
+        *last = true;
+        *match = 0;
+        *off = 0;
+        *end = q;
+        return true;
+    }
+    if (n_in - q < 2) return false;
+    *off = (u64)__ldg(in + q) | ((u64)__ldg(in + q + 1) << 8);
+    q += 2;
+    u64 m = token & 15;
+    if (m == 15) {
+        u32 b;
+        do {
+            if (q >= n_in || q >= limit) return false;
+            b = __ldg(in + q++);
+            m += b;
+        } while (b == 255);
+    }
+    *match = m + 4;
+    *last = false;
+    *end = q;
     return true;
 }
 
-extern "C" __global__ void __launch_bounds__(LZ4_CHECK_THREADS) lz4_check(
+extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) lz4_check(
     const SnappyJob* jobs, int num_jobs, u32* errors)
 {
-    const int k = blockIdx.x * LZ4_CHECK_THREADS + threadIdx.x;
-    if (k >= num_jobs) return;
-    const SnappyJob j = jobs[k];
+    // (a sequence takes at least 3 input bytes but the last, so a window holds at most
+    // WIN / 3 + 1 <= MAX_ELEMS of the chain)
+    __shared__ u16 s_jmp[2][WIN + 1];
+    __shared__ u64 s_warp[SNAPPY_THREADS / 32];
+    __shared__ u64 s_next_ip, s_next_op;
+    __shared__ u32 s_err, s_count, s_last;
+    if ((int)blockIdx.x >= num_jobs) return;
+    const SnappyJob j = jobs[blockIdx.x];
+    const u32 tid = threadIdx.x;
     const u8* in = (const u8*)j.src;
     const u64 n_in = j.src_len, n_out = j.dst_len;
     u64 ip = 0, op = 0;
-    u32 err = 0;
-    while (true) {
-        if (ip >= n_in) { err = S_TRUNCATED; break; }
-        const u32 token = __ldg(in + ip++);
-        u64 lit = token >> 4;
-        if (lit == 15 && !lz4_extend(in, n_in, ip, lit)) { err = S_TRUNCATED; break; }
-        if (lit > n_in - ip) { err = S_TRUNCATED; break; }
-        if (lit > n_out - op) { err = S_OVERRUN; break; }
-        ip += lit;
-        op += lit;
-        if (ip == n_in) break;   // the last sequence: literals only
-        if (n_in - ip < 2) { err = S_TRUNCATED; break; }
-        const u64 off = (u64)__ldg(in + ip) | ((u64)__ldg(in + ip + 1) << 8);
-        ip += 2;
-        if (off == 0 || off > op) { err = S_BAD_OFFSET; break; }
-        u64 m = token & 15;
-        if (m == 15 && !lz4_extend(in, n_in, ip, m)) { err = S_TRUNCATED; break; }
-        m += 4;
-        if (m > n_out - op) { err = S_OVERRUN; break; }
-        op += m;
+    if (tid == 0) {
+        s_err = n_in == 0 ? S_TRUNCATED : 0u;
+        s_last = 0;
     }
-    if (!err && op != n_out) err = S_SIZE;
-    errors[k] = err;
+    __syncthreads();
+    while (ip < n_in && !s_err) {
+        const u64 avail = n_in - ip;
+        const u32 weff = avail < WIN ? (u32)avail : WIN;
+        if (tid == 0) s_count = 0;
+        // 1. where a sequence starting at each position would end, within the window
+        for (u32 p = tid; p <= WIN; p += SNAPPY_THREADS) {
+            u32 nx = WIN;
+            u64 end, lit, match, off;
+            bool last;
+            if (p < weff && lz4_sequence(in, n_in, ip + p, ip + WIN + 8, &end, &lit, &match,
+                                         &off, &last) && end - ip < WIN)
+                nx = (u32)(end - ip);
+            s_jmp[0][p] = (u16)nx;
+        }
+        __syncthreads();
+        u32 x[PER_THREAD];
+        chain_starts(s_jmp, weff, x);
+        // 2. the chain's sequences, checked against the input
+        u64 lens[PER_THREAD], lits[PER_THREAD], offs[PER_THREAD], ends[PER_THREAD];
+        bool lasts[PER_THREAD];
+        u32 bad = 0, valid = 0;
+        for (int k = 0; k < PER_THREAD; k++) {
+            lens[k] = lits[k] = offs[k] = ends[k] = 0;
+            lasts[k] = false;
+            if (x[k] >= weff) continue;
+            valid++;
+            u64 match;
+            if (!lz4_sequence(in, n_in, ip + x[k], ~0ull, &ends[k], &lits[k], &match, &offs[k],
+                              &lasts[k])) {
+                bad |= S_TRUNCATED;
+                continue;
+            }
+            if (!lasts[k] && offs[k] == 0) bad |= S_BAD_OFFSET;
+            if (lits[k] > n_out || match > n_out - lits[k]) bad |= S_OVERRUN;
+            lens[k] = lits[k] + match;
+        }
+        if (bad) atomicOr(&s_err, bad);
+        if (valid) atomicAdd(&s_count, valid);
+        // 3. output positions: the offsets reach back within what was produced
+        u64 mine = 0;
+        for (int k = 0; k < PER_THREAD; k++) mine += lens[k];
+        u64 at = block_exclusive(mine, op, s_warp);
+        const u32 count = s_count;
+        bad = 0;
+        for (int k = 0; k < PER_THREAD; k++) {
+            const u32 i = tid * PER_THREAD + k;
+            if (x[k] >= weff) continue;
+            if (lens[k] > n_out - at) bad |= S_OVERRUN;
+            else if (!lasts[k] && offs[k] > at + lits[k]) bad |= S_BAD_OFFSET;
+            if (lasts[k]) s_last = 1;
+            at += lens[k];
+            if (i + 1 == count) {
+                s_next_ip = ends[k];
+                s_next_op = at;
+            }
+        }
+        if (bad) atomicOr(&s_err, bad);
+        __syncthreads();
+        if (s_err || count == 0) break;
+        ip = s_next_ip;
+        op = s_next_op;
+        __syncthreads();   // everyone has read the round's tables before they are rewritten
+    }
+    if (tid == 0) {
+        u32 err = s_err;
+        if (!err && (!s_last || op != n_out || ip != n_in)) err = S_SIZE;
+        errors[blockIdx.x] = err;
+    }
 }
