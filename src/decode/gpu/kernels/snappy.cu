@@ -370,6 +370,19 @@ extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_fragments(
 // so pages go to nvCOMP only once this check passes them; it is stricter than a decoder need be
 // (a block ending in a match is refused), which only sends such a page's chunk to the host.
 
+// Adds a length's extension bytes from in[q] on (each 255 continues it) to `len`; false where
+// the input, or `limit`, ends inside them.
+__device__ static inline bool lz4_extend(const u8* in, u64 n_in, u64 limit, u64& q, u64& len)
+{
+    u32 b;
+    do {
+        if (q >= n_in || q >= limit) return false;
+        b = __ldg(in + q++);
+        len += b;
+    } while (b == 255);
+    return true;
+}
+
 // Where the sequence starting at input position p ends (*end), its literal and match lengths
 // and offset, and whether it is the stream's last (literals only, ending at n_in); false where
 // the input ends inside it, or (limit) where it runs past `limit` before its lengths are known.
@@ -379,14 +392,7 @@ __device__ static bool lz4_sequence(const u8* in, u64 n_in, u64 p, u64 limit, u6
     if (p >= n_in) return false;
     const u32 token = __ldg(in + p);
     u64 q = p + 1, l = token >> 4;
-    if (l == 15) {
-        u32 b;
-        do {
-            if (q >= n_in || q >= limit) return false;
-            b = __ldg(in + q++);
-            l += b;
-        } while (b == 255);
-    }
+    if (l == 15 && !lz4_extend(in, n_in, limit, q, l)) return false;
     if (l > n_in - q) return false;
     q += l;
     *lit = l;
@@ -401,14 +407,7 @@ __device__ static bool lz4_sequence(const u8* in, u64 n_in, u64 p, u64 limit, u6
     *off = (u64)__ldg(in + q) | ((u64)__ldg(in + q + 1) << 8);
     q += 2;
     u64 m = token & 15;
-    if (m == 15) {
-        u32 b;
-        do {
-            if (q >= n_in || q >= limit) return false;
-            b = __ldg(in + q++);
-            m += b;
-        } while (b == 255);
-    }
+    if (m == 15 && !lz4_extend(in, n_in, limit, q, m)) return false;
     *match = m + 4;
     *last = false;
     *end = q;
