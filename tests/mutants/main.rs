@@ -690,3 +690,66 @@ fn rle_levels_past_a_full_width_maximum_are_refused() {
         }
     }
 }
+
+/// A map whose key field the schema makes OPTIONAL (legacy files; arrow-rs reads such a
+/// schema, pyarrow refuses it): keys that come out null are an error on every path, never a
+/// map array with null keys.
+#[test]
+fn null_keys_of_an_optional_map_key_are_refused() {
+    use arrow::array::{MapBuilder, StringBuilder};
+    use parquet::arrow::arrow_writer::{ArrowWriter, ArrowWriterOptions};
+    use std::sync::Arc;
+    let dir = scratch_dir();
+    let mut devices = vec![Device::Host];
+    if let Some(d) = std::env::var("CUPARQUET_MUTANTS_DEVICE")
+        .ok()
+        .filter(|d| !d.is_empty())
+    {
+        if common::gpu_available("null map keys on the device") {
+            devices.push(d.parse().unwrap());
+        }
+    }
+    let mut b = MapBuilder::new(
+        None,
+        StringBuilder::new(),
+        arrow::array::Int64Builder::new(),
+    );
+    for i in 0..2000i64 {
+        for k in 0..i % 3 {
+            b.keys().append_value(format!("k{k}"));
+            b.values().append_value(i * k);
+        }
+        b.append(i % 5 != 0).unwrap();
+    }
+    let batch = RecordBatch::try_from_iter([("m", Arc::new(b.finish()) as ArrayRef)]).unwrap();
+    let src = dir.path().join("map-src.parquet");
+    let mut w = ArrowWriter::try_new_with_options(
+        std::fs::File::create(&src).unwrap(),
+        batch.schema(),
+        ArrowWriterOptions::new().with_skip_arrow_metadata(true),
+    )
+    .unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    // schema elements: the root, m, key_value, key, value; the key made OPTIONAL (1)
+    let mut g = model::parse(&std::fs::read(&src).unwrap()).unwrap();
+    let Some(thrift::Value::Struct(key)) = thrift::list_mut(&mut g.footer, 2).unwrap().get_mut(3)
+    else {
+        unreachable!()
+    };
+    assert_eq!(thrift::int(key, 3), Some(0), "the key was REQUIRED");
+    thrift::set_int(key, 3, 1);
+    let p = dir.path().join("map.parquet");
+    std::fs::write(&p, model::write(&g)).unwrap();
+    for &d in &devices {
+        let e = ours(&p, d, None)
+            .expect("no hang")
+            .expect_err(&format!("{d:?}"));
+        assert!(
+            e.contains(&p.display().to_string())
+                && e.contains("column 'm'")
+                && e.contains("null map keys"),
+            "{d:?}: {e}"
+        );
+    }
+}

@@ -2,7 +2,7 @@
 //! field) checked within its declared precision, as the host path checks its arrays, in one
 //! launch (`decimal_check`). A stored value past the precision (a corrupt page, or a file
 //! whose schema contradicts its data) is an error naming the field, never an invalid Arrow
-//! array.
+//! array. Likewise a map with null keys ([`check_map_keys`]).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -130,6 +130,38 @@ pub(super) fn check_decimals(
             })
         }
     }
+}
+
+/// Maps whose keys came out with nulls (a legacy schema's OPTIONAL key field, which arrow-rs
+/// reads and pyarrow refuses): an error naming the field, as the host path's, never a map with
+/// null keys (invalid Arrow).
+pub(super) fn check_map_keys(path: &Path, cols: &[DeviceColumn], fields: &[FieldRef]) -> Result<()> {
+    fn null_keys(a: &DeviceArray) -> usize {
+        let own = match a.data_type {
+            DataType::Map(..) => a
+                .children
+                .first()
+                .and_then(|entries| entries.children.first())
+                .map_or(0, |keys| keys.null_count),
+            _ => 0,
+        };
+        own + a.children.iter().map(null_keys).sum::<usize>()
+    }
+    for c in cols {
+        let n = null_keys(&c.array);
+        if n > 0 {
+            return Err(Error::Decode {
+                path: path.to_path_buf(),
+                row_group: None,
+                column: Some(fields[c.field].name().clone()),
+                reason: format!(
+                    "{n} null map keys (the schema makes the key field OPTIONAL; map keys must \
+                     be present)"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

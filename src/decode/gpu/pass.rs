@@ -284,6 +284,7 @@ pub(crate) fn decode_pass(
             })?);
         }
         super::decimals::check_decimals(&gpu, path, &cols, &fields)?;
+        super::decimals::check_map_keys(path, &cols, &fields)?;
         Ok(cols)
     };
     let profiling = input.profile;

@@ -235,16 +235,6 @@ impl Walk<'_> {
                 if kv_fields.len() != kv.get_fields().len() {
                     return Err(format!("map '{}' entries differ", node.name()));
                 }
-                // a legacy schema's OPTIONAL key: the host decodes it and refuses null keys
-                if kv.get_fields().first().is_some_and(|k| {
-                    k.get_basic_info().has_repetition()
-                        && k.get_basic_info().repetition() != Repetition::REQUIRED
-                }) {
-                    return Err(format!(
-                        "map '{}' has an optional key field (checked on the host)",
-                        node.name()
-                    ));
-                }
                 let mut children = Vec::with_capacity(kv_fields.len());
                 for (f, n) in kv_fields.iter().zip(kv.get_fields()) {
                     children.push(self.node(f.data_type(), n, d + 1, rep + 1, depth + 1, false)?);
