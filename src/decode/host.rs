@@ -217,11 +217,11 @@ impl HostDecoder {
             // (where the footer's row counts disagree, arrow-rs caps what it returns by the
             // file's: that is what the load returns, as the GPU decoder does)
             Ok(b) if leaves.is_empty() => Ok(b),
-            Ok(b) if !self.counts_agree => self.decimals_in_precision(rg, b),
+            Ok(b) if !self.counts_agree => self.checked_output(rg, b),
             Ok(b) => {
                 let got: u64 = b.iter().map(|b| b.num_rows() as u64).sum();
                 if got == want {
-                    return self.decimals_in_precision(rg, b);
+                    return self.checked_output(rg, b);
                 }
                 Err(Error::Decode {
                     path: self.path.clone(),
@@ -313,7 +313,7 @@ impl HostDecoder {
     /// a file whose schema contradicts its data), or a null key of a map whose key field the
     /// schema makes OPTIONAL (arrow-rs reads such a legacy schema; pyarrow refuses it), is an
     /// error naming the column, never an invalid Arrow array.
-    fn decimals_in_precision(&self, rg: usize, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+    fn checked_output(&self, rg: usize, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
         fn check(a: &dyn arrow::array::Array) -> std::result::Result<(), String> {
             use arrow::array::AsArray;
             use arrow::datatypes::{DataType as D, Decimal128Type, Decimal256Type, Decimal32Type, Decimal64Type};

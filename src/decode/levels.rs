@@ -1,7 +1,7 @@
 //! Repetition and definition levels checked against the column's maxima before arrow-rs
 //! decodes them: a level above the maximum is a corrupt page (pyarrow: "Malformed levels"),
-//! which arrow-rs would read as values (or, at a maximum of 1, as nulls), silently misaligning
-//! the column.
+//! which arrow-rs would read as values (at a maximum of 1, any non-zero RLE value as present),
+//! silently misaligning the column.
 //!
 //! A bit-packed level has the bit width of its maximum, so it can exceed the maximum only
 //! where the maximum does not fill that width (2, 4, 5, 6, …). An RLE run's value is stored in
@@ -147,26 +147,27 @@ pub(crate) fn check_page_levels(
         return Ok(());
     }
     let count = v1.num_values.max(0) as usize;
-    // the page's first bytes, decompressed again (further) where `need` passes them; a page
-    // that does not decompress is the decoder's to report
+    // the page's first bytes, decompressed further only where the levels reach past them
+    // (`need`: whether `data` holds `end` bytes); a page that does not decompress is the
+    // decoder's to report
     let mut data = match page_prefix(chunk, index, page, codec, FIRST_PREFIX) {
         Ok(d) => d,
         Err(_) => return Ok(()),
+    };
+    let need = |data: &mut Bytes, end: usize| -> bool {
+        if data.len() < end && data.len() >= FIRST_PREFIX {
+            match page_prefix(chunk, index, page, codec, end) {
+                Ok(d) => *data = d,
+                Err(_) => return false,
+            }
+        }
+        data.len() >= end
     };
     let mut pos = 0usize;
     for (max, what) in [(max_rep, "repetition"), (max_def, "definition")] {
         if max == 0 {
             continue;
         }
-        let need = |data: &mut Bytes, end: usize| -> bool {
-            if data.len() < end && data.len() >= FIRST_PREFIX {
-                match page_prefix(chunk, index, page, codec, end) {
-                    Ok(d) => *data = d,
-                    Err(_) => return false,
-                }
-            }
-            data.len() >= end
-        };
         if !need(&mut data, pos + 4) {
             return Ok(());
         }

@@ -11,6 +11,8 @@ use std::io::Read;
 
 use parquet::basic::Compression;
 
+use super::snappy_host::{copy_offset, element};
+
 /// The first `n` bytes (fewer where the stream is shorter) of `values`, written with `codec`
 /// and claiming `want` decompressed bytes. `None` where this codec is not decompressed in part.
 pub(crate) fn prefix(
@@ -80,37 +82,17 @@ fn snappy_prefix(src: &[u8], n: usize) -> Result<Vec<u8>, String> {
     }
     let n = n.min(usize::try_from(total).unwrap_or(usize::MAX));
     let mut out = Vec::with_capacity(n);
-    let le = |b: &[u8]| b.iter().rev().fold(0usize, |v, &x| (v << 8) | x as usize);
     while out.len() < n {
-        let tag = *src.get(p).ok_or_else(cut)?;
-        match tag & 3 {
-            0 => {
-                let l = (tag >> 2) as usize;
-                let (extra, len) = if l < 60 {
-                    (0, l + 1)
-                } else {
-                    let extra = l - 59;
-                    (extra, le(src.get(p + 1..p + 1 + extra).ok_or_else(cut)?) + 1)
-                };
-                let lit = src
-                    .get(p + 1 + extra..(p + 1 + extra).saturating_add(len))
-                    .ok_or_else(cut)?;
+        let (inp, len) = element(src, p).ok_or_else(cut)?;
+        match copy_offset(src, p) {
+            // a literal: its bytes end the element
+            None => {
+                let lit = &src[p + inp - len..p + inp];
                 out.extend_from_slice(&lit[..len.min(n - out.len())]);
-                p += 1 + extra + len;
             }
-            t => {
-                let (hdr, len, off) = match t {
-                    1 => {
-                        let b = *src.get(p + 1).ok_or_else(cut)?;
-                        (2, 4 + ((tag >> 2) & 7) as usize, ((tag as usize >> 5) << 8) | b as usize)
-                    }
-                    2 => (3, (tag >> 2) as usize + 1, le(src.get(p + 1..p + 3).ok_or_else(cut)?)),
-                    _ => (5, (tag >> 2) as usize + 1, le(src.get(p + 1..p + 5).ok_or_else(cut)?)),
-                };
-                back_copy(&mut out, off, len, n)?;
-                p += hdr;
-            }
+            Some(off) => back_copy(&mut out, off, len, n)?,
         }
+        p += inp;
     }
     Ok(out)
 }

@@ -67,7 +67,7 @@ fn whole(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
 /// The element at `p`: (input bytes, output bytes); None where its header or literal runs past
 /// the input.
 #[inline]
-fn element(src: &[u8], p: usize) -> Option<(usize, usize)> {
+pub(crate) fn element(src: &[u8], p: usize) -> Option<(usize, usize)> {
     let tag = *src.get(p)?;
     let (inp, out) = match tag & 3 {
         0 => {
@@ -90,6 +90,19 @@ fn element(src: &[u8], p: usize) -> Option<(usize, usize)> {
         _ => (5, (tag >> 2) as usize + 1),
     };
     (p + inp <= src.len()).then_some((inp, out))
+}
+
+/// The offset of the copy at `p` (None for a literal), an element whose header [`element`]
+/// found within the input.
+pub(crate) fn copy_offset(src: &[u8], p: usize) -> Option<usize> {
+    let le = |b: &[u8]| b.iter().rev().fold(0usize, |v, &x| (v << 8) | x as usize);
+    let tag = src[p];
+    match tag & 3 {
+        0 => None,
+        1 => Some(((tag as usize >> 5) << 8) | src[p + 1] as usize),
+        2 => Some(le(&src[p + 1..p + 3])),
+        _ => Some(le(&src[p + 1..p + 5])),
+    }
 }
 
 /// Element starts a walk keeps from its beginning, where the true chain is looked for.

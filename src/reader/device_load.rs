@@ -111,20 +111,16 @@ impl ReaderState {
         wave: &super::waves::Wave,
         beside_reads: bool,
     ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
-        let snappy = match beside_reads {
-            true => self.tuning.snappy.beside_reads(),
-            false => self.tuning.snappy,
+        let snappy = if beside_reads {
+            self.tuning.snappy.beside_reads()
+        } else {
+            self.tuning.snappy
         };
-        match &wave.piece {
-            Some(p) => self.decode_rows(chunks, &wave.row_groups, &p.plan, p.spans.clone(), snappy),
-            None => self.decode_rows(
-                chunks,
-                &wave.row_groups,
-                &self.plan,
-                self.spans_of(&wave.row_groups),
-                snappy,
-            ),
-        }
+        let (plan, spans) = match &wave.piece {
+            Some(p) => (&*p.plan, p.spans.clone()),
+            None => (&self.plan, self.spans_of(&wave.row_groups)),
+        };
+        self.decode_rows(chunks, &wave.row_groups, plan, spans, snappy)
     }
 
     /// [`Self::decode_on_gpu`] of `chunks` holding every planned chunk of the

@@ -188,6 +188,22 @@ fn differs(got: &RecordBatch, want: &RecordBatch) -> Option<String> {
     None
 }
 
+/// The backends to load through: the host, and `CUPARQUET_MUTANTS_DEVICE` where it is set and
+/// a GPU is there (`what` names the loads in the message of a skip).
+fn devices(what: &str) -> Vec<Device> {
+    let mut devices = vec![Device::Host];
+    if let Some(d) = std::env::var("CUPARQUET_MUTANTS_DEVICE")
+        .ok()
+        .filter(|d| !d.is_empty())
+    {
+        let d: Device = d.parse().unwrap();
+        if common::gpu_available(what) {
+            devices.push(d);
+        }
+    }
+    devices
+}
+
 /// Our load of `path` on `device`, whole or one column; a panic as its message. Run on its
 /// own thread under a deadline.
 fn ours(
@@ -422,13 +438,7 @@ fn mutants_load_as_arrow_rs_reads_them_or_fail_clearly() {
         more.sort();
         files.extend(more);
     }
-    let mut devices = vec![Device::Host];
-    if let Some(d) = env("CUPARQUET_MUTANTS_DEVICE") {
-        let d: Device = d.parse().unwrap();
-        if common::gpu_available("the mutants' device loads") {
-            devices.push(d);
-        }
-    }
+    let devices = devices("the mutants' device loads");
     let keep = env("CUPARQUET_MUTANTS_KEEP").map(PathBuf::from);
     if let Some(k) = &keep {
         std::fs::create_dir_all(k).unwrap();
@@ -616,15 +626,7 @@ fn rle_levels_past_a_full_width_maximum_are_refused() {
     use parquet::file::properties::WriterProperties;
     use std::sync::Arc;
     let dir = scratch_dir();
-    let mut devices = vec![Device::Host];
-    if let Some(d) = std::env::var("CUPARQUET_MUTANTS_DEVICE")
-        .ok()
-        .filter(|d| !d.is_empty())
-    {
-        if common::gpu_available("RLE levels past the maximum on the device") {
-            devices.push(d.parse().unwrap());
-        }
-    }
+    let devices = devices("RLE levels past the maximum on the device");
     let batch = RecordBatch::try_from_iter_with_nullable([(
         "x",
         Arc::new(Int64Array::from_iter((0..5000).map(Some))) as ArrayRef,
@@ -700,15 +702,7 @@ fn null_keys_of_an_optional_map_key_are_refused() {
     use parquet::arrow::arrow_writer::{ArrowWriter, ArrowWriterOptions};
     use std::sync::Arc;
     let dir = scratch_dir();
-    let mut devices = vec![Device::Host];
-    if let Some(d) = std::env::var("CUPARQUET_MUTANTS_DEVICE")
-        .ok()
-        .filter(|d| !d.is_empty())
-    {
-        if common::gpu_available("null map keys on the device") {
-            devices.push(d.parse().unwrap());
-        }
-    }
+    let devices = devices("null map keys on the device");
     let mut b = MapBuilder::new(
         None,
         StringBuilder::new(),

@@ -165,10 +165,10 @@ pub(super) fn nvcomp_on_device(
         .collect())
 }
 
-
 /// Whether each LZ4 block of `jobs` is well formed for its sizes (`lz4_check`, one block of
-/// threads per LZ4 block, parsed in parallel as SNAPPY streams are): literals and matches within the input and the uncompressed size, every offset
-/// within the output written before it, exactly `dst_len` bytes produced.
+/// threads per LZ4 block, parsed in parallel as SNAPPY streams are): literals and matches
+/// within the input and the uncompressed size, every offset within the output written before
+/// it, exactly `dst_len` bytes produced.
 fn lz4_checked(gpu: &Arc<Gpu>, jobs: &[SnappyJob]) -> Result<Vec<bool>> {
     if jobs.is_empty() {
         return Ok(Vec::new());
