@@ -16,7 +16,12 @@
 #     there), the SNAPPY placement by the model against every page on the kernel
 #     (CUPARQUET_TUNING=snappy=device), alternately, PAIRS times: load(), batches(), first batch;
 #   PART=lz4: bench-decode_device on the lineitem LZ4_RAW file (nvCOMP installed), profiled: the
-#     load and its stages (the LZ4 block checks before nvCOMP, the nvCOMP call), ROUNDS rounds.
+#     load and its stages (the LZ4 block checks before nvCOMP, the nvCOMP call), ROUNDS rounds;
+#   PART=split: bench-stream_device on the lineitem SNAPPY file, this build against the one
+#     before (.dev/bin/old-bench-stream_device), alternately, PAIRS times (load(), batches(),
+#     first batch, BUDGETS), then one profiled stream of each (the waves' stages); then
+#     bench-decode_device's load() of this build with every large page split
+#     (CUPARQUET_AB_SPLIT_ALL=1) and by the rule, and of the build before, alternately.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh
@@ -97,6 +102,31 @@ lz4)
     | tee -a "$out/lz4.txt" | grep -E "GB/s|panicked|stages|data ready" \
     | sed -E 's/stages:.*(nvCOMP call [0-9.]+ ms).*/\1/; s/(LZ4 block checks [0-9.]+ ms)/\n  \1/'
   grep -oE "LZ4 block checks [0-9.]+ ms|nvCOMP call [0-9.]+ ms" "$out/lz4.txt" | sort | uniq -c | head -20
+  ;;
+split)
+  for k in $(seq 1 "${PAIRS:-2}"); do
+    for build in old new; do
+      bin=.dev/bin/bench-stream_device; [ $build = old ] && bin=.dev/bin/old-bench-stream_device
+      CUPARQUET_BENCH_FILES=snappy-dict CUPARQUET_BENCH_BUDGETS=${BUDGETS:-2GiB} \
+        CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} timeout 200 "$bin" 2>&1 | tee -a "$out/split.txt" \
+        | grep -E "batch rows|budget|panicked|first" | sed "s|^|$build pair $k |"
+    done
+  done
+  for build in old new; do
+    bin=.dev/bin/bench-stream_device; [ $build = old ] && bin=.dev/bin/old-bench-stream_device
+    CUPARQUET_PROFILE=1 CUPARQUET_BENCH_FILES=snappy-dict CUPARQUET_BENCH_BUDGETS=none \
+      CUPARQUET_BENCH_ROUNDS=1 timeout 200 "$bin" > "$out/split-profile-$build.txt" 2>&1
+    grep -oE "kernel snappy_[a-z]+ [0-9.]+ ms" "$out/split-profile-$build.txt" | head -16 | sed "s|^|$build |"
+  done
+  for k in $(seq 1 "${PAIRS:-2}"); do
+    for run in old rule all; do
+      bin=.dev/bin/bench-decode_device; [ $run = old ] && bin=.dev/bin/old-bench-decode_device
+      all=""; [ $run = all ] && all=1
+      env ${all:+CUPARQUET_AB_SPLIT_ALL=1} CUPARQUET_BENCH_FILES=snappy-dict CUPARQUET_BENCH_BASELINE=0 \
+        CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} timeout 200 "$bin" 2>&1 | tee -a "$out/split-load.txt" \
+        | grep -E "GB/s|panicked" | sed "s|^|$run pair $k |"
+    done
+  done
   ;;
 race)
   # racecheck and synccheck over the corpus's byte-array and SNAPPY files and the writers' files

@@ -1,9 +1,11 @@
 // The SNAPPY kernels (src/decode/gpu/kernels/snappy.cu) run on the host by tests/emulated.rs.
 // Usage: snappy_emu IN OUT [pages|split|fragments|lz4] (default pages).
 // Input file: u32 jobs, then per job u64 src_len, u64 dst_len, src bytes.
+// split: then per job u64 bytes per segment and u64 segments (segments_of in snappy.rs).
 // Output file, pages / fragments: per job u32 error bits, dst_len bytes, u32 the byte after the
-//   output (0xEE when untouched). split: per job u32 error bits, then ceil(dst_len / 65536) u64
-//   split entries. lz4 (lz4_check, the jobs LZ4 blocks): per job u32 error bits.
+//   output (0xEE when untouched). split (snappy_walk, then snappy_split): per job u32 error
+//   bits, then ceil(dst_len / 65536) u64 split entries. lz4 (lz4_check, the jobs LZ4 blocks):
+//   per job u32 error bits.
 #include "cuda_host.h"
 #include <cstdio>
 #include <cstring>
@@ -26,6 +28,16 @@ int main(int argc, char** argv) {
         dsts[i].assign(dl + 1, 0xEE);  // poison: bytes the kernel leaves unwritten show
         jobs[i] = SnappyJob{(u64)srcs[i].data(), sl, (u64)dsts[i].data(), dl};
     }
+    std::vector<u32> seg_size(n), seg_base(n + 1, 0), seg_page;
+    if (std::strcmp(mode, "split") == 0) {
+        for (u32 i = 0; i < n; i++) {
+            u64 size = 0, count = 0;
+            if (std::fread(&size, 8, 1, f) != 1 || std::fread(&count, 8, 1, f) != 1) return 8;
+            seg_size[i] = (u32)size;
+            seg_base[i + 1] = seg_base[i] + (u32)count;
+            seg_page.insert(seg_page.end(), count, i);
+        }
+    }
     std::fclose(f);
     std::vector<u32> errors(n, 0);
     FILE* o = std::fopen(argv[2], "wb");
@@ -38,8 +50,41 @@ int main(int argc, char** argv) {
         for (u32 i = 0; i < n; i++) base[i + 1] = base[i] + (jobs[i].dst_len + SNAPPY_FRAGMENT - 1) / SNAPPY_FRAGMENT;
         std::vector<u64> splits(base[n] ? base[n] : 1, ~0ull);
         splits.resize(base[n]);  // exact size
-        emu_launch(n, SNAPPY_THREADS, [&] {
-            snappy_split(jobs.data(), (int)n, splits.data(), base.data(), errors.data());
+        // the host's loop (fragments in snappy.rs): walk, join, walk again where walks did
+        // not meet (rewalks), join, then split
+        const u32 segs = seg_base[n];
+        std::vector<u32> zones((size_t)segs * 2 * SEG_ZONE, NOT_ON_CHAIN), all(segs);
+        std::vector<u64> starts(segs, NO_START), firsts(2 * (size_t)segs, 0), meets(2 * (size_t)segs, 0);
+        for (u32 g = 0; g < segs; g++) all[g] = g;
+        auto walk = [&](const std::vector<u32>& list) {
+            emu_launch((u32)list.size(), SNAPPY_THREADS, [&] {
+                snappy_walk(jobs.data(), seg_page.data(), seg_base.data(), seg_size.data(),
+                            list.data(), (int)list.size(), starts.data(), zones.data(),
+                            firsts.data());
+            });
+            emu_launch(segs, 32, [&] {
+                snappy_join(seg_page.data(), seg_base.data(), seg_size.data(), starts.data(),
+                            zones.data(), firsts.data(), meets.data(), (int)segs);
+            });
+        };
+        walk(all);
+        for (int round = 0; round < 3; round++) {
+            std::vector<u32> again;
+            for (u32 p = 0; p < n; p++)
+                for (u32 g = seg_base[p] + 1; g < seg_base[p + 1]; g++)
+                    if (meets[2 * g] == NO_START) {
+                        if (firsts[2 * (g - 1)] < jobs[p].src_len) {
+                            starts[g] = firsts[2 * (g - 1)];
+                            again.push_back(g);
+                        }
+                        break;
+                    }
+            if (again.empty()) break;
+            walk(again);
+        }
+        emu_launch(segs, SNAPPY_THREADS, [&] {
+            snappy_split(jobs.data(), seg_page.data(), seg_base.data(), (int)segs, meets.data(),
+                         splits.data(), base.data(), errors.data());
         });
         for (u32 i = 0; i < n; i++) {
             std::fwrite(&errors[i], 4, 1, o);

@@ -95,6 +95,19 @@ pub(crate) const DBA_SEGMENT: u64 = 2048;
 /// Output bytes per fragment of a large SNAPPY page (`SNAPPY_FRAGMENT` in snappy.cu).
 pub(crate) const SNAPPY_FRAGMENT: u64 = 65536;
 
+/// Input bytes per segment of a large SNAPPY page, at least (`SNAPPY_SEGMENT` in snappy.cu).
+pub(crate) const SNAPPY_SEGMENT: u64 = 16384;
+
+/// Segments per SNAPPY page at most (`MAX_SEGMENTS` in snappy.cu).
+pub(crate) const MAX_SEGMENTS: u64 = 256;
+
+/// Positions at a segment's start where two segment walks may meet (`SEG_ZONE` in snappy.cu):
+/// a walk keeps a word per position of its own zone and of the next segment's.
+pub(crate) const SEG_ZONE: u64 = 512;
+
+/// `snappy_split`'s error bit that is no error: the page was parsed whole, by one block.
+pub(crate) const SNAPPY_WHOLE: u32 = 0x100;
+
 /// Declares each kernel once: `CONST = function in MODULE(parameter types);`, and the list of
 /// them all the signature test walks.
 macro_rules! kernels {
@@ -193,10 +206,24 @@ kernels! {
     );
     /// One block per page: decompressed whole. (jobs, num_jobs, errors).
     SNAPPY_PAGES = snappy_pages in SNAPPY_MODULE(Const<SnappyJob>, i32, Mut<u32>);
-    /// One block per page: where its 64 KiB fragments start.
-    /// (jobs, num_jobs, splits, split_base, errors).
+    /// One block per listed segment of a large page: its element chain from a guessed (or a
+    /// given) start, and where it may meet its neighbours'. (jobs, seg_page, seg_base,
+    /// seg_size, list, n_list, starts, zones, firsts).
+    SNAPPY_WALK = snappy_walk in SNAPPY_MODULE(
+        Const<SnappyJob>, Const<u32>, Const<u32>, Const<u32>, Const<u32>, i32, Const<u64>,
+        Mut<u32>, Mut<u64>
+    );
+    /// One warp per segment: where its walk and the one before meet. (seg_page, seg_base,
+    /// seg_size, starts, zones, firsts, meets, num_segs).
+    SNAPPY_JOIN = snappy_join in SNAPPY_MODULE(
+        Const<u32>, Const<u32>, Const<u32>, Const<u64>, Const<u32>, Const<u64>, Mut<u64>, i32
+    );
+    /// One block per segment of a large page: where its 64 KiB fragments start, parsed from
+    /// the meeting points. (jobs, seg_page, seg_base, num_segs, meets, splits, split_base,
+    /// errors).
     SNAPPY_SPLIT = snappy_split in SNAPPY_MODULE(
-        Const<SnappyJob>, i32, Mut<u64>, Const<u64>, Mut<u32>
+        Const<SnappyJob>, Const<u32>, Const<u32>, i32, Const<u64>, Mut<u64>, Const<u64>,
+        Mut<u32>
     );
     /// One block per fragment of a page. (jobs, num_jobs, errors).
     SNAPPY_FRAGMENTS = snappy_fragments in SNAPPY_MODULE(Const<SnappyJob>, i32, Mut<u32>);
@@ -733,6 +760,11 @@ mod tests {
         let num = |m: &KernelModule, name: &str| define(m, name).parse::<u64>().unwrap();
         assert_eq!(num(&SNAPPY_MODULE, "SNAPPY_THREADS"), u64::from(SNAPPY_THREADS));
         assert_eq!(num(&SNAPPY_MODULE, "SNAPPY_FRAGMENT"), SNAPPY_FRAGMENT);
+        assert_eq!(num(&SNAPPY_MODULE, "SNAPPY_SEGMENT"), SNAPPY_SEGMENT);
+        assert_eq!(num(&SNAPPY_MODULE, "MAX_SEGMENTS"), MAX_SEGMENTS);
+        assert_eq!(num(&SNAPPY_MODULE, "SEG_ZONE"), SEG_ZONE);
+        let whole = define(&SNAPPY_MODULE, "S_WHOLE");
+        assert_eq!(whole, format!("{SNAPPY_WHOLE:#x}u"));
         assert_eq!(num(&DECODE_BYTES_MODULE, "DBA_THREADS"), u64::from(DBA_THREADS));
         assert_eq!(num(&DECODE_BYTES_MODULE, "DBA_SEGMENT"), DBA_SEGMENT);
     }
@@ -812,7 +844,7 @@ mod tests {
             declared.len(),
             "declared kernels missing from their sources"
         );
-        assert_eq!(found, 34);
+        assert_eq!(found, 36);
     }
 
     fn mirror<T: CStruct>() -> (&'static str, usize, &'static [(&'static str, &'static str)]) {

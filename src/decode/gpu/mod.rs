@@ -76,7 +76,7 @@ pub(crate) use pass::{decode_pass, PassInput};
 pub use pass::keys_fallback;
 pub(crate) use profile::{profile_absorb, profile_begin, profile_end, profiling, timed};
 pub use report::{Decompressed, FieldDecode, GpuDecodeReport, PageCounts};
-pub use snappy::snappy_fragments_of;
+pub use snappy::{segments_of, snappy_fragments_of};
 
 pub(crate) use crate::config::SnappyPlacement;
 

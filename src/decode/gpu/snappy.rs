@@ -5,11 +5,13 @@
 use std::sync::Arc;
 
 use super::kernels::{
-    describe_errors, PageInfo, SnappyJob, SNAPPY_ERRORS, SNAPPY_FRAGMENT, SNAPPY_FRAGMENTS,
-    SNAPPY_MODULE, SNAPPY_PAGES, SNAPPY_SPLIT, SNAPPY_THREADS,
+    describe_errors, PageInfo, SnappyJob, MAX_SEGMENTS, SEG_ZONE, SNAPPY_ERRORS, SNAPPY_FRAGMENT,
+    SNAPPY_FRAGMENTS, SNAPPY_JOIN, SNAPPY_MODULE, SNAPPY_PAGES, SNAPPY_SEGMENT, SNAPPY_SPLIT,
+    SNAPPY_THREADS, SNAPPY_WALK, SNAPPY_WHOLE,
 };
 use super::launch::{
-    i32s_from_device, u64s, u64s_from_device, upload, upload_table, zeroed, Const, Kernel, Mut,
+    i32s_from_device, u32s, u64s, u64s_from_device, upload, upload_table, zeroed, Const, Kernel,
+    Mut,
 };
 use super::{DeviceChunks, SnappyPlacement};
 use crate::device::nvrtc::Module;
@@ -39,6 +41,43 @@ pub(crate) fn snappy_on_host(
     let device = secs(largest, 140e6).max(secs(total, 40e9));
     let host = secs(total, cores.max(1) as f64 * 1e9) + 2.0 * secs(total, 20e9);
     host < device
+}
+
+/// How `snappy_walk` and `snappy_split` cut a large page of `src_len` compressed bytes:
+/// (bytes per segment, segments). Segments are SNAPPY_SEGMENT bytes or more (at most
+/// MAX_SEGMENTS of them); the last one takes the rest, so each is at least that long.
+pub fn segments_of(src_len: u64) -> (u64, u64) {
+    let size = SNAPPY_SEGMENT.max(src_len.div_ceil(MAX_SEGMENTS));
+    (size, (src_len / size).max(1))
+}
+
+/// Rounds of walks made again where two segment walks did not meet, before such a page is
+/// parsed whole.
+const REWALKS: usize = 3;
+
+/// The segments to walk again, each with its start: per page (segments `seg_base[p]` ..
+/// `seg_base[p + 1]`, `src_lens[p]` input bytes), the first segment whose walk did not meet
+/// the one before (`meets[2g]` all ones), from the first position the walk before reached in
+/// it (`firsts[2(g - 1)]`, true since every walk before it is). Pages whose walks all met, or
+/// whose walk before stopped past the input (a damaged stream, reported by the split), have
+/// none.
+pub(super) fn rewalks(
+    seg_base: &[u32],
+    src_lens: &[u64],
+    meets: &[u64],
+    firsts: &[u64],
+) -> Vec<(u32, u64)> {
+    let mut out = Vec::new();
+    for (p, w) in seg_base.windows(2).enumerate() {
+        let Some(g) = (w[0] + 1..w[1]).find(|&g| meets[2 * g as usize] == u64::MAX) else {
+            continue;
+        };
+        let at = firsts[2 * (g as usize - 1)];
+        if at < src_lens[p] {
+            out.push((g, at));
+        }
+    }
+    out
 }
 
 /// The fragments of a SNAPPY page of `src_len` compressed and `dst_len` decompressed bytes, from
@@ -102,18 +141,23 @@ pub(super) fn snappy_on_device(
             fail,
         };
         // large pages: when there are too few of them to fill the device, each is parsed
-        // first to find its 64 KiB fragments, which then decode in parallel (a page otherwise
-        // waits on one block). Many large pages fill the device by themselves; there the
-        // extra parse costs more than it saves (measured on the H200: the 24-row-group
-        // lineitem file decodes in 18 ms whole, 20 ms split; a 100k-row file's two 800 KB
-        // dictionary pages in 5.6 ms whole, 3.1 ms split).
+        // first (a block per 16 KiB segment) to find its 64 KiB fragments, which then decode
+        // in parallel (a page otherwise waits on one block). Many large pages fill the device
+        // by themselves; there the extra parse costs more than it saves (measured on the H200,
+        // 2026-12-03: the 24-row-group lineitem file loads in 34.0-34.4 ms by this rule, 45.2-
+        // 48.4 ms with every large page split; its stream's first row group decodes its
+        // SNAPPY pages in ~3.3 ms split by segments, 8.1-8.6 ms split by a block a page).
         let mut large: Vec<usize> = (0..jobs.len())
             .filter(|&j| jobs[j].dst_len >= 2 * SNAPPY_FRAGMENT)
             .collect();
         if large.len() > 2 * gpu.multiprocessors() {
             large.clear();
         }
-        let mut whole: Vec<usize> = (0..jobs.len()).filter(|j| !large.contains(j)).collect();
+        let mut is_large = vec![false; jobs.len()];
+        for &j in &large {
+            is_large[j] = true;
+        }
+        let mut whole: Vec<usize> = (0..jobs.len()).filter(|&j| !is_large[j]).collect();
         let (fragments, fragment_of) = if large.is_empty() {
             (Vec::new(), Vec::new())
         } else {
@@ -296,8 +340,9 @@ impl Run<'_> {
         )
     }
 
-    /// The fragments of the `large` jobs, found by `snappy_split`, and the job each belongs to;
-    /// a large job whose split table is not usable joins `whole`.
+    /// The fragments of the `large` jobs, found by `snappy_walk` and `snappy_split` (a block
+    /// per segment of each page), and the job each belongs to; a large job whose split table
+    /// is not usable joins `whole`.
     fn fragments(
         &self,
         large: &[usize],
@@ -314,31 +359,126 @@ impl Run<'_> {
             v.push(t);
             (v, t + c)
         });
+        // the segments of each page: seg_base[p] .. seg_base[p + 1]
+        let segs: Vec<(u64, u64)> = large.iter().map(|&j| segments_of(jobs[j].src_len)).collect();
+        let mut seg_base = vec![0u32];
+        let mut seg_page = Vec::new();
+        for (p, &(_, n)) in segs.iter().enumerate() {
+            seg_page.extend(std::iter::repeat_n(p as u32, n as usize));
+            seg_base.push(seg_page.len() as u32);
+        }
+        let n_segs = seg_page.len();
+        let src_lens: Vec<u64> = large.iter().map(|&j| jobs[j].src_len).collect();
         let large_jobs: Vec<SnappyJob> = large.iter().map(|&j| jobs[j]).collect();
         let jobs_buf = upload_table(gpu, &large_jobs)?;
         let base_buf = upload(gpu, &u64s(bases.iter().copied()))?;
+        let page_buf = upload(gpu, &u32s(seg_page.iter().copied()))?;
+        let seg_base_buf = upload(gpu, &u32s(seg_base.iter().copied()))?;
+        let size_buf = upload(gpu, &u32s(segs.iter().map(|&(size, _)| size as u32)))?;
+        let mut starts = vec![u64::MAX; n_segs];
+        let mut starts_buf = upload(gpu, &u64s(starts.iter().copied()))?;
+        let mut zones = gpu.alloc(n_segs * 2 * SEG_ZONE as usize * 4)?;
+        zones.fill(0xff)?;
+        let firsts = zeroed(gpu, n_segs * 16)?;
+        let meets = zeroed(gpu, n_segs * 16)?;
+        let walk = |list: &[u32], starts: &DeviceBuffer| -> Result<()> {
+            let list_buf = upload(gpu, &u32s(list.iter().copied()))?;
+            // SAFETY: one block per listed segment (each below n_segs; seg_page maps each to
+            // its page, seg_base has a page count + 1 entries, seg_size one a page, sizes and
+            // counts from `segments_of`, so every segment starts inside its page's input, and
+            // a given start lies inside it too); a walk writes only its own 2 * SEG_ZONE
+            // words of `zones` and 2 of `firsts`; sources in the load's buffer; all live
+            // until `launch` returns.
+            unsafe {
+                SNAPPY_WALK.launch(
+                    gpu,
+                    self.module,
+                    list.len() as u32,
+                    SNAPPY_THREADS,
+                    (
+                        Const::at(jobs_buf.device_ptr()),
+                        Const::at(page_buf.device_ptr()),
+                        Const::at(seg_base_buf.device_ptr()),
+                        Const::at(size_buf.device_ptr()),
+                        Const::at(list_buf.device_ptr()),
+                        list.len() as i32,
+                        Const::at(starts.device_ptr()),
+                        Mut::at(zones.device_ptr()),
+                        Mut::at(firsts.device_ptr()),
+                    ),
+                )
+            }
+        };
+        let join = |starts: &DeviceBuffer| -> Result<()> {
+            // SAFETY: one warp per segment, writing only its 2 words of `meets`; the tables
+            // as for the walk; all live until `launch` returns.
+            unsafe {
+                SNAPPY_JOIN.launch(
+                    gpu,
+                    self.module,
+                    n_segs as u32,
+                    32,
+                    (
+                        Const::at(page_buf.device_ptr()),
+                        Const::at(seg_base_buf.device_ptr()),
+                        Const::at(size_buf.device_ptr()),
+                        Const::at(starts.device_ptr()),
+                        Const::at(zones.device_ptr()),
+                        Const::at(firsts.device_ptr()),
+                        Mut::at(meets.device_ptr()),
+                        n_segs as i32,
+                    ),
+                )
+            }
+        };
+        let all: Vec<u32> = (0..n_segs as u32).collect();
+        walk(&all, &starts_buf)?;
+        join(&starts_buf)?;
+        for _ in 0..REWALKS {
+            let met = u64s_from_device(&meets, 2 * n_segs)?;
+            let first = u64s_from_device(&firsts, 2 * n_segs)?;
+            let again = rewalks(&seg_base, &src_lens, &met, &first);
+            if again.is_empty() {
+                break;
+            }
+            for &(g, at) in &again {
+                starts[g as usize] = at;
+            }
+            starts_buf = upload(gpu, &u64s(starts.iter().copied()))?;
+            let list: Vec<u32> = again.iter().map(|&(g, _)| g).collect();
+            walk(&list, &starts_buf)?;
+            join(&starts_buf)?;
+        }
         let mut splits = gpu.alloc(n_splits as usize * 8)?;
         splits.fill(0xff)?;
         let errors = zeroed(gpu, large.len() * 4)?;
-        // SAFETY: one block per job, each writing only its ceil(dst_len / SNAPPY_FRAGMENT)
-        // entries of `splits` from its base (the bases are their prefix sums); sources in the
-        // load's buffer; nothing else is written; all live until `launch` returns.
+        // SAFETY: one block per segment (the tables as for the walk); a page's blocks write
+        // only its ceil(dst_len / SNAPPY_FRAGMENT) entries of `splits` from its base (the
+        // bases are their prefix sums) and its error word; `meets` is read; all live until
+        // `launch` returns.
         unsafe {
             SNAPPY_SPLIT.launch(
                 gpu,
                 self.module,
-                large.len() as u32,
+                n_segs as u32,
                 SNAPPY_THREADS,
                 (
                     Const::at(jobs_buf.device_ptr()),
-                    large.len() as i32,
+                    Const::at(page_buf.device_ptr()),
+                    Const::at(seg_base_buf.device_ptr()),
+                    n_segs as i32,
+                    Const::at(meets.device_ptr()),
                     Mut::at(splits.device_ptr()),
                     Const::at(base_buf.device_ptr()),
                     Mut::at(errors.device_ptr()),
                 ),
             )?
         };
-        let errs = i32s_from_device(&errors, large.len())?;
+        // (a page parsed whole by one block is no error)
+        let errs: Vec<i32> = i32s_from_device(&errors, large.len())?
+            .into_iter()
+            .map(|e| e & !(SNAPPY_WHOLE as i32))
+            .collect();
         if let Some(k) = errs.iter().position(|&b| b != 0) {
             return Err(self.failed(large[k], errs[k]));
         }
@@ -388,6 +528,28 @@ mod tests {
         assert_eq!(snappy_fragments_of(&[3, 500], 400, 2 * F), None);
         assert_eq!(snappy_fragments_of(&[100, 100], 400, 2 * F), None);
         assert_eq!(snappy_fragments_of(&[100, 50], 400, 2 * F), None);
+    }
+
+    #[test]
+    fn segments_and_walks_made_again() {
+        // small pages are one segment; the last segment takes the rest; at most MAX_SEGMENTS
+        assert_eq!(segments_of(1000), (SNAPPY_SEGMENT, 1));
+        assert_eq!(segments_of(3 * SNAPPY_SEGMENT - 1), (SNAPPY_SEGMENT, 2));
+        for len in [100 << 20, (100 << 20) + 12345] {
+            let (size, n) = segments_of(len);
+            assert!((MAX_SEGMENTS - 1..=MAX_SEGMENTS).contains(&n), "{len}: {n}");
+            assert!(size * n <= len && size * (n + 1) > len, "{len}: the last takes the rest");
+        }
+        // page 0: segments 0..3, boundary 2 unmet; page 1: 3..5, all met; page 2: 5..7,
+        // boundary 1 unmet but the walk before ran past the input
+        let m = u64::MAX;
+        let meets = [0, 0, 40, 0, m, 0, 0, 0, 30, 0, 0, 0, m, 0];
+        let firsts = [35, 0, 77, 5, 0, 0, 0, 0, 0, 0, 900, 0, 0, 0];
+        let got = rewalks(&[0, 3, 5, 7], &[100, 100, 900], &meets, &firsts);
+        assert_eq!(got, vec![(2, 77)]);
+        // only the first unmet boundary of a page is walked again
+        let meets = [0, 0, m, 0, m, 0];
+        assert_eq!(rewalks(&[0, 3], &[100], &meets, &[10, 0, 50, 0, 0, 0]), vec![(1, 10)]);
     }
 
     #[test]

@@ -1,6 +1,9 @@
 // SNAPPY page decompression on the device: one block of SNAPPY_THREADS threads per stream — a
 // whole page (snappy_pages), or one 64 KiB fragment of a large page (snappy_fragments) whose
-// start snappy_split found by parsing the page without writing it.
+// start snappy_split found by parsing the page without writing it. A large page is parsed by
+// many blocks at once, a segment of its input each: snappy_walk parses each segment from its
+// first byte as if an element started there, snappy_split joins the walks where they meet and
+// parses each segment again from there, checked, knowing its output position (see below).
 //
 // The stream is taken in rounds of WIN input bytes, staged in shared memory.
 // 1. Parse, in parallel: for every byte position p of the window, the position after an
@@ -29,6 +32,8 @@ typedef unsigned long long u64;
 #define S_OVERRUN    0x2u   // an element writes past the expected output size
 #define S_BAD_OFFSET 0x4u   // a copy reaches before the start of the output (or offset 0)
 #define S_SIZE       0x8u   // the stream's own length, or the bytes written, differ from the page's
+#define S_WHOLE      0x100u // not an error (snappy_split): the page's segment walks did not all
+                            // meet, so one block parsed the whole page
 
 struct SnappyJob {          // 32 bytes; mirrored by SnappyJob in src/decode/gpu/kernels.rs
     u64 src;
@@ -100,6 +105,9 @@ __device__ static inline u32 element_at(const u8* s, u32 p, u64* len, u64* off) 
 #define MODE_FRAGMENT 2   // one fragment of a page (no varint): its elements, executed; a copy
                           // reaching before the fragment is an error (the caller then decodes
                           // the whole page)
+#define MODE_WALK 3       // a segment of a page, from a guessed element start: the chain's
+                          // positions near the segment's two ends and the output before each,
+                          // unchecked (snappy_walk)
 
 // The reference compressor compresses each 64 KiB of input on its own, so its elements never
 // straddle a 64 KiB boundary of the output and its copies never reach before one: a page's
@@ -151,8 +159,50 @@ __device__ static u64 block_exclusive(u64 mine, u64 base, u64* s_warp)
     return base + incl - mine;
 }
 
+// The stream's own length (a varint at its start), read by every thread: 0 and *ip just past
+// it when it is there and equals the page's size, else the error bits.
+__device__ static u32 stream_start(const u8* in, u64 n_in, u64 n_out, u64* ip)
+{
+    u64 n = 0, p = 0;
+    int shift = 0;
+    bool done = false;
+    while (p < n_in && shift < 35) {
+        u32 b = __ldg(in + p++);
+        n |= (u64)(b & 0x7f) << shift;
+        shift += 7;
+        if (!(b & 0x80)) { done = true; break; }
+    }
+    *ip = p;
+    return !done ? S_TRUNCATED : (n != n_out ? S_SIZE : 0u);
+}
+
+// Where a block's parse starts and stops, and what a walk records.
+struct Span {
+    u64 ip, op;       // input position of the first element, output position before it
+    u64 stop;         // the parse ends at the first element starting at or after it
+    u64 end_op;       // the output position it must reach there (not for walks)
+    u32* head;        // MODE_WALK: per position of [head_at, head_at + SEG_ZONE), the output
+    u64 head_at;      //   (relative to op) before the element starting there; null: not kept
+    u32* tail;        // likewise for [tail_at, tail_at + SEG_ZONE)
+    u64 tail_at;
+};
+
+#define SEG_ZONE 512        // input bytes at a segment's start where its walk and the one
+                            // before meet (snappy_split), at most SNAPPY_SEGMENT
+#define NOT_ON_CHAIN 0xffffffffu
+
+// A span over the whole stream (from its start, or after its varint at ip).
+__device__ static inline Span whole_span(u64 ip, const SnappyJob& j)
+{
+    Span sp = {ip, 0, j.src_len, j.dst_len, nullptr, 0, nullptr, 0};
+    return sp;
+}
+
+// MODE_WALK: exit[0], exit[1] = the first chain position at or after sp.stop, and the output
+// (relative to sp.op) before it.
 template <int MODE>
-__device__ static void snappy_block(const SnappyJob j, u32* error, u64* splits)
+__device__ static void snappy_block(const SnappyJob j, const Span sp, u32* error, u64* splits,
+                                    u64* exit = nullptr)
 {
     __shared__ u8 s_in[WIN + LOOK];
     __shared__ u16 s_jmp[2][WIN + 1];
@@ -168,30 +218,12 @@ __device__ static void snappy_block(const SnappyJob j, u32* error, u64* splits)
     const u8* in = (const u8*)j.src;
     u8* out = (u8*)j.dst;
     const u64 n_in = j.src_len, n_out = j.dst_len;
-    u64 ip = 0, op = 0;
-    // the stream's own length (a varint), read by every thread
-    if (MODE != MODE_FRAGMENT) {
-        u64 n = 0;
-        int shift = 0;
-        bool done = false;
-        while (ip < n_in && shift < 35) {
-            u32 b = __ldg(in + ip++);
-            n |= (u64)(b & 0x7f) << shift;
-            shift += 7;
-            if (!(b & 0x80)) { done = true; break; }
-        }
-        u32 err = !done ? S_TRUNCATED : (n != n_out ? S_SIZE : 0u);
-        if (err) {
-            if (tid == 0) *error |= err;
-            return;
-        }
-        if (MODE == MODE_SPLIT && tid == 0) splits[0] = ip;
-    }
+    u64 ip = sp.ip, op = sp.op;
     if (tid == 0) s_err = 0;
-    while (ip < n_in) {
+    while (ip < sp.stop) {
         // stage the window
-        const u64 avail = n_in - ip;
-        const u32 weff = avail < WIN ? (u32)avail : WIN;   // positions >= weff are past the stream
+        const u64 avail = n_in - ip, left = sp.stop - ip;
+        const u32 weff = left < WIN ? (u32)left : WIN;   // positions >= weff are past the span
         for (u32 i = tid; i < WIN + LOOK; i += SNAPPY_THREADS)
             s_in[i] = i < avail ? __ldg(in + ip + i) : 0;
         if (tid == 0) s_count = 0;
@@ -223,6 +255,12 @@ __device__ static void snappy_block(const SnappyJob j, u32* error, u64* splits)
             const u32 hdr = element_at(s_in, x[k], &len, &off);
             const bool lit = (s_in[x[k]] & 3) == 0;
             const u64 start = ip + x[k];        // input position of the tag
+            if (MODE == MODE_WALK) {
+                // a guess: nothing checked (a chain running past the input ends there)
+                lens[k] = len;
+                ends[k] = start + hdr + (lit ? len : 0);
+                continue;
+            }
             if (hdr > n_in - start) { bad |= S_TRUNCATED; continue; }
             if (lit && len > n_in - start - hdr) { bad |= S_TRUNCATED; continue; }
             if (!lit && off == 0) { bad |= S_BAD_OFFSET; continue; }
@@ -243,7 +281,13 @@ __device__ static void snappy_block(const SnappyJob j, u32* error, u64* splits)
         for (int k = 0; k < PER_THREAD; k++) {
             const u32 i = tid * PER_THREAD + k;
             if (x[k] >= weff) continue;
-            if (lens[k] > n_out - at) bad |= S_OVERRUN;
+            if (MODE == MODE_WALK) {
+                // the positions where this walk may meet a neighbour's
+                const u64 p = ip + x[k];
+                if (sp.head && p - sp.head_at < SEG_ZONE) sp.head[p - sp.head_at] = (u32)at;
+                if (sp.tail && p >= sp.tail_at && p - sp.tail_at < SEG_ZONE)
+                    sp.tail[p - sp.tail_at] = (u32)at;
+            } else if (lens[k] > n_out - at) bad |= S_OVERRUN;
             else if (!e_lit[i] && e_src[i] > at) bad |= S_BAD_OFFSET;
             e_dst[i] = at;
             at += lens[k];
@@ -256,6 +300,12 @@ __device__ static void snappy_block(const SnappyJob j, u32* error, u64* splits)
         if (bad) atomicOr(&s_err, bad);
         __syncthreads();
         if (s_err) break;
+        if (MODE == MODE_WALK) {
+            op = e_dst[count];
+            ip = s_next_ip;
+            __syncthreads();
+            continue;
+        }
         if (MODE == MODE_SPLIT) {
             // the elements that start a fragment: where its input begins
             for (int k = 0; k < PER_THREAD; k++) {
@@ -325,10 +375,14 @@ __device__ static void snappy_block(const SnappyJob j, u32* error, u64* splits)
         ip = s_next_ip;
         __syncthreads();       // everyone has read the round's tables before they are rewritten
     }
-    if (tid == 0) {
+    if (MODE == MODE_WALK && tid == 0) {
+        exit[0] = ip;
+        exit[1] = op;
+    }
+    if (MODE != MODE_WALK && tid == 0) {
         u32 err = s_err;
-        if (!err && op != n_out) err |= S_SIZE;
-        if (err) *error |= err;
+        if (!err && (op != sp.end_op || ip != sp.stop)) err |= S_SIZE;
+        if (err) atomicOr(error, err);
     }
 }
 
@@ -337,18 +391,14 @@ extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_pages(
     const SnappyJob* jobs, int num_jobs, u32* errors)
 {
     if ((int)blockIdx.x >= num_jobs) return;
-    snappy_block<MODE_PAGE>(jobs[blockIdx.x], &errors[blockIdx.x], nullptr);
-}
-
-// One block per page: parsed (and checked) without writing output; splits[split_base[page] +
-// k] = input offset where the elements of output fragment k start (k = 0: after the varint),
-// left as it was (all ones, set by the host) where no element starts at the fragment.
-extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_split(
-    const SnappyJob* jobs, int num_jobs, u64* splits, const u64* split_base, u32* errors)
-{
-    if ((int)blockIdx.x >= num_jobs) return;
-    snappy_block<MODE_SPLIT>(jobs[blockIdx.x], &errors[blockIdx.x],
-                             splits + split_base[blockIdx.x]);
+    const SnappyJob j = jobs[blockIdx.x];
+    u64 ip;
+    const u32 err = stream_start((const u8*)j.src, j.src_len, j.dst_len, &ip);
+    if (err) {
+        if (threadIdx.x == 0) errors[blockIdx.x] |= err;
+        return;
+    }
+    snappy_block<MODE_PAGE>(j, whole_span(ip, j), &errors[blockIdx.x], nullptr);
 }
 
 // One block per fragment (a job's source and destination are the fragment's).
@@ -356,7 +406,183 @@ extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_fragments(
     const SnappyJob* jobs, int num_jobs, u32* errors)
 {
     if ((int)blockIdx.x >= num_jobs) return;
-    snappy_block<MODE_FRAGMENT>(jobs[blockIdx.x], &errors[blockIdx.x], nullptr);
+    const SnappyJob j = jobs[blockIdx.x];
+    snappy_block<MODE_FRAGMENT>(j, whole_span(0, j), &errors[blockIdx.x], nullptr);
+}
+
+// Large pages, parsed for their fragments by a block per segment. Page p's input is cut into
+// segments of seg_size[p] bytes (the last one takes the rest; segments seg_base[p] ..
+// seg_base[p + 1] - 1, and seg_page[g] = p). Nothing marks where SNAPPY elements start, so
+//  1. snappy_walk parses segment s from its first byte as if an element started there (after
+//     the varint for s = 0: the true start), unchecked, on into the next segment's first
+//     SEG_ZONE bytes. It records in zones, per position of its own first SEG_ZONE bytes (head)
+//     and of the next segment's (tail), the output before the element its chain starts there,
+//     and in firsts its first chain position in the next segment with the output before it.
+//  2. snappy_join: a chain is a function of its position, so once two walks share a position
+//     they go on alike. Walk 0 is the true chain. Where walk s - 1 is true (from its own
+//     meeting point on), the first position of segment s's head where both walks have an
+//     element is on the true chain, and walk s is true from there: meets[s] = that position
+//     and the two walks' outputs there. Walks need not meet (a literal longer than SEG_ZONE
+//     across the boundary, or a walk caught in a parse of its own that never joins the true
+//     one, as periodic data makes): the host then walks segment s again from walk s - 1's
+//     first position in it (starts[s], a true position once walk s - 1 is true), a few times.
+//  3. snappy_split: each block sums the outputs between its page's meeting points, parses its
+//     segment again from its meeting point to the next, checked like a whole page and knowing
+//     its output position, and writes the fragment starts it finds. A page whose walks did
+//     not all meet is parsed by one block, from its start (S_WHOLE).
+#ifndef SNAPPY_SEGMENT
+#define SNAPPY_SEGMENT 16384     // input bytes per segment (at least; see segments_of in snappy.rs)
+#endif
+#define MAX_SEGMENTS 256         // segments per page at most
+#define NO_START 0xffffffffffffffffull
+static_assert(SEG_ZONE <= SNAPPY_SEGMENT, "a zone lies within its segment");
+static_assert(SEG_ZONE % 32 == 0, "zones are scanned a warp at a time");
+
+// Segment g's page, its index in the page, and the page's segment count.
+__device__ static inline void segment_of(const u32* seg_page, const u32* seg_base, u32 g,
+                                         u32* page, u32* s, u32* n_seg)
+{
+    *page = seg_page[g];
+    *s = g - seg_base[*page];
+    *n_seg = seg_base[*page + 1] - seg_base[*page];
+}
+
+// The first of a zone's positions where `a` (and `b`, unless null) hold an element, scanned by
+// one warp; NOT_ON_CHAIN where there is none.
+__device__ static u32 first_in_zone(const u32* a, const u32* b)
+{
+    const u32 lane = threadIdx.x & 31;
+    for (u32 q0 = 0; q0 < SEG_ZONE; q0 += 32) {
+        const u32 q = q0 + lane;
+        const u32 m = __ballot_sync(0xffffffffu,
+                                    a[q] != NOT_ON_CHAIN && (!b || b[q] != NOT_ON_CHAIN));
+        if (m) return q0 + __popc((m & (0u - m)) - 1);   // the lowest set lane
+    }
+    return NOT_ON_CHAIN;
+}
+
+// Walks the segments list[0 .. n_list - 1], each from starts[g] where that is not NO_START
+// (then its zones are cleared first), else from its first byte. zones: 2 * SEG_ZONE u32 per
+// segment (head, then tail), NOT_ON_CHAIN where no element was seen (set by the host);
+// firsts: per segment (position, output before it).
+extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_walk(
+    const SnappyJob* jobs, const u32* seg_page, const u32* seg_base, const u32* seg_size,
+    const u32* list, int n_list, const u64* starts, u32* zones, u64* firsts)
+{
+    __shared__ u64 s_exit[2];
+    if ((int)blockIdx.x >= n_list) return;
+    const u32 g = list[blockIdx.x];
+    u32 page, s, n_seg;
+    segment_of(seg_page, seg_base, g, &page, &s, &n_seg);
+    if (n_seg < 2) return;
+    const SnappyJob j = jobs[page];
+    const u64 a = (u64)s * seg_size[page], b = a + seg_size[page];
+    u32* head = zones + (u64)g * 2 * SEG_ZONE;
+    u64 ip = a;
+    if (starts[g] != NO_START) {
+        ip = starts[g];
+        for (u32 i = threadIdx.x; i < 2 * SEG_ZONE; i += SNAPPY_THREADS) head[i] = NOT_ON_CHAIN;
+        __syncthreads();
+    } else if (s == 0 && stream_start((const u8*)j.src, j.src_len, j.dst_len, &ip)) {
+        return;   // snappy_split reports it
+    }
+    const bool last = s + 1 == n_seg;
+    u64 stop = (last ? a : b) + SEG_ZONE;
+    if (stop > j.src_len) stop = j.src_len;
+    Span sp = {ip, 0, stop, 0, s > 0 ? head : nullptr, a, last ? nullptr : head + SEG_ZONE, b};
+    snappy_block<MODE_WALK>(j, sp, nullptr, nullptr, s_exit);
+    __syncthreads();   // the zone and exit writes are visible to the block
+    if (last || threadIdx.x >= 32) return;
+    const u32 q = first_in_zone(head + SEG_ZONE, nullptr);
+    if (threadIdx.x == 0) {
+        const bool in_zone = q != NOT_ON_CHAIN;
+        firsts[2 * (u64)g] = in_zone ? b + q : s_exit[0];
+        firsts[2 * (u64)g + 1] = in_zone ? head[SEG_ZONE + q] : s_exit[1];
+    }
+}
+
+// One warp per segment: meets[2g] = where segment g's walk and the one before first meet (the
+// start of a walk made from starts[g]; NO_START where they do not meet), meets[2g + 1] = the
+// outputs of the walk before (high word) and of walk g (low word) there.
+extern "C" __global__ void __launch_bounds__(32) snappy_join(
+    const u32* seg_page, const u32* seg_base, const u32* seg_size, const u64* starts,
+    const u32* zones, const u64* firsts, u64* meets, int num_segs)
+{
+    const u32 g = blockIdx.x;
+    if ((int)g >= num_segs) return;
+    u32 page, s, n_seg;
+    segment_of(seg_page, seg_base, g, &page, &s, &n_seg);
+    if (s == 0) return;
+    if (starts[g] != NO_START) {
+        if (threadIdx.x == 0) {
+            meets[2 * (u64)g] = starts[g];
+            meets[2 * (u64)g + 1] = (u64)(u32)firsts[2 * (u64)(g - 1) + 1] << 32;
+        }
+        return;
+    }
+    const u32* tail = zones + (u64)(g - 1) * 2 * SEG_ZONE + SEG_ZONE;
+    const u32* head = zones + (u64)g * 2 * SEG_ZONE;
+    const u32 q = first_in_zone(tail, head);
+    if (threadIdx.x == 0) {
+        const bool met = q != NOT_ON_CHAIN;
+        meets[2 * (u64)g] = met ? (u64)s * seg_size[page] + q : NO_START;
+        meets[2 * (u64)g + 1] = met ? ((u64)tail[q] << 32) | head[q] : 0;
+    }
+}
+
+// splits[split_base[page] + k] = input offset where the elements of output fragment k start
+// (k = 0: after the varint), left as it was (all ones, set by the host) where no element
+// starts at the fragment; errors[page]: the page's error bits (and S_WHOLE).
+extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_split(
+    const SnappyJob* jobs, const u32* seg_page, const u32* seg_base, int num_segs,
+    const u64* meets, u64* splits, const u64* split_base, u32* errors)
+{
+    __shared__ u64 s_from[2], s_to[2];   // (input, output) positions where this block starts, stops
+    __shared__ u32 s_ok;
+    if ((int)blockIdx.x >= num_segs) return;
+    u32 page, s, n_seg;
+    segment_of(seg_page, seg_base, blockIdx.x, &page, &s, &n_seg);
+    const SnappyJob j = jobs[page];
+    const u32 tid = threadIdx.x, first = seg_base[page];
+    u32* error = &errors[page];
+    u64* sp_out = splits + split_base[page];
+    u64 ip0;
+    const u32 err = stream_start((const u8*)j.src, j.src_len, j.dst_len, &ip0);
+    if (err) {
+        if (s == 0 && tid == 0) atomicOr(error, err);
+        return;
+    }
+    if (tid == 0) {
+        // output at meeting point bd: at the one before, plus what walk bd - 1 made between
+        // them (walk 0 starts at the true start, with no output before it)
+        u32 ok = n_seg >= 2 && n_seg <= MAX_SEGMENTS, before = 0;
+        u64 out = 0, at_prev = ip0;
+        s_from[0] = ip0;
+        s_from[1] = 0;
+        s_to[0] = j.src_len;
+        s_to[1] = j.dst_len;
+        for (u32 bd = 1; bd < n_seg && ok; bd++) {
+            const u64 at = meets[2 * (u64)(first + bd)], outs = meets[2 * (u64)(first + bd) + 1];
+            if (at == NO_START || at < at_prev || at > j.src_len) { ok = 0; break; }
+            out += (u32)((u32)(outs >> 32) - before);
+            before = (u32)outs;
+            at_prev = at;
+            if (bd == s) { s_from[0] = at; s_from[1] = out; }
+            if (bd == s + 1) { s_to[0] = at; s_to[1] = out; }
+        }
+        s_ok = ok;
+        if (s == 0) {
+            sp_out[0] = ip0;
+            if (!ok && n_seg >= 2) atomicOr(error, S_WHOLE);
+        }
+    }
+    __syncthreads();
+    if (!s_ok) {
+        if (s == 0) snappy_block<MODE_SPLIT>(j, whole_span(ip0, j), error, sp_out);
+        return;
+    }
+    Span sp = {s_from[0], s_from[1], s_to[0], s_to[1], nullptr, 0, nullptr, 0};
+    snappy_block<MODE_SPLIT>(j, sp, error, sp_out);
 }
 
 // LZ4 block checks, one block of SNAPPY_THREADS per page, parsed as SNAPPY streams are: a
