@@ -20,8 +20,12 @@
 #   PART=split: bench-stream_device on the lineitem SNAPPY file, this build against the one
 #     before (.dev/bin/old-bench-stream_device), alternately, PAIRS times (load(), batches(),
 #     first batch, BUDGETS), then one profiled stream of each (the waves' stages); then
-#     bench-decode_device's load() of this build with every large page split
-#     (CUPARQUET_AB_SPLIT_ALL=1) and by the rule, and of the build before, alternately.
+#     bench-decode_device's load() of this build and of the build before, alternately;
+#   PART=budget: bench-stream_device under BUDGETS on the lineitem SNAPPY and uncompressed
+#     files, PAIRS times; then one profiled stream under the first budget (its timeline: each
+#     pass's reads, decodes and live bytes). (Its run of 2026-12-03 compared passes of a half,
+#     a third and a quarter of the budget, and the largest pages split or not, with switches
+#     since removed: benches/RESULTS.md.)
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh
@@ -119,14 +123,23 @@ split)
     grep -oE "kernel snappy_[a-z]+ [0-9.]+ ms" "$out/split-profile-$build.txt" | head -16 | sed "s|^|$build |"
   done
   for k in $(seq 1 "${PAIRS:-2}"); do
-    for run in old rule all; do
+    for run in old new; do
       bin=.dev/bin/bench-decode_device; [ $run = old ] && bin=.dev/bin/old-bench-decode_device
-      all=""; [ $run = all ] && all=1
-      env ${all:+CUPARQUET_AB_SPLIT_ALL=1} CUPARQUET_BENCH_FILES=snappy-dict CUPARQUET_BENCH_BASELINE=0 \
+      CUPARQUET_BENCH_FILES=snappy-dict CUPARQUET_BENCH_BASELINE=0 \
         CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} timeout 200 "$bin" 2>&1 | tee -a "$out/split-load.txt" \
         | grep -E "GB/s|panicked" | sed "s|^|$run pair $k |"
     done
   done
+  ;;
+budget)
+  for k in $(seq 1 "${PAIRS:-2}"); do
+    CUPARQUET_BENCH_FILES=snappy-dict,plain-uncompressed CUPARQUET_BENCH_BUDGETS=${BUDGETS:-2GiB,512MiB} \
+      CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} timeout 250 .dev/bin/bench-stream_device 2>&1 \
+      | tee -a "$out/budget.txt" | grep -E "budget|no budget|batch rows|panicked" | sed "s|^|pair $k |"
+  done
+  CUPARQUET_PROFILE=1 CUPARQUET_BENCH_FILES=snappy-dict CUPARQUET_BENCH_BUDGETS=${BUDGETS%%,*} \
+    CUPARQUET_BENCH_ROUNDS=1 timeout 200 .dev/bin/bench-stream_device > "$out/budget-profile.txt" 2>&1
+  grep -E "budget" "$out/budget-profile.txt"
   ;;
 race)
   # racecheck and synccheck over the corpus's byte-array and SNAPPY files and the writers' files

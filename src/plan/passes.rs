@@ -321,11 +321,13 @@ pub fn plan_passes(
 
 /// The passes a device load under `budget` reads and decodes: [`plan_passes`] within the
 /// budget when the whole load fits it (then the load goes as without a budget) or a row group
-/// needs more than half of it; else within a share of it (a third for mostly uncompressed
-/// data, a half for compressed; a half where a third cannot hold a row group), so that passes
-/// overlap: the streaming
+/// needs more than half of it; else within half of it, so that passes overlap: the streaming
 /// reader reads a pass while its reads fit beside what is held and the largest decode still to
-/// come, and decodes it once its working set fits (see `reader::budget`).
+/// come, and decodes it once its working set fits (see `reader::budget`). Measured on the H200
+/// (benches/RESULTS.md, 2026-12-03, same call, two rounds, the 24M-row lineitem files under
+/// 2 GiB): SNAPPY 53.9–54.5 ms in halves, 59.6–60.2 in thirds, 60.1–64.1 in quarters;
+/// uncompressed 51.2–53.6, 58.7, 62.8–63.5 (thirds had measured 57.0–67.4 ms against 60.3
+/// in halves on 2026-12-02, a noisier call).
 pub fn load_passes(
     path: &Path,
     plan: &ReadPlan,
@@ -338,36 +340,12 @@ pub fn load_passes(
     if whole.fits() {
         return Ok(whole);
     }
-    for share in [pass_share(plan, md), 2] {
-        if let Ok(mut p) =
-            plan_passes(path, plan, md, budget / share, batch_rows, keep_dictionaries)
-        {
+    match plan_passes(path, plan, md, budget / 2, batch_rows, keep_dictionaries) {
+        Ok(mut p) => {
             p.budget = budget;
-            return Ok(p);
+            Ok(p)
         }
-    }
-    Ok(whole)
-}
-
-/// The share of the budget a pass takes where a load does not fit at once: a third (two
-/// passes decoding, the next one read and its decode still fitting) for mostly uncompressed
-/// data, a half for compressed data. Compressed waves decode in about the same time whatever
-/// their size (a SNAPPY page's decompression is one block's work), so larger passes go faster
-/// there. Measured on the H200 (benches/RESULTS.md, 2026-12-02): the 24M-row lineitem files
-/// under 2 GiB, uncompressed 57.0–67.4 ms in thirds against 60.3 ms in halves, SNAPPY
-/// 59.1 ms in halves against 61.0–65.4 ms in thirds.
-fn pass_share(plan: &ReadPlan, md: &ParquetMetaData) -> u64 {
-    let (mut compressed, mut total) = (0u64, 0u64);
-    for c in &plan.chunks {
-        total += c.read_len();
-        if md.row_group(c.row_group).column(c.column).compression() != Compression::UNCOMPRESSED {
-            compressed += c.read_len();
-        }
-    }
-    if compressed.saturating_mul(2) >= total.max(1) {
-        2
-    } else {
-        3
+        Err(_) => Ok(whole),
     }
 }
 

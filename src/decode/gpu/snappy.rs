@@ -51,6 +51,10 @@ pub fn segments_of(src_len: u64) -> (u64, u64) {
     (size, (src_len / size).max(1))
 }
 
+/// Where a wave has more large pages than fill the device, the pages that are split anyway:
+/// those of at least this many bytes out (the largest first, as many as fill the device).
+const STRAGGLER: u64 = 256 << 10;
+
 /// Rounds of walks made again where two segment walks did not meet, before such a page is
 /// parsed whole.
 const REWALKS: usize = 3;
@@ -140,18 +144,23 @@ pub(super) fn snappy_on_device(
             job_pages: &job_pages,
             fail,
         };
-        // large pages: when there are too few of them to fill the device, each is parsed
-        // first (a block per 16 KiB segment) to find its 64 KiB fragments, which then decode
-        // in parallel (a page otherwise waits on one block). Many large pages fill the device
-        // by themselves; there the extra parse costs more than it saves (measured on the H200,
-        // 2026-12-03: the 24-row-group lineitem file loads in 34.0-34.4 ms by this rule, 45.2-
-        // 48.4 ms with every large page split; its stream's first row group decodes its
-        // SNAPPY pages in ~3.3 ms split by segments, 8.1-8.6 ms split by a block a page).
+        // large pages: each is parsed first (a block per 16 KiB segment) to find its 64 KiB
+        // fragments, which then decode in parallel (a page otherwise waits on one block) —
+        // all of them when they are too few to fill the device, else only the largest (the
+        // stragglers a wave would wait on). Splitting every large page of a wave that has many
+        // costs more than it saves. Measured on the H200 (2026-12-03, 24-row-group lineitem
+        // SNAPPY file): its load 34.6-35.5 ms by this rule without the stragglers, 45.2-48.4
+        // ms with every large page split; under a 2 GiB budget (waves of 4 row groups) 54.5-
+        // 55.0 ms without the stragglers, 44.6-46.1 ms with the pages of 256 KiB or more
+        // split (47.0-47.9 ms from 512 KiB).
         let mut large: Vec<usize> = (0..jobs.len())
             .filter(|&j| jobs[j].dst_len >= 2 * SNAPPY_FRAGMENT)
             .collect();
-        if large.len() > 2 * gpu.multiprocessors() {
-            large.clear();
+        let most = 2 * gpu.multiprocessors();
+        if large.len() > most {
+            large.retain(|&j| jobs[j].dst_len >= STRAGGLER);
+            large.sort_by_key(|&j| std::cmp::Reverse(jobs[j].dst_len));
+            large.truncate(most);
         }
         let mut is_large = vec![false; jobs.len()];
         for &j in &large {
