@@ -71,15 +71,16 @@ int main(int argc, char** argv) {
         for (int round = 0; round < 3; round++) {
             std::vector<u32> again;
             for (u32 p = 0; p < n; p++)
-                for (u32 g = seg_base[p] + 1; g < seg_base[p + 1]; g++)
-                    if (meets[2 * g] == NO_START) {
-                        if (firsts[2 * (g - 1)] < jobs[p].src_len) {
-                            starts[g] = firsts[2 * (g - 1)];
-                            again.push_back(g);
-                        }
-                        break;
-                    }
+                for (u32 g = seg_base[p] + 1; g < seg_base[p + 1]; g++) {
+                    const bool after = !again.empty() && again.back() + 1 == g;
+                    if (meets[2 * g] == NO_START && firsts[2 * (g - 1)] < jobs[p].src_len && !after)
+                        again.push_back(g);
+                }
             if (again.empty()) break;
+            for (u32 g : again) {
+                starts[g] = firsts[2 * (g - 1)];
+                if (g + 1 < segs && seg_page[g + 1] == seg_page[g]) starts[g + 1] = NO_START;
+            }
             walk(again);
         }
         emu_launch(segs, SNAPPY_THREADS, [&] {

@@ -60,25 +60,30 @@ const STRAGGLER: u64 = 256 << 10;
 const REWALKS: usize = 3;
 
 /// The segments to walk again, each with its start: per page (segments `seg_base[p]` ..
-/// `seg_base[p + 1]`, `src_lens[p]` input bytes), the first segment whose walk did not meet
-/// the one before (`meets[2g]` all ones), from the first position the walk before reached in
-/// it (`firsts[2(g - 1)]`, true since every walk before it is). Pages whose walks all met, or
-/// whose walk before stopped past the input (a damaged stream, reported by the split), have
-/// none.
+/// `seg_base[p + 1]`, `src_lens[p]` input bytes), every segment whose walk did not meet the
+/// one before (`meets[2g]` all ones), from the first position the walk before reached in it
+/// (`firsts[2(g - 1)]`) — but not two neighbours in one round (the later one's start would be
+/// taken from a walk about to change), nor where the walk before stopped past the input (a
+/// damaged stream, reported by the split).
+///
+/// Any position of walk g - 1's chain will do, true or not: walk 0 is the true chain, and when
+/// every boundary has a meeting point on the chain of the walk before it (a position both walks
+/// share, or the start of a walk made from the walk before's position), each walk is true from
+/// its meeting point on, by induction, whatever the walks were before they met.
 pub(super) fn rewalks(
     seg_base: &[u32],
     src_lens: &[u64],
     meets: &[u64],
     firsts: &[u64],
 ) -> Vec<(u32, u64)> {
-    let mut out = Vec::new();
+    let mut out: Vec<(u32, u64)> = Vec::new();
     for (p, w) in seg_base.windows(2).enumerate() {
-        let Some(g) = (w[0] + 1..w[1]).find(|&g| meets[2 * g as usize] == u64::MAX) else {
-            continue;
-        };
-        let at = firsts[2 * (g as usize - 1)];
-        if at < src_lens[p] {
-            out.push((g, at));
+        for g in w[0] + 1..w[1] {
+            let at = firsts[2 * (g as usize - 1)];
+            let after_chosen = out.last().is_some_and(|&(h, _)| h + 1 == g);
+            if meets[2 * g as usize] == u64::MAX && at < src_lens[p] && !after_chosen {
+                out.push((g, at));
+            }
         }
     }
     out
@@ -452,6 +457,13 @@ impl Run<'_> {
             }
             for &(g, at) in &again {
                 starts[g as usize] = at;
+                // the segment after one walked again meets it anew (its start, if it was
+                // walked again itself, came from the walk that changes)
+                if let Some(next) = starts.get_mut(g as usize + 1) {
+                    if seg_page[g as usize + 1] == seg_page[g as usize] {
+                        *next = u64::MAX;
+                    }
+                }
             }
             starts_buf = upload(gpu, &u64s(starts.iter().copied()))?;
             let list: Vec<u32> = again.iter().map(|&(g, _)| g).collect();
@@ -556,9 +568,11 @@ mod tests {
         let firsts = [35, 0, 77, 5, 0, 0, 0, 0, 0, 0, 900, 0, 0, 0];
         let got = rewalks(&[0, 3, 5, 7], &[100, 100, 900], &meets, &firsts);
         assert_eq!(got, vec![(2, 77)]);
-        // only the first unmet boundary of a page is walked again
-        let meets = [0, 0, m, 0, m, 0];
-        assert_eq!(rewalks(&[0, 3], &[100], &meets, &[10, 0, 50, 0, 0, 0]), vec![(1, 10)]);
+        // every unmet boundary of a page, but not two neighbours in a round; pages apart
+        let meets = [0, 0, m, 0, m, 0, m, 0, 9, 0, m, 0, 0, 0, m, 0];
+        let firsts = [10, 0, 50, 0, 60, 0, 70, 0, 80, 0, 90, 0, 95, 0, 0, 0];
+        let got = rewalks(&[0, 6, 8], &[100, 100], &meets, &firsts);
+        assert_eq!(got, vec![(1, 10), (3, 60), (5, 80), (7, 95)]);
     }
 
     #[test]
