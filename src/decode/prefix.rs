@@ -27,17 +27,35 @@ pub(crate) fn prefix(
         Compression::LZ4_RAW => lz4_prefix(values, n),
         Compression::GZIP(_) => read_prefix(flate2::read::MultiGzDecoder::new(values), n),
         Compression::BROTLI(_) => read_prefix(brotli::Decompressor::new(values, 4096), n),
-        Compression::ZSTD(_) => zstd::stream::read::Decoder::with_buffer(values)
-            .and_then(|mut d| {
-                // the window the frame may ask for, bounded by the page's claimed size
-                let log = usize::BITS - want.max(1 << 10).next_power_of_two().leading_zeros();
-                d.window_log_max(log.min(31))?;
-                Ok(d)
-            })
-            .map_err(|e| e.to_string())
-            .and_then(|d| read_prefix(d, n)),
+        Compression::ZSTD(_) => zstd_prefix(values, want, n),
         _ => return None,
     })
+}
+
+/// The first `n` bytes of ZSTD frames claiming `want` bytes. Streamed, with the window a frame
+/// may ask for bounded by the page's claimed size; a frame that asks for more (written by a
+/// streaming compressor without its content size, as parquet-mr's zstd-jni writes, with the
+/// window of its level however small the page) is decompressed whole into the claimed size
+/// instead, as the decoder would, so its levels are still checked.
+fn zstd_prefix(values: &[u8], want: usize, n: usize) -> Result<Vec<u8>, String> {
+    let log = usize::BITS - want.max(1 << 10).next_power_of_two().leading_zeros();
+    let streamed = zstd::stream::read::Decoder::with_buffer(values)
+        .and_then(|mut d| {
+            d.window_log_max(log.min(31))?;
+            Ok(d)
+        })
+        .map_err(|e| e.to_string())
+        .and_then(|d| read_prefix(d, n));
+    match streamed {
+        Err(e) if e.contains("memory") || e.contains("indow") => {
+            let mut whole = vec![0u8; want];
+            let got = zstd::bulk::decompress_to_buffer(values, &mut whole[..])
+                .map_err(|e| e.to_string())?;
+            whole.truncate(got.min(n));
+            Ok(whole)
+        }
+        other => other,
+    }
 }
 
 /// Reads up to `n` bytes of `r`.
@@ -184,6 +202,33 @@ mod tests {
             }
         }
         assert!(prefix(Compression::LZ4, &lz4, raw.len(), 4).is_none());
+    }
+
+    #[test]
+    fn zstd_frames_with_a_window_larger_than_the_page_still_give_their_prefix() {
+        use std::io::Write;
+        // a streamed frame (no content size) with a 16 MiB window over a 40 KB page
+        let raw: Vec<u8> = sample().into_iter().take(40_000).collect();
+        let mut frame = Vec::new();
+        let mut w = zstd::stream::write::Encoder::new(&mut frame, 3).unwrap();
+        w.include_contentsize(false).unwrap();
+        w.window_log(24).unwrap();
+        w.write_all(&raw).unwrap();
+        w.finish().unwrap();
+        // (the streamed decoder alone refuses it)
+        let bounded = zstd::stream::read::Decoder::with_buffer(&frame[..]).and_then(|mut d| {
+            d.window_log_max(16)?;
+            Ok(d)
+        });
+        let e = bounded.map_err(|e| e.to_string()).and_then(|d| read_prefix(d, 10));
+        assert!(e.is_err(), "{e:?}");
+        let zstd = Compression::ZSTD(Default::default());
+        for n in [1, 100, 39_999, 40_000] {
+            let got = prefix(zstd, &frame, raw.len(), n).unwrap().unwrap();
+            assert_eq!(got, raw[..n], "prefix of {n}");
+        }
+        // a page claiming less than the frame holds is an error, as the decoder's
+        assert!(prefix(zstd, &frame, 1000, 10).unwrap().is_err());
     }
 
     #[test]
