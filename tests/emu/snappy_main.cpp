@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
             });
         };
         walk(all);
-        for (int round = 0; round < 3; round++) {
+        for (int round = 0; round < 3; round++) {   // REWALKS in snappy.rs
             std::vector<u32> again;
             for (u32 p = 0; p < n; p++)
                 for (u32 g = seg_base[p] + 1; g < seg_base[p + 1]; g++) {
