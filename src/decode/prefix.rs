@@ -33,29 +33,27 @@ pub(crate) fn prefix(
 }
 
 /// The first `n` bytes of ZSTD frames claiming `want` bytes. Streamed, with the window a frame
-/// may ask for bounded by the page's claimed size; a frame that asks for more (written by a
-/// streaming compressor without its content size, as parquet-mr's zstd-jni writes, with the
-/// window of its level however small the page) is decompressed whole into the claimed size
-/// instead, as the decoder would, so its levels are still checked.
+/// may ask for bounded by the page's claimed size; where that fails — a frame asking for more
+/// (written by a streaming compressor without its content size, as parquet-mr's zstd-jni
+/// writes, with the window of its level however small the page), or a damaged one — the page
+/// is decompressed whole into the claimed size instead, as the decoder would, so its levels are
+/// still checked (a damaged page keeps the streamed error).
 fn zstd_prefix(values: &[u8], want: usize, n: usize) -> Result<Vec<u8>, String> {
     let log = usize::BITS - want.max(1 << 10).next_power_of_two().leading_zeros();
-    let streamed = zstd::stream::read::Decoder::with_buffer(values)
+    zstd::stream::read::Decoder::with_buffer(values)
         .and_then(|mut d| {
             d.window_log_max(log.min(31))?;
             Ok(d)
         })
         .map_err(|e| e.to_string())
-        .and_then(|d| read_prefix(d, n));
-    match streamed {
-        Err(e) if e.contains("memory") || e.contains("indow") => {
+        .and_then(|d| read_prefix(d, n))
+        .or_else(|streamed| {
             let mut whole = vec![0u8; want];
             let got = zstd::bulk::decompress_to_buffer(values, &mut whole[..])
-                .map_err(|e| e.to_string())?;
+                .map_err(|_| streamed)?;
             whole.truncate(got.min(n));
             Ok(whole)
-        }
-        other => other,
-    }
+        })
 }
 
 /// Reads up to `n` bytes of `r`.
