@@ -141,6 +141,29 @@ budget)
     CUPARQUET_BENCH_ROUNDS=1 timeout 200 .dev/bin/bench-stream_device > "$out/budget-profile.txt" 2>&1
   grep -E "budget" "$out/budget-profile.txt"
   ;;
+budgetab)
+  # the memory budget of this build against the one before (.dev/bin/old-bench-stream_device),
+  # both lineitem files (SNAPPY, uncompressed) under BUDGETS, alternately, PAIRS times
+  for k in $(seq 1 "${PAIRS:-2}"); do
+    for build in old new; do
+      bin=.dev/bin/bench-stream_device; [ $build = old ] && bin=.dev/bin/old-bench-stream_device
+      CUPARQUET_BENCH_FILES=snappy-dict,plain-uncompressed CUPARQUET_BENCH_BUDGETS=${BUDGETS:-2GiB,512MiB} \
+        CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} timeout 250 "$bin" 2>&1 | tee -a "$out/budgetab.txt" \
+        | grep -E "budget|no budget|batch rows|panicked" | sed "s|^|$build pair $k |"
+    done
+  done
+  ;;
+sync)
+  # compute-sanitizer synccheck and racecheck over the SNAPPY large-page and split tests
+  for tool in synccheck racecheck; do
+    for t in ${SYNC_TESTS:-gpu_large_pages_equal_arrow_rs}; do
+      CUPARQUET_REQUIRE_GPU=1 timeout "${SAN_TIMEOUT:-150}" compute-sanitizer --tool $tool \
+        --error-exitcode 9 --print-limit 20 .dev/bin/test-test-gpu --exact "$t" > "$out/$tool-$t.txt" 2>&1
+      echo "$tool $t: exit $?"
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Barrier error|test result" "$out/$tool-$t.txt" | head -6
+    done
+  done
+  ;;
 race)
   # racecheck and synccheck over the corpus's byte-array and SNAPPY files and the writers' files
   # (scripts/writers.py, packed in .dev/writers), this build and the one before

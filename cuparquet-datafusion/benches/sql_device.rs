@@ -26,8 +26,6 @@ use cuparquet_datafusion::{register_gpu_parquet, tpch, GpuScanOptions};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::datasource::MemTable;
-use datafusion::parquet::basic::Compression;
-use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 
 fn env_usize(k: &str, d: usize) -> usize {
@@ -44,26 +42,6 @@ const QUERIES: [(&str, &str); 4] = [
     ("Q6", tpch::Q6),
     ("Q12", tpch::Q12),
 ];
-
-fn tables(dir: &Path, orders: usize, files: usize) -> PathBuf {
-    let root = dir.join(format!("tpch-{orders}"));
-    if !root.join("done").exists() {
-        let t = Instant::now();
-        let props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .set_max_row_group_row_count(Some(1_000_000))
-            .build();
-        let _ = std::fs::remove_dir_all(&root);
-        let written = tpch::write_tables(&root, orders, files, &props).expect("writing the tables");
-        std::fs::write(root.join("done"), b"").unwrap();
-        eprintln!(
-            "wrote {} lineitem rows in {files} files in {:.1} s",
-            written.lineitem_rows,
-            t.elapsed().as_secs_f64()
-        );
-    }
-    root
-}
 
 fn config(partitions: usize) -> SessionConfig {
     SessionConfig::new().with_target_partitions(partitions)
@@ -207,7 +185,7 @@ async fn bench(cores: usize) {
     let files = env_usize("CUPARQUET_BENCH_FILES", 8);
     let rounds = env_usize("CUPARQUET_BENCH_ROUNDS", 5).max(1);
     let partitions = env_usize("CUPARQUET_BENCH_PARTITIONS", cores);
-    let root = tables(&dir, orders, files);
+    let root = tpch::bench_tables(&dir, orders, files).expect("writing the tables");
     let queries: serde_json::Map<String, serde_json::Value> = QUERIES
         .iter()
         .map(|(n, q)| (n.to_string(), serde_json::Value::from(*q)))

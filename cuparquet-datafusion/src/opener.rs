@@ -210,6 +210,10 @@ pub(crate) struct ScanMetrics {
     rows_read: Count,
     /// Batches decoded on a GPU.
     device_batches: Count,
+    /// Batches decoded on the host (no GPU, or `device` = `host`): with `device_batches`,
+    /// where `Device::Auto` took each partition's files (a distributed scan's workers each
+    /// choose their own).
+    host_batches: Count,
 }
 
 impl ScanMetrics {
@@ -223,6 +227,7 @@ impl ScanMetrics {
             bytes_read: b().counter("cuparquet_bytes_read", partition),
             rows_read: b().counter("cuparquet_rows_read", partition),
             device_batches: b().counter("cuparquet_device_batches", partition),
+            host_batches: b().counter("cuparquet_host_batches", partition),
         }
     }
 }
@@ -291,6 +296,8 @@ impl ScanJob {
                         self.metrics.rows_read.add(b.num_rows());
                         if b.as_device().is_some() {
                             self.metrics.device_batches.add(1);
+                        } else {
+                            self.metrics.host_batches.add(1);
                         }
                     }
                     if !emit(item.map(Scanned::Batch)) || failed {

@@ -63,6 +63,25 @@ impl GpuScanOptions {
         self
     }
 
+    /// The options as `(key, value)` pairs that [`set`](Self::set) takes back to the same
+    /// options: every key of [`OPTION_KEYS`] whose value is set (a plan shipped to another
+    /// process carries them so).
+    pub fn to_pairs(&self) -> Vec<(&'static str, String)> {
+        let mut v = vec![
+            ("device", self.device.to_string()),
+            ("page_index", self.page_index.to_string()),
+            ("pruning", self.pruning.to_string()),
+            ("row_filter", self.row_filter.to_string()),
+        ];
+        if let Some(n) = self.batch_rows {
+            v.push(("batch_rows", n.to_string()));
+        }
+        if let Some(n) = self.memory_budget {
+            v.push(("memory_budget", n.to_string()));
+        }
+        v
+    }
+
     /// Sets one option by name, as `CREATE EXTERNAL TABLE … OPTIONS (…)` gives them (with or
     /// without a `format.` prefix): `device` (`auto`, `host`, `cuda:N`), `batch_rows`,
     /// `page_index`, `pruning` and `row_filter` (`true`/`false`), `memory_budget` (bytes, or
@@ -141,5 +160,32 @@ mod tests {
         );
         let e = o.set("device", "tpu").unwrap_err().to_string();
         assert!(e.contains("device"), "{e}");
+    }
+
+    #[test]
+    fn options_round_trip_through_pairs() {
+        let mut o = GpuScanOptions::default()
+            .with_device(Device::Cuda(1))
+            .with_batch_rows(4096);
+        o.memory_budget = Some(3 << 30);
+        o.row_filter = false;
+        o.page_index = false;
+        for start in [GpuScanOptions::default(), o] {
+            let mut back = GpuScanOptions {
+                device: Device::Host,
+                batch_rows: Some(7),
+                page_index: !start.page_index,
+                pruning: !start.pruning,
+                memory_budget: Some(1),
+                row_filter: !start.row_filter,
+            };
+            // the pairs name every option that differs from the default
+            back.batch_rows = None;
+            back.memory_budget = None;
+            for (k, v) in start.to_pairs() {
+                back.set(k, &v).unwrap();
+            }
+            assert_eq!(back, start);
+        }
     }
 }

@@ -84,6 +84,20 @@ impl GpuParquetSource {
         (!self.row_filters.is_empty()).then(|| conjunction(self.row_filters.clone()))
     }
 
+    /// The pushed filters the scan applies to the rows, each as it was pushed.
+    pub fn row_filters(&self) -> &[Arc<dyn PhysicalExpr>] {
+        &self.row_filters
+    }
+
+    /// The same scan, applying `filters` (over the table schema) to the rows: filters that
+    /// [`try_pushdown_filters`](FileSource::try_pushdown_filters) accepted as `Exact` in the
+    /// scan this one is rebuilt from (a plan decoded in another process). Each must also be in
+    /// the predicate ([`with_predicate`](Self::with_predicate)) to prune.
+    pub fn with_row_filters(mut self, filters: Vec<Arc<dyn PhysicalExpr>>) -> Self {
+        self.row_filters = filters;
+        self
+    }
+
     /// The scan options.
     pub fn options(&self) -> &GpuScanOptions {
         &self.options

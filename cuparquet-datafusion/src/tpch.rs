@@ -433,3 +433,26 @@ fn writer(path: &Path, schema: SchemaRef, props: &WriterProperties) -> Result<Ar
 fn io(path: &Path, e: std::io::Error) -> DataFusionError {
     DataFusionError::Execution(format!("{}: {e}", path.display()))
 }
+
+/// The benchmarks' tables under `dir`: `tpch-<orders>/{lineitem,orders,customer}/part-N.parquet`,
+/// written once (SNAPPY, row groups of 1,000,000 rows, `files` files per table; a `done` file
+/// marks them complete) and reused by every later run.
+pub fn bench_tables(dir: &Path, orders: usize, files: usize) -> Result<PathBuf> {
+    let root = dir.join(format!("tpch-{orders}"));
+    if !root.join("done").exists() {
+        let t = std::time::Instant::now();
+        let props = WriterProperties::builder()
+            .set_compression(datafusion::parquet::basic::Compression::SNAPPY)
+            .set_max_row_group_row_count(Some(1_000_000))
+            .build();
+        let _ = std::fs::remove_dir_all(&root);
+        let written = write_tables(&root, orders, files, &props)?;
+        std::fs::write(root.join("done"), b"").map_err(|e| io(&root, e))?;
+        eprintln!(
+            "wrote {} lineitem rows in {files} files in {:.1} s",
+            written.lineitem_rows,
+            t.elapsed().as_secs_f64()
+        );
+    }
+    Ok(root)
+}

@@ -319,6 +319,8 @@ async fn the_scan_uses_the_gpu_when_one_is_required() {
             probe.detail
         );
     }
+    let on_host = metric(&plan, "cuparquet_host_batches");
+    assert!(on_device + on_host > 0, "no batch counted");
     if probe.devices == 0 {
         assert_eq!(on_device, 0);
     }
