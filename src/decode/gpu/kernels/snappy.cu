@@ -212,14 +212,15 @@ __device__ static void snappy_block(const SnappyJob j, const Span sp, u32* error
     __shared__ u16 s_out[OUT_WIN];
     __shared__ u64 s_warp[SNAPPY_THREADS / 32];
     __shared__ u64 s_next_ip;
-    __shared__ u32 s_err, s_count, s_more;
+    __shared__ u32 s_err, s_late, s_count, s_more;   // s_late: a round's errors found after its
+                                                     // scan, read only after the next barrier
 
     const u32 tid = threadIdx.x;
     const u8* in = (const u8*)j.src;
     u8* out = (u8*)j.dst;
     const u64 n_in = j.src_len, n_out = j.dst_len;
     u64 ip = sp.ip, op = sp.op;
-    if (tid == 0) s_err = 0;
+    if (tid == 0) s_err = s_late = 0;
     while (ip < sp.stop) {
         // stage the window
         const u64 avail = n_in - ip, left = sp.stop - ip;
@@ -278,6 +279,7 @@ __device__ static void snappy_block(const SnappyJob j, const Span sp, u32* error
         u64 at = block_exclusive(mine, op, s_warp);
         const u32 count = s_count;
         if (s_err) break;
+        u32 late = 0;
         for (int k = 0; k < PER_THREAD; k++) {
             const u32 i = tid * PER_THREAD + k;
             if (x[k] >= weff) continue;
@@ -287,8 +289,8 @@ __device__ static void snappy_block(const SnappyJob j, const Span sp, u32* error
                 if (sp.head && p - sp.head_at < SEG_ZONE) sp.head[p - sp.head_at] = (u32)at;
                 if (sp.tail && p >= sp.tail_at && p - sp.tail_at < SEG_ZONE)
                     sp.tail[p - sp.tail_at] = (u32)at;
-            } else if (lens[k] > n_out - at) bad |= S_OVERRUN;
-            else if (!e_lit[i] && e_src[i] > at) bad |= S_BAD_OFFSET;
+            } else if (lens[k] > n_out - at) late |= S_OVERRUN;
+            else if (!e_lit[i] && e_src[i] > at) late |= S_BAD_OFFSET;
             e_dst[i] = at;
             at += lens[k];
             if (i + 1 == count) {
@@ -297,9 +299,9 @@ __device__ static void snappy_block(const SnappyJob j, const Span sp, u32* error
                 s_next_ip = ends[k];
             }
         }
-        if (bad) atomicOr(&s_err, bad);
+        if (late) atomicOr(&s_late, late);
         __syncthreads();
-        if (s_err) break;
+        if (s_late) break;
         if (MODE == MODE_WALK) {
             op = e_dst[count];
             ip = s_next_ip;
@@ -380,7 +382,7 @@ __device__ static void snappy_block(const SnappyJob j, const Span sp, u32* error
         exit[1] = op;
     }
     if (MODE != MODE_WALK && tid == 0) {
-        u32 err = s_err;
+        u32 err = s_err | s_late;
         if (!err && (op != sp.end_op || ip != sp.stop)) err |= S_SIZE;
         if (err) atomicOr(error, err);
     }
