@@ -9,7 +9,7 @@
 #      the writers' files too; mutants kept for step 3), the bombs' peak memory on the GPU,
 #      and the soak (CUPARQUET_SOAK loads from 16 threads, device memory before and after);
 #   2. compute-sanitizer racecheck and synccheck over device loads of the writers' files and
-#      the corpus's byte-array files (scripts/device-racecheck.sh);
+#      the whole corpus, data/ and bad_data/ (scripts/device-racecheck.sh, FILES=all);
 #   3. compute-sanitizer memcheck over a sample of the mutants (MEMCHECK_SAMPLE, default 60).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +35,7 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
 fi
 if [ "${SKIP_RACECHECK:-0}" != 1 ]; then
   step "racecheck / synccheck"
-  BINS=.dev/bin/cuparquet EXTRA_FILES="$(ls "$W"/*.parquet | tr '\n' ' ')" timeout 600 bash scripts/device-racecheck.sh
+  FILES=all BINS=.dev/bin/cuparquet EXTRA_FILES="$(ls "$W"/*.parquet | tr '\n' ' ')" timeout 600 bash scripts/device-racecheck.sh
 fi
 if [ "${SKIP_MEMCHECK:-0}" != 1 ] && [ -d /tmp/keep ]; then
   step "memcheck over mutants"

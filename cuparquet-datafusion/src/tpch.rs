@@ -18,6 +18,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::file::properties::WriterProperties;
+use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -109,6 +110,40 @@ pub struct Tables {
     pub customer: PathBuf,
     /// Rows of lineitem (about four per order).
     pub lineitem_rows: usize,
+}
+
+impl Tables {
+    /// Each table's name and directory, the directory as DataFusion reads one (ending in `/`).
+    pub fn locations(&self) -> [(&'static str, String); 3] {
+        let dir = |p: &Path| format!("{}/", p.display());
+        [
+            ("lineitem", dir(&self.lineitem)),
+            ("orders", dir(&self.orders)),
+            ("customer", dir(&self.customer)),
+        ]
+    }
+
+    /// Registers the three tables in `ctx`: scanned by cuparquet with `gpu`'s options, or by
+    /// DataFusion's own Parquet scan where `gpu` is `None` (the comparison the tests and
+    /// benchmarks make).
+    pub async fn register(
+        &self,
+        ctx: &SessionContext,
+        gpu: Option<&crate::GpuScanOptions>,
+    ) -> Result<()> {
+        for (name, dir) in self.locations() {
+            match gpu {
+                Some(options) => {
+                    crate::register_gpu_parquet(ctx, name, &dir, options.clone()).await?
+                }
+                None => {
+                    ctx.register_parquet(name, dir, ParquetReadOptions::default())
+                        .await?
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Schema of `lineitem`.

@@ -77,30 +77,14 @@ fn s(p: &Path) -> String {
 /// A session with the tables scanned by cuparquet.
 async fn gpu_ctx(t: &tpch::Tables, options: GpuScanOptions) -> SessionContext {
     let ctx = SessionContext::new_with_config(config());
-    for (name, dir) in [
-        ("lineitem", &t.lineitem),
-        ("orders", &t.orders),
-        ("customer", &t.customer),
-    ] {
-        register_gpu_parquet(&ctx, name, &s(dir), options.clone())
-            .await
-            .unwrap();
-    }
+    t.register(&ctx, Some(&options)).await.unwrap();
     ctx
 }
 
 /// A session with the same tables scanned by DataFusion.
 async fn df_ctx(t: &tpch::Tables) -> SessionContext {
     let ctx = SessionContext::new_with_config(config());
-    for (name, dir) in [
-        ("lineitem", &t.lineitem),
-        ("orders", &t.orders),
-        ("customer", &t.customer),
-    ] {
-        ctx.register_parquet(name, s(dir), ParquetReadOptions::default())
-            .await
-            .unwrap();
-    }
+    t.register(&ctx, None).await.unwrap();
     ctx
 }
 

@@ -107,8 +107,12 @@ async fn bench(cores: usize) {
         one.resolver(),
     ));
     register(&d1, &root, true).await;
+    // every setup plans for the machine's cores: with fewer partitions than cores, DataFusion
+    // puts no round-robin repartition after a scan of as many files, and the aggregations above
+    // it ran on a worker's four files' partitions only (Q1 on 2 workers: 0.60× 1 worker, the
+    // partial aggregate 2.1 s of compute on 8 partitions instead of 16)
     let d2 = SessionContext::from(coordinator_state(
-        SessionConfig::new().with_target_partitions((cores / 2).max(1)),
+        SessionConfig::new().with_target_partitions(cores),
         two.resolver(),
     ));
     register(&d2, &root, true).await;
@@ -151,6 +155,15 @@ async fn bench(cores: usize) {
             cell(stats[3]),
             stats[1].0 / stats[2].0,
         );
+    }
+    // CUPARQUET_BENCH_EXPLAIN=Q1 (a query's name): each setup's EXPLAIN ANALYZE of it (stages,
+    // tasks, the scans' load and copy-back times), to see where a setup's time goes
+    let explain = std::env::var("CUPARQUET_BENCH_EXPLAIN").unwrap_or_default();
+    for (name, sql) in QUERIES.iter().filter(|(n, _)| *n == explain) {
+        for (setup, ctx) in setups {
+            let (_, plan) = run(ctx, &format!("EXPLAIN ANALYZE {sql}")).await;
+            println!("EXPLAIN ANALYZE {name}, {setup}:\n{plan}");
+        }
     }
     // where the batches were decoded, from the workers' scan metrics
     let (_, explain) = run(&d2, &format!("EXPLAIN ANALYZE {}", tpch::Q6)).await;

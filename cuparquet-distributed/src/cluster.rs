@@ -64,6 +64,13 @@ impl WorkerResolver for StaticWorkers {
 /// whole to the tasks, and a check at planning that every cuparquet scan encodes. Register
 /// tables on it with [`cuparquet_datafusion::register_gpu_parquet`] as on one machine. Planning
 /// reads footers only: the coordinator needs no GPU.
+///
+/// Plan for a worker's cores (`config`'s `target_partitions`), not for a share of them: each
+/// task runs the stage with that many partitions. Our scan reads files whole, so with no more
+/// partitions than files DataFusion puts no round-robin repartition after it, and the operators
+/// above run on as many partitions as a worker has files (on the H200, Q1 on two workers
+/// planned for half the cores took 0.55× the time of one; for all of them, 0.97×:
+/// benches/RESULTS.md, 2026-12-04).
 pub fn coordinator_state(config: SessionConfig, workers: impl WorkerResolver) -> SessionState {
     SessionStateBuilder::new()
         .with_default_features()

@@ -22,7 +22,7 @@ use datafusion::parquet::basic::Compression;
 use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::physical_plan::metrics::MetricValue;
 use datafusion::physical_plan::{collect, ExecutionPlan};
-use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_distributed::{
     display_plan_ascii, rewrite_distributed_plan_with_metrics, DistributedExt,
     DistributedMetricsFormat,
@@ -83,30 +83,16 @@ async fn coordinator(workers: StaticWorkers, t: &tpch::Tables) -> SessionContext
     let mut ctx = SessionContext::from(coordinator_state(config, workers));
     ctx.set_distributed_file_scan_config_bytes_per_partition(1)
         .unwrap();
-    for (name, d) in [
-        ("lineitem", &t.lineitem),
-        ("orders", &t.orders),
-        ("customer", &t.customer),
-    ] {
-        register_gpu_parquet(&ctx, name, &dir(d), GpuScanOptions::default())
-            .await
-            .unwrap();
-    }
+    t.register(&ctx, Some(&GpuScanOptions::default()))
+        .await
+        .unwrap();
     ctx
 }
 
 /// One machine, DataFusion's own Parquet scan.
 async fn datafusion(t: &tpch::Tables) -> SessionContext {
     let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
-    for (name, d) in [
-        ("lineitem", &t.lineitem),
-        ("orders", &t.orders),
-        ("customer", &t.customer),
-    ] {
-        ctx.register_parquet(name, dir(d), ParquetReadOptions::default())
-            .await
-            .unwrap();
-    }
+    t.register(&ctx, None).await.unwrap();
     ctx
 }
 
