@@ -22,11 +22,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuparquet::{Device, ParquetGpuReader};
-use cuparquet_datafusion::{register_gpu_parquet, tpch, GpuScanOptions};
+use cuparquet_datafusion::{tpch, GpuScanOptions};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::datasource::MemTable;
-use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+use datafusion::prelude::{SessionConfig, SessionContext};
 
 fn env_usize(k: &str, d: usize) -> usize {
     std::env::var(k)
@@ -35,7 +35,6 @@ fn env_usize(k: &str, d: usize) -> usize {
         .unwrap_or(d)
 }
 
-const TABLES: [&str; 3] = ["lineitem", "orders", "customer"];
 const QUERIES: [(&str, &str); 4] = [
     ("Q1", tpch::Q1),
     ("Q3", tpch::Q3),
@@ -53,22 +52,15 @@ async fn gpu_ctx(root: &Path, cfg: SessionConfig, device: Device) -> SessionCont
 
 async fn gpu_ctx_with(root: &Path, cfg: SessionConfig, options: GpuScanOptions) -> SessionContext {
     let ctx = SessionContext::new_with_config(cfg);
-    for t in TABLES {
-        let dir = format!("{}/", root.join(t).display());
-        let options = options.clone();
-        register_gpu_parquet(&ctx, t, &dir, options).await.unwrap();
-    }
+    tpch::register_tables(&ctx, root, Some(&options))
+        .await
+        .unwrap();
     ctx
 }
 
 async fn df_ctx(root: &Path, partitions: usize) -> SessionContext {
     let ctx = SessionContext::new_with_config(config(partitions));
-    for t in TABLES {
-        let dir = format!("{}/", root.join(t).display());
-        ctx.register_parquet(t, dir, ParquetReadOptions::default())
-            .await
-            .unwrap();
-    }
+    tpch::register_tables(&ctx, root, None).await.unwrap();
     ctx
 }
 
@@ -76,7 +68,7 @@ async fn df_ctx(root: &Path, partitions: usize) -> SessionContext {
 /// them.
 async fn mem_ctx(from: &SessionContext, partitions: usize) -> SessionContext {
     let ctx = SessionContext::new_with_config(config(partitions));
-    for t in TABLES {
+    for t in tpch::TABLE_NAMES {
         let df = from.table(t).await.unwrap();
         let schema = Arc::new(df.schema().as_arrow().clone());
         let parts = df.collect_partitioned().await.unwrap();

@@ -112,37 +112,56 @@ pub struct Tables {
     pub lineitem_rows: usize,
 }
 
-impl Tables {
-    /// Each table's name and directory, the directory as DataFusion reads one (ending in `/`).
-    pub fn locations(&self) -> [(&'static str, String); 3] {
-        let dir = |p: &Path| format!("{}/", p.display());
-        [
-            ("lineitem", dir(&self.lineitem)),
-            ("orders", dir(&self.orders)),
-            ("customer", dir(&self.customer)),
-        ]
-    }
+/// The tables' names, each a directory of the same name under the directory they were written
+/// to ([`write_tables`], [`bench_tables`]).
+pub const TABLE_NAMES: [&str; 3] = ["lineitem", "orders", "customer"];
 
-    /// Registers the three tables in `ctx`: scanned by cuparquet with `gpu`'s options, or by
-    /// DataFusion's own Parquet scan where `gpu` is `None` (the comparison the tests and
-    /// benchmarks make).
+impl Tables {
+    /// Registers the three tables in `ctx`, as [`register_tables`] does.
     pub async fn register(
         &self,
         ctx: &SessionContext,
         gpu: Option<&crate::GpuScanOptions>,
     ) -> Result<()> {
-        for (name, dir) in self.locations() {
-            match gpu {
-                Some(options) => {
-                    crate::register_gpu_parquet(ctx, name, &dir, options.clone()).await?
-                }
-                None => {
-                    ctx.register_parquet(name, dir, ParquetReadOptions::default())
-                        .await?
-                }
-            }
+        for (name, dir) in
+            TABLE_NAMES
+                .into_iter()
+                .zip([&self.lineitem, &self.orders, &self.customer])
+        {
+            register_one(ctx, name, dir, gpu).await?;
         }
         Ok(())
+    }
+}
+
+/// Registers the tables written under `root` in `ctx`: scanned by cuparquet with `gpu`'s
+/// options, or by DataFusion's own Parquet scan where `gpu` is `None` (the comparison the
+/// tests and benchmarks make).
+pub async fn register_tables(
+    ctx: &SessionContext,
+    root: &Path,
+    gpu: Option<&crate::GpuScanOptions>,
+) -> Result<()> {
+    for name in TABLE_NAMES {
+        register_one(ctx, name, &root.join(name), gpu).await?;
+    }
+    Ok(())
+}
+
+async fn register_one(
+    ctx: &SessionContext,
+    name: &str,
+    dir: &Path,
+    gpu: Option<&crate::GpuScanOptions>,
+) -> Result<()> {
+    // a directory, as DataFusion reads one: ending in `/`
+    let dir = format!("{}/", dir.display());
+    match gpu {
+        Some(options) => crate::register_gpu_parquet(ctx, name, &dir, options.clone()).await,
+        None => {
+            ctx.register_parquet(name, dir, ParquetReadOptions::default())
+                .await
+        }
     }
 }
 
@@ -371,9 +390,9 @@ pub fn write_tables(
     let files = files.max(1);
     let customers = (orders / 10).max(1);
     let tables = Tables {
-        lineitem: dir.join("lineitem"),
-        orders: dir.join("orders"),
-        customer: dir.join("customer"),
+        lineitem: dir.join(TABLE_NAMES[0]),
+        orders: dir.join(TABLE_NAMES[1]),
+        customer: dir.join(TABLE_NAMES[2]),
         lineitem_rows: 0,
     };
     for d in [&tables.lineitem, &tables.orders, &tables.customer] {

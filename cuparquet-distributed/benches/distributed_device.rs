@@ -16,12 +16,11 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use cuparquet_datafusion::{register_gpu_parquet, tpch, GpuScanOptions};
+use cuparquet_datafusion::{tpch, GpuScanOptions};
 use cuparquet_distributed::{coordinator_state, LocalCluster, WorkerOptions};
 use datafusion::arrow::util::pretty::pretty_format_batches;
-use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+use datafusion::prelude::{SessionConfig, SessionContext};
 
-const TABLES: [&str; 3] = ["lineitem", "orders", "customer"];
 const QUERIES: [(&str, &str); 4] = [
     ("Q1", tpch::Q1),
     ("Q3", tpch::Q3),
@@ -37,18 +36,10 @@ fn env_usize(k: &str, d: usize) -> usize {
 }
 
 async fn register(ctx: &SessionContext, root: &std::path::Path, cuparquet: bool) {
-    for t in TABLES {
-        let dir = format!("{}/", root.join(t).display());
-        if cuparquet {
-            register_gpu_parquet(ctx, t, &dir, GpuScanOptions::default())
-                .await
-                .unwrap();
-        } else {
-            ctx.register_parquet(t, dir, ParquetReadOptions::default())
-                .await
-                .unwrap();
-        }
-    }
+    let options = GpuScanOptions::default();
+    tpch::register_tables(ctx, root, cuparquet.then_some(&options))
+        .await
+        .unwrap();
 }
 
 async fn run(ctx: &SessionContext, sql: &str) -> (Duration, String) {
@@ -109,7 +100,7 @@ async fn bench(cores: usize) {
     register(&d1, &root, true).await;
     // every setup plans for the machine's cores: with fewer partitions than cores, DataFusion
     // puts no round-robin repartition after a scan of as many files, and the aggregations above
-    // it ran on a worker's four files' partitions only (Q1 on 2 workers: 0.60× 1 worker, the
+    // it ran on a worker's four files' partitions only (Q1 on 2 workers: 0.55–0.60× 1 worker, the
     // partial aggregate 2.1 s of compute on 8 partitions instead of 16)
     let d2 = SessionContext::from(coordinator_state(
         SessionConfig::new().with_target_partitions(cores),
