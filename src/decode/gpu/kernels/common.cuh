@@ -2,6 +2,7 @@
 // when it is embedded (src/decode/gpu/kernels.rs).
 
 typedef unsigned char u8;
+typedef unsigned short u16;
 typedef unsigned int u32;
 typedef long long i64;
 typedef unsigned long long u64;

@@ -56,6 +56,24 @@ struct WalkState {
     int found_k;   // the index of the first of them
 };
 
+#define DBL_W 1024
+#define DBL_LEVELS 8                 // 2^8 = 256: the most values a window holds (4 bytes each)
+#define DBL_OUT ((u16)DBL_W)         // the value leaves the window
+#define DBL_BAD ((u16)(DBL_W + 1))   // the value runs past vlen
+#ifndef DOUBLING_MAX_STRIDE
+#define DOUBLING_MAX_STRIDE 32u
+#endif
+static_assert((1 << DBL_LEVELS) * 4 >= DBL_W, "a window's values must be countable");
+
+// The two walks' shared memory, one buffer for both (each call has it to itself, between its
+// first and last barriers), so a kernel holding both walks takes the larger, not the sum:
+// walk_plain's ring and offsets found, or walk_plain_doubling's hop tables and window.
+#define WALK_PLAIN_WORDS (2 * RING_HALF + WALK_WINDOW / 4)
+#define JT_WORDS ((DBL_LEVELS * (DBL_W + 2) + 1) / 2)
+#define DOUBLING_WORDS (JT_WORDS + (DBL_W + 4 + 3) / 4)
+#define WALK_SMEM_WORDS (WALK_PLAIN_WORDS > DOUBLING_WORDS ? WALK_PLAIN_WORDS : DOUBLING_WORDS)
+__shared__ u32 walk_smem[WALK_SMEM_WORDS];
+
 // Threads t0, t0 + nt, ... load window w of the values (x: byte offset from `base`, valid in
 // [lo, hi)) into its half of the ring; bytes outside [lo, hi) read as 0.
 __device__ static void load_window(const u8* base, u32 lo, u32 hi, int w, u32* ring, int t0,
@@ -88,8 +106,9 @@ __device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos, 
     // walk's second load past a half's last word reads its pad, not the other half, which
     // the loaders are writing meanwhile (a shared-memory race, if a harmless one: the value
     // read there is never used)
-    __shared__ u32 ring[2 * RING_HALF];
-    __shared__ u32 found[WALK_WINDOW / 4];   // a round finds at most one value per 4 bytes
+    u32* const ring = walk_smem;                       // 2 * RING_HALF words
+    u32* const found = walk_smem + 2 * RING_HALF;      // WALK_WINDOW / 4: a round finds at
+                                                       // most one value per 4 bytes
     __shared__ WalkState st;
     const int t = threadIdx.x;
     // loaders: the warps after the walker's, so the walk is never interleaved with their loads
@@ -182,6 +201,118 @@ __device__ static u32 walk_plain(const u8* vals, u32 vlen, int count, u32* pos, 
     return err;
 }
 
+// PLAIN byte arrays of short values, located by the whole block instead of one thread: the
+// values from the walk's position `at` are staged a window of DBL_W bytes at a time, and for
+// every byte r of the window the offset after a value starting there is found at once
+// (nxt[r]: r + 4 + its length, or a terminal: the value leaves the window, or runs past
+// `vlen`). The chain from r = 0 (a value's start) is then followed by pointer doubling:
+// jt[l][r] is 2^l hops from r (terminals map to themselves), so value i of the window lies at
+// jt[] composed by the bits of i, each found by its own thread in DBL_LEVELS lookups, and the
+// count of the window's values by one thread the same way. The next window starts at the value
+// after the window's last. A window costs DBL_LEVELS + 3 barriers whatever its values, so the
+// callers take it for pages whose average value (with its prefix) is at most
+// DOUBLING_MAX_STRIDE bytes, where it holds enough values; longer values keep walk_plain.
+// Same contract as walk_plain: pos[k] = value k's prefix offset, *end = the offset after the
+// last of `count` values, E_VALUES (to every thread) when a value runs past `vlen`.
+
+__device__ static u32 walk_plain_doubling(const u8* vals, u32 vlen, int count, u32* pos,
+                                          u32* end)
+{
+    u16 (*const jt)[DBL_W + 2] = (u16 (*)[DBL_W + 2])walk_smem;   // DBL_LEVELS rows
+    u8* const buf = (u8*)(walk_smem + JT_WORDS);                  // DBL_W + 4 bytes
+    __shared__ u32 s_at, s_err, s_n, s_last;
+    __shared__ int s_k;
+    const int t = threadIdx.x, nt = (int)blockDim.x;
+    if (t == 0) {
+        s_at = 0;
+        s_k = 0;
+        s_err = 0;
+        *end = 0;
+    }
+    __syncthreads();
+    while (true) {
+        const u32 at = s_at;
+        const int k = s_k;
+        if (s_err || k >= count) break;   // the same for every thread: read after a barrier
+        for (int i = t; i < DBL_W + 4; i += nt) {
+            const u64 x = (u64)at + (u64)i;
+            buf[i] = x < vlen ? vals[x] : 0;
+        }
+        __syncthreads();
+        for (int r = t; r < DBL_W + 2; r += nt) {
+            u16 v = (u16)r;   // the terminals map to themselves
+            if (r < DBL_W) {
+                const u64 x = (u64)at + (u64)r;
+                if (x + 4 > vlen) {
+                    v = DBL_BAD;
+                } else {
+                    const u32 len = (u32)buf[r] | ((u32)buf[r + 1] << 8) |
+                                    ((u32)buf[r + 2] << 16) | ((u32)buf[r + 3] << 24);
+                    const u64 nx = x + 4 + (u64)len;
+                    v = nx > vlen ? DBL_BAD : nx - at < DBL_W ? (u16)(nx - at) : DBL_OUT;
+                }
+            }
+            jt[0][r] = v;
+        }
+        __syncthreads();
+        for (int l = 1; l < DBL_LEVELS; l++) {
+            for (int r = t; r < DBL_W + 2; r += nt) jt[l][r] = jt[l - 1][jt[l - 1][r]];
+            __syncthreads();
+        }
+        if (t == 0) {   // the window's values: the hops from 0 that stay inside it
+            u32 p = 0, c = 0;
+            for (int l = DBL_LEVELS - 1; l >= 0; l--) {
+                const u16 q = jt[l][p];
+                if (q < DBL_W) {
+                    p = q;
+                    c += 1u << l;
+                }
+            }
+            s_n = c + 1;
+            s_last = p;
+        }
+        __syncthreads();
+        const int take = min((int)s_n, count - k);
+        for (int i = t; i < take; i += nt) {
+            u32 p = 0;
+            for (int l = 0; l < DBL_LEVELS; l++)
+                if ((i >> l) & 1) p = jt[l][p];
+            pos[k + i] = at + p;
+        }
+        if (t == 0) {
+            u32 p = s_last;
+            if (take < (int)s_n) {   // `count` values end inside the window
+                p = 0;
+                for (int l = 0; l < DBL_LEVELS; l++)
+                    if (((take - 1) >> l) & 1) p = jt[l][p];
+            }
+            if (jt[0][p] == DBL_BAD) {
+                s_err = E_VALUES;
+            } else {
+                const u32 len = (u32)buf[p] | ((u32)buf[p + 1] << 8) | ((u32)buf[p + 2] << 16) |
+                                ((u32)buf[p + 3] << 24);
+                const u32 next = at + p + 4 + len;   // <= vlen: checked in nxt
+                s_at = next;
+                s_k = k + take;
+                if (k + take == count) *end = next;
+            }
+        }
+        __syncthreads();
+    }
+    const u32 err = s_err;
+    __syncthreads();
+    return err;
+}
+
+// The block's walk over `count` PLAIN values: by pointer doubling where they are short
+// (walk_plain_doubling), by thread 0 hopping otherwise (walk_plain).
+__device__ static u32 find_plain(const u8* vals, u32 vlen, int count, u32* pos, u32* end)
+{
+    if (count > 0 && (u64)vlen <= (u64)DOUBLING_MAX_STRIDE * (u64)count)
+        return walk_plain_doubling(vals, vlen, count, pos, end);
+    return walk_plain(vals, vlen, count, pos, end);
+}
+
 // One block per dictionary page: entries[k] = (device address, length) of entry k.
 extern "C" __global__ void dict_entries(
     const u64* dict_data, const u64* dict_len_bytes, const int* dict_count,
@@ -200,7 +331,7 @@ extern "C" __global__ void dict_entries(
     // the walk's offsets go to the first half of each entry, then become (address, length)
     u32* pos = (u32*)out;
     __shared__ u32 end;
-    const u32 e = walk_plain(p, (u32)len, count, pos, &end);
+    const u32 e = find_plain(p, (u32)len, count, pos, &end);
     if (e) {
         if (threadIdx.x == 0) errors[d] |= e;
         return;
@@ -428,7 +559,7 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
         // value k's prefix offset into idxs[k] (free again: the marks are in src), then every
         // valid row gets its value through the same compaction as dictionary indices
         __shared__ u32 end;
-        u32 e = vlen >= WALK_MAX_BYTES ? E_VALUES : walk_plain(vals, (u32)vlen, cnt, idxs, &end);
+        u32 e = vlen >= WALK_MAX_BYTES ? E_VALUES : find_plain(vals, (u32)vlen, cnt, idxs, &end);
         if (e) {
             if (threadIdx.x == 0) err |= e;
         } else {
