@@ -7,7 +7,14 @@
 //!   row groups of about 1,000,000 rows, `CUPARQUET_BENCH_FILES` files per table, default 8);
 //! - `CUPARQUET_BENCH_ORDERS` (default 6,000,000: about 24M lineitem rows);
 //! - `CUPARQUET_BENCH_ROUNDS` (default 5), `CUPARQUET_BENCH_OUT` (JSON lines appended);
-//! - `CUPARQUET_BENCH_PARTITIONS` (default: the cores).
+//! - `CUPARQUET_BENCH_PARTITIONS` (default: the cores);
+//! - `CUPARQUET_BENCH_QUERIES` (a comma-separated subset of `Q1`, `Q3`, `Q6`, `Q12`) and
+//!   `CUPARQUET_BENCH_SCANS` (of `cuparquet`, `cuparquet-inexact`, `cuparquet-host`,
+//!   `datafusion`, `memtable`): default all.
+//!
+//! First, Q1's scan alone (its columns and filter, every partition drained, nothing
+//! aggregated) through cuparquet's scan and DataFusion's: the floor a query's scan sets, and
+//! when its partitions' first batches come.
 //!
 //! Each query runs once per scan as a warm-up whose answer must equal DataFusion's; then the
 //! scans take turns, round by round. Figures: best and median wall time from `ctx.sql` to the
@@ -62,6 +69,71 @@ async fn df_ctx(root: &Path, partitions: usize) -> SessionContext {
     let ctx = SessionContext::new_with_config(config(partitions));
     tpch::register_tables(&ctx, root, None).await.unwrap();
     ctx
+}
+
+/// Whether the comma-separated list in environment variable `key` (all when unset) has `name`.
+fn wanted(key: &str, name: &str) -> bool {
+    std::env::var(key)
+        .map(|v| v.split(',').any(|x| x.trim() == name))
+        .unwrap_or(true)
+}
+
+/// Q1's scan alone, as its plan runs it (the query's columns and filter, every partition
+/// drained at once, nothing aggregated): best and median wall time, and when the partitions'
+/// first batches came (median and latest, over the partitions of the best round).
+async fn scan_floor(ctx: &SessionContext, rounds: usize) -> String {
+    let sql = "SELECT l_returnflag, l_linestatus, l_quantity, l_extendedprice, l_discount, l_tax \
+        FROM lineitem WHERE l_shipdate <= date '1998-12-01' - interval '90' day";
+    let mut runs = Vec::new();
+    for _ in 0..rounds {
+        let t = Instant::now();
+        let streams = ctx
+            .sql(sql)
+            .await
+            .unwrap()
+            .execute_stream_partitioned()
+            .await
+            .unwrap();
+        let tasks: Vec<_> = streams
+            .into_iter()
+            .map(|mut s| {
+                tokio::spawn(async move {
+                    use futures::StreamExt;
+                    let (mut first, mut batches, mut rows) = (None, 0usize, 0usize);
+                    while let Some(b) = s.next().await {
+                        let b = b.unwrap();
+                        first.get_or_insert_with(|| t.elapsed());
+                        batches += 1;
+                        rows += b.num_rows();
+                    }
+                    (first, batches, rows)
+                })
+            })
+            .collect();
+        let mut firsts = Vec::new();
+        let (mut batches, mut rows) = (0, 0);
+        for h in tasks {
+            let (f, b, r) = h.await.unwrap();
+            firsts.extend(f);
+            batches += b;
+            rows += r;
+        }
+        firsts.sort();
+        runs.push((t.elapsed(), firsts, batches, rows));
+    }
+    runs.sort_by_key(|r| r.0);
+    let (best, firsts, batches, rows) = &runs[0];
+    let median = runs[runs.len() / 2].0;
+    let first = |i: usize| firsts.get(i).map_or(f64::NAN, |d| ms(*d));
+    format!(
+        "{:.1} ms best (median {:.1}); {} partitions with data, {batches} batches, {rows} rows; first batches: earliest {:.1} ms, median {:.1}, latest {:.1}",
+        ms(*best),
+        ms(median),
+        firsts.len(),
+        first(0),
+        first(firsts.len() / 2),
+        first(firsts.len().saturating_sub(1)),
+    )
 }
 
 /// The tables in memory as `from` scans them (the same batches), partitioned as it yields
@@ -226,10 +298,22 @@ async fn bench(cores: usize) {
     });
     println!("| query | cuparquet | cuparquet, filters pruning only | cuparquet on host | DataFusion's scan | MemTable | vs DataFusion | vs MemTable |");
     println!("|---|---|---|---|---|---|---|---|");
+    let scans: Vec<(&str, &SessionContext)> = scans
+        .into_iter()
+        .filter(|(s, _)| wanted("CUPARQUET_BENCH_SCANS", s))
+        .collect();
+    for (scan, ctx) in &scans {
+        if matches!(*scan, "cuparquet" | "datafusion") {
+            println!("Q1's scan alone, {scan}: {}", scan_floor(ctx, rounds).await);
+        }
+    }
     for (name, sql) in QUERIES {
+        if !wanted("CUPARQUET_BENCH_QUERIES", name) {
+            continue;
+        }
         let (_, reference) = run(&df, sql).await;
         let want = pretty_format_batches(&reference).unwrap().to_string();
-        for (scan, ctx) in scans {
+        for &(scan, ctx) in &scans {
             let (_, got) = run(ctx, sql).await;
             let got = pretty_format_batches(&got).unwrap().to_string();
             assert_eq!(
@@ -244,16 +328,25 @@ async fn bench(cores: usize) {
             }
         }
         let stats: Vec<(f64, f64)> = times.into_iter().map(best_median).collect();
-        let cell = |(b, m): (f64, f64)| format!("{b:.1} ms (median {m:.1})");
+        let of = |n: &str| scans.iter().position(|(s, _)| *s == n).map(|i| stats[i]);
+        let cell = |n: &str| {
+            of(n).map_or("—".to_string(), |(b, m)| {
+                format!("{b:.1} ms (median {m:.1})")
+            })
+        };
+        let ratio = |a: &str, b: &str| match (of(a), of(b)) {
+            (Some(x), Some(y)) => format!("{:.2}×", x.0 / y.0),
+            _ => "—".to_string(),
+        };
         println!(
-            "| {name} | {} | {} | {} | {} | {} | {:.2}× | {:.2}× |",
-            cell(stats[0]),
-            cell(stats[1]),
-            cell(stats[2]),
-            cell(stats[3]),
-            cell(stats[4]),
-            stats[3].0 / stats[0].0,
-            stats[0].0 / stats[4].0,
+            "| {name} | {} | {} | {} | {} | {} | {} | {} |",
+            cell("cuparquet"),
+            cell("cuparquet-inexact"),
+            cell("cuparquet-host"),
+            cell("datafusion"),
+            cell("memtable"),
+            ratio("datafusion", "cuparquet"),
+            ratio("cuparquet", "memtable"),
         );
         if let Some(f) = out.as_mut() {
             let fields: Vec<String> = scans
@@ -268,7 +361,11 @@ async fn bench(cores: usize) {
     }
     // where the scan's time goes: its metrics, summed over partitions
     for (name, sql) in [QUERIES[0], QUERIES[2]] {
-        for (scan, ctx) in [scans[0], scans[1]] {
+        for &(scan, ctx) in scans
+            .iter()
+            .filter(|(s, _)| s.starts_with("cuparquet"))
+            .take(2)
+        {
             let (_, out) = run(ctx, &format!("EXPLAIN ANALYZE {sql}")).await;
             let text = pretty_format_batches(&out).unwrap().to_string();
             for line in text.lines().filter(|l| {
