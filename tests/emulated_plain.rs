@@ -1,4 +1,4 @@
-//! The two walks that find PLAIN byte arrays' values in a page (`decode_bytes.cu`): thread 0
+//! The two walks that find PLAIN byte arrays' values in a page (`plain_walk.cuh`): thread 0
 //! hopping from prefix to prefix (`walk_plain`), and the whole block by pointer doubling over
 //! windows (`walk_plain_doubling`, which the kernels take for short values), run on the host
 //! through the CUDA emulation of `tests/emu` (see `tests/emulated.rs`), under AddressSanitizer

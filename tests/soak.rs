@@ -66,6 +66,7 @@ fn many_loads_from_many_threads_leave_memory_steady() {
         g.reset_peak_live_bytes();
         g.live_bytes()
     });
+    let pinned_before = gpu.as_ref().map(|g| g.pinned_bytes());
     let next = Arc::new(AtomicUsize::new(0));
     let failures = Arc::new(std::sync::Mutex::new(Vec::new()));
     let threads = 16;
@@ -123,6 +124,19 @@ fn many_loads_from_many_threads_leave_memory_steady() {
             peak >> 20
         );
         assert_eq!(after, before, "device memory left behind by the loads");
+        // pinned memory: what the pool keeps may grow to its retain limit, no further
+        let (pb, pa) = (pinned_before.unwrap_or(0), g.pinned_bytes());
+        let _ = writeln!(
+            e,
+            "soak: pinned host memory before {} MiB, after {} MiB (the pool keeps up to {} MiB)",
+            pb >> 20,
+            pa >> 20,
+            cuparquet::device::pinned_pool_retain() >> 20
+        );
+        assert!(
+            pa <= pb.max(cuparquet::device::pinned_pool_retain() as u64),
+            "pinned memory grew past the pool's retain limit: {pb} B before, {pa} B after"
+        );
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }

@@ -161,6 +161,8 @@ pub struct Gpu {
     /// A stream that never carries work, where [`Gpu::event_for_written`] records.
     idle: Stream,
     pinned: Mutex<Vec<PinnedBuffer>>,
+    /// Bytes of pinned host memory allocated and not freed ([`Gpu::pinned_bytes`]).
+    pinned_bytes: std::sync::atomic::AtomicU64,
     /// cuparquet's own stream-ordered memory pool and the stream its allocations and frees are
     /// ordered on; None where the device has no memory pools (allocations then go straight to
     /// cuMemAlloc / cuMemFree).
@@ -272,6 +274,7 @@ impl Gpu {
             multiprocessors,
             streams,
             pinned: Mutex::new(Vec::new()),
+            pinned_bytes: std::sync::atomic::AtomicU64::new(0),
             pool,
             live: std::sync::atomic::AtomicU64::new(0),
             peak: std::sync::atomic::AtomicU64::new(0),
@@ -566,11 +569,20 @@ impl Gpu {
                 crate::config::human_bytes(n as u64)
             ),
         })?;
+        self.pinned_bytes
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
         Ok(PinnedBuffer {
             gpu: Arc::clone(self),
             ptr: ptr.cast(),
             len: n,
         })
+    }
+
+    /// Bytes of pinned host memory allocated for this device and not freed: the buffers in
+    /// use (staging, batches copied back that are still held) and those the pool keeps
+    /// ([`pinned_pool_retain`]).
+    pub fn pinned_bytes(&self) -> u64 {
+        self.pinned_bytes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Returns a pinned buffer to the pool; the least recently returned buffers are freed
@@ -935,5 +947,6 @@ impl Drop for PinnedBuffer {
             // SAFETY: the allocation is live and freed once, here.
             let _ = unsafe { cu::free_host(self.ptr.cast()) };
         }
+        (self.gpu.pinned_bytes).fetch_sub(self.len as u64, std::sync::atomic::Ordering::Relaxed);
     }
 }

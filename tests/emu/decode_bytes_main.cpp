@@ -15,6 +15,7 @@
 #include <cstdio>
 #include "common.cuh"
 #include "pages.h"
+#include "plain_walk.cuh"
 #include "decode_bytes.cu"
 
 

@@ -1,4 +1,4 @@
-// The two walks over PLAIN byte arrays (src/decode/gpu/kernels/decode_bytes.cu): thread 0
+// The two walks over PLAIN byte arrays (src/decode/gpu/kernels/plain_walk.cuh): thread 0
 // hopping (walk_plain) and the block's pointer doubling (walk_plain_doubling), on the same
 // value streams, run on the host by tests/emulated.rs, which checks that they agree.
 // Input: u32 cases; per case: u32 count, u32 bytes, the bytes.
@@ -8,6 +8,7 @@
 #include <cstdio>
 #include "common.cuh"
 #include "pages.h"
+#include "plain_walk.cuh"
 #include "decode_bytes.cu"
 
 int main(int argc, char** argv) {

@@ -24,11 +24,12 @@ pub(crate) const DECODE_FIXED_MODULE: KernelModule = KernelModule {
 };
 
 /// BYTE_ARRAY flat columns (PLAIN, dictionary, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY):
-/// sizes first, then characters in place.
+/// sizes first, then characters in place (PLAIN values located by `plain_walk.cuh`).
 pub(crate) const DECODE_BYTES_MODULE: KernelModule = KernelModule {
     name: "decode_bytes",
     source: concat!(
         include_str!("kernels/common.cuh"),
+        include_str!("kernels/plain_walk.cuh"),
         include_str!("kernels/decode_bytes.cu")
     ),
 };
