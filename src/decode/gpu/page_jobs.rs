@@ -59,8 +59,34 @@ pub(super) fn check_encodings(table: &[PageInfo]) -> std::result::Result<(), Str
         if let Some((what, e)) = fields.into_iter().find(|(_, e)| !known(*e)) {
             return Err(format!("page {k}: unknown {what} encoding {e}"));
         }
+        // a dictionary's entries are PLAIN (PLAIN_DICTIONARY in old writers), as arrow-rs
+        // reads them; the kernels would read any other as PLAIN
+        if p.kind == 2 && !matches!(p.encoding, 0 | 2) {
+            return Err(format!(
+                "page {k}: the dictionary page's entries are in encoding {}; a dictionary page \
+                 holds PLAIN entries",
+                encoding_name(p.encoding)
+            ));
+        }
     }
     Ok(())
+}
+
+/// A Parquet encoding's name, or its number where Parquet defines none.
+fn encoding_name(e: i32) -> String {
+    let name = match e {
+        0 => "PLAIN",
+        2 => "PLAIN_DICTIONARY",
+        3 => "RLE",
+        4 => "BIT_PACKED",
+        5 => "DELTA_BINARY_PACKED",
+        6 => "DELTA_LENGTH_BYTE_ARRAY",
+        7 => "DELTA_BYTE_ARRAY",
+        8 => "RLE_DICTIONARY",
+        9 => "BYTE_STREAM_SPLIT",
+        _ => return e.to_string(),
+    };
+    name.to_string()
 }
 
 /// What a chunk's page table says before its jobs are built: the rows its data pages hold, and
@@ -196,5 +222,34 @@ pub(super) fn data_page_jobs(
         if row >= w.rows.end {
             break;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(kind: i32, encoding: i32) -> PageInfo {
+        PageInfo {
+            kind,
+            encoding,
+            def_level_encoding: 3,
+            rep_level_encoding: 3,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn dictionary_pages_hold_plain_entries() {
+        for e in [0, 2] {
+            assert_eq!(check_encodings(&[page(2, e), page(0, 8)]), Ok(()));
+        }
+        let e = check_encodings(&[page(2, 5), page(0, 8)]).unwrap_err();
+        assert!(
+            e.contains("page 0") && e.contains("DELTA_BINARY_PACKED") && e.contains("PLAIN"),
+            "{e}"
+        );
+        let e = check_encodings(&[page(0, 0), page(0, 42)]).unwrap_err();
+        assert!(e.contains("page 1: unknown value encoding 42"), "{e}");
     }
 }
