@@ -2,7 +2,7 @@
 //! installed: ZSTD and LZ4_RAW, one batched call per codec over the pages of a decoder's
 //! pass, while the host's cores decompress the largest of those pages beside it (a share of
 //! the bytes, [`beside`](super::beside)). SNAPPY stays with our kernel: through nvCOMP it
-//! measured slower on the H200 (benches/RESULTS.md, 2026-12-02 afternoon: SNAPPY lineitem
+//! measured slower on the H200 (benches/RESULTS-2026-12-02.md, afternoon: SNAPPY lineitem
 //! 38.9 ms against 33.7).
 //!
 //! The pages go to nvCOMP largest first, as libcudf sends them, so that the large ones do not
