@@ -301,7 +301,7 @@ impl HostDecoder {
                 page += 1;
             }
         }
-        let (start, len) = col.byte_range();
+        let (start, len) = crate::plan::chunk_bytes(col);
         format!(
             "{reason} (in the chunk at bytes {start}..{})",
             start.saturating_add(len)
@@ -532,7 +532,7 @@ fn pieces_of<'a>(
     col: &ColumnChunkMetaData,
     chunks: &'a [(Range<u64>, Bytes)],
 ) -> impl Iterator<Item = (bool, &'a Range<u64>, &'a Bytes)> + 'a {
-    let (start, len) = col.byte_range();
+    let (start, len) = crate::plan::chunk_bytes(col);
     let end = start.saturating_add(len);
     chunks
         .iter()

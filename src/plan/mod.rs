@@ -535,22 +535,13 @@ pub fn plan_with(
                 });
             }
             let size = cc.compressed_size();
-            let data = cc.data_page_offset();
             // A chunk without values (e.g. in a row group of 0 rows) needs no bytes, whatever
             // its offsets say; writers leave them 0 there.
             let empty = size == 0 || cc.num_values() == 0 || rgm.num_rows() == 0;
             if size < 0 && !empty {
                 return Err(bad(None, format!("negative compressed size {size}")));
             }
-            let mut ignored_dict = None;
-            let start = match cc.dictionary_page_offset() {
-                Some(d) if d >= 4 && d < data => d,
-                Some(d) => {
-                    ignored_dict = Some(d);
-                    data
-                }
-                None => data,
-            };
+            let (start, ignored_dict) = chunk_start(cc);
             if !empty && start < 4 {
                 return Err(bad(
                     None,
@@ -734,6 +725,28 @@ pub(crate) fn coalesce_units(
         start = end;
     }
     (requests, units)
+}
+
+/// Where a column chunk's bytes start: its dictionary page's offset where that is a plausible
+/// one (at least 4, before the first data page), else its first data page's; and the
+/// dictionary page offset it ignored, if any. (arrow-rs's `ColumnChunkMetaData::byte_range`
+/// takes any dictionary offset and panics on a negative one.)
+pub(crate) fn chunk_start(
+    cc: &parquet::file::metadata::ColumnChunkMetaData,
+) -> (i64, Option<i64>) {
+    let data = cc.data_page_offset();
+    match cc.dictionary_page_offset() {
+        Some(d) if d >= 4 && d < data => (d, None),
+        Some(d) => (data, Some(d)),
+        None => (data, None),
+    }
+}
+
+/// A column chunk's bytes as the plan reads them: [`chunk_start`] and the compressed size,
+/// negative values as 0 (the plan refuses such a chunk unless it holds no values).
+pub(crate) fn chunk_bytes(cc: &parquet::file::metadata::ColumnChunkMetaData) -> (u64, u64) {
+    let (start, _) = chunk_start(cc);
+    (start.max(0) as u64, cc.compressed_size().max(0) as u64)
 }
 
 /// The codec's name without its level (`ZSTD`, not `ZSTD(ZstdLevel(1))`).
