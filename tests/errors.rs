@@ -638,22 +638,30 @@ fn decimals_past_their_precision_are_refused_on_every_path() {
     }
 }
 
-/// A fuzzer's file (cargo-fuzz `host_load`, 2026-12-04): a row group of 0 rows whose column
-/// chunks give a negative dictionary page offset. arrow-rs's `ColumnChunkMetaData::byte_range`
-/// asserts on it, and the host decoder's error path called it: the load panicked in a worker
-/// thread. It must load (nothing to read) or fail clearly, on every device this machine has.
+/// The fuzzer's files (cargo-fuzz `host_load`, 2026-12-04). A row group of 0 rows whose column
+/// chunks give a negative dictionary page offset: arrow-rs's `ColumnChunkMetaData::byte_range`
+/// asserts on it, and the host decoder's error path called it, so the load panicked in a
+/// worker thread. A boolean page on which arrow-rs's decoder fails an `assert_ne!`: the
+/// contained panic's message came back over three lines. Each must load (nothing to read) or
+/// fail with a clear one-line error, on every device this machine has.
 #[test]
-fn a_negative_dictionary_offset_never_panics() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata/fuzz-negative-dictionary-offset.parquet");
+fn fuzzed_files_never_panic() {
     let mut devices = vec![Device::Host];
-    if gpu_available("a negative dictionary offset on the GPU") {
+    if gpu_available("the fuzzer's files on the GPU") {
         devices.push(Device::Cuda(0));
     }
-    for device in devices {
-        match load_on(&path, device) {
-            Ok(b) => assert_eq!(b.num_rows(), 0, "{device}"),
-            Err(e) => assert_clear(&path, &e),
+    for name in [
+        "fuzz-negative-dictionary-offset.parquet",
+        "fuzz-assertion-over-lines.parquet",
+    ] {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata")
+            .join(name);
+        for &device in &devices {
+            match load_on(&path, device) {
+                Ok(b) => assert_eq!(b.num_rows(), 0, "{name} on {device}"),
+                Err(e) => assert_clear(&path, &e),
+            }
         }
     }
 }

@@ -26,20 +26,22 @@ fn install_hook() {
     });
 }
 
-/// Runs `f`; a panic becomes `Err(message)`.
+/// Runs `f`; a panic becomes `Err(message)`, on one line (an `assert_eq!`'s message spreads
+/// its operands over several).
 pub(crate) fn contain<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     install_hook();
     let was = QUIET.with(|q| q.replace(true));
     let r = panic::catch_unwind(AssertUnwindSafe(f));
     QUIET.with(|q| q.set(was));
     r.map_err(|payload| {
-        if let Some(s) = payload.downcast_ref::<&str>() {
+        let s = if let Some(s) = payload.downcast_ref::<&str>() {
             (*s).to_string()
         } else if let Some(s) = payload.downcast_ref::<String>() {
             s.clone()
         } else {
             "unknown panic".to_string()
-        }
+        };
+        s.split_whitespace().collect::<Vec<_>>().join(" ")
     })
 }
 
@@ -54,5 +56,9 @@ mod tests {
         });
         assert!(r.unwrap_err().contains("index out of bounds"));
         assert_eq!(super::contain(|| 5).unwrap(), 5);
+        // an assertion's message over several lines comes back on one
+        let r: Result<(), String> = super::contain(|| assert_ne!(0, 0, "slice must not be empty"));
+        let e = r.unwrap_err();
+        assert!(!e.contains('\n') && e.contains("slice must not be empty") && e.contains("left: 0 right: 0"), "{e}");
     }
 }
