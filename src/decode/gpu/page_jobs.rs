@@ -72,8 +72,8 @@ pub(super) fn check_encodings(table: &[PageInfo]) -> std::result::Result<(), Str
     Ok(())
 }
 
-/// A Parquet encoding's name, or its number where Parquet defines none.
-fn encoding_name(e: i32) -> String {
+/// A Parquet encoding's name (`encoding N` where Parquet defines none).
+pub(super) fn encoding_name(e: i32) -> String {
     let name = match e {
         0 => "PLAIN",
         2 => "PLAIN_DICTIONARY",
@@ -84,7 +84,7 @@ fn encoding_name(e: i32) -> String {
         7 => "DELTA_BYTE_ARRAY",
         8 => "RLE_DICTIONARY",
         9 => "BYTE_STREAM_SPLIT",
-        _ => return e.to_string(),
+        _ => return format!("encoding {e}"),
     };
     name.to_string()
 }

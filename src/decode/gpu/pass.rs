@@ -495,14 +495,7 @@ pub fn keys_fallback(
     let key = col
         .dictionary()
         .map_or(&arrow::datatypes::DataType::Int32, |(k, _)| k);
-    let encoding = |e: i32| match e {
-        0 => "PLAIN".to_string(),
-        5 => "DELTA_BINARY_PACKED".to_string(),
-        6 => "DELTA_LENGTH_BYTE_ARRAY".to_string(),
-        7 => "DELTA_BYTE_ARRAY".to_string(),
-        9 => "BYTE_STREAM_SPLIT".to_string(),
-        e => format!("encoding {e}"),
-    };
+    let encoding = super::page_jobs::encoding_name;
     for (c, table) in chunks.chunks().iter().zip(tables) {
         if c.column != leaf {
             continue;
