@@ -71,9 +71,10 @@ pub unsafe fn copy_from_device_address(gpu: &Gpu, src: u64, dest: &mut [u8]) -> 
     }
     gpu.bind()?;
     // SAFETY: the source range is live device memory (the caller's contract) and `dest` is a
-    // host slice of exactly the copied length; the copy is synchronous.
-    unsafe { cu::memcpy_dtoh_sync(dest, src) }
-        .map_err(|e| driver_error(gpu.ordinal(), "cuMemcpyDtoH", e))
+    // host slice of exactly the copied length; the stream is waited for before returning.
+    unsafe { cu::memcpy_dtoh_async(dest, src, super::gpu::PER_THREAD_STREAM) }
+        .map_err(|e| driver_error(gpu.ordinal(), "cuMemcpyDtoHAsync", e))?;
+    gpu.synchronize_default_stream()
 }
 
 impl Drop for Event {

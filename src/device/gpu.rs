@@ -88,6 +88,14 @@ impl Stream {
 /// Every device allocation is a multiple of this many bytes (see [`Gpu::alloc`]).
 pub const ALLOC_PADDING: usize = 64;
 
+/// The calling thread's default stream (the driver's `CU_STREAM_PER_THREAD` handle): the
+/// synchronous copies and memsets of [`DeviceBuffer`] are issued there and waited for, so that
+/// a thread waits for its own copies only. On the legacy default stream, which every thread
+/// shares, each such wait (and the one before every kernel launch that the legacy stream's
+/// early-returning copies needed) also waited for every other thread's copies in flight:
+/// loads sharing the GPU queued behind each other.
+pub(crate) const PER_THREAD_STREAM: sys::CUstream = 2 as sys::CUstream;
+
 /// Streams for copies back to the host, per device.
 const DOWNLOAD_STREAMS: usize = 4;
 
@@ -461,15 +469,15 @@ impl Gpu {
         cu::mem_get_info().map_err(|e| driver_error(self.ordinal, "cuMemGetInfo", e))
     }
 
-    /// Waits for the work of the legacy default stream: the copies and memsets of
-    /// [`DeviceBuffer`] are issued there, and the device's non-blocking streams do not wait
-    /// for it (a host-to-device copy from pageable memory may return before its bytes land).
-    /// Kernels call this before they launch.
+    /// Waits for the work of the calling thread's default stream ([`PER_THREAD_STREAM`]),
+    /// where the copies and memsets of [`DeviceBuffer`] are issued (each also waits for itself
+    /// before it returns). Code that hands device memory to another library's stream calls it
+    /// first.
     pub(crate) fn synchronize_default_stream(&self) -> Result<()> {
         self.bind()?;
-        // SAFETY: the null stream is the context's legacy default stream, always valid.
-        unsafe { cu::stream::synchronize(std::ptr::null_mut()) }
-            .map_err(|e| driver_error(self.ordinal, "cuStreamSynchronize(default)", e))
+        // SAFETY: the per-thread default stream is a handle the driver defines, always valid.
+        unsafe { cu::stream::synchronize(PER_THREAD_STREAM) }
+            .map_err(|e| driver_error(self.ordinal, "cuStreamSynchronize(per-thread)", e))
     }
 
     /// A new event for memory whose writes the host has already waited for (handed-over
@@ -696,9 +704,11 @@ impl DeviceBuffer {
         }
         self.gpu.bind()?;
         // SAFETY: the range lies inside this live allocation (checked above) and `dest` is a
-        // valid host slice of exactly the copied length; the copy is synchronous.
-        unsafe { cu::memcpy_dtoh_sync(dest, self.ptr + offset as u64) }
-            .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyDtoH", e))
+        // valid host slice of exactly the copied length; the stream is waited for below, before
+        // `dest` is used.
+        unsafe { cu::memcpy_dtoh_async(dest, self.ptr + offset as u64, PER_THREAD_STREAM) }
+            .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyDtoHAsync", e))?;
+        self.gpu.synchronize_default_stream()
     }
 
     /// Enqueues a copy of device bytes `src` into `dst[dst_offset..]` on `stream`.
@@ -747,11 +757,10 @@ impl DeviceBuffer {
             return Ok(());
         }
         self.gpu.bind()?;
-        // SAFETY: the range lies inside this live allocation (checked above); the copy is
-        // synchronous, so `src` outlives it.
-        unsafe { cu::memcpy_htod_sync(self.ptr + offset as u64, src) }
-            .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyHtoD", e))?;
-        // from pageable memory the copy may return before its bytes land: wait, as documented
+        // SAFETY: the range lies inside this live allocation (checked above); the stream is
+        // waited for below, so `src` outlives the copy.
+        unsafe { cu::memcpy_htod_async(self.ptr + offset as u64, src, PER_THREAD_STREAM) }
+            .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyHtoDAsync", e))?;
         self.gpu.synchronize_default_stream()
     }
 
@@ -773,14 +782,14 @@ impl DeviceBuffer {
         // SAFETY: both ranges lie inside live allocations (checked above) and do not overlap
         // (`&mut self` and `&src` are distinct buffers); the copy is synchronous.
         unsafe {
-            cu::memcpy_dtod_sync(
+            cu::memcpy_dtod_async(
                 self.ptr + dst_offset as u64,
                 src.ptr + src_range.start as u64,
                 len,
+                PER_THREAD_STREAM,
             )
         }
-        .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyDtoD", e))?;
-        // device-to-device copies return before they finish: wait, as documented
+        .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyDtoDAsync", e))?;
         self.gpu.synchronize_default_stream()
     }
 
@@ -790,10 +799,9 @@ impl DeviceBuffer {
             return Ok(());
         }
         self.gpu.bind()?;
-        // SAFETY: the whole live allocation is written; synchronous.
-        unsafe { cu::memset_d8_sync(self.ptr, value, self.len) }
-            .map_err(|e| driver_error(self.gpu.ordinal, "cuMemsetD8", e))?;
-        // cuMemsetD8 returns before it finishes: wait, as documented
+        // SAFETY: the whole live allocation is written; the stream is waited for below.
+        unsafe { cu::memset_d8_async(self.ptr, value, self.len, PER_THREAD_STREAM) }
+            .map_err(|e| driver_error(self.gpu.ordinal, "cuMemsetD8Async", e))?;
         self.gpu.synchronize_default_stream()
     }
 }

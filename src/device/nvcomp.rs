@@ -475,15 +475,13 @@ impl Nvcomp {
         dev_table.copy_from_host(0, &table)?;
         let base = dev_table.device_ptr();
         let at = |field: u64| base + field * 8 * n as u64;
-        // the table's copies run on the legacy stream; the decode stream does not wait for it
-        gpu.synchronize_default_stream()?;
         gpu.bind()?;
         let mut temp_len = self
             .temp_bytes(codec, n, largest, total, stream)
             .map_err(fail)?;
         if let (Some(exact), true) = (f.temp_sync, temp_len > TEMP_ESTIMATE_MAX) {
             // SAFETY: device arrays of the jobs' source pointers and sizes (`dev_table`, live
-            // and written: the default stream was waited for); nvCOMP waits for its own work
+            // and written: its copy waited for itself); nvCOMP waits for its own work
             // on `stream` before it returns; no statuses asked for.
             let status = unsafe {
                 exact(

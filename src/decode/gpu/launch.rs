@@ -258,9 +258,8 @@ impl<A: KernelArgs> Kernel<A> {
         mut args: A,
     ) -> Result<()> {
         let f = module.function(self.name)?;
-        // the kernel runs on a non-blocking stream: let the uploads and memsets it reads
-        // (legacy stream, not yet finished) complete first
-        gpu.synchronize_default_stream()?;
+        // no wait for uploads first: the uploads and memsets the kernel reads have completed
+        // (each of DeviceBuffer's copies waits for itself, on the calling thread's own stream)
         let mut params = args.params();
         // SAFETY: the argument types are the kernel's parameters (checked against the source
         // by a unit test), each pointed at by `params` while `args` lives (the driver copies
