@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # GPU machine: a same-run A/B of two builds — the binaries in .dev/old (an earlier commit, packed
 # by scripts/pack-ab.sh) against those in .dev/bin (this checkout).
-#   PART=bench (default): bench-decode_device of each build, alternately, PAIRS times (without
-#                         the arrow-rs baseline: the comparison is build against build)
+#   PART=bench (default): each benchmark of BENCHES (default decode_device; e.g. "decode_device
+#                         stream_device sql_device") of each build, alternately, PAIRS times
+#                         (without the arrow-rs baseline: the comparison is build against
+#                         build); the whole output in $OUT/ab-BENCH-BUILD.txt
 #   PART=tests:           test-gpu and test-conformance of each build with the GPU required
 # Prepare on the development machine:
 #   bash ../shared/device/pack.sh -- --test gpu --test conformance && bash scripts/pack-bench.sh \
-#     && bash scripts/pack-ab.sh COMMIT
-# and run with .dev carried:  PART=bench bash scripts/device-ab.sh
+#     && BENCHES="..." bash scripts/pack-ab.sh COMMIT
+# and run with .dev carried:  PART=bench BENCHES="..." bash scripts/device-ab.sh
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 [ -f .dev/bin.tar.xz ] && [ ! -d .dev/bin ] && tar -C .dev -xJf .dev/bin.tar.xz
@@ -19,12 +21,14 @@ echo "old: $(cat .dev/old/COMMIT 2>/dev/null)  new: $(cat .dev/COMMIT 2>/dev/nul
 case "${PART:-bench}" in
 bench)
   export CUPARQUET_BENCH_BASELINE=0 CUPARQUET_BENCH_ROUNDS=${ROUNDS:-7}
-  for k in $(seq 1 "${PAIRS:-2}"); do
-    for build in old new; do
-      bin=.dev/bin/bench-decode_device; [ $build = old ] && bin=.dev/old/bench-decode_device
-      echo "=== $build, pair $k"
-      CUPARQUET_BENCH_OUT="$out/ab-$build.jsonl" timeout 300 "$bin" 2>&1 | tee -a "$out/ab-$build.txt" \
-        | grep -E "GB/s|median|data ready|panicked"
+  for b in ${BENCHES:-decode_device}; do
+    for k in $(seq 1 "${PAIRS:-2}"); do
+      for build in old new; do
+        bin=.dev/bin/bench-$b; [ $build = old ] && bin=.dev/old/bench-$b
+        echo "=== $b, $build, pair $k ($(date +%T))"
+        timeout 300 "$bin" 2>&1 | tee -a "$out/ab-$b-$build.txt" \
+          | grep -E "${SHOW:-GB/s|median|data ready|panicked|first batch|scan alone| ms}" | head -40
+      done
     done
   done
   ;;
