@@ -181,6 +181,8 @@ fn check_footer(path: &Path, md: &ParquetMetaData, footer: &[u8]) -> Result<()> 
             ));
         }
     }
+    check_schema_claims(path, md)?;
+    check_arrow_hints(path, md)?;
     let types = column_types(footer).map_err(|e| {
         Error::footer(path, format!("the footer's column metadata: {e}"))
     })?;
@@ -203,6 +205,133 @@ fn check_footer(path: &Path, md: &ParquetMetaData, footer: &[u8]) -> Result<()> 
         }
     }
     Ok(())
+}
+
+/// What the schema and each chunk's statistics claim about a column, checked against each
+/// other: a FIXED_LEN_BYTE_ARRAY has a length of at least 1; level histograms (size
+/// statistics) have one entry per level of the column, and a column without definition levels
+/// (its leaf and every ancestor REQUIRED) counts no nulls. A schema that marks an OPTIONAL
+/// leaf REQUIRED (or the reverse) otherwise has the levels read as values, or values as levels.
+fn check_schema_claims(path: &Path, md: &ParquetMetaData) -> Result<()> {
+    let schema = md.file_metadata().schema_descr();
+    for col in schema.columns() {
+        if col.physical_type() == parquet::basic::Type::FIXED_LEN_BYTE_ARRAY
+            && col.type_length() < 1
+        {
+            return Err(Error::footer(
+                path,
+                format!(
+                    "column '{}': a FIXED_LEN_BYTE_ARRAY of length {} (the schema must give its values' length, at least 1 byte)",
+                    col.path().string(),
+                    col.type_length()
+                ),
+            ));
+        }
+    }
+    for (i, g) in md.row_groups().iter().enumerate() {
+        for col in g.columns() {
+            let d = col.column_descr();
+            let bad = |what: String| {
+                Error::footer(
+                    path,
+                    format!(
+                        "row group {i}, column '{}': {what}; the schema makes it {}",
+                        d.path().string(),
+                        levels_in_words(d.max_rep_level(), d.max_def_level())
+                    ),
+                )
+            };
+            for (histogram, max, which) in [
+                (col.definition_level_histogram(), d.max_def_level(), "definition"),
+                (col.repetition_level_histogram(), d.max_rep_level(), "repetition"),
+            ] {
+                let n = histogram.map_or(0, |h| h.len());
+                if n != 0 && n != max as usize + 1 {
+                    return Err(bad(format!(
+                        "its size statistics count {which} levels 0 to {}",
+                        n - 1
+                    )));
+                }
+            }
+            let nulls = col.statistics().and_then(|s| s.null_count_opt());
+            if let (0, Some(n @ 1..)) = (d.max_def_level(), nulls) {
+                return Err(bad(format!("its statistics count {n} nulls")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The embedded Arrow schema (`ARROW:schema`, which arrow-rs lets decide types such as
+/// timestamps' units) against the physical types: arrow-rs takes a timestamp there for an
+/// INT32 column, which no writer stores (Arrow writers store timestamps as INT64 or INT96), and
+/// would label 32-bit integers as timestamps. Such a file is contradictory (pyarrow ignores the
+/// hint); it is an error naming the column.
+fn check_arrow_hints(path: &Path, md: &ParquetMetaData) -> Result<()> {
+    let meta = md.file_metadata();
+    let hinted = meta
+        .key_value_metadata()
+        .is_some_and(|kv| kv.iter().any(|e| e.key == "ARROW:schema"));
+    if !hinted {
+        return Ok(());
+    }
+    let schema = meta.schema_descr();
+    let (Ok(plain), Ok(with_hints)) = (
+        parquet::arrow::parquet_to_arrow_schema(schema, None),
+        parquet::arrow::parquet_to_arrow_schema(schema, meta.key_value_metadata()),
+    ) else {
+        return Ok(()); // an unreadable schema is reported where it is read
+    };
+    for (p, h) in plain.fields().iter().zip(with_hints.fields()) {
+        if let Some((name, hint)) = contradicted_hint(p, h) {
+            return Err(Error::footer(
+                path,
+                format!(
+                    "column '{name}': the embedded Arrow schema (ARROW:schema) says {hint}, but the column is stored as INT32"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The first leaf (its dotted name) where `hinted` puts a timestamp on what `plain` (the same
+/// field without the embedded schema) reads as a 32-bit integer, with the hinted type.
+fn contradicted_hint(plain: &Field, hinted: &Field) -> Option<(String, DataType)> {
+    fn children(t: &DataType) -> Vec<&Field> {
+        match t {
+            DataType::Struct(fs) => fs.iter().map(|f| f.as_ref()).collect(),
+            DataType::List(f)
+            | DataType::LargeList(f)
+            | DataType::ListView(f)
+            | DataType::LargeListView(f)
+            | DataType::FixedSizeList(f, _)
+            | DataType::Map(f, _) => vec![f.as_ref()],
+            _ => Vec::new(),
+        }
+    }
+    let value = |t: &DataType| match t {
+        DataType::Dictionary(_, v) => v.as_ref().clone(),
+        t => t.clone(),
+    };
+    let (p, h) = (plain.data_type(), value(hinted.data_type()));
+    if *p == DataType::Int32 && matches!(h, DataType::Timestamp(..)) {
+        return Some((plain.name().clone(), h));
+    }
+    children(p)
+        .into_iter()
+        .zip(children(hinted.data_type()))
+        .find_map(|(pc, hc)| contradicted_hint(pc, hc))
+        .map(|(name, t)| (format!("{}.{name}", plain.name()), t))
+}
+
+/// A column's maximum levels in the schema's words.
+fn levels_in_words(max_rep: i16, max_def: i16) -> String {
+    match (max_rep, max_def) {
+        (0, 0) => "REQUIRED with no optional ancestor (no levels)".into(),
+        (0, d) => format!("not repeated, with definition levels up to {d}"),
+        (r, d) => format!("repeated, with repetition levels up to {r} and definition levels up to {d}"),
+    }
 }
 
 /// The Thrift code of a physical type.

@@ -665,3 +665,116 @@ fn fuzzed_files_never_panic() {
         }
     }
 }
+
+/// `bytes` (a whole file) with the first occurrence of `from` in its footer replaced by `to`,
+/// of the same length.
+fn patch_footer(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let n = bytes.len();
+    let footer_len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as usize;
+    let start = n - 8 - footer_len;
+    let at = bytes[start..]
+        .windows(from.len())
+        .position(|w| w == from)
+        .expect("the pattern is in the footer")
+        + start;
+    let mut out = bytes.to_vec();
+    out[at..at + to.len()].copy_from_slice(to);
+    out
+}
+
+/// A schema that contradicts what its chunks hold (issue 18): an OPTIONAL leaf marked REQUIRED
+/// (seen through the chunk's level histograms, through its statistics' null count and through
+/// a v2 page's null count), a FIXED_LEN_BYTE_ARRAY of length 0, an embedded Arrow schema
+/// that puts a timestamp on an INT32 column. arrow-rs reads each as garbage or mislabelled
+/// values; the load refuses each with an error naming the column and the contradiction, on
+/// every device this machine has.
+#[test]
+fn schema_contradictions_are_refused() {
+    use arrow::array::{ArrayRef, FixedSizeBinaryArray, Int64Array};
+    use arrow::record_batch::RecordBatch;
+    use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let file = |name: &str, batch: RecordBatch, props: WriterProperties| -> Vec<u8> {
+        let p = d.join(name);
+        write(&p, &[batch], props);
+        std::fs::read(&p).unwrap()
+    };
+    let ints = Int64Array::from_iter((0..1000).map(|i| (i % 7 != 0).then_some(i)));
+    let batch = RecordBatch::try_from_iter([("a", Arc::new(ints) as ArrayRef)]).unwrap();
+    // compact Thrift of the leaf's schema element: type INT64, repetition OPTIONAL, name "a";
+    // the same with REQUIRED
+    let optional = [0x15, 0x04, 0x25, 0x02, 0x18, 0x01, b'a'];
+    let required = [0x15, 0x04, 0x25, 0x00, 0x18, 0x01, b'a'];
+    let v1 = file(
+        "v1.parquet",
+        batch.clone(),
+        WriterProperties::builder().build(),
+    );
+    let v2 = file(
+        "v2.parquet",
+        batch,
+        WriterProperties::builder()
+            .set_writer_version(WriterVersion::PARQUET_2_0)
+            .set_dictionary_enabled(false)
+            .set_statistics_enabled(EnabledStatistics::None)
+            .build(),
+    );
+    let plain = |f: parquet::file::metadata::ColumnChunkMetaDataBuilder| {
+        f.set_definition_level_histogram(None)
+            .set_repetition_level_histogram(None)
+    };
+    let flba = FixedSizeBinaryArray::try_from_iter((0..100u32).map(|i| i.to_le_bytes())).unwrap();
+    let flba = RecordBatch::try_from_iter([("f", Arc::new(flba) as ArrayRef)]).unwrap();
+    let flba = file("flba.parquet", flba, WriterProperties::builder().build());
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "histogram.parquet",
+            patch_footer(&v1, &optional, &required),
+            "column 'a': its size statistics count definition levels 0 to 1; the schema makes it REQUIRED",
+        ),
+        (
+            "nulls.parquet",
+            with_chunk(&patch_footer(&v1, &optional, &required), plain),
+            "column 'a': its statistics count 143 nulls; the schema makes it REQUIRED",
+        ),
+        (
+            "v2.parquet",
+            with_chunk(&patch_footer(&v2, &optional, &required), |c| {
+                plain(c).clear_statistics()
+            }),
+            "page 0 (header at byte 4 of the file): 143 nulls in a column the schema makes REQUIRED",
+        ),
+        (
+            "flba.parquet",
+            // type FIXED_LEN_BYTE_ARRAY, type_length 4 -> 0
+            patch_footer(&flba, &[0x15, 0x0e, 0x15, 0x08], &[0x15, 0x0e, 0x15, 0x00]),
+            "column 'f': a FIXED_LEN_BYTE_ARRAY of length 0",
+        ),
+        (
+            "arrow-hint.parquet",
+            // pyarrow's INT96 timestamps, the physical type changed to INT32
+            // (scripts/contradictions.py)
+            std::fs::read(
+                PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join("testdata/contradiction-arrow-hint.parquet"),
+            )
+            .unwrap(),
+            "column 'ts': the embedded Arrow schema (ARROW:schema) says Timestamp(ns), but the column is stored as INT32",
+        ),
+    ];
+    let mut devices = vec![Device::Host];
+    if gpu_available("schema contradictions on the GPU") {
+        devices.push(Device::Cuda(0));
+    }
+    for (name, bytes, want) in cases {
+        let p = d.join(name);
+        std::fs::write(&p, &bytes).unwrap();
+        for &device in &devices {
+            let e = load_on(&p, device).expect_err(name);
+            assert_clear(&p, &e);
+            assert!(e.to_string().contains(want), "{name} on {device}: {e}");
+        }
+    }
+}

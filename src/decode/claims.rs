@@ -202,6 +202,20 @@ pub(crate) fn check_claimed_sizes(
     Ok(())
 }
 
+/// A v2 data page's null count against the column's maximum definition level: a column whose
+/// leaf and ancestors are all REQUIRED has no nulls (a schema marking an OPTIONAL leaf REQUIRED
+/// would otherwise have fewer values than the page claims read as all of them). Its level
+/// sections are not held against it: writers store a run of zero levels for columns without
+/// levels (parquet-testing's `rle_boolean_encoding.parquet`, repetition levels of a flat column).
+pub(crate) fn check_page_nulls(max_def: i16, nulls: i32) -> Result<(), String> {
+    if max_def == 0 && nulls > 0 {
+        return Err(format!(
+            "{nulls} nulls in a column the schema makes REQUIRED with no optional ancestor"
+        ));
+    }
+    Ok(())
+}
+
 /// Whether `values`, `stored_values` bytes of `codec` data, can inflate to the
 /// `want_values` bytes the header claims: SNAPPY's preamble states its size, GZIP's trailer
 /// too (the last member's), ZSTD's block headers bound it, LZ4 and GZIP expand by a bounded

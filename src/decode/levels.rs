@@ -13,6 +13,7 @@
 use bytes::Bytes;
 use parquet::basic::Compression;
 
+use super::claims::check_page_nulls;
 use super::decompress::page_prefix;
 use super::page_header::PageEntry;
 
@@ -115,10 +116,13 @@ pub(crate) fn check_page_levels(
     max_rep: i16,
     max_def: i16,
 ) -> Result<(), String> {
+    let h = &page.header;
+    if let Some(v2) = &h.data_v2 {
+        check_page_nulls(max_def, v2.num_nulls)?;
+    }
     if max_rep == 0 && max_def == 0 {
         return Ok(());
     }
-    let h = &page.header;
     if let Some(v2) = &h.data_v2 {
         let data = chunk.get(page.data()).unwrap_or(&[]);
         let (r, d) = (

@@ -17,6 +17,23 @@ use super::common::{cuparquet_bin, scratch_dir, write};
 use super::model::{self, File};
 use super::thrift;
 
+/// The most device memory (bytes of cuparquet's allocations, [`Gpu::peak_live_bytes`]) a load
+/// of `file` on `device` held, in this process; `None` for the host.
+///
+/// [`Gpu::peak_live_bytes`]: cuparquet::device::Gpu::peak_live_bytes
+fn device_high_water(file: &Path, device: &str) -> Option<u64> {
+    let ordinal: usize = device.strip_prefix("cuda:")?.parse().ok()?;
+    let gpu = cuparquet::device::gpu(ordinal).unwrap();
+    let before = gpu.live_bytes();
+    gpu.reset_peak_live_bytes();
+    let loaded = cuparquet::ParquetGpuReader::builder(file)
+        .with_device(cuparquet::Device::Cuda(ordinal))
+        .build()
+        .and_then(|r| r.load());
+    drop(loaded);
+    Some(gpu.peak_live_bytes().saturating_sub(before))
+}
+
 /// Peak RSS (bytes), exit status and seconds of `cuparquet load --device DEV FILE`.
 // (the child is reaped by `wait4`, which `Child::wait` cannot do with its usage)
 #[allow(clippy::zombie_processes)]
@@ -180,20 +197,28 @@ fn bombs_are_refused_or_loaded_within_their_memory() {
         }
         let (base, ok, secs, err) = measured_load(&snappy, device);
         assert!(ok, "the unmutated file loads: {err}");
+        let on_device = |p: &Path| {
+            device_high_water(p, device).map_or(String::new(), |b| {
+                format!(", device high-water {:.1} MiB", b as f64 / (1 << 20) as f64)
+            })
+        };
         let _ = writeln!(
             out,
-            "{device}: unmutated file: peak RSS {} MiB, {secs:.2} s",
-            base >> 20
+            "{device}: unmutated file: peak RSS {} MiB, {secs:.2} s{}",
+            base >> 20,
+            on_device(&snappy)
         );
         for (name, p) in &cases {
             let size = std::fs::metadata(p).unwrap().len();
             let (rss, ok, secs, err) = measured_load(p, device);
+            let high_water = device_high_water(p, device);
             let _ = writeln!(
                 out,
-                "{device}: {name} ({} KiB): {} , peak RSS {} MiB, {secs:.2} s{}",
+                "{device}: {name} ({} KiB): {} , peak RSS {} MiB, {secs:.2} s{}{}",
                 size >> 10,
                 if ok { "loaded" } else { "refused" },
                 rss >> 20,
+                on_device(p),
                 if ok {
                     String::new()
                 } else {
@@ -210,6 +235,17 @@ fn bombs_are_refused_or_loaded_within_their_memory() {
                 rss >> 20,
                 bound >> 20
             );
+            if let Some(b) = high_water {
+                // on the device: 4× the file, and the truthful page's 64 MiB three times
+                // (compressed, inflated, decoded)
+                let bound = 4 * size + if truthful { 3 * (64 << 20) } else { 0 };
+                assert!(
+                    b <= bound,
+                    "{device}: {name}: device high-water {} MiB over the bound {} MiB",
+                    b >> 20,
+                    bound >> 20
+                );
+            }
             assert!(secs < 60.0, "{device}: {name}: {secs:.1} s");
             if !truthful {
                 assert!(!ok, "{device}: {name} loaded");

@@ -200,42 +200,52 @@ pub(crate) fn checked_page_tables(
     chunks: &DeviceChunks,
     path: &std::path::Path,
     codec_of: &(dyn Fn(usize, usize) -> parquet::basic::Compression + Sync),
+    max_def_of: &dyn Fn(usize) -> i16,
     max_page_bytes: u64,
 ) -> Result<Vec<Vec<PageInfo>>> {
     let tables = super::timed("page tables", || page_tables(chunks, path))?;
-    check_page_claims(chunks, &tables, path, codec_of, max_page_bytes)?;
+    check_page_claims(chunks, &tables, path, codec_of, max_def_of, max_page_bytes)?;
     Ok(tables)
 }
 
 /// Checks what every page of `tables` (the page tables of `chunks`) claims that needs none of
 /// its bytes ([`check_claimed_sizes`](crate::decode::claims::check_claimed_sizes)), before the
 /// decoder allocates by those claims: the load's page cap (`max_page_bytes`), stored sizes of
-/// uncompressed values, the largest expansion of LZ4, GZIP and ZSTD. The error names the file, the
-/// row group, the column, the chunk's byte range and the page, as the host decoder's does.
+/// uncompressed values, the largest expansion of LZ4, GZIP and ZSTD; v2 pages' nulls only where
+/// the column has definition levels (`max_def_of(leaf)`: its maximum definition level). The error names the file, the row group, the column, the chunk's byte range and the
+/// page, as the host decoder's does.
 fn check_page_claims(
     chunks: &DeviceChunks,
     tables: &[Vec<PageInfo>],
     path: &std::path::Path,
     codec_of: &(dyn Fn(usize, usize) -> parquet::basic::Compression + Sync),
+    max_def_of: &dyn Fn(usize) -> i16,
     max_page_bytes: u64,
 ) -> Result<()> {
+    use crate::decode::claims::{check_claimed_sizes, check_page_nulls};
     for (c, table) in chunks.chunks().iter().zip(tables) {
         let codec = codec_of(c.row_group, c.column);
+        let max_def = max_def_of(c.column);
         for (pi, p) in table.iter().enumerate() {
-            let levels = if p.kind == 3 {
+            let v2 = p.kind == 3;
+            let levels = if v2 {
                 i64::from(p.def_levels_len.max(0)) + i64::from(p.rep_levels_len.max(0))
             } else {
                 0
             };
-            crate::decode::claims::check_claimed_sizes(
+            check_claimed_sizes(
                 codec,
                 i64::from(p.uncompressed_size),
                 i64::from(p.compressed_size),
                 levels,
-                p.kind != 3 || p.is_compressed != 0,
+                !v2 || p.is_compressed != 0,
                 p.kind == 1,
                 max_page_bytes,
             )
+            .and_then(|()| match v2 {
+                true => check_page_nulls(max_def, p.num_nulls),
+                false => Ok(()),
+            })
             .map_err(|reason| Error::BadColumnChunk {
                 path: path.to_path_buf(),
                 row_group: c.row_group,

@@ -90,6 +90,7 @@ pub(crate) fn decode_pass(
             chunks,
             path,
             &codec_of,
+            &|leaf| md.file_metadata().schema_descr().column(leaf).max_def_level(),
             input.decoder.max_page_bytes(),
         )?)
     } else {
