@@ -110,7 +110,8 @@ struct FixedJobs {
 }
 
 /// Selects the pass's fixed-width chunks, locates their pages, allocates one output per batch
-/// and column and builds the jobs (each page's window of rows); checks each dictionary's size.
+/// and column and builds the jobs (each page's window of rows). (Each dictionary's entries were
+/// checked against its bytes when the chunks were selected.)
 fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
     let Pass {
         chunks,
@@ -124,16 +125,6 @@ fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
     let mut col_jobs: Vec<ColumnJob> = Vec::new();
     let mut outputs: Vec<DeviceColumn> = Vec::new();
     let selected = pass.select(|g| conversion_code(g.conversion).is_some() && !g.via_bytes)?;
-    for sc in selected.chunks.values() {
-        if let Some((k, _, len, entries)) = sc.dict {
-            if (entries.max(0) as u64) * sc.col.physical_width as u64 > len {
-                return Err(pass.bad_chunk(
-                    sc.ci,
-                    format!("dictionary page {k}: {entries} entries in {len} bytes"),
-                ));
-            }
-        }
-    }
     let counters = zeroed(&gpu, (batches.len() * selected.columns.len()).max(1) * 8)?;
     let mut seen = std::collections::HashSet::new();
     let mut nested = Vec::new();

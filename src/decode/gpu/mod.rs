@@ -339,6 +339,22 @@ impl<'a> Pass<'a> {
             let c = &self.chunks.chunks()[ci];
             page_jobs::check_encodings(&self.tables[ci]).map_err(|e| self.bad_chunk(ci, e))?;
             let (rows, dict) = page_jobs::chunk_pages(&self.tables[ci], &pages);
+            if let Some((k, _, len, entries)) = dict {
+                // before anything is sized by the entries (a byte-array dictionary's table
+                // takes 16 bytes an entry): they fit the page at their smallest, a byte
+                // array's 4-byte length, a boolean's bit, a fixed-width value's width
+                let bits = match (col.physical.as_str(), col.physical_width) {
+                    ("BOOLEAN", _) => 1,
+                    (_, 0) => 32,
+                    (_, w) => 8 * w as u64,
+                };
+                if (entries.max(0) as u64).saturating_mul(bits) > len.saturating_mul(8) {
+                    return Err(self.bad_chunk(
+                        ci,
+                        format!("dictionary page {k}: {entries} entries in {len} bytes"),
+                    ));
+                }
+            }
             let want = (self.rows_of)(c.row_group) as u64;
             // a repeated leaf's pages hold level entries: its rows are found from its levels
             let repeated = col.nested && col.max_rep_level > 0;
