@@ -34,7 +34,7 @@ struct Pages {
             data[p].resize(len ? len : 1);
             if (len && std::fread(data[p].data(), 1, len, f) != len) return false;
             jobs[p] = PageJob{(u64)data[p].data(), len, rs, 0, nv, enc, md, v2, dl, rl, (int)col,
-                              0, skip, take, mr, 0};
+                              0, skip, take, mr, -1};  // v2_values: not checked here
             base[p] = total;
             total += nv > 0 ? (u64)nv : 0;
         }

@@ -13,7 +13,9 @@
 //!   without one);
 //! - `CUPARQUET_MUTANTS_KEEP=DIR`: keep every mutant there, with `mutants.tsv` (name, class,
 //!   change, outcome per path), for compute-sanitizer and pyarrow (`scripts/mutants.sh`);
-//! - `CUPARQUET_MUTANTS_SEED=S`: another seed.
+//! - `CUPARQUET_MUTANTS_SEED=S`: another seed;
+//! - `CUPARQUET_MUTANTS_CLASSES=a,b`: only those classes (a leading `-`: all but those), e.g.
+//!   `-bomb-claim,bomb-real` for a large run without the slow bomb classes.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -298,6 +300,8 @@ struct Run {
     per_class: usize,
     seed: u64,
     keep: Option<PathBuf>,
+    /// Whether to run a class.
+    classes: Vec<bool>,
 }
 
 /// Counts per (class, path, outcome label), the defects with what caused them.
@@ -328,6 +332,9 @@ fn run(files: &[PathBuf], cfg: &Run, scratch: &Path) -> Tally {
             })
             .unwrap_or_default();
         for (ci, class) in CLASSES.iter().enumerate() {
+            if !cfg.classes[ci] {
+                continue;
+            }
             for k in 0..cfg.per_class {
                 let mut r = Rng::seeded(cfg.seed, &[fi as u64, ci as u64, k as u64]);
                 let Some(Mutant { class, what, bytes }) =
@@ -443,12 +450,30 @@ fn mutants_load_as_arrow_rs_reads_them_or_fail_clearly() {
     if let Some(k) = &keep {
         std::fs::create_dir_all(k).unwrap();
     }
+    let classes: Vec<bool> = match env("CUPARQUET_MUTANTS_CLASSES") {
+        None => vec![true; CLASSES.len()],
+        Some(v) => {
+            let (but, list) = v
+                .strip_prefix('-')
+                .map_or((false, v.as_str()), |l| (true, l));
+            let named: Vec<&str> = list.split(',').map(str::trim).collect();
+            for n in &named {
+                assert!(
+                    CLASSES.contains(n),
+                    "CUPARQUET_MUTANTS_CLASSES: no class {n}"
+                );
+            }
+            CLASSES.iter().map(|c| named.contains(c) != but).collect()
+        }
+    };
+    let n_classes = classes.iter().filter(|&&c| c).count();
     let cfg = Run {
         devices,
         bomb: if per_class > 1 { 64 << 20 } else { 4 << 20 },
         per_class,
         seed,
         keep,
+        classes,
     };
     let t = run(&files, &cfg, scratch.path());
     print_table(&t);
@@ -457,7 +482,7 @@ fn mutants_load_as_arrow_rs_reads_them_or_fail_clearly() {
     }
     // (some classes find nothing to change in some files: no DELTA pages, no PLAIN strings)
     assert!(
-        t.mutants >= CLASSES.len() * files.len() / 2,
+        t.mutants >= n_classes * files.len() / 2,
         "too few mutants: {}",
         t.mutants
     );

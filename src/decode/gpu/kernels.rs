@@ -566,6 +566,10 @@ c_struct! {
         take: i32,
         /// A nested leaf's maximum repetition level (0 for a flat column).
         max_rep: i32,
+        /// A v2 page's values that are not null by its header (`num_values - num_nulls`): the
+        /// levels counting more present values than that is an error (arrow-rs: "insufficient
+        /// values read"); -1 for a v1 page.
+        v2_values: i32,
     }
 }
 
@@ -685,6 +689,14 @@ pub(crate) const DECODE_FIXED_ERRORS: &[(u32, &str)] = &[
     (
         0x100,
         "a DELTA_BYTE_ARRAY prefix longer than the value before it",
+    ),
+    (
+        0x200,
+        "a value longer than its decimal allows, or not of its fixed size",
+    ),
+    (
+        0x400,
+        "its definition levels count more values present than its header's null count leaves",
     ),
 ];
 

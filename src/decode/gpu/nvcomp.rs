@@ -24,8 +24,8 @@ use crate::error::{Error, Result};
 /// The nvCOMP codec cuparquet gives a Parquet codec's pages to. (Hadoop-framed LZ4 is not
 /// one: its frames are unwrapped on the host. Nor is GZIP: nvCOMP 5.3's decompressor wrote
 /// past a page's output where the page inflated past its header's claim — an illegal address
-/// on the H200 for a mutated file the host path refuses by its trailer (benches/RESULTS.md,
-/// 2026-12-03 afternoon) — so GZIP pages stay with the host's bounded inflater.)
+/// on the H200 for a mutated file the host path refuses by its trailer (benches/
+/// RESULTS-2026-12-03.md, afternoon) — so GZIP pages stay with the host's bounded inflater.)
 pub(super) fn nvcomp_codec(codec: parquet::basic::Compression) -> Option<NvcompCodec> {
     use parquet::basic::Compression as C;
     match codec {

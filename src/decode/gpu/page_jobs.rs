@@ -215,6 +215,10 @@ pub(super) fn data_page_jobs(
                 skip: (first - row) as i32,
                 take: (end - first) as i32,
                 max_rep: i32::from(w.max_rep),
+                v2_values: match p.kind {
+                    3 => p.num_values.saturating_sub(p.num_nulls.max(0)),
+                    _ => -1,
+                },
             });
             names.push((c.row_group, c.path.clone(), k));
         }

@@ -18,6 +18,7 @@ typedef unsigned long long u64;
 #define E_DELTA       0x80u  // a DELTA_BINARY_PACKED header or block is malformed
 #define E_PREFIX      0x100u // a DELTA_BYTE_ARRAY prefix longer than the value before it
 #define E_WIDTH       0x200u // a value longer than its decimal, or not its fixed size
+#define E_NULLS       0x400u // a v2 page's levels count more present values than its header
 
 struct PageJob {            // 80 bytes; mirrored by PageJob in src/decode/gpu/kernels.rs
     u64 data;               // device address of the page data (levels + values)
@@ -37,7 +38,8 @@ struct PageJob {            // 80 bytes; mirrored by PageJob in src/decode/gpu/k
     int take;               // rows written: the page's rows [skip, skip + take)
     int max_rep;            // 0, or a nested leaf's maximum repetition level (v1 pages hold
                             // repetition levels, length-prefixed, before the definition levels)
-    int pad;
+    int v2_values;          // a v2 page's values that are not null by its header (num_values -
+                            // num_nulls; levels counting more present is an error), else -1
 };
 static_assert(sizeof(PageJob) == 80, "PageJob must match its Rust mirror");
 

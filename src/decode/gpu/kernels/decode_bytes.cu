@@ -270,6 +270,12 @@ extern "C" __global__ void __launch_bounds__(SIZES_THREADS) bytes_sizes(
     }
     __syncthreads();
     const int cnt = present;
+    // a v2 page whose levels count more present values than its header's nulls leave (a
+    // level changed): its values would run out, or be read from the wrong place
+    if (pj.v2_values >= 0 && cnt > pj.v2_values) {
+        if (threadIdx.x == 0) errors[blockIdx.x] |= E_NULLS;
+        return;
+    }
     const u64 vlen = pj.data_len - val_at_s;
     const u8* vals = data + val_at_s;
     if ((cj.only_delta && pj.encoding != 7) ||

@@ -132,6 +132,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK) decode_fixed_pages(
     }
     __syncthreads();
     const int cnt = present;
+    // a v2 page whose levels count more present values than its header's nulls leave (a
+    // level changed): its values would run out, or be read from the wrong place
+    if (pj.v2_values >= 0 && cnt > pj.v2_values) {
+        if (threadIdx.x == 0) errors[blockIdx.x] |= E_NULLS;
+        return;
+    }
     // 3. values: dictionary indices (block-parallel) or checks of the PLAIN / RLE layout
     if (pj.encoding == 2 || pj.encoding == 8) {
         if (!pj.dict) {
