@@ -644,6 +644,22 @@ fn decimals_past_their_precision_are_refused_on_every_path() {
 /// worker thread. A boolean page on which arrow-rs's decoder fails an `assert_ne!`: the
 /// contained panic's message came back over three lines. Each must load (nothing to read) or
 /// fail with a clear one-line error, on every device this machine has.
+/// A chunk whose first page header is 104 bytes of junk claiming lists of 179M elements:
+/// arrow-rs's Thrift reader spent 2.7 s skipping them (a timeout under cargo-fuzz), the
+/// host decoder now refuses it from its own header walk, naming the page.
+#[test]
+fn junk_page_headers_are_refused_by_the_header_walk() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/fuzz-slow-page-header.parquet");
+    let e = load(&path).unwrap_err();
+    assert_clear(&path, &e);
+    let msg = e.to_string();
+    assert!(
+        msg.contains("column 'c_birth_day': page 0 (header at byte 1701 of the file): the page header does not parse"),
+        "{msg}"
+    );
+}
+
 #[test]
 fn fuzzed_files_never_panic() {
     let mut devices = vec![Device::Host];
@@ -653,6 +669,7 @@ fn fuzzed_files_never_panic() {
     for name in [
         "fuzz-negative-dictionary-offset.parquet",
         "fuzz-assertion-over-lines.parquet",
+        "fuzz-slow-page-header.parquet",
     ] {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("testdata")
