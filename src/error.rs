@@ -7,6 +7,7 @@
 
 #[doc(hidden)]
 pub mod fault;
+pub(crate) mod panic_guard;
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};

@@ -276,10 +276,14 @@ fn check_arrow_hints(path: &Path, md: &ParquetMetaData) -> Result<()> {
         return Ok(());
     }
     let schema = meta.schema_descr();
-    let (Ok(plain), Ok(with_hints)) = (
-        parquet::arrow::parquet_to_arrow_schema(schema, None),
-        parquet::arrow::parquet_to_arrow_schema(schema, meta.key_value_metadata()),
-    ) else {
+    // (arrow-rs panics on some malformed schemas: contained, and reported where the schema is
+    // read for the load)
+    let Ok((Ok(plain), Ok(with_hints))) = crate::error::panic_guard::contain(|| {
+        (
+            parquet::arrow::parquet_to_arrow_schema(schema, None),
+            parquet::arrow::parquet_to_arrow_schema(schema, meta.key_value_metadata()),
+        )
+    }) else {
         return Ok(()); // an unreadable schema is reported where it is read
     };
     for (p, h) in plain.fields().iter().zip(with_hints.fields()) {

@@ -134,7 +134,7 @@ fn decompress_values(
 ) -> Result<(), PageTableError> {
     let fail = |what: String| page_error(index, p.offset, format!("{codec:?} {what}"));
     if codec == Compression::SNAPPY {
-        return crate::decode::panic_guard::contain(|| {
+        return crate::error::panic_guard::contain(|| {
             crate::decode::snappy_host::decompress_into(values, out, split)
         })
         .map_err(|panic| {
@@ -147,7 +147,7 @@ fn decompress_values(
     }
     if matches!(codec, Compression::GZIP(_) | Compression::BROTLI(_)) {
         // inflated into the header's size and no further: a bomb stops at its claim
-        return crate::decode::panic_guard::contain(|| inflate_bounded(codec, values, out))
+        return crate::error::panic_guard::contain(|| inflate_bounded(codec, values, out))
             .map_err(|panic| {
                 fail(format!(
                     "decompression panicked: {}",
@@ -169,7 +169,7 @@ fn decompress_values(
         Err(e) => return Err(page_error(index, p.offset, e.to_string())),
     };
     let mut v = Vec::with_capacity(out.len());
-    let got = crate::decode::panic_guard::contain(|| c.decompress(values, &mut v, Some(out.len())))
+    let got = crate::error::panic_guard::contain(|| c.decompress(values, &mut v, Some(out.len())))
         .map_err(|panic| {
             fail(format!(
                 "decompression panicked: {}",
@@ -237,7 +237,7 @@ pub(crate) fn decompress_exact(codec: Compression, src: &[u8], dst: &mut [u8]) -
             .then_some(())
             .ok_or_else(|| format!("decompressed to {got} bytes, not {n}"))
     };
-    crate::decode::panic_guard::contain(|| match codec {
+    crate::error::panic_guard::contain(|| match codec {
         Compression::ZSTD(_) => zstd::bulk::decompress_to_buffer(src, dst)
             .map_err(|e| e.to_string())
             .and_then(exact),

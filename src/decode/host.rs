@@ -23,7 +23,7 @@ use crate::decode::claims::{check_page, ChunkKind};
 use crate::decode::decompress::decompress_page;
 use crate::decode::levels::check_page_levels;
 use crate::decode::page_header::{parse_page_header, PageEntry};
-use crate::decode::panic_guard::contain;
+use crate::error::panic_guard::contain;
 use crate::error::{Error, Result};
 use crate::metadata::clean_parquet_error;
 

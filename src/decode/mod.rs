@@ -22,6 +22,5 @@ pub mod gpu_plan;
 pub(crate) mod host;
 pub(crate) mod levels;
 pub mod page_header;
-pub(crate) mod panic_guard;
 pub(crate) mod prefix;
 pub(crate) mod snappy_host;

@@ -12,7 +12,7 @@ use crate::array::Location;
 use crate::config::{CompatMode, IoSettings, Tuning};
 use crate::decode::filter::BatchFilter;
 use crate::decode::host::HostDecoder;
-use crate::decode::panic_guard::contain;
+use crate::error::panic_guard::contain;
 use crate::device::{self, Device};
 use crate::error::{Error, Result};
 use crate::io::gpu::GpuReader;
