@@ -45,7 +45,7 @@ pub enum Error {
     },
 
     /// The footer is missing, truncated or unreadable.
-    #[error("{}: invalid Parquet footer: {reason}", path.display())]
+    #[error("{}: invalid Parquet footer: {}", path.display(), one_line(reason))]
     Footer {
         /// The file.
         path: PathBuf,
@@ -54,7 +54,7 @@ pub enum Error {
     },
 
     /// The footer parsed, but what it says about a column chunk cannot be true.
-    #[error("{}: row group {row_group}, column '{column}': {reason}{}", path.display(), fmt_range(range))]
+    #[error("{}: row group {row_group}, column '{}': {}{}", path.display(), one_line(column), one_line(reason), fmt_range(range))]
     BadColumnChunk {
         /// The file.
         path: PathBuf,
@@ -69,7 +69,7 @@ pub enum Error {
     },
 
     /// Decoding the column chunks failed (corrupt pages, unsupported encodings, ...).
-    #[error("{}: decoding {}: {reason}", path.display(), fmt_where(*row_group, column.as_deref()))]
+    #[error("{}: decoding {}: {}", path.display(), fmt_where(*row_group, column.as_deref()), one_line(reason))]
     Decode {
         /// The file.
         path: PathBuf,
@@ -82,7 +82,7 @@ pub enum Error {
     },
 
     /// A projection names something the schema does not have.
-    #[error("{}: unknown column '{name}'; available columns: {available}", path.display())]
+    #[error("{}: unknown column '{}'; available columns: {}", path.display(), one_line(name), one_line(available))]
     UnknownColumn {
         /// The file.
         path: PathBuf,
@@ -93,7 +93,7 @@ pub enum Error {
     },
 
     /// A row-group selection is out of range or malformed.
-    #[error("{}: {reason}", path.display())]
+    #[error("{}: {}", path.display(), one_line(reason))]
     RowGroupSelection {
         /// The file.
         path: PathBuf,
@@ -111,7 +111,7 @@ pub enum Error {
     },
 
     /// Files read together do not have the same schema.
-    #[error("{} and {}: different schemas: {reason}", first.display(), second.display())]
+    #[error("{} and {}: different schemas: {}", first.display(), second.display(), one_line(reason))]
     SchemaMismatch {
         /// The file whose schema the others must match.
         first: PathBuf,
@@ -247,12 +247,28 @@ fn fmt_range(r: &Option<Range<u64>>) -> String {
 }
 
 fn fmt_where(rg: Option<usize>, col: Option<&str>) -> String {
-    match (rg, col) {
+    let col = col.map(one_line);
+    match (rg, col.as_deref()) {
         (Some(rg), Some(c)) => format!("row group {rg}, column '{c}'"),
         (Some(rg), None) => format!("row group {rg}"),
         (None, Some(c)) => format!("column '{c}'"),
         (None, None) => "the file".to_string(),
     }
+}
+
+/// `s` with control characters escaped (a line break as the two characters `\` `n`): a
+/// message quoting the file's own names or bytes (a column named with a line break, found by
+/// cargo-fuzz) stays on one line.
+pub(crate) fn one_line(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    s.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
 }
 
 impl Error {

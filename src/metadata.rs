@@ -526,23 +526,9 @@ pub(crate) fn clean_parquet_error(e: &parquet::errors::ParquetError) -> String {
             s = format!("unexpected end of data: {rest}");
         }
         if s.len() == before {
-            return one_line(&rephrase(s));
+            return crate::error::one_line(&rephrase(s));
         }
     }
-}
-
-/// `s` with control characters escaped (`\n` as the two characters `\` `n`): a message
-/// quoting the file's own names or bytes (a field named with a line break) stays on one line.
-pub(crate) fn one_line(s: &str) -> String {
-    if !s.chars().any(char::is_control) {
-        return s.to_string();
-    }
-    s.chars()
-        .map(|c| match c.is_control() {
-            true => c.escape_default().to_string(),
-            false => c.to_string(),
-        })
-        .collect()
 }
 
 /// arrow-rs messages that leak its internals, in terms of the file: a footer schema that

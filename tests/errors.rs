@@ -670,6 +670,7 @@ fn fuzzed_files_never_panic() {
         "fuzz-negative-dictionary-offset.parquet",
         "fuzz-assertion-over-lines.parquet",
         "fuzz-slow-page-header.parquet",
+        "fuzz-control-characters-in-name.parquet",
     ] {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("testdata")
