@@ -526,7 +526,7 @@ pub(crate) fn clean_parquet_error(e: &parquet::errors::ParquetError) -> String {
             s = format!("unexpected end of data: {rest}");
         }
         if s.len() == before {
-            return crate::error::one_line(&rephrase(s));
+            return rephrase(s);
         }
     }
 }

@@ -137,14 +137,7 @@ pub(crate) fn check_page(
         if n < 0 {
             return Err(format!("a negative dictionary size ({n})"));
         }
-        // the smallest a PLAIN entry can be, in bits
-        let bits: u64 = match kind.physical {
-            PhysicalType::BOOLEAN => 1,
-            PhysicalType::INT32 | PhysicalType::FLOAT | PhysicalType::BYTE_ARRAY => 32,
-            PhysicalType::INT64 | PhysicalType::DOUBLE => 64,
-            PhysicalType::INT96 => 96,
-            PhysicalType::FIXED_LEN_BYTE_ARRAY => 8 * kind.type_length.max(0) as u64,
-        };
+        let bits = least_entry_bits(kind.physical, kind.type_length);
         if (n as u64).saturating_mul(bits) > want.saturating_mul(8) {
             return Err(format!(
                 "the dictionary claims {n} entries; its {want} bytes hold at most {}",
@@ -153,6 +146,20 @@ pub(crate) fn check_page(
         }
     }
     Ok(())
+}
+
+/// The smallest a PLAIN dictionary entry of `physical` can be, in bits (a boolean's bit, a byte
+/// array's 4-byte length, a fixed-width value's width; `type_length`: a FIXED_LEN_BYTE_ARRAY's):
+/// a dictionary page's claimed entries are held to its bytes by it, on both paths, before
+/// anything is sized by them.
+pub(crate) fn least_entry_bits(physical: PhysicalType, type_length: i32) -> u64 {
+    match physical {
+        PhysicalType::BOOLEAN => 1,
+        PhysicalType::INT32 | PhysicalType::FLOAT | PhysicalType::BYTE_ARRAY => 32,
+        PhysicalType::INT64 | PhysicalType::DOUBLE => 64,
+        PhysicalType::INT96 => 96,
+        PhysicalType::FIXED_LEN_BYTE_ARRAY => 8 * type_length.max(0) as u64,
+    }
 }
 
 /// The claims of [`check_page`] a page table parsed on the device can be checked against

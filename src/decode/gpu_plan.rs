@@ -54,6 +54,9 @@ pub struct GpuColumn {
     pub leaf: usize,
     /// Stored type.
     pub physical: String,
+    /// Stored type, as the parquet crate names it.
+    #[serde(skip)]
+    pub physical_type: PhysicalType,
     /// Bytes per stored value (FLBA: its length; BYTE_ARRAY: 0).
     pub physical_width: usize,
     /// Arrow output type.
@@ -315,6 +318,7 @@ fn gpu_leaf(
             field: fi,
             leaf,
             physical: physical.to_string(),
+            physical_type: physical,
             physical_width: match physical {
                 PhysicalType::INT32 | PhysicalType::FLOAT => 4,
                 PhysicalType::INT64 | PhysicalType::DOUBLE => 8,

@@ -380,6 +380,12 @@ impl HostDecoder {
                 col.column_descr().max_rep_level(),
                 col.column_descr().max_def_level(),
             );
+            let bad = |reason: String| Error::Decode {
+                path: self.path.clone(),
+                row_group: Some(rg),
+                column: Some(col.column_descr().path().string()),
+                reason,
+            };
             for (whole, range, bytes) in pieces_of(col, chunks) {
                 // data pages' values, v2 pages' rows, whether every data page is v2
                 let (mut values, mut rows, mut all_v2) = (0i64, 0i64, true);
@@ -395,15 +401,10 @@ impl HostDecoder {
                         // nested containers a corrupt header claims (found by cargo-fuzz
                         // host_load: 104 bytes of junk before a chunk's first page, 2.7 s)
                         Err(e) if whole && values < col.num_values() => {
-                            return Err(Error::Decode {
-                                path: self.path.clone(),
-                                row_group: Some(rg),
-                                column: Some(col.column_descr().path().string()),
-                                reason: format!(
-                                    "page {page} (header at byte {} of the file): the page header does not parse: {e}",
-                                    range.start + off as u64
-                                ),
-                            });
+                            return Err(bad(format!(
+                                "page {page} (header at byte {} of the file): the page header does not parse: {e}",
+                                range.start + off as u64
+                            )));
                         }
                         // bytes after the last page arrow-rs reads are not its to parse
                         Err(_) => {
@@ -427,15 +428,10 @@ impl HostDecoder {
                         |()| check_page_levels(bytes, page, &entry, kind.codec, max_rep, max_def),
                     );
                     if let Err(reason) = checked {
-                        return Err(Error::Decode {
-                            path: self.path.clone(),
-                            row_group: Some(rg),
-                            column: Some(col.column_descr().path().string()),
-                            reason: format!(
-                                "page {page} (header at byte {} of the file): {reason}",
-                                range.start + off as u64
-                            ),
-                        });
+                        return Err(bad(format!(
+                            "page {page} (header at byte {} of the file): {reason}",
+                            range.start + off as u64
+                        )));
                     }
                     off = entry.data().end;
                     page += 1;
@@ -450,15 +446,10 @@ impl HostDecoder {
                     all_v2.then_some(rows)
                 };
                 if let Some(held) = held.filter(|&h| whole && walked && h != want) {
-                    return Err(Error::Decode {
-                        path: self.path.clone(),
-                        row_group: Some(rg),
-                        column: Some(col.column_descr().path().string()),
-                        reason: format!(
-                            "the pages hold {held} {}, the row group {want} rows",
-                            if flat { "values" } else { "rows" }
-                        ),
-                    });
+                    return Err(bad(format!(
+                        "the pages hold {held} {}, the row group {want} rows",
+                        if flat { "values" } else { "rows" }
+                    )));
                 }
             }
         }

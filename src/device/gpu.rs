@@ -780,7 +780,8 @@ impl DeviceBuffer {
         }
         self.gpu.bind()?;
         // SAFETY: both ranges lie inside live allocations (checked above) and do not overlap
-        // (`&mut self` and `&src` are distinct buffers); the copy is synchronous.
+        // (`&mut self` and `&src` are distinct buffers); the stream is waited for below, while
+        // both live.
         unsafe {
             cu::memcpy_dtod_async(
                 self.ptr + dst_offset as u64,

@@ -341,13 +341,9 @@ impl<'a> Pass<'a> {
             let (rows, dict) = page_jobs::chunk_pages(&self.tables[ci], &pages);
             if let Some((k, _, len, entries)) = dict {
                 // before anything is sized by the entries (a byte-array dictionary's table
-                // takes 16 bytes an entry): they fit the page at their smallest, a byte
-                // array's 4-byte length, a boolean's bit, a fixed-width value's width
-                let bits = match (col.physical.as_str(), col.physical_width) {
-                    ("BOOLEAN", _) => 1,
-                    (_, 0) => 32,
-                    (_, w) => 8 * w as u64,
-                };
+                // takes 16 bytes an entry): they fit the page at their smallest
+                let width = i32::try_from(col.physical_width).unwrap_or(i32::MAX);
+                let bits = crate::decode::claims::least_entry_bits(col.physical_type, width);
                 if (entries.max(0) as u64).saturating_mul(bits) > len.saturating_mul(8) {
                     return Err(self.bad_chunk(
                         ci,
