@@ -7,7 +7,7 @@
 //! - `CUPARQUET_BENCH_ROUNDS` (default 5), `CUPARQUET_BENCH_OUT` (a JSON-lines file to append
 //!   results to), `CUPARQUET_BENCH_LATENCY_ROUNDS` (default 50);
 //! - `CUPARQUET_BENCH_FILES`: a comma-separated subset of `snappy-dict`, `zstd-dict`,
-//!   `lz4raw-dict`, `plain-uncompressed`, `latency` (default: all);
+//!   `lz4raw-dict`, `lz4hadoop-dict`, `plain-uncompressed`, `latency` (default: all);
 //! - `CUPARQUET_BENCH_EXTRA`: more files to measure the same way, `name=path` pairs separated
 //!   by commas (files written by other writers: pyarrow, DuckDB, Polars);
 //! - `CUPARQUET_BENCH_KEEP_DICTIONARIES=1`: every load (device, host, baseline) with
@@ -18,7 +18,8 @@
 //!
 //! Data: the lineitem-like table of `common::generate_lineitem` (sorted int64 key, random
 //! int64, int32 in 1..50, double, double with 2 decimals, date32, a 3-value string, a comment
-//! from 5000 distinct ~28-character values) written four ways — SNAPPY, ZSTD and LZ4_RAW with
+//! from 5000 distinct ~28-character values) written five ways — SNAPPY, ZSTD, LZ4_RAW and LZ4
+//! (Hadoop's framing, as arrow-rs and parquet-mr write it: a frame per page) with
 //! dictionaries, uncompressed without dictionaries — and a 100,000-row two-column
 //! (int64 key, double) SNAPPY file for latency.
 //!
@@ -48,7 +49,7 @@ struct Variant {
     dictionary: bool,
 }
 
-fn variants() -> [Variant; 4] {
+fn variants() -> [Variant; 5] {
     [
         Variant {
             name: "snappy-dict",
@@ -63,6 +64,11 @@ fn variants() -> [Variant; 4] {
         Variant {
             name: "lz4raw-dict",
             codec: Compression::LZ4_RAW,
+            dictionary: true,
+        },
+        Variant {
+            name: "lz4hadoop-dict",
+            codec: Compression::LZ4,
             dictionary: true,
         },
         Variant {

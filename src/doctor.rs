@@ -251,7 +251,7 @@ fn nvcomp_check() -> Check {
             check(
                 Status::Ok,
                 "nvCOMP",
-                format!("switched off ({ENV_NVCOMP}=off): ZSTD and LZ4_RAW pages are decompressed on the host"),
+                format!("switched off ({ENV_NVCOMP}=off): ZSTD, LZ4_RAW and LZ4 pages are decompressed on the host"),
                 None,
             )
         }
@@ -259,7 +259,7 @@ fn nvcomp_check() -> Check {
             Status::Warn,
             "nvCOMP",
             format!(
-                "not found (the loader's path, then {}): ZSTD and LZ4_RAW pages are decompressed on the host",
+                "not found (the loader's path, then {}): ZSTD, LZ4_RAW and LZ4 pages are decompressed on the host",
                 search_dirs()
                     .iter()
                     .take(4)

@@ -226,9 +226,10 @@ pub(crate) fn inflate_bounded(
     }
 }
 
-/// Decompresses `src` (ZSTD, LZ4_RAW or GZIP data) into `dst`, which it must fill exactly:
+/// Decompresses `src` (ZSTD, LZ4_RAW, LZ4 or GZIP data) into `dst`, which it must fill exactly:
 /// ZSTD and LZ4_RAW straight into it (no intermediate buffer), GZIP through
-/// [`inflate_bounded`]. Used for the pages the host takes beside nvCOMP, where a failure only
+/// [`inflate_bounded`], LZ4 (Hadoop's framing or the ones arrow-rs tries after it) by the
+/// parquet crate's codec. Used for the pages the host takes beside nvCOMP, where a failure only
 /// sends the page's chunk to [`decompress_page_into`], which names what is wrong; never panics.
 pub(crate) fn decompress_exact(codec: Compression, src: &[u8], dst: &mut [u8]) -> Result<(), String> {
     let n = dst.len();
@@ -245,6 +246,21 @@ pub(crate) fn decompress_exact(codec: Compression, src: &[u8], dst: &mut [u8]) -
             .map_err(|e| e.to_string())
             .and_then(exact),
         Compression::GZIP(_) => inflate_bounded(codec, src, dst),
+        // Hadoop-framed LZ4, and the framings arrow-rs tries after it: its own codec
+        Compression::LZ4 => {
+            let options = CodecOptionsBuilder::default().build();
+            let mut c = match create_codec(codec, &options) {
+                Ok(Some(c)) => c,
+                Ok(None) => return Err("no LZ4 codec".to_string()),
+                Err(e) => return Err(e.to_string()),
+            };
+            let mut v = Vec::with_capacity(n);
+            let got = c.decompress(src, &mut v, Some(n)).map_err(|e| e.to_string())?;
+            exact(got)?;
+            exact(v.len())?;
+            dst.copy_from_slice(&v);
+            Ok(())
+        }
         other => Err(format!("{other:?} is not decompressed here")),
     })?
 }

@@ -1,5 +1,6 @@
 //! nvCOMP, loaded at run time where it is installed: batched page decompression on the device
-//! (ZSTD, GZIP and LZ4_RAW; the decoder gives it ZSTD and LZ4_RAW pages only).
+//! (ZSTD, GZIP and LZ4; the decoder gives it ZSTD pages and LZ4 blocks — LZ4_RAW pages and
+//! the frames of Hadoop-framed LZ4 pages — only).
 //!
 //! Never required and never shipped: without it, pages of those codecs are decompressed on the
 //! host. The library is found, in order:

@@ -231,6 +231,11 @@ kernels! {
     /// One block per LZ4 block (page): its sequences checked, nothing written.
     /// (jobs, num_jobs, errors).
     LZ4_CHECK = lz4_check in SNAPPY_MODULE(Const<SnappyJob>, i32, Mut<u32>);
+    /// One thread per Hadoop-framed LZ4 page: its frames' blocks counted (out null) or
+    /// written from `base`. (pages, num_pages, base, out, counts).
+    LZ4_HADOOP_BLOCKS = lz4_hadoop_blocks in SNAPPY_MODULE(
+        Const<SnappyJob>, i32, Const<u64>, Mut<SnappyJob>, Mut<i32>
+    );
     /// Integers against a 128-bit literal. (values, n, valid, mode, lit_lo, lit_hi, out).
     PRED_INT = pred_int in FILTER_MODULE(Const<u8>, u64, Const<u8>, i32, u64, u64, Mut<u8>);
     /// Floats against a double. (values, n, valid, mode, lit_bits, out).

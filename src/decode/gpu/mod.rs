@@ -31,7 +31,7 @@
 //! | `page_tables.rs` | page headers parsed on the device, one [`PageInfo`] per page; their claims checked before anything is allocated by them |
 //! | `locate.rs` | where each page's decompressed data lives: in place, SNAPPY on the device or the host, nvCOMP's codecs by it (with the host's share beside it), other codecs on the host and uploaded |
 //! | `snappy.rs` | the SNAPPY kernels (whole pages, or 64 KiB fragments of large ones) and the host-or-device model |
-//! | `nvcomp.rs` | ZSTD and LZ4_RAW pages (GZIP stays on the host: nvCOMP wrote out of bounds on a lying page): one nvCOMP call per codec, largest pages first |
+//! | `nvcomp.rs` | ZSTD, LZ4_RAW and Hadoop-framed LZ4 pages (GZIP stays on the host: nvCOMP wrote out of bounds on a lying page): one nvCOMP call per codec, largest pages first |
 //! | `beside.rs` | the largest of nvCOMP's pages (a share of their bytes) decompressed on the host's cores at the same time |
 //! | `page_jobs.rs` | the data-page jobs both value decoders build, and errors naming a page |
 //! | `fixed.rs` | [`decode_fixed_columns`]: fixed-width columns in one launch |

@@ -1,6 +1,7 @@
 //! Pages decompressed on the device by nvCOMP ([`crate::device::nvcomp`]), where it is
-//! installed: ZSTD and LZ4_RAW, one batched call per codec over the pages of a decoder's
-//! pass, while the host's cores decompress the largest of those pages beside it (a share of
+//! installed: ZSTD, LZ4_RAW and Hadoop-framed LZ4 (its frames found by our
+//! `lz4_hadoop_blocks` kernel, each an LZ4 block for nvCOMP), one batched call per codec over
+//! the pages of a decoder's pass, while the host's cores decompress the largest of those pages beside it (a share of
 //! the bytes, [`beside`](super::beside)). SNAPPY stays with our kernel: through nvCOMP it
 //! measured slower on the H200 (benches/RESULTS-2026-12-02.md, afternoon: SNAPPY lineitem
 //! 38.9 ms against 33.7).
@@ -12,8 +13,10 @@
 use std::sync::Arc;
 
 use super::beside::{decompress_on_host, host_share, largest_to_host};
-use super::kernels::{PageInfo, SnappyJob, LZ4_CHECK, SNAPPY_MODULE, SNAPPY_THREADS};
-use super::launch::{i32s_from_device, upload_table, zeroed, Const, Mut};
+use super::kernels::{
+    PageInfo, SnappyJob, LZ4_CHECK, LZ4_HADOOP_BLOCKS, SNAPPY_MODULE, SNAPPY_THREADS,
+};
+use super::launch::{i32s_from_device, u64s, upload, upload_table, zeroed, Const, Mut};
 use super::locate::PageLocations;
 use super::snappy::{device_jobs, Jobs};
 use super::{DeviceChunks, PageCounts};
@@ -21,17 +24,33 @@ use crate::device::nvcomp::{Nvcomp, NvcompCodec};
 use crate::device::{DeviceBuffer, Gpu};
 use crate::error::{Error, Result};
 
-/// The nvCOMP codec cuparquet gives a Parquet codec's pages to. (Hadoop-framed LZ4 is not
-/// one: its frames are unwrapped on the host. Nor is GZIP: nvCOMP 5.3's decompressor wrote
-/// past a page's output where the page inflated past its header's claim — an illegal address
-/// on the H200 for a mutated file the host path refuses by its trailer (benches/
-/// RESULTS-2026-12-03.md, afternoon) — so GZIP pages stay with the host's bounded inflater.)
+/// The nvCOMP codec cuparquet gives a Parquet codec's pages to: ZSTD, and LZ4 for LZ4_RAW and
+/// for the Hadoop-framed LZ4 (its frames found on the device, [`hadoop_blocks`]). (Not GZIP:
+/// nvCOMP 5.3's decompressor wrote past a page's output where the page inflated past its
+/// header's claim — an illegal address on the H200 for a mutated file the host path refuses by
+/// its trailer (benches/RESULTS-2026-12-03.md, afternoon) — so GZIP pages stay with the host's
+/// bounded inflater.)
 pub(super) fn nvcomp_codec(codec: parquet::basic::Compression) -> Option<NvcompCodec> {
     use parquet::basic::Compression as C;
     match codec {
         C::ZSTD(_) => Some(NvcompCodec::Zstd),
-        C::LZ4_RAW => Some(NvcompCodec::Lz4),
+        C::LZ4_RAW | C::LZ4 => Some(NvcompCodec::Lz4),
         _ => None,
+    }
+}
+
+/// A parquet codec's kind, whatever its level: the pages of one kind go to one nvCOMP call.
+fn codec_rank(codec: parquet::basic::Compression) -> u8 {
+    use parquet::basic::Compression as C;
+    match codec {
+        C::UNCOMPRESSED => 0,
+        C::SNAPPY => 1,
+        C::GZIP(_) => 2,
+        C::LZO => 3,
+        C::BROTLI(_) => 4,
+        C::LZ4 => 5,
+        C::ZSTD(_) => 6,
+        C::LZ4_RAW => 7,
     }
 }
 
@@ -75,39 +94,66 @@ pub(super) fn nvcomp_on_device(
     let mut bad: std::collections::HashSet<usize> = std::collections::HashSet::new();
     // per chunk: its pages the host decompressed
     let mut host_pages: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    // one nvCOMP call per parquet codec (LZ4 and LZ4_RAW both go to nvCOMP's LZ4, framed
+    // differently, and the host decompresses each its own way beside it)
     let mut kinds: Vec<(NvcompCodec, parquet::basic::Compression)> = codecs.to_vec();
-    kinds.sort_by_key(|c| c.0 as u8);
-    kinds.dedup_by_key(|c| c.0);
+    kinds.sort_by_key(|c| codec_rank(c.1));
+    kinds.dedup_by_key(|c| codec_rank(c.1));
     let cores = rayon::current_num_threads();
     for (codec, parquet_codec) in kinds {
         let mine: Vec<usize> = (0..jobs.len())
-            .filter(|&j| codec_of_chunk.get(&job_pages[j].0).map(|c| c.0) == Some(codec))
+            .filter(|&j| {
+                codec_of_chunk
+                    .get(&job_pages[j].0)
+                    .is_some_and(|c| codec_rank(c.1) == codec_rank(parquet_codec))
+            })
             .collect();
         if mine.is_empty() {
             continue;
         }
         // largest first, for both sides
         let share = host_share(host_share_tuned, cores);
-        let (host_js, mut device_js) = largest_to_host(&jobs, mine, share);
+        let (host_js, device_js) = largest_to_host(&jobs, mine, share);
+        // what nvCOMP decompresses: (the page's job, a stream of it)
+        let mut units: Vec<(usize, SnappyJob)> = Vec::with_capacity(device_js.len());
+        if parquet_codec == parquet::basic::Compression::LZ4 {
+            // Hadoop frames: each page's blocks, found on the device; a page of another
+            // framing goes (with its chunk) to the host's decoder, which reads every framing
+            let pages: Vec<SnappyJob> = device_js.iter().map(|&j| jobs[j]).collect();
+            let (blocks, of_page) =
+                super::profile::timed("LZ4 Hadoop frames", || hadoop_blocks(&gpu, &pages))?;
+            for (&j, range) in device_js.iter().zip(of_page) {
+                match range {
+                    Some(r) => units.extend(blocks[r].iter().map(|&b| (j, b))),
+                    None => {
+                        bad.insert(job_pages[j].0);
+                    }
+                }
+            }
+        } else {
+            units.extend(device_js.iter().map(|&j| (j, jobs[j])));
+        }
         if codec == NvcompCodec::Lz4 {
             // nvCOMP 5.3 decompresses some malformed LZ4 blocks without an error: only the
             // blocks `lz4_check` passes go to it, a chunk with another to the host's decoder
-            let some: Vec<SnappyJob> = device_js.iter().map(|&j| jobs[j]).collect();
+            let some: Vec<SnappyJob> = units.iter().map(|u| u.1).collect();
             let ok = super::profile::timed("LZ4 block checks", || lz4_checked(&gpu, &some))?;
-            device_js = device_js
+            units = units
                 .into_iter()
                 .zip(ok)
-                .filter_map(|(j, ok)| {
+                .filter_map(|(u, ok)| {
                     if !ok {
-                        bad.insert(job_pages[j].0);
+                        bad.insert(job_pages[u.0].0);
                     }
-                    ok.then_some(j)
+                    ok.then_some(u)
                 })
                 .collect();
         }
-        let spans: Vec<(u64, u64, u64, u64)> = device_js
+        // a chunk with a page refused goes to the host whole: its other pages need not go
+        units.retain(|u| !bad.contains(&job_pages[u.0].0));
+        let spans: Vec<(u64, u64, u64, u64)> = units
             .iter()
-            .map(|&j| (jobs[j].src, jobs[j].src_len, jobs[j].dst, jobs[j].dst_len))
+            .map(|(_, b)| (b.src, b.src_len, b.dst, b.dst_len))
             .collect();
         let host_jobs: Vec<SnappyJob> = host_js.iter().map(|&j| jobs[j]).collect();
         let (results, host_ok) = std::thread::scope(|s| {
@@ -135,9 +181,9 @@ pub(super) fn nvcomp_on_device(
             };
             (results, host_ok)
         });
-        for (&j, (status, written)) in device_js.iter().zip(results?) {
-            if status != 0 || written != jobs[j].dst_len {
-                bad.insert(job_pages[j].0);
+        for ((j, b), (status, written)) in units.iter().zip(results?) {
+            if status != 0 || written != b.dst_len {
+                bad.insert(job_pages[*j].0);
             }
         }
         for (&j, ok) in host_js.iter().zip(host_ok) {
@@ -196,4 +242,84 @@ fn lz4_checked(gpu: &Arc<Gpu>, jobs: &[SnappyJob]) -> Result<Vec<bool>> {
         .into_iter()
         .map(|e| e == 0)
         .collect())
+}
+
+/// Which of a list of blocks are one page's (`None`: the page is left to the host).
+type PageBlocks = Option<std::ops::Range<usize>>;
+
+/// The LZ4 blocks of Hadoop-framed LZ4 pages (`lz4_hadoop_blocks`: one thread per page walks
+/// its frames as arrow-rs does, a counting launch and then a writing one): the blocks, and per
+/// page the range of them that is its own, or `None` where the page is left to the host (not
+/// that framing, nor a plain LZ4 block arrow-rs would read instead).
+fn hadoop_blocks(gpu: &Arc<Gpu>, pages: &[SnappyJob]) -> Result<(Vec<SnappyJob>, Vec<PageBlocks>)> {
+    use super::kernels::CStruct;
+    if pages.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    const THREADS: u32 = 128;
+    let n = pages.len();
+    let grid = n.div_ceil(THREADS as usize) as u32;
+    let module = SNAPPY_MODULE.load(gpu)?;
+    let table = upload_table(gpu, pages)?;
+    let counts = zeroed(gpu, n * 4)?;
+    // SAFETY: one thread per entry of `table` (n of them), each reading only its page's
+    // `src_len` bytes (page data inside the load's buffer, checked by the page-header pass)
+    // and writing only its own count; `out` is null, so nothing else is written. All live
+    // until the waited launch returns.
+    unsafe {
+        LZ4_HADOOP_BLOCKS.launch(
+            gpu,
+            &module,
+            grid,
+            THREADS,
+            (
+                Const::at(table.device_ptr()),
+                n as i32,
+                Const::at(0),
+                Mut::at(0),
+                Mut::at(counts.device_ptr()),
+            ),
+        )?
+    };
+    let mut base = Vec::with_capacity(n);
+    let mut ranges = Vec::with_capacity(n);
+    let mut total = 0usize;
+    for c in i32s_from_device(&counts, n)? {
+        base.push(total as u64);
+        if c >= 0 {
+            ranges.push(Some(total..total + c as usize));
+            total += c as usize;
+        } else {
+            ranges.push(None);
+        }
+    }
+    if total == 0 {
+        return Ok((Vec::new(), ranges));
+    }
+    let bases = upload(gpu, &u64s(base))?;
+    let out = gpu.alloc(total * SnappyJob::SIZE)?;
+    // SAFETY: as the counting launch; each page with a count c >= 0 writes exactly its c
+    // blocks from `bases[i]` (the walk is the same, so the same c), inside `out`'s `total`
+    // entries; the other pages write nothing.
+    unsafe {
+        LZ4_HADOOP_BLOCKS.launch(
+            gpu,
+            &module,
+            grid,
+            THREADS,
+            (
+                Const::at(table.device_ptr()),
+                n as i32,
+                Const::at(bases.device_ptr()),
+                Mut::at(out.device_ptr()),
+                Mut::at(counts.device_ptr()),
+            ),
+        )?
+    };
+    let bytes = out.copy_to_host(0..total * SnappyJob::SIZE)?;
+    let blocks = bytes
+        .chunks_exact(SnappyJob::SIZE)
+        .map(SnappyJob::from_bytes)
+        .collect();
+    Ok((blocks, ranges))
 }

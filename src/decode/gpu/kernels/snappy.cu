@@ -731,3 +731,75 @@ extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) lz4_check(
         errors[blockIdx.x] = err;
     }
 }
+
+// Hadoop-framed LZ4 (Parquet's codec LZ4): a page is frames of a big-endian u32 decompressed
+// size, a big-endian u32 compressed size and an LZ4 block. One thread per page walks its frames
+// as arrow-rs reads them (parquet's try_decompress_hadoop, its stopping rule included: after a
+// frame the walk goes on only while the input left is longer than that frame's block). A page
+// that walks to its end, its frames' sizes summing to its own, is its frames' blocks (each
+// then checked by lz4_check). A page that is not that framing is what arrow-rs tries next: the
+// LZ4 frame format, and then one LZ4 block. One that holds at least 8 bytes and does not start
+// with an LZ4 frame's magic (a frame, a legacy frame, a skippable frame) is therefore one LZ4
+// block. Any other page — an LZ4 frame, a frame of an empty block or of no output (which
+// arrow-rs may read either way) — counts -1: it is left to the host, which tries every framing
+// arrow-rs tries. out == nullptr: counts[i] = page i's blocks (or -1); else page i's blocks are
+// written from out[base[i]] on.
+__device__ static inline u64 lz4_be32(const u8* p)
+{
+    return ((u64)__ldg(p) << 24) | ((u64)__ldg(p + 1) << 16) | ((u64)__ldg(p + 2) << 8) |
+           (u64)__ldg(p + 3);
+}
+
+// Walks page `pg`'s Hadoop frames (see lz4_hadoop_blocks): 1 where they cover it, 0 where it
+// is not that framing, -1 where arrow-rs may read it either way; with `out`, writes the frames'
+// blocks there (called so only once a walk without `out` has returned 1).
+__device__ static int lz4_hadoop_walk(const SnappyJob& pg, SnappyJob* out, int* frames)
+{
+    const u8* in = (const u8*)pg.src;
+    u64 left = pg.src_len, ip = 0, out_left = pg.dst_len, op = 0;
+    *frames = 0;
+    while (left >= 8) {
+        const u64 d = lz4_be32(in + ip), c = lz4_be32(in + ip + 4);
+        ip += 8;
+        left -= 8;
+        if (left < c || out_left < d) return 0;
+        if (c == 0 || d == 0) return -1;
+        if (out) out[*frames] = SnappyJob{pg.src + ip, c, pg.dst + op, d};
+        (*frames)++;
+        left -= c;
+        out_left -= d;
+        if (left > c) {
+            ip += c;
+            op += d;
+        } else {
+            break;
+        }
+    }
+    return left == 0 && out_left == 0 ? 1 : 0;
+}
+
+extern "C" __global__ void lz4_hadoop_blocks(const SnappyJob* pages, int num_pages,
+                                             const u64* base, SnappyJob* out, int* counts)
+{
+    const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (i >= num_pages) return;
+    const SnappyJob pg = pages[i];
+    const u8* in = (const u8*)pg.src;
+    int frames = 0;
+    const int walk = lz4_hadoop_walk(pg, nullptr, &frames);
+    int n = walk == 1 ? frames : -1;
+    if (walk == 0 && pg.src_len >= 8 && pg.dst_len > 0) {
+        const u32 magic = (u32)__ldg(in) | ((u32)__ldg(in + 1) << 8) | ((u32)__ldg(in + 2) << 16) |
+                          ((u32)__ldg(in + 3) << 24);
+        const bool frame_like =
+            magic == 0x184D2204u || magic == 0x184C2102u || (magic & 0xFFFFFFF0u) == 0x184D2A50u;
+        if (!frame_like) n = 1;
+    }
+    if (!out) {
+        counts[i] = n;
+    } else if (n > 0) {
+        // the host reserved n entries from base[i] (the counting launch's answer)
+        if (walk == 1) lz4_hadoop_walk(pg, out + base[i], &frames);
+        else out[base[i]] = pg;
+    }
+}
