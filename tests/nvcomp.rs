@@ -80,52 +80,33 @@ fn gpu_nvcomp_decompresses_its_codecs() {
             let want = oracle(&p, &Projection::All, None).unwrap();
             for share in [0, 50, 100] {
                 let what = format!("{cname} v2={v2} dict={dict} host_share={share}");
-                let got = ParquetGpuReader::builder(&p)
-                    .with_device(Device::Cuda(0))
-                    .with_tuning(Tuning {
-                        snappy: cuparquet::config::SnappyPlacement::Device,
-                        host_share: Some(share),
-                        ..Tuning::default()
-                    })
-                    .build()
-                    .and_then(|r| r.load());
-                match got {
-                    Ok(l) => {
-                        let g = l.report.gpu_decode.clone().unwrap();
-                        let (mut host, mut nv) = (0, 0);
-                        for d in &g.decompressed {
-                            let p = d.pages;
-                            host += p.host;
-                            nv += p.nvcomp;
-                            let ok = match codec {
-                                Compression::SNAPPY => p.kernel > 0 && p.host + p.nvcomp == 0,
-                                Compression::GZIP(_) => p.host > 0 && p.nvcomp + p.kernel == 0,
-                                _ => p.kernel == 0 && p.host + p.nvcomp > 0,
-                            };
-                            if !ok {
-                                failures.push(format!("{what}: {d:?}"));
-                            }
-                        }
-                        // the split: nvCOMP alone, both, the host alone
-                        let split_ok = match (codec, share) {
-                            (Compression::SNAPPY | Compression::GZIP(_), _) => true,
-                            (_, 0) => host == 0 && nv > 0,
-                            (_, 100) => nv == 0 && host > 0,
-                            _ => nv > 0 && host > 0,
-                        };
-                        if !split_ok {
-                            failures
-                                .push(format!("{what}: {host} pages on the host, {nv} by nvCOMP"));
-                        }
-                        if g.decompressed.is_empty() {
-                            failures.push(format!("{what}: no pages reported decompressed"));
-                        }
-                        let b = l.to_host().map(|b| concat(&l.schema, &b)).unwrap();
-                        if b != want {
-                            failures.push(format!("{what}: values differ"));
-                        }
+                let Some(decompressed) = load_checked(&p, share, &want, &what, &mut failures)
+                else {
+                    continue;
+                };
+                let (mut host, mut nv) = (0, 0);
+                for d in &decompressed {
+                    let p = d.pages;
+                    host += p.host;
+                    nv += p.nvcomp;
+                    let ok = match codec {
+                        Compression::SNAPPY => p.kernel > 0 && p.host + p.nvcomp == 0,
+                        Compression::GZIP(_) => p.host > 0 && p.nvcomp + p.kernel == 0,
+                        _ => p.kernel == 0 && p.host + p.nvcomp > 0,
+                    };
+                    if !ok {
+                        failures.push(format!("{what}: {d:?}"));
                     }
-                    Err(e) => failures.push(format!("{what}: {e}")),
+                }
+                // the split: nvCOMP alone, both, the host alone
+                let split_ok = match (codec, share) {
+                    (Compression::SNAPPY | Compression::GZIP(_), _) => true,
+                    (_, 0) => host == 0 && nv > 0,
+                    (_, 100) => nv == 0 && host > 0,
+                    _ => nv > 0 && host > 0,
+                };
+                if !split_ok {
+                    failures.push(format!("{what}: {host} pages on the host, {nv} by nvCOMP"));
                 }
             }
         }
@@ -137,31 +118,10 @@ fn gpu_nvcomp_decompresses_its_codecs() {
     ] {
         let p = corpus_dir().join("data").join(name);
         let want = oracle(&p, &Projection::All, None).unwrap();
-        let got = ParquetGpuReader::builder(&p)
-            .with_device(Device::Cuda(0))
-            .with_tuning(Tuning {
-                host_share: Some(0),
-                ..Tuning::default()
-            })
-            .build()
-            .and_then(|r| r.load());
-        match got {
-            Ok(l) => {
-                let g = l.report.gpu_decode.clone().unwrap();
-                for d in &g.decompressed {
-                    if d.pages.host + d.pages.kernel > 0 || d.pages.nvcomp == 0 {
-                        failures.push(format!("{name}: {d:?}"));
-                    }
-                }
-                if g.decompressed.is_empty() {
-                    failures.push(format!("{name}: no pages reported decompressed"));
-                }
-                let b = l.to_host().map(|b| concat(&l.schema, &b)).unwrap();
-                if b != want {
-                    failures.push(format!("{name}: values differ"));
-                }
+        for d in load_checked(&p, 0, &want, name, &mut failures).unwrap_or_default() {
+            if d.pages.host + d.pages.kernel > 0 || d.pages.nvcomp == 0 {
+                failures.push(format!("{name}: {d:?}"));
             }
-            Err(e) => failures.push(format!("{name}: {e}")),
         }
     }
     // damaged pages: bytes flipped inside the compressed values of some chunks' pages
@@ -223,4 +183,42 @@ fn gpu_nvcomp_decompresses_its_codecs() {
         t.elapsed().as_secs_f64()
     );
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Loads `p` on cuda:0 (SNAPPY on our kernel, a `share` percent of the other codecs' bytes on
+/// the host beside nvCOMP) and checks it equals `want`, with pages reported decompressed: where
+/// each field's pages were decompressed, or `None` where the load failed. Failures are pushed
+/// to `failures`, named by `what`.
+fn load_checked(
+    p: &std::path::Path,
+    share: u32,
+    want: &arrow::record_batch::RecordBatch,
+    what: &str,
+    failures: &mut Vec<String>,
+) -> Option<Vec<cuparquet::reader::Decompressed>> {
+    let got = ParquetGpuReader::builder(p)
+        .with_device(Device::Cuda(0))
+        .with_tuning(Tuning {
+            snappy: cuparquet::config::SnappyPlacement::Device,
+            host_share: Some(share),
+            ..Tuning::default()
+        })
+        .build()
+        .and_then(|r| r.load());
+    let l = match got {
+        Ok(l) => l,
+        Err(e) => {
+            failures.push(format!("{what}: {e}"));
+            return None;
+        }
+    };
+    let g = l.report.gpu_decode.clone().unwrap();
+    if g.decompressed.is_empty() {
+        failures.push(format!("{what}: no pages reported decompressed"));
+    }
+    let b = l.to_host().map(|b| concat(&l.schema, &b)).unwrap();
+    if &b != want {
+        failures.push(format!("{what}: values differ"));
+    }
+    Some(g.decompressed)
 }

@@ -262,25 +262,31 @@ fn hadoop_blocks(gpu: &Arc<Gpu>, pages: &[SnappyJob]) -> Result<(Vec<SnappyJob>,
     let module = SNAPPY_MODULE.load(gpu)?;
     let table = upload_table(gpu, pages)?;
     let counts = zeroed(gpu, n * 4)?;
-    // SAFETY: one thread per entry of `table` (n of them), each reading only its page's
-    // `src_len` bytes (page data inside the load's buffer, checked by the page-header pass)
-    // and writing only its own count; `out` is null, so nothing else is written. All live
-    // until the waited launch returns.
-    unsafe {
-        LZ4_HADOOP_BLOCKS.launch(
-            gpu,
-            &module,
-            grid,
-            THREADS,
-            (
-                Const::at(table.device_ptr()),
-                n as i32,
-                Const::at(0),
-                Mut::at(0),
-                Mut::at(counts.device_ptr()),
-            ),
-        )?
+    // the launch: counting (`bases` and `out` 0: null) or writing
+    let launch = |bases: u64, out: u64| {
+        // SAFETY: one thread per entry of `table` (n of them), each reading only its page's
+        // `src_len` bytes (page data inside the load's buffer, checked by the page-header
+        // pass). Counting (`out` null), each writes only its own count. Writing, each page
+        // whose count c was >= 0 writes exactly its c blocks from `bases[i]` (the walk is the
+        // same, so the same c), inside `out`'s entries, sized by the counts' sum; the other
+        // pages write nothing. All live until the waited launch returns.
+        unsafe {
+            LZ4_HADOOP_BLOCKS.launch(
+                gpu,
+                &module,
+                grid,
+                THREADS,
+                (
+                    Const::at(table.device_ptr()),
+                    n as i32,
+                    Const::at(bases),
+                    Mut::at(out),
+                    Mut::at(counts.device_ptr()),
+                ),
+            )
+        }
     };
+    launch(0, 0)?;
     let mut base = Vec::with_capacity(n);
     let mut ranges = Vec::with_capacity(n);
     let mut total = 0usize;
@@ -298,24 +304,7 @@ fn hadoop_blocks(gpu: &Arc<Gpu>, pages: &[SnappyJob]) -> Result<(Vec<SnappyJob>,
     }
     let bases = upload(gpu, &u64s(base))?;
     let out = gpu.alloc(total * SnappyJob::SIZE)?;
-    // SAFETY: as the counting launch; each page with a count c >= 0 writes exactly its c
-    // blocks from `bases[i]` (the walk is the same, so the same c), inside `out`'s `total`
-    // entries; the other pages write nothing.
-    unsafe {
-        LZ4_HADOOP_BLOCKS.launch(
-            gpu,
-            &module,
-            grid,
-            THREADS,
-            (
-                Const::at(table.device_ptr()),
-                n as i32,
-                Const::at(bases.device_ptr()),
-                Mut::at(out.device_ptr()),
-                Mut::at(counts.device_ptr()),
-            ),
-        )?
-    };
+    launch(bases.device_ptr(), out.device_ptr())?;
     let bytes = out.copy_to_host(0..total * SnappyJob::SIZE)?;
     let blocks = bytes
         .chunks_exact(SnappyJob::SIZE)
