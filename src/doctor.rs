@@ -229,6 +229,7 @@ fn nvcomp_check() -> Check {
             let codecs: Vec<&str> = [
                 (NvcompCodec::Zstd, "ZSTD"),
                 (NvcompCodec::Lz4, "LZ4_RAW"),
+                (NvcompCodec::Lz4, "LZ4 (Hadoop's framing)"),
             ]
             .into_iter()
             .filter(|(c, _)| n.supports(*c))

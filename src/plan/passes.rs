@@ -343,52 +343,10 @@ pub fn load_passes(
     match plan_passes(path, plan, md, budget / 2, batch_rows, keep_dictionaries) {
         Ok(mut p) => {
             p.budget = budget;
-            let exp = std::env::var("CUPARQUET_EXP_EDGES").unwrap_or_default();
-            if exp.contains("last") {
-                split_edge(plan, md, &mut p, false, batch_rows, keep_dictionaries);
-            }
-            if exp.contains("first") {
-                split_edge(plan, md, &mut p, true, batch_rows, keep_dictionaries);
-            }
             Ok(p)
         }
         Err(_) => Ok(whole),
     }
-}
-
-/// EXPERIMENT: the first (or last) pass's edge row group as a pass of its own.
-fn split_edge(
-    plan: &ReadPlan,
-    md: &ParquetMetaData,
-    p: &mut PassPlan,
-    first: bool,
-    batch_rows: u64,
-    keep_dictionaries: bool,
-) {
-    let i = if first { 0 } else { p.passes.len() - 1 };
-    let pass = &p.passes[i];
-    if pass.piece.is_some() || pass.row_groups.len() < 2 {
-        return;
-    }
-    let costs: Vec<RowGroupCost> = pass
-        .row_groups
-        .iter()
-        .map(|&rg| row_group_cost(plan, md, rg))
-        .collect();
-    let cut = if first { 1 } else { costs.len() - 1 };
-    let make = |group: &[RowGroupCost]| {
-        let row_groups: Vec<usize> = group.iter().map(|c| c.row_group).collect();
-        PlannedPass {
-            batches: batch_spans(group, plan.rows.as_ref(), batch_rows, keep_dictionaries),
-            chunks: chunk_range(plan, &row_groups),
-            row_groups,
-            read_bytes: group.iter().map(|c| c.read_bytes).sum(),
-            device_bytes: group.iter().map(|c| c.device_bytes).sum(),
-            piece: None,
-        }
-    };
-    let (a, b) = (make(&costs[..cut]), make(&costs[cut..]));
-    p.passes.splice(i..=i, [a, b]);
 }
 
 impl PassPlan {
