@@ -131,6 +131,53 @@ fn plan_cuts_passes_under_a_memory_budget() {
 }
 
 #[test]
+fn plan_spreads_passes_over_devices() {
+    let f = "testdata/lineitem-sample.parquet";
+    let args = ["plan", f, "--memory-budget", "2MiB", "--batch-rows", "1000"];
+    let o = run(&[&args[..], &["--devices", "cuda:0,gpu:1"]].concat());
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("spread over 2 devices"), "{out}");
+    assert!(
+        out.contains("cuda:0 (budget 2.0 MiB): 2 passes (0, 2), 10000 rows"),
+        "{out}"
+    );
+    assert!(
+        out.contains("cuda:1 (budget 2.0 MiB): 2 passes (1, 3), 10000 rows"),
+        "{out}"
+    );
+    let o = run(&[&args[..], &["--devices", "cuda:1,cuda:0,cuda:2", "--json"]].concat());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("plan --json is JSON");
+    let shares = v["devices"]["shares"].as_array().unwrap();
+    let ordinals: Vec<u64> = shares
+        .iter()
+        .map(|s| s["device"]["ordinal"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ordinals, [1, 0, 2]);
+    let device_of: Vec<u64> = v["devices"]["passes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["device"].as_u64().unwrap())
+        .collect();
+    assert_eq!(device_of, [0, 1, 2, 0]);
+    // a device twice, the host in the list, no budget: usage errors naming the fault
+    for (list, want) in [
+        ("cuda:0,gpu:0", "cuda:0 is named twice"),
+        ("cuda:0,host", "a device list names CUDA devices"),
+    ] {
+        let o = run(&[&args[..], &["--devices", list]].concat());
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "{err}");
+    }
+    let o = run(&["plan", f, "--devices", "cuda:0"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--memory-budget"), "{err}");
+}
+
+#[test]
 fn plan_reads_a_directory_of_files_with_one_schema() {
     let dir = tempfile::tempdir().unwrap();
     let sample = std::fs::read("testdata/lineitem-sample.parquet").unwrap();

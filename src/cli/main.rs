@@ -97,6 +97,11 @@ enum Cmd {
         /// With --memory-budget: batches do not span row groups (one dictionary per batch).
         #[arg(long)]
         keep_dictionaries: bool,
+        /// With --memory-budget: spread the passes over these CUDA devices (e.g.
+        /// cuda:0,cuda:1), each with that budget: which device would read, decode and hold each
+        /// pass.
+        #[arg(long, value_parser = parse_devices_arg, requires = "memory_budget")]
+        devices: Option<DeviceList>,
     },
     /// Load a selection and print what happened.
     Load {
@@ -230,6 +235,27 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
     cuparquet::config::parse_size("size", s).map_err(|e| e.to_string())
 }
 
+/// CUDA device ordinals, each once (`--devices`).
+#[derive(Debug, Clone)]
+struct DeviceList(Vec<usize>);
+
+/// A comma-separated list of CUDA devices (`cuda:N`, `gpu:N`, `cuda`): their ordinals, each
+/// once.
+fn parse_devices_arg(s: &str) -> Result<DeviceList, String> {
+    let ordinals = s
+        .split(',')
+        .map(|d| match d.parse::<Device>() {
+            Ok(Device::Cuda(n)) => Ok(n),
+            Ok(other) => Err(format!(
+                "{other}: a device list names CUDA devices (cuda:N)"
+            )),
+            Err(e) => Err(e.to_string()),
+        })
+        .collect::<Result<Vec<usize>, String>>()?;
+    cuparquet::plan::devices::device_budgets(&ordinals, 0).map_err(|e| e.to_string())?;
+    Ok(DeviceList(ordinals))
+}
+
 /// Splits on commas outside backquotes.
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -293,6 +319,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             memory_budget,
             batch_rows,
             keep_dictionaries,
+            devices,
         } => {
             let paths = cuparquet::source::expand_paths(&files)?;
             let mut plans = Vec::with_capacity(paths.len());
@@ -338,6 +365,17 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             }
             let single = files.len() == 1 && paths.len() == 1 && paths[0] == files[0];
             let first = paths[0].clone();
+            let spread = match (&devices, memory_budget) {
+                (Some(DeviceList(ordinals)), Some(budget)) => {
+                    let budgets = cuparquet::plan::devices::device_budgets(ordinals, budget)?;
+                    let passes: Vec<(PathBuf, cuparquet::plan::PassPlan)> = plans
+                        .iter()
+                        .filter_map(|(path, _, passes)| Some((path.clone(), passes.clone()?)))
+                        .collect();
+                    Some(cuparquet::plan::devices::spread_passes(&passes, &budgets)?)
+                }
+                _ => None,
+            };
             if json {
                 let one = |p: &cuparquet::plan::ReadPlan,
                            passes: &Option<cuparquet::plan::PassPlan>|
@@ -361,6 +399,13 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                         .collect::<serde_json::Result<Vec<_>>>()
                         .map(|files| serde_json::json!({ "files": files }))
                 };
+                let v = match &spread {
+                    Some(spread) => v.and_then(|mut v| {
+                        v["devices"] = serde_json::to_value(spread)?;
+                        Ok(v)
+                    }),
+                    None => v,
+                };
                 let text = v
                     .and_then(|v| serde_json::to_string_pretty(&v))
                     .map_err(|e| out_err(&first, e))?;
@@ -382,6 +427,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     if let Some(passes) = passes {
                         out!("{passes}");
                     }
+                }
+                if let Some(spread) = &spread {
+                    out!("{spread}");
                 }
             }
             Ok(ExitCode::SUCCESS)

@@ -11,10 +11,11 @@
 //! row group (a row selection, or the pages the predicate keeps) reads only the pages holding
 //! them ([`ColumnChunkPlan::read`]). The parts: `rows` (row selections and access plans),
 //! `page_reads` (the pages a chunk reads), [`passes`] (passes and batches under a memory
-//! budget), [`pieces`] (a row group larger than the budget, in pieces), [`coalesce`], `display`
-//! (`cuparquet plan`'s text).
+//! budget), [`devices`] (those passes spread over several GPUs), [`pieces`] (a row group
+//! larger than the budget, in pieces), [`coalesce`], `display` (`cuparquet plan`'s text).
 
 pub mod coalesce;
+pub mod devices;
 mod display;
 mod page_reads;
 pub mod passes;
