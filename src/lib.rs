@@ -242,6 +242,6 @@ with_cuda_bindings! {
     pub use error::{Error, Result};
     pub use reader::{
         Batches, Dataset, DatasetBatches, LoadReport, Loaded, LoadedDataset, ParquetGpuReader,
-        Progress, ReaderBuilder,
+        Progress, ReaderBuilder, SpreadReader,
     };
 }

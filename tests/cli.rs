@@ -178,6 +178,28 @@ fn plan_spreads_passes_over_devices() {
 }
 
 #[test]
+fn load_spreads_over_devices_or_says_why_not() {
+    let f = "testdata/lineitem-sample.parquet";
+    let o = run(&["load", f, "--devices", "cuda:0", "--memory-budget", "4MiB"]);
+    let (out, err) = text(&o);
+    if cuparquet::device::probe_cuda().devices > 0 {
+        assert!(o.status.success(), "{err}");
+        assert!(
+            out.contains("loaded 20000 rows") && out.contains("  cuda:0: "),
+            "{out}"
+        );
+    } else {
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains("device cuda:0"), "{err}");
+    }
+    // one file for now: a directory is refused before anything is read
+    let o = run(&["load", "testdata", "--devices", "cuda:0,cuda:1"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("reads one file"), "{err}");
+}
+
+#[test]
 fn plan_reads_a_directory_of_files_with_one_schema() {
     let dir = tempfile::tempdir().unwrap();
     let sample = std::fs::read("testdata/lineitem-sample.parquet").unwrap();

@@ -139,6 +139,11 @@ enum Cmd {
         /// Dictionary(Int32, _) arrays.
         #[arg(long)]
         keep_dictionaries: bool,
+        /// Spread the load over these CUDA devices (e.g. cuda:0,cuda:1; one file): each pass of
+        /// row groups read, decoded and held by one of them, each with --memory-budget (else
+        /// 80% of its free memory); prints what each device did.
+        #[arg(long, value_parser = parse_devices_arg)]
+        devices: Option<DeviceList>,
         /// Switches for measuring alternatives, as comma-separated key=value pairs applied over
         /// CUPARQUET_TUNING, e.g. `snappy=host,decode_threads=3,wave_bytes=0` (keys:
         /// bounce_buffer_count, wave_bytes, decode_threads, snappy, host_share; see the crate
@@ -445,6 +450,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             batch_rows,
             memory_budget,
             keep_dictionaries,
+            devices,
             tuning,
             threads,
             task_size,
@@ -502,6 +508,61 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             // the output's temporary file first: a missing directory fails before any read
             let pending = output.as_deref().map(Pending::create).transpose()?;
             let single = files.len() == 1 && !file.is_dir();
+            if let Some(DeviceList(ordinals)) = devices {
+                if !single {
+                    return Err(Error::Setting {
+                        name: "devices".into(),
+                        value: ordinals
+                            .iter()
+                            .map(|o| format!("cuda:{o}"))
+                            .collect::<Vec<_>>()
+                            .join(","),
+                        reason: "a load over several devices reads one file (for now)".into(),
+                    });
+                }
+                let s = b.build_spread(&ordinals)?;
+                let l = s.load();
+                if let Some(bar) = &bar {
+                    bar.finish();
+                }
+                let l = l?;
+                if let Some(out) = pending {
+                    out.finish(&l.batches, &l.schema)?;
+                }
+                let rows: u64 = l.devices.iter().map(|d| d.rows).sum();
+                if json {
+                    let v = serde_json::json!({
+                        "file": file.display().to_string(),
+                        "rows": rows,
+                        "wall_s": l.wall.as_secs_f64(),
+                        "devices": l.devices,
+                        "spread": s.spread(),
+                    });
+                    let text = serde_json::to_string_pretty(&v).map_err(|e| out_err(&file, e))?;
+                    out!("{text}\n");
+                } else if !quiet {
+                    out!(
+                        "loaded {rows} rows of {} in {:.1} ms over {} devices\n{}",
+                        file.display(),
+                        l.wall.as_secs_f64() * 1e3,
+                        l.devices.len(),
+                        s.spread()
+                    );
+                    for d in &l.devices {
+                        out!(
+                            "  {}: {} pass{}, {} rows, {} read, {} of Arrow output, {:.1} ms of loads\n",
+                            d.device,
+                            d.passes,
+                            if d.passes == 1 { "" } else { "es" },
+                            d.rows,
+                            cuparquet::plan::human_bytes(d.bytes_read),
+                            cuparquet::plan::human_bytes(d.output_bytes),
+                            d.time.as_secs_f64() * 1e3
+                        );
+                    }
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
             let loaded = if single {
                 let reader = b.build()?;
                 reader.load().map(|l| {

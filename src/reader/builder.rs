@@ -50,11 +50,11 @@ fn read_footer_of(file: &ParquetFile, page_index: bool) -> Result<FileMetadata> 
 /// variables, then from the defaults.
 #[derive(Clone)]
 pub struct ReaderBuilder {
-    path: PathBuf,
+    pub(super) path: PathBuf,
     selection: Selection,
     device: Device,
-    batch_rows: usize,
-    keep_dictionaries: bool,
+    pub(super) batch_rows: usize,
+    pub(super) keep_dictionaries: bool,
     tuning: Option<Tuning>,
     page_index: bool,
     nthreads: Option<usize>,
@@ -65,8 +65,8 @@ pub struct ReaderBuilder {
     bounce_buffer_size: Option<u64>,
     machine_facts: Option<MachineFacts>,
     coalesce: Option<CoalesceConfig>,
-    memory_budget: Option<u64>,
-    rows: Option<RowsAsked>,
+    pub(super) memory_budget: Option<u64>,
+    pub(super) rows: Option<RowsAsked>,
     progress: Option<ProgressFn>,
     metadata: Option<Arc<FileMetadata>>,
     max_page_size: Option<u64>,
@@ -83,7 +83,7 @@ enum RowFilterExpr {
 /// The rows asked for: a selection over the rows of the selected row groups, or an access
 /// plan of every row group.
 #[derive(Debug, Clone)]
-enum RowsAsked {
+pub(super) enum RowsAsked {
     Selection(crate::plan::RowSelection),
     Access(Vec<crate::plan::RowGroupAccess>),
 }

@@ -22,8 +22,10 @@ mod builder;
 mod dataset;
 mod device_load;
 mod host_load;
+pub(crate) mod in_order;
 mod report;
 mod row_filter;
+mod spread;
 mod stream;
 mod timeline;
 mod waves;
@@ -41,6 +43,7 @@ pub use builder::{
 pub use dataset::{Dataset, DatasetBatches, LoadedDataset};
 pub use host_load::{release_cached_buffers, RETAINED_BUFFER_BYTES};
 pub use report::{LoadReport, SetupTimes};
+pub use spread::{DeviceWork, SpreadBatches, SpreadLoaded, SpreadReader};
 pub use stream::Batches;
 
 use crate::array::{LoadedBatch, Location};

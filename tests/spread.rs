@@ -1,0 +1,95 @@
+//! Several GPUs (`ReaderBuilder::build_spread`): a load's passes spread over CUDA devices, the
+//! batches equal to arrow-rs, in order, each on the device that decoded it. The one-device
+//! case runs wherever there is a GPU (skipped with a printed reason where there is none,
+//! failing under `CUPARQUET_REQUIRE_GPU=1`); the two-device case where there are two (skipped
+//! with a printed reason otherwise).
+
+mod common;
+
+use std::io::Write as _;
+
+use common::*;
+use cuparquet::array::Location;
+use cuparquet::ParquetGpuReader;
+
+/// A file of 8 row groups of 25,000 rows (SNAPPY, dictionaries).
+fn file(dir: &std::path::Path) -> std::path::PathBuf {
+    let p = dir.join("spread.parquet");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::SNAPPY)
+        .set_max_row_group_row_count(Some(25_000))
+        .build();
+    write(&p, &[flat_batch(200_000, 7)], props);
+    p
+}
+
+/// Loads `p` spread over `ordinals` under `budget` a device: every batch in order, equal to
+/// arrow-rs, on the device of its pass; each device did its passes.
+fn check(p: &std::path::Path, ordinals: &[usize], budget: u64) {
+    let want = oracle(p, &Projection::All, None).unwrap();
+    let s = ParquetGpuReader::builder(p)
+        .with_memory_budget(budget)
+        .build_spread(ordinals)
+        .unwrap();
+    let spread = s.spread().clone();
+    assert!(spread.passes.len() >= 2 * ordinals.len(), "{spread}");
+    let got = s.load().unwrap();
+    // each batch on the device its pass went to, in row-group order
+    let mut k = 0;
+    let mut last_rg = 0;
+    for b in &got.batches {
+        let rg = b.rows()[0].row_group;
+        assert!(
+            rg >= last_rg,
+            "out of order: row group {rg} after {last_rg}"
+        );
+        last_rg = rg;
+        while !spread.passes[k].row_groups.contains(&rg) {
+            k += 1;
+        }
+        let device = spread.shares[spread.passes[k].device].device.ordinal;
+        assert_eq!(b.location(), Location::Cuda(device), "row group {rg}");
+    }
+    let host: Vec<arrow::record_batch::RecordBatch> =
+        got.batches.iter().map(|b| b.to_host().unwrap()).collect();
+    let all = concat(&want.schema(), &host);
+    assert_eq!(all.columns(), want.columns());
+    for (w, share) in got.devices.iter().zip(&spread.shares) {
+        assert_eq!(w.passes, share.passes.len(), "{w:?}");
+        assert_eq!(w.rows, share.rows, "{w:?}");
+    }
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "spread over {ordinals:?}: {} passes in {:.1} ms; {:?}",
+        spread.passes.len(),
+        got.wall.as_secs_f64() * 1e3,
+        got.devices
+    );
+}
+
+#[test]
+fn gpu_spread_over_one_device_equals_arrow_rs() {
+    if !gpu_available("spread over one device") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    check(&file(dir.path()), &[0], 1 << 30);
+}
+
+#[test]
+fn gpu_spread_over_two_devices_equals_arrow_rs() {
+    if !gpu_available("spread over two devices") {
+        return;
+    }
+    let n = cuparquet::device::probe_cuda().devices;
+    if n < 2 {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "skipping spread over two devices: this machine has {n} CUDA device(s)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    check(&file(dir.path()), &[0, 1], 1 << 30);
+    check(&file(dir.path()), &[1, 0], 1 << 30);
+}
