@@ -1,19 +1,5 @@
-//! Several GPUs: one file's load spread over devices ([`ReaderBuilder::build_spread`]).
-//!
-//! The load is cut into passes of whole row groups from the footer ([`crate::plan::passes`]),
-//! at least two per device where the row groups allow (so that each device has its next pass
-//! while the caller takes the last one), each within half the smallest device budget;
-//! [`crate::plan::devices::spread_passes`] gives each pass a device; [`InOrder`] runs each
-//! device's passes on a thread of its own — a pass is a load of its row groups on its device
-//! under that device's budget, with every other option of the builder — and yields the
-//! batches in load order, each on the device that decoded it ([`LoadedBatch::location`]). A
-//! device runs at most one pass ahead of the caller: its batches not yet taken hold its
-//! memory. A pass that fails ends the stream with an error naming its device and its row
-//! groups; nothing after it is yielded.
-//!
-//! Not yet: row selections and access plans (their rows are counted over the whole
-//! selection), and row groups larger than half a device's budget (read in pieces by a single
-//! device's load): such loads are refused with an error saying so.
+//! Several GPUs: one file's load spread over devices ([`ReaderBuilder::build_spread`],
+//! [`SpreadReader`]); the workers and their ordering are [`InOrder`]'s.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -28,7 +14,22 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::plan::devices::{spread_passes, DeviceBudget, DeviceSpread};
 
-/// A load spread over several devices: see the [module docs](self).
+/// A load spread over several devices ([`ReaderBuilder::build_spread`]).
+///
+/// The load is cut into passes of whole row groups from the footer
+/// ([`crate::plan::passes`]), at least two per device where the row groups allow (so that
+/// each device has its next pass while the caller takes the last one), each within half the
+/// smallest device budget; [`crate::plan::devices::spread_passes`] gives each pass a device.
+/// Each device runs its passes on a thread of its own — a pass is a load of its row groups on
+/// its device under that device's budget, with every other option of the builder — and the
+/// batches come in load order, each on the device that decoded it
+/// ([`LoadedBatch::location`]). A device runs at most one pass ahead of the caller: its
+/// batches not yet taken hold its memory. A pass that fails ends the stream with an error
+/// naming its device and its row groups; nothing after it is yielded.
+///
+/// Not yet: several files, row selections and access plans (their rows are counted over the
+/// whole selection), and row groups larger than half a device's budget (read in pieces by a
+/// single device's load): such loads are refused with an error saying so.
 #[derive(Clone)]
 pub struct SpreadReader {
     builder: ReaderBuilder,
@@ -209,8 +210,7 @@ impl SpreadReader {
         Ok((loaded.batches, loaded.report))
     }
 
-    /// The batches in load order, each pass loaded on its device (see the
-    /// [module docs](self)).
+    /// The batches in load order, each pass loaded on its device (see [`SpreadReader`]).
     pub fn batches(&self) -> SpreadBatches {
         let worker_of: Vec<usize> = self.spread.passes.iter().map(|p| p.device).collect();
         let me = self.clone();
