@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::*;
-use cuparquet::config::{CompatMode, IoSettings, Tuning};
+use cuparquet::config::{CompatMode, IoSettings};
 use cuparquet::device::{gpu, DeviceBuffer};
 use cuparquet::io::cufile;
 use cuparquet::io::gpu::GpuReader;
@@ -774,13 +774,7 @@ fn gpu_large_pages_equal_arrow_rs() {
             // model place it: these loads are small, so mostly the host); the host's share beside
             // nvCOMP none, then half of the bytes (the largest pages)
             for share in [0, 50] {
-                let all = ParquetGpuReader::builder(&p)
-                    .with_device(Device::Cuda(0))
-                    .with_tuning(Tuning {
-                        snappy: cuparquet::config::SnappyPlacement::Device,
-                        host_share: Some(share),
-                        ..Tuning::default()
-                    })
+                let all = cuda_with_host_share(&p, share)
                     .build()
                     .and_then(|r| r.load())
                     .and_then(|l| {

@@ -9,7 +9,6 @@ mod common;
 use std::io::Write as _;
 
 use common::*;
-use cuparquet::config::Tuning;
 use cuparquet::{Device, ParquetGpuReader};
 
 /// Whether nvCOMP is installed for the nvCOMP tests; without it, prints why `what` is skipped
@@ -196,13 +195,7 @@ fn load_checked(
     what: &str,
     failures: &mut Vec<String>,
 ) -> Option<Vec<cuparquet::reader::Decompressed>> {
-    let got = ParquetGpuReader::builder(p)
-        .with_device(Device::Cuda(0))
-        .with_tuning(Tuning {
-            snappy: cuparquet::config::SnappyPlacement::Device,
-            host_share: Some(share),
-            ..Tuning::default()
-        })
+    let got = cuda_with_host_share(p, share)
         .build()
         .and_then(|r| r.load());
     let l = match got {
