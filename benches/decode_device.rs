@@ -13,6 +13,8 @@
 //! - `CUPARQUET_BENCH_KEEP_DICTIONARIES=1`: every load (device, host, baseline) with
 //!   `with_keep_dictionaries(true)` (string columns stored with a dictionary load as
 //!   `Dictionary(Int32, Utf8)`);
+//! - `CUPARQUET_BENCH_DEVICES`: CUDA ordinals (e.g. `0,1`) to also load each file spread over
+//!   (`ReaderBuilder::build_spread`), against the one-device load;
 //! - `CUPARQUET_BENCH_BASELINE=0`: measure cuparquet only (quick comparisons of builds; figures
 //!   for RESULTS.md always come with the baseline).
 //!
@@ -128,6 +130,51 @@ fn device_load(path: &Path) -> (Duration, u64, cuparquet::LoadReport, cuparquet:
     (dt, bytes, loaded.report.clone(), loaded)
 }
 
+/// Loads of `path` spread over the devices `ordinals` (`build_spread`), `rounds` times after a
+/// warm-up, against the one-device load's `best` (its Arrow `bytes`): best and median, and
+/// what each device did in the last round.
+fn spread_loads(path: &Path, ordinals: &[usize], rounds: usize, bytes: u64, best: Duration) {
+    let load = || {
+        let t = Instant::now();
+        let l = ParquetGpuReader::builder(path)
+            .with_keep_dictionaries(keep_dictionaries())
+            .build_spread(ordinals)
+            .unwrap()
+            .load()
+            .unwrap();
+        (t.elapsed(), l.devices)
+    };
+    let _ = load();
+    let mut times = Vec::new();
+    let mut last = Vec::new();
+    for _ in 0..rounds {
+        let (dt, d) = load();
+        times.push(dt);
+        last = d;
+    }
+    let (b, m) = stats(&mut times);
+    let per: Vec<String> = last
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {} passes {:.1} ms",
+                d.device,
+                d.passes,
+                d.time.as_secs_f64() * 1e3
+            )
+        })
+        .collect();
+    println!(
+        "{:<20} spread over {ordinals:?}: {:.2} GB/s best ({:.1} ms, {:.2}x one device), {:.1} ms median; last round: {}",
+        "",
+        bytes as f64 / b.as_secs_f64() / 1e9,
+        b.as_secs_f64() * 1e3,
+        best.as_secs_f64() / b.as_secs_f64(),
+        m.as_secs_f64() * 1e3,
+        per.join(", ")
+    );
+}
+
 /// The baseline: arrow-rs on the host (all cores), then every batch uploaded.
 fn host_then_upload(path: &Path) -> (Duration, u64, Vec<DeviceRecordBatch>) {
     let g = cuparquet::device::gpu(0).unwrap();
@@ -240,6 +287,15 @@ fn main() {
     );
     let gpu = cuparquet::device::gpu(0).unwrap();
     println!("device: cuda:0 {}", gpu.name());
+    let spread_over: Option<Vec<usize>> = std::env::var("CUPARQUET_BENCH_DEVICES").ok().map(|v| {
+        v.split(',')
+            .map(|d| {
+                d.trim()
+                    .parse()
+                    .expect("CUPARQUET_BENCH_DEVICES: ordinals, e.g. 0,1")
+            })
+            .collect()
+    });
 
     for (v, f) in variants.iter().zip(&files) {
         let size = std::fs::metadata(f).unwrap().len();
@@ -310,6 +366,9 @@ fn main() {
             g.host_decompressed_pages,
             g.nvcomp_pages
         );
+        if let Some(ords) = &spread_over {
+            spread_loads(f, ords, rounds, bytes, best);
+        }
         if let Some(g) = &rep.gpu_decode {
             if !g.stages.is_empty() {
                 let st: Vec<String> = g
