@@ -35,6 +35,8 @@ pub struct SpreadReader {
     builder: ReaderBuilder,
     /// The load as the first device plans it (footer, plan, schema).
     first: ParquetGpuReader,
+    /// Its footer, handed to each pass's load.
+    meta: Arc<crate::metadata::FileMetadata>,
     devices: Vec<Device>,
     spread: Arc<DeviceSpread>,
 }
@@ -157,8 +159,10 @@ impl SpreadReader {
             });
         }
         let spread = spread_passes(&[(path, passes)], &budgets)?;
+        let meta = Arc::new(first.metadata().clone());
         Ok(SpreadReader {
             builder,
+            meta,
             first,
             devices,
             spread: Arc::new(spread),
@@ -203,7 +207,7 @@ impl SpreadReader {
             .with_device(device)
             .with_row_groups(p.row_groups.iter().copied())
             .with_memory_budget(share.device.budget)
-            .with_metadata(Arc::new(self.first.metadata().clone()))
+            .with_metadata(Arc::clone(&self.meta))
             .build()
             .map_err(fail)?;
         let loaded = reader.load().map_err(fail)?;
