@@ -192,11 +192,21 @@ fn load_spreads_over_devices_or_says_why_not() {
         assert_eq!(o.status.code(), Some(1), "{err}");
         assert!(err.contains("device cuda:0"), "{err}");
     }
-    // one file for now: a directory is refused before anything is read
-    let o = run(&["load", "testdata", "--devices", "cuda:0,cuda:1"]);
-    let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("reads one file"), "{err}");
+    // a directory: its files' passes spread as one load
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..2 {
+        std::fs::copy(f, dir.path().join(format!("part-{i}.parquet"))).unwrap();
+    }
+    let d = dir.path().to_str().unwrap();
+    let o = run(&["load", d, "--devices", "cuda:0", "--memory-budget", "4MiB"]);
+    let (out, err) = text(&o);
+    if cuparquet::device::probe_cuda().devices > 0 {
+        assert!(o.status.success(), "{err}");
+        assert!(out.contains("loaded 40000 rows of 2 files"), "{out}");
+    } else {
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains("device cuda:0"), "{err}");
+    }
 }
 
 #[test]

@@ -73,7 +73,31 @@ fn gpu_spread_over_one_device_equals_arrow_rs() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    check(&file(dir.path()), &[0], 1 << 30);
+    let p = file(dir.path());
+    check(&p, &[0], 1 << 30);
+    // two files as one load: batches in file order, on the device
+    std::fs::copy(&p, dir.path().join("spread-2.parquet")).unwrap();
+    let s = ParquetGpuReader::dataset_builder()
+        .with_memory_budget(1 << 30)
+        .build_spread_dataset([dir.path()], &[0])
+        .unwrap();
+    let got = s.load().unwrap();
+    let files: Vec<String> = got
+        .batches
+        .iter()
+        .map(|b| b.file().file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let mut sorted = files.clone();
+    sorted.sort();
+    assert_eq!(files, sorted);
+    assert_eq!(
+        got.batches.iter().map(|b| b.num_rows()).sum::<usize>(),
+        400_000
+    );
+    assert!(got
+        .batches
+        .iter()
+        .all(|b| b.location() == Location::Cuda(0)));
 }
 
 #[test]

@@ -139,8 +139,8 @@ enum Cmd {
         /// Dictionary(Int32, _) arrays.
         #[arg(long)]
         keep_dictionaries: bool,
-        /// Spread the load over these CUDA devices (e.g. cuda:0,cuda:1; one file): each pass of
-        /// row groups read, decoded and held by one of them, each with --memory-budget (else
+        /// Spread the load over these CUDA devices (e.g. cuda:0,cuda:1): each pass of row
+        /// groups (of every file, as one load) read, decoded and held by one of them, each with --memory-budget (else
         /// 80% of its free memory); prints what each device did.
         #[arg(long, value_parser = parse_devices_arg)]
         devices: Option<DeviceList>,
@@ -509,18 +509,11 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             let pending = output.as_deref().map(Pending::create).transpose()?;
             let single = files.len() == 1 && !file.is_dir();
             if let Some(DeviceList(ordinals)) = devices {
-                if !single {
-                    return Err(Error::Setting {
-                        name: "devices".into(),
-                        value: ordinals
-                            .iter()
-                            .map(|o| format!("cuda:{o}"))
-                            .collect::<Vec<_>>()
-                            .join(","),
-                        reason: "a load over several devices reads one file (for now)".into(),
-                    });
-                }
-                let s = b.build_spread(&ordinals)?;
+                let s = if single {
+                    b.build_spread(&ordinals)?
+                } else {
+                    b.build_spread_dataset(&files, &ordinals)?
+                };
                 let l = s.load();
                 if let Some(bar) = &bar {
                     bar.finish();
@@ -532,7 +525,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 let rows: u64 = l.devices.iter().map(|d| d.rows).sum();
                 if json {
                     let v = serde_json::json!({
-                        "file": file.display().to_string(),
+                        "files": s.files().iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
                         "rows": rows,
                         "wall_s": l.wall.as_secs_f64(),
                         "devices": l.devices,
@@ -543,7 +536,11 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 } else if !quiet {
                     out!(
                         "loaded {rows} rows of {} in {:.1} ms over {} devices\n{}",
-                        file.display(),
+                        if single {
+                            file.display().to_string()
+                        } else {
+                            format!("{} files", s.files().len())
+                        },
                         l.wall.as_secs_f64() * 1e3,
                         l.devices.len(),
                         s.spread()

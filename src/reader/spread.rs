@@ -1,14 +1,15 @@
-//! Several GPUs: one file's load spread over devices ([`ReaderBuilder::build_spread`],
-//! [`SpreadReader`]); the workers and their ordering are [`InOrder`]'s.
+//! Several GPUs: a load (of one file or several) spread over devices
+//! ([`ReaderBuilder::build_spread`], [`SpreadReader`]); the workers and their ordering are
+//! [`InOrder`]'s.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow::datatypes::SchemaRef;
 
 use super::in_order::InOrder;
-use super::{LoadReport, ParquetGpuReader, ReaderBuilder};
+use super::{LoadReport, ReaderBuilder};
 use crate::array::LoadedBatch;
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -27,16 +28,16 @@ use crate::plan::devices::{spread_passes, DeviceBudget, DeviceSpread};
 /// batches not yet taken hold its memory. A pass that fails ends the stream with an error
 /// naming its device and its row groups; nothing after it is yielded.
 ///
-/// Not yet: several files, row selections and access plans (their rows are counted over the
+/// Not yet: row selections and access plans (their rows are counted over the
 /// whole selection), and row groups larger than half a device's budget (read in pieces by a
 /// single device's load): such loads are refused with an error saying so.
 #[derive(Clone)]
 pub struct SpreadReader {
     builder: ReaderBuilder,
-    /// The load as the first device plans it (footer, plan, schema).
-    first: ParquetGpuReader,
-    /// Its footer, handed to each pass's load.
-    meta: Arc<crate::metadata::FileMetadata>,
+    /// The files, each with its footer (handed to each of its passes' loads).
+    files: Vec<(PathBuf, Arc<crate::metadata::FileMetadata>)>,
+    /// The schema of the batches (the files' merged, as a [`super::Dataset`]'s).
+    schema: SchemaRef,
     devices: Vec<Device>,
     spread: Arc<DeviceSpread>,
 }
@@ -89,25 +90,56 @@ impl ReaderBuilder {
     /// the load planned here.
     pub fn build_spread(self, ordinals: &[usize]) -> Result<SpreadReader> {
         crate::plan::devices::device_budgets(ordinals, 0)?;
-        SpreadReader::open(self, ordinals.iter().map(|&n| Device::Cuda(n)).collect())
+        let files = vec![self.path.clone()];
+        SpreadReader::open(self, files, ordinals.iter().map(|&n| Device::Cuda(n)).collect())
+    }
+
+    /// Several GPUs over several files: [`build_spread`](Self::build_spread) over the files of
+    /// `paths` (files, or directories of `*.parquet` files, as
+    /// [`build_dataset`](Self::build_dataset) lists them and checks their schemas), their
+    /// passes spread as one load, the batches in file order.
+    pub fn build_spread_dataset<P: AsRef<Path>>(
+        self,
+        paths: impl IntoIterator<Item = P>,
+        ordinals: &[usize],
+    ) -> Result<SpreadReader> {
+        crate::plan::devices::device_budgets(ordinals, 0)?;
+        let given: Vec<PathBuf> = paths
+            .into_iter()
+            .map(|p| p.as_ref().to_path_buf())
+            .collect();
+        let files = crate::source::expand_paths(&given)?;
+        if files.is_empty() {
+            return Err(Error::SchemaMismatch {
+                first: given.first().cloned().unwrap_or_default(),
+                second: PathBuf::new(),
+                reason: "no Parquet files there".into(),
+            });
+        }
+        SpreadReader::open(self, files, ordinals.iter().map(|&n| Device::Cuda(n)).collect())
     }
 }
 
 impl SpreadReader {
     /// `devices` may repeat a device (tests spread a load over host decoders).
-    pub(crate) fn open(builder: ReaderBuilder, devices: Vec<Device>) -> Result<Self> {
-        let path = builder.path.clone();
+    pub(crate) fn open(
+        builder: ReaderBuilder,
+        files: Vec<PathBuf>,
+        devices: Vec<Device>,
+    ) -> Result<Self> {
         if builder.rows.is_some() {
             return Err(Error::Unsupported {
-                path,
+                path: files[0].clone(),
                 what: "a row selection or an access plan with several devices (not yet: load \
                        on one device)"
                     .into(),
             });
         }
-        let first = builder.clone().with_device(devices[0]).build()?;
-        let meta = first.metadata();
-        let plan = first.plan();
+        // every footer read and plan made (in parallel), the schemas checked, as a dataset's
+        let dataset = builder
+            .clone()
+            .with_device(devices[0])
+            .build_dataset(&files)?;
         let mut budgets = Vec::with_capacity(devices.len());
         for (i, d) in devices.iter().enumerate() {
             let budget = match (builder.memory_budget, d) {
@@ -133,37 +165,50 @@ impl SpreadReader {
         let smallest = budgets.iter().map(|b| b.budget).min().unwrap_or(0);
         // passes within half the smallest budget, and at least two a device where the row
         // groups allow
-        let total: u64 = plan
-            .row_groups
-            .iter()
-            .map(|&rg| crate::plan::passes::row_group_cost(plan, &meta.metadata, rg).device_bytes)
-            .sum();
-        let share = (total / (2 * devices.len() as u64)).max(1);
-        let pass_budget = (smallest / 2).min(share.max(largest_need(plan, meta)));
-        let passes = crate::plan::plan_passes(
-            &path,
-            plan,
-            &meta.metadata,
-            pass_budget,
-            builder.batch_rows as u64,
-            builder.keep_dictionaries,
-        )?;
-        if passes.passes.iter().any(|p| p.piece.is_some()) {
-            return Err(Error::Unsupported {
-                path,
-                what: format!(
-                    "a row group larger than half a device's budget ({} bytes) with several \
-                     devices (not yet: load on one device, which reads it in pieces)",
-                    smallest / 2
-                ),
-            });
+        let (mut total, mut largest) = (0u64, 0u64);
+        for r in dataset.readers() {
+            let (plan, meta) = (r.plan(), &r.metadata().metadata);
+            for &rg in &plan.row_groups {
+                let c = crate::plan::passes::row_group_cost(plan, meta, rg);
+                total += c.device_bytes;
+                largest = largest.max(c.device_bytes + c.read_bytes);
+            }
         }
-        let spread = spread_passes(&[(path, passes)], &budgets)?;
-        let meta = Arc::new(first.metadata().clone());
+        let share = (total / (2 * devices.len() as u64)).max(1);
+        let pass_budget = (smallest / 2).min(share.max(largest));
+        let mut plans = Vec::with_capacity(files.len());
+        for (path, r) in files.iter().zip(dataset.readers()) {
+            let passes = crate::plan::plan_passes(
+                path,
+                r.plan(),
+                &r.metadata().metadata,
+                pass_budget,
+                builder.batch_rows as u64,
+                builder.keep_dictionaries,
+            )?;
+            if passes.passes.iter().any(|p| p.piece.is_some()) {
+                return Err(Error::Unsupported {
+                    path: path.clone(),
+                    what: format!(
+                        "a row group larger than half a device's budget ({} bytes) with \
+                         several devices (not yet: load on one device, which reads it in \
+                         pieces)",
+                        smallest / 2
+                    ),
+                });
+            }
+            plans.push((path.clone(), passes));
+        }
+        let spread = spread_passes(&plans, &budgets)?;
+        let files = files
+            .into_iter()
+            .zip(dataset.readers())
+            .map(|(p, r)| (p, Arc::new(r.metadata().clone())))
+            .collect();
         Ok(SpreadReader {
             builder,
-            meta,
-            first,
+            files,
+            schema: dataset.schema().clone(),
             devices,
             spread: Arc::new(spread),
         })
@@ -174,9 +219,9 @@ impl SpreadReader {
         &self.spread
     }
 
-    /// The load's Arrow schema.
+    /// The load's Arrow schema (several files': merged, as a [`super::Dataset`]'s).
     pub fn schema(&self) -> &SchemaRef {
-        self.first.schema()
+        &self.schema
     }
 
     /// The device of each share of [`spread`](Self::spread), in words (`cuda:N`).
@@ -189,6 +234,7 @@ impl SpreadReader {
         let p = &self.spread.passes[k];
         let share = &self.spread.shares[p.device];
         let device = self.devices[p.device];
+        let (path, meta) = &self.files[p.file];
         let fail = |e: Error| Error::Device {
             device: device.to_string(),
             reason: format!(
@@ -198,20 +244,30 @@ impl SpreadReader {
                     .map(|r| r.to_string())
                     .collect::<Vec<_>>()
                     .join(", "),
-                self.builder.path.display()
+                path.display()
             ),
         };
         let reader = self
             .builder
             .clone()
+            .with_path(path)
             .with_device(device)
             .with_row_groups(p.row_groups.iter().copied())
             .with_memory_budget(share.device.budget)
-            .with_metadata(Arc::clone(&self.meta))
+            .with_metadata(Arc::clone(meta))
             .build()
             .map_err(fail)?;
         let loaded = reader.load().map_err(fail)?;
-        Ok((loaded.batches, loaded.report))
+        let batches = if self.files.len() > 1 {
+            loaded
+                .batches
+                .into_iter()
+                .map(|b| b.with_schema(&self.schema))
+                .collect()
+        } else {
+            loaded.batches
+        };
+        Ok((batches, loaded.report))
     }
 
     /// The batches in load order, each pass loaded on its device (see [`SpreadReader`]).
@@ -258,22 +314,10 @@ impl SpreadReader {
         })
     }
 
-    /// The file.
-    pub fn path(&self) -> &Path {
-        &self.builder.path
+    /// The files, in load order.
+    pub fn files(&self) -> Vec<&Path> {
+        self.files.iter().map(|(p, _)| p.as_path()).collect()
     }
-}
-
-/// The largest device bytes any one row group of `plan` needs: passes are at least that.
-fn largest_need(plan: &crate::plan::ReadPlan, meta: &crate::metadata::FileMetadata) -> u64 {
-    plan.row_groups
-        .iter()
-        .map(|&rg| {
-            let c = crate::plan::passes::row_group_cost(plan, &meta.metadata, rg);
-            c.device_bytes + c.read_bytes
-        })
-        .max()
-        .unwrap_or(0)
 }
 
 /// The stream of [`SpreadReader::batches`].
@@ -326,6 +370,7 @@ impl Iterator for SpreadBatches {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reader::ParquetGpuReader;
 
     fn sample() -> std::path::PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/lineitem-sample.parquet")
@@ -346,6 +391,7 @@ mod tests {
             ParquetGpuReader::builder(sample())
                 .with_batch_rows(3000)
                 .with_memory_budget(4 << 20),
+            vec![sample()],
             vec![Device::Host, Device::Host],
         )
         .unwrap();
@@ -370,6 +416,39 @@ mod tests {
     }
 
     #[test]
+    fn the_passes_of_several_files_are_spread_as_one_load() {
+        // the sample three times: 12 row groups, passes spread over three decoders, batches
+        // in file order, each file's rows complete
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<PathBuf> = (0..3)
+            .map(|i| {
+                let p = dir.path().join(format!("part-{i}.parquet"));
+                std::fs::copy(sample(), &p).unwrap();
+                p
+            })
+            .collect();
+        let s = SpreadReader::open(
+            ParquetGpuReader::dataset_builder().with_memory_budget(4 << 20),
+            files.clone(),
+            vec![Device::Host, Device::Host, Device::Host],
+        )
+        .unwrap();
+        assert_eq!(s.files().len(), 3);
+        let got = s.load().unwrap();
+        let order: Vec<(PathBuf, usize)> = got
+            .batches
+            .iter()
+            .map(|b| (b.file().to_path_buf(), b.rows()[0].row_group))
+            .collect();
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(order, sorted, "batches out of file and row-group order");
+        assert_eq!(got.batches.iter().map(|b| b.num_rows() as u64).sum::<u64>(), 60_000);
+        assert!(got.devices.iter().all(|d| d.passes >= 2), "{:?}", got.devices);
+        assert!(got.batches.iter().all(|b| b.schema() == *s.schema()));
+    }
+
+    #[test]
     fn a_failing_pass_names_its_device_and_row_groups() {
         let dir = tempfile::tempdir().unwrap();
         // the file vanishes after planning: the first pass fails, naming its device
@@ -377,6 +456,7 @@ mod tests {
         std::fs::copy(sample(), &moved).unwrap();
         let s2 = SpreadReader::open(
             ParquetGpuReader::builder(&moved).with_memory_budget(4 << 20),
+            vec![moved.clone()],
             vec![Device::Host, Device::Host],
         )
         .unwrap();
@@ -390,6 +470,7 @@ mod tests {
         let sel = crate::plan::RowSelection::from(vec![crate::plan::RowSelector::select(10)]);
         let e = SpreadReader::open(
             ParquetGpuReader::builder(sample()).with_row_selection(sel),
+            vec![sample()],
             vec![Device::Host, Device::Host],
         )
         .unwrap_err()
