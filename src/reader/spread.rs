@@ -449,6 +449,22 @@ mod tests {
     }
 
     #[test]
+    fn a_load_that_selects_nothing_is_empty() {
+        let s = SpreadReader::open(
+            ParquetGpuReader::builder(sample())
+                .with_filter("l_orderkey < 0")
+                .with_memory_budget(4 << 20),
+            vec![sample()],
+            vec![Device::Host, Device::Host],
+        )
+        .unwrap();
+        assert!(s.spread().passes.is_empty());
+        let got = s.load().unwrap();
+        assert!(got.batches.is_empty());
+        assert!(got.devices.iter().all(|d| d.passes == 0));
+    }
+
+    #[test]
     fn a_failing_pass_names_its_device_and_row_groups() {
         let dir = tempfile::tempdir().unwrap();
         // the file vanishes after planning: the first pass fails, naming its device
