@@ -12,15 +12,14 @@ mod reference_decoder;
 use common::{flip_bytes, Rng};
 use emu::*;
 
+/// The emulator's input for (stream, claimed size) pairs.
+fn emulator_input(jobs: &[(Vec<u8>, usize)]) -> Vec<u8> {
+    streams_input(jobs.iter().map(|(s, n)| (s.as_slice(), *n)))
+}
+
 /// Runs `lz4_check` over (block, claimed size) pairs: per block its error bits.
 fn check(emu: &std::path::Path, jobs: &[(Vec<u8>, usize)]) -> Vec<u32> {
-    let mut input = (jobs.len() as u32).to_le_bytes().to_vec();
-    for (src, dst_len) in jobs {
-        input.extend((src.len() as u64).to_le_bytes());
-        input.extend((*dst_len as u64).to_le_bytes());
-        input.extend(src);
-    }
-    run_emulator_with(emu, &input, "lz4_check", &["lz4"])
+    run_emulator_with(emu, &emulator_input(jobs), "lz4_check", &["lz4"])
         .chunks_exact(4)
         .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
         .collect()
@@ -127,18 +126,13 @@ fn emulated_lz4_check_refuses_what_lz4_flex_refuses() {
     );
 }
 
-/// Runs `lz4_hadoop_blocks` over (page, claimed size) pairs: per page its blocks as (source
-/// range, output range), or `None` where the page is left to the host.
+/// A page's LZ4 blocks as (source range, output range), or `None` where the page is left to
+/// the host.
 type Blocks = Option<Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>>;
 
+/// Runs `lz4_hadoop_blocks` over (page, claimed size) pairs: per page its blocks.
 fn hadoop(emu: &std::path::Path, jobs: &[(Vec<u8>, usize)]) -> Vec<Blocks> {
-    let mut input = (jobs.len() as u32).to_le_bytes().to_vec();
-    for (src, dst_len) in jobs {
-        input.extend((src.len() as u64).to_le_bytes());
-        input.extend((*dst_len as u64).to_le_bytes());
-        input.extend(src);
-    }
-    let out = run_emulator_with(emu, &input, "lz4_hadoop_blocks", &["hadoop"]);
+    let out = run_emulator_with(emu, &emulator_input(jobs), "lz4_hadoop_blocks", &["hadoop"]);
     let mut at = 0;
     let word = |at: &mut usize, n: usize| {
         let v = u64::from_le_bytes({

@@ -24,13 +24,7 @@ fn run_snappy(emu: &Path, jobs: &[Job]) -> Vec<(u32, Vec<u8>, bool)> {
 }
 
 fn snappy_input(jobs: &[Job]) -> Vec<u8> {
-    let mut b = (jobs.len() as u32).to_le_bytes().to_vec();
-    for j in jobs {
-        b.extend((j.src.len() as u64).to_le_bytes());
-        b.extend((j.dst_len as u64).to_le_bytes());
-        b.extend(&j.src);
-    }
-    b
+    streams_input(jobs.iter().map(|j| (j.src.as_slice(), j.dst_len)))
 }
 
 /// Runs `snappy_pages` (mode "pages") or `snappy_fragments` ("fragments") over `jobs`.

@@ -257,7 +257,7 @@ fn parse_devices_arg(s: &str) -> Result<DeviceList, String> {
             Err(e) => Err(e.to_string()),
         })
         .collect::<Result<Vec<usize>, String>>()?;
-    cuparquet::plan::devices::device_budgets(&ordinals, 0).map_err(|e| e.to_string())?;
+    cuparquet::plan::devices::check_devices(&ordinals).map_err(|e| e.to_string())?;
     Ok(DeviceList(ordinals))
 }
 

@@ -156,32 +156,49 @@ fn decompress_values(
             })?
             .map_err(fail);
     }
-    let options = CodecOptionsBuilder::default().build();
-    let mut c = match create_codec(codec, &options) {
-        Ok(Some(c)) => c,
-        Ok(None) => {
-            return Err(page_error(
-                index,
-                p.offset,
-                format!("no codec for {codec:?}"),
-            ))
-        }
-        Err(e) => return Err(page_error(index, p.offset, e.to_string())),
-    };
-    let mut v = Vec::with_capacity(out.len());
-    let got = crate::error::panic_guard::contain(|| c.decompress(values, &mut v, Some(out.len())))
+    crate::error::panic_guard::contain(|| by_parquet_codec(codec, values, out))
         .map_err(|panic| {
             fail(format!(
                 "decompression panicked: {}",
                 crate::metadata::rephrase(panic)
             ))
         })?
-        .map_err(|e| fail(format!("decompression failed: {e}")))?;
+        .map_err(|fault| match fault {
+            CodecFault::NoCodec(reason) => page_error(index, p.offset, reason),
+            CodecFault::Failed(e) => fail(format!("decompression failed: {e}")),
+            CodecFault::Size(got) => fail(format!(
+                "decompressed to {got} bytes of values, the header leaves {}",
+                out.len()
+            )),
+        })
+}
+
+/// Why [`by_parquet_codec`] did not fill its output.
+enum CodecFault {
+    /// The parquet crate has no such codec (or would not make one).
+    NoCodec(String),
+    /// The codec refused the data.
+    Failed(String),
+    /// It decompressed to this many bytes, not the output's length.
+    Size(usize),
+}
+
+/// Decompresses `values` by the parquet crate's own codec for `codec` (with the framings it
+/// falls back to, e.g. LZ4's) into `out`, which it must fill exactly. Panics are the callers'
+/// to contain.
+fn by_parquet_codec(codec: Compression, values: &[u8], out: &mut [u8]) -> Result<(), CodecFault> {
+    let options = CodecOptionsBuilder::default().build();
+    let mut c = match create_codec(codec, &options) {
+        Ok(Some(c)) => c,
+        Ok(None) => return Err(CodecFault::NoCodec(format!("no codec for {codec:?}"))),
+        Err(e) => return Err(CodecFault::NoCodec(e.to_string())),
+    };
+    let mut v = Vec::with_capacity(out.len());
+    let got = c
+        .decompress(values, &mut v, Some(out.len()))
+        .map_err(|e| CodecFault::Failed(e.to_string()))?;
     if got != out.len() || v.len() != out.len() {
-        return Err(fail(format!(
-            "decompressed to {got} bytes of values, the header leaves {}",
-            out.len()
-        )));
+        return Err(CodecFault::Size(got));
     }
     out.copy_from_slice(&v);
     Ok(())
@@ -247,20 +264,10 @@ pub(crate) fn decompress_exact(codec: Compression, src: &[u8], dst: &mut [u8]) -
             .and_then(exact),
         Compression::GZIP(_) => inflate_bounded(codec, src, dst),
         // Hadoop-framed LZ4, and the framings arrow-rs tries after it: its own codec
-        Compression::LZ4 => {
-            let options = CodecOptionsBuilder::default().build();
-            let mut c = match create_codec(codec, &options) {
-                Ok(Some(c)) => c,
-                Ok(None) => return Err("no LZ4 codec".to_string()),
-                Err(e) => return Err(e.to_string()),
-            };
-            let mut v = Vec::with_capacity(n);
-            let got = c.decompress(src, &mut v, Some(n)).map_err(|e| e.to_string())?;
-            exact(got)?;
-            exact(v.len())?;
-            dst.copy_from_slice(&v);
-            Ok(())
-        }
+        Compression::LZ4 => by_parquet_codec(codec, src, dst).map_err(|fault| match fault {
+            CodecFault::NoCodec(e) | CodecFault::Failed(e) => e,
+            CodecFault::Size(got) => format!("decompressed to {got} bytes, not {n}"),
+        }),
         other => Err(format!("{other:?} is not decompressed here")),
     })?
 }
@@ -378,10 +385,15 @@ mod tests {
         let mut w = flate2::write::GzEncoder::new(&mut gzip, flate2::Compression::default());
         w.write_all(&raw).unwrap();
         w.finish().unwrap();
+        // one Hadoop frame: decompressed and compressed sizes (big-endian), the LZ4 block
+        let mut hadoop = (raw.len() as u32).to_be_bytes().to_vec();
+        hadoop.extend((lz4.len() as u32).to_be_bytes());
+        hadoop.extend(&lz4);
         for (codec, data) in [
             (Compression::ZSTD(Default::default()), &zstd),
             (Compression::LZ4_RAW, &lz4),
             (Compression::GZIP(Default::default()), &gzip),
+            (Compression::LZ4, &hadoop),
         ] {
             let mut out = vec![0u8; raw.len()];
             assert_eq!(decompress_exact(codec, data, &mut out), Ok(()), "{codec:?}");

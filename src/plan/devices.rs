@@ -75,8 +75,8 @@ pub struct DeviceSpread {
     pub shares: Vec<DeviceShare>,
 }
 
-/// The devices of `ordinals`, each with `budget`: a list checked to name each device once.
-pub fn device_budgets(ordinals: &[usize], budget: u64) -> Result<Vec<DeviceBudget>> {
+/// Checks a device list: at least one device, each named once.
+pub fn check_devices(ordinals: &[usize]) -> Result<()> {
     if ordinals.is_empty() {
         return Err(Error::setting("devices", "", "name at least one CUDA device"));
     }
@@ -90,6 +90,12 @@ pub fn device_budgets(ordinals: &[usize], budget: u64) -> Result<Vec<DeviceBudge
             ));
         }
     }
+    Ok(())
+}
+
+/// The devices of `ordinals` ([`check_devices`]), each with `budget`.
+pub fn device_budgets(ordinals: &[usize], budget: u64) -> Result<Vec<DeviceBudget>> {
+    check_devices(ordinals)?;
     Ok(ordinals
         .iter()
         .map(|&ordinal| DeviceBudget { ordinal, budget })
@@ -100,7 +106,7 @@ pub fn device_budgets(ordinals: &[usize], budget: u64) -> Result<Vec<DeviceBudge
 /// (see the [module docs](self)).
 pub fn spread_passes(plans: &[(PathBuf, PassPlan)], devices: &[DeviceBudget]) -> Result<DeviceSpread> {
     let ordinals: Vec<usize> = devices.iter().map(|d| d.ordinal).collect();
-    device_budgets(&ordinals, 0)?;
+    check_devices(&ordinals)?;
     let mut shares: Vec<DeviceShare> = devices
         .iter()
         .map(|&device| DeviceShare {

@@ -490,17 +490,10 @@ impl ReaderBuilder {
             Location::Cuda(n) => {
                 let budget = match self.memory_budget {
                     Some(b) => b,
-                    None => match std::env::var(ENV_MEMORY_BUDGET) {
-                        Ok(v) => crate::config::parse_size(ENV_MEMORY_BUDGET, &v)?,
-                        // small loads skip asking the driver (cuMemGetInfo costs more than
-                        // planning them): a device without that much free memory fails the
-                        // load's first allocation with an error saying so
-                        Err(_) if estimate(&plan, &meta) <= SMALL_LOAD_BYTES => u64::MAX,
-                        Err(_) => {
-                            let (free, _) = device::gpu(n)?.memory_info()?;
-                            (free as f64 * DEFAULT_MEMORY_BUDGET_SHARE) as u64
-                        }
-                    },
+                    // small loads skip asking the driver (cuMemGetInfo costs more than
+                    // planning them): a device without that much free memory fails the load's
+                    // first allocation with an error saying so
+                    None => default_budget(n, estimate(&plan, &meta) <= SMALL_LOAD_BYTES)?,
                 };
                 if budget == 0 {
                     return Err(Error::setting(
@@ -602,6 +595,20 @@ pub const ENV_MEMORY_BUDGET: &str = "CUPARQUET_MEMORY_BUDGET";
 /// ([`ReaderBuilder::with_memory_budget`]): 0.8, leaving room for the caller's own work and
 /// for other processes' allocations made meanwhile.
 pub const DEFAULT_MEMORY_BUDGET_SHARE: f64 = 0.8;
+
+/// Device `n`'s memory budget when none is given: `CUPARQUET_MEMORY_BUDGET` where it is set,
+/// else none at all (`u64::MAX`) for a `small` load, else [`DEFAULT_MEMORY_BUDGET_SHARE`] of
+/// the device's free memory.
+pub(super) fn default_budget(n: usize, small: bool) -> Result<u64> {
+    match std::env::var(ENV_MEMORY_BUDGET) {
+        Ok(v) => crate::config::parse_size(ENV_MEMORY_BUDGET, &v),
+        Err(_) if small => Ok(u64::MAX),
+        Err(_) => {
+            let (free, _) = device::gpu(n)?.memory_info()?;
+            Ok((free as f64 * DEFAULT_MEMORY_BUDGET_SHARE) as u64)
+        }
+    }
+}
 
 /// Device loads whose footer estimate is at most this (1 GiB) are not checked against the
 /// device's free memory when no budget is set ([`ReaderBuilder::with_memory_budget`]).

@@ -46,6 +46,26 @@ pub struct LoadedDataset {
     pub reports: Vec<LoadReport>,
 }
 
+/// The files of `paths` (files, or directories of `*.parquet` files, listed as a dataset lists
+/// them); none at all is an error naming the first path.
+pub(super) fn dataset_files<P: AsRef<Path>>(
+    paths: impl IntoIterator<Item = P>,
+) -> Result<Vec<PathBuf>> {
+    let given: Vec<PathBuf> = paths
+        .into_iter()
+        .map(|p| p.as_ref().to_path_buf())
+        .collect();
+    let files = crate::source::expand_paths(&given)?;
+    if files.is_empty() {
+        return Err(Error::SchemaMismatch {
+            first: given.first().cloned().unwrap_or_default(),
+            second: PathBuf::new(),
+            reason: "no Parquet files there".into(),
+        });
+    }
+    Ok(files)
+}
+
 impl ReaderBuilder {
     /// Builds a [`Dataset`] over `paths` (files, or directories of `*.parquet` files) with
     /// this builder's options (its own path is ignored): the paths are listed, every file's
@@ -55,18 +75,7 @@ impl ReaderBuilder {
         self,
         paths: impl IntoIterator<Item = P>,
     ) -> Result<Dataset> {
-        let given: Vec<PathBuf> = paths
-            .into_iter()
-            .map(|p| p.as_ref().to_path_buf())
-            .collect();
-        let files = crate::source::expand_paths(&given)?;
-        if files.is_empty() {
-            return Err(Error::SchemaMismatch {
-                first: given.first().cloned().unwrap_or_default(),
-                second: PathBuf::new(),
-                reason: "no Parquet files there".into(),
-            });
-        }
+        let files = dataset_files(paths)?;
         let access = vec![None; files.len()];
         Dataset::open(self, files, access)
     }

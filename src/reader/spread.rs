@@ -89,7 +89,7 @@ impl ReaderBuilder {
     /// (or `CUPARQUET_MEMORY_BUDGET`), else 80% of its free memory. The footer is read and
     /// the load planned here.
     pub fn build_spread(self, ordinals: &[usize]) -> Result<SpreadReader> {
-        crate::plan::devices::device_budgets(ordinals, 0)?;
+        crate::plan::devices::check_devices(ordinals)?;
         let files = vec![self.path.clone()];
         SpreadReader::open(self, files, ordinals.iter().map(|&n| Device::Cuda(n)).collect())
     }
@@ -103,19 +103,8 @@ impl ReaderBuilder {
         paths: impl IntoIterator<Item = P>,
         ordinals: &[usize],
     ) -> Result<SpreadReader> {
-        crate::plan::devices::device_budgets(ordinals, 0)?;
-        let given: Vec<PathBuf> = paths
-            .into_iter()
-            .map(|p| p.as_ref().to_path_buf())
-            .collect();
-        let files = crate::source::expand_paths(&given)?;
-        if files.is_empty() {
-            return Err(Error::SchemaMismatch {
-                first: given.first().cloned().unwrap_or_default(),
-                second: PathBuf::new(),
-                reason: "no Parquet files there".into(),
-            });
-        }
+        crate::plan::devices::check_devices(ordinals)?;
+        let files = super::dataset::dataset_files(paths)?;
         SpreadReader::open(self, files, ordinals.iter().map(|&n| Device::Cuda(n)).collect())
     }
 }
@@ -144,14 +133,7 @@ impl SpreadReader {
         for (i, d) in devices.iter().enumerate() {
             let budget = match (builder.memory_budget, d) {
                 (Some(b), _) => b,
-                (None, Device::Cuda(n)) => match std::env::var(super::builder::ENV_MEMORY_BUDGET)
-                {
-                    Ok(v) => crate::config::parse_size(super::builder::ENV_MEMORY_BUDGET, &v)?,
-                    Err(_) => {
-                        let (free, _) = crate::device::gpu(*n)?.memory_info()?;
-                        (free as f64 * super::builder::DEFAULT_MEMORY_BUDGET_SHARE) as u64
-                    }
-                },
+                (None, Device::Cuda(n)) => super::builder::default_budget(*n, false)?,
                 (None, _) => u64::MAX / 4,
             };
             budgets.push(DeviceBudget {

@@ -197,6 +197,18 @@ pub(crate) fn run_emulator(emu: &Path, input: &[u8], what: &str) -> Vec<u8> {
     run_emulator_with(emu, input, what, &[])
 }
 
+/// The SNAPPY emulator's input (`tests/emu/snappy_main.cpp`) for (stream, claimed output
+/// size) pairs: their count, then each one's lengths and bytes.
+pub(crate) fn streams_input<'a>(jobs: impl ExactSizeIterator<Item = (&'a [u8], usize)>) -> Vec<u8> {
+    let mut input = (jobs.len() as u32).to_le_bytes().to_vec();
+    for (src, dst_len) in jobs {
+        input.extend((src.len() as u64).to_le_bytes());
+        input.extend((dst_len as u64).to_le_bytes());
+        input.extend(src);
+    }
+    input
+}
+
 /// [`run_emulator`] with extra arguments after the two files.
 pub(crate) fn run_emulator_with(emu: &Path, input: &[u8], what: &str, args: &[&str]) -> Vec<u8> {
     let tmp = tempfile::tempdir().unwrap();

@@ -21,6 +21,7 @@ use super::locate::PageLocations;
 use super::snappy::{device_jobs, Jobs};
 use super::{DeviceChunks, PageCounts};
 use crate::device::nvcomp::{Nvcomp, NvcompCodec};
+use crate::plan::codec_name;
 use crate::device::{DeviceBuffer, Gpu};
 use crate::error::{Error, Result};
 
@@ -36,21 +37,6 @@ pub(super) fn nvcomp_codec(codec: parquet::basic::Compression) -> Option<NvcompC
         C::ZSTD(_) => Some(NvcompCodec::Zstd),
         C::LZ4_RAW | C::LZ4 => Some(NvcompCodec::Lz4),
         _ => None,
-    }
-}
-
-/// A parquet codec's kind, whatever its level: the pages of one kind go to one nvCOMP call.
-fn codec_rank(codec: parquet::basic::Compression) -> u8 {
-    use parquet::basic::Compression as C;
-    match codec {
-        C::UNCOMPRESSED => 0,
-        C::SNAPPY => 1,
-        C::GZIP(_) => 2,
-        C::LZO => 3,
-        C::BROTLI(_) => 4,
-        C::LZ4 => 5,
-        C::ZSTD(_) => 6,
-        C::LZ4_RAW => 7,
     }
 }
 
@@ -94,18 +80,18 @@ pub(super) fn nvcomp_on_device(
     let mut bad: std::collections::HashSet<usize> = std::collections::HashSet::new();
     // per chunk: its pages the host decompressed
     let mut host_pages: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
-    // one nvCOMP call per parquet codec (LZ4 and LZ4_RAW both go to nvCOMP's LZ4, framed
-    // differently, and the host decompresses each its own way beside it)
+    // one nvCOMP call per parquet codec, whatever its level (LZ4 and LZ4_RAW both go to
+    // nvCOMP's LZ4, framed differently, and the host decompresses each its own way beside it)
     let mut kinds: Vec<(NvcompCodec, parquet::basic::Compression)> = codecs.to_vec();
-    kinds.sort_by_key(|c| codec_rank(c.1));
-    kinds.dedup_by_key(|c| codec_rank(c.1));
+    kinds.sort_by_key(|c| codec_name(c.1));
+    kinds.dedup_by_key(|c| codec_name(c.1));
     let cores = rayon::current_num_threads();
     for (codec, parquet_codec) in kinds {
+        let name = codec_name(parquet_codec);
         let mine: Vec<usize> = (0..jobs.len())
             .filter(|&j| {
-                codec_of_chunk
-                    .get(&job_pages[j].0)
-                    .is_some_and(|c| codec_rank(c.1) == codec_rank(parquet_codec))
+                let c = codec_of_chunk.get(&job_pages[j].0);
+                c.is_some_and(|c| codec_name(c.1) == name)
             })
             .collect();
         if mine.is_empty() {
