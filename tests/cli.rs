@@ -207,6 +207,26 @@ fn load_spreads_over_devices_or_says_why_not() {
         assert_eq!(o.status.code(), Some(1), "{err}");
         assert!(err.contains("device cuda:0"), "{err}");
     }
+    // every device here, with a row selection's worth of rows: the filter's
+    let o = run(&[
+        "load",
+        f,
+        "--devices",
+        "all",
+        "--memory-budget",
+        "4MiB",
+        "--filter",
+        "l_orderkey < 20000",
+    ]);
+    let (out, err) = text(&o);
+    let n = cuparquet::device::probe_cuda().devices;
+    if n > 0 {
+        assert!(o.status.success(), "{err}");
+        assert!(out.contains(&format!("over {n} device")), "{out}");
+    } else {
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("--devices") && err.contains("device cuda"), "{err}");
+    }
 }
 
 #[test]

@@ -98,6 +98,53 @@ fn gpu_spread_over_one_device_equals_arrow_rs() {
         .batches
         .iter()
         .all(|b| b.location() == Location::Cuda(0)));
+    // a row selection, under a budget small enough that row groups are read in pieces (by
+    // their pages): equal to the host's load of the same selection
+    use cuparquet::plan::{RowSelection, RowSelector};
+    let sel = || {
+        RowSelection::from(vec![
+            RowSelector::skip(30_001),
+            RowSelector::select(100_000),
+            RowSelector::skip(7),
+            RowSelector::select(3),
+        ])
+    };
+    let want = ParquetGpuReader::builder(&p)
+        .with_device(cuparquet::Device::Host)
+        .with_row_selection(sel())
+        .build()
+        .unwrap()
+        .load()
+        .unwrap();
+    let want = concat(
+        &want.schema,
+        &want
+            .batches
+            .iter()
+            .map(|b| b.to_host().unwrap())
+            .collect::<Vec<_>>(),
+    );
+    for budget in [1 << 30, 2 << 20] {
+        let s = ParquetGpuReader::builder(&p)
+            .with_row_selection(sel())
+            .with_memory_budget(budget)
+            .build_spread(&[0])
+            .unwrap();
+        let got = s.load().unwrap();
+        let host: Vec<_> = got.batches.iter().map(|b| b.to_host().unwrap()).collect();
+        assert_eq!(concat(&want.schema(), &host), want, "budget {budget}");
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "a row selection spread over cuda:0 under {budget} bytes: {} passes, {} of them \
+             pieces of a row group",
+            s.spread().passes.len(),
+            s.spread()
+                .passes
+                .windows(2)
+                .filter(|w| w[0].row_groups == w[1].row_groups)
+                .count()
+        );
+    }
 }
 
 #[test]

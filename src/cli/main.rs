@@ -98,7 +98,7 @@ enum Cmd {
         #[arg(long)]
         keep_dictionaries: bool,
         /// With --memory-budget: spread the passes over these CUDA devices (e.g.
-        /// cuda:0,cuda:1), each with that budget: which device would read, decode and hold each
+        /// cuda:0,cuda:1; `all`: every CUDA device here), each with that budget: which device would read, decode and hold each
         /// pass.
         #[arg(long, value_parser = parse_devices_arg, requires = "memory_budget")]
         devices: Option<DeviceList>,
@@ -139,7 +139,8 @@ enum Cmd {
         /// Dictionary(Int32, _) arrays.
         #[arg(long)]
         keep_dictionaries: bool,
-        /// Spread the load over these CUDA devices (e.g. cuda:0,cuda:1): each pass of row
+        /// Spread the load over these CUDA devices (e.g. cuda:0,cuda:1; `all`: every CUDA
+        /// device here): each pass of row
         /// groups (of every file, as one load) read, decoded and held by one of them, each with --memory-budget (else
         /// 80% of its free memory); prints what each device did.
         #[arg(long, value_parser = parse_devices_arg)]
@@ -244,9 +245,14 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
 #[derive(Debug, Clone)]
 struct DeviceList(Vec<usize>);
 
-/// A comma-separated list of CUDA devices (`cuda:N`, `gpu:N`, `cuda`): their ordinals, each
-/// once.
+/// A comma-separated list of CUDA devices (`cuda:N`, `gpu:N`, `cuda`), or `all` (every CUDA
+/// device here): their ordinals, each once.
 fn parse_devices_arg(s: &str) -> Result<DeviceList, String> {
+    if s == "all" {
+        return cuparquet::device::cuda_devices()
+            .map(DeviceList)
+            .map_err(|e| e.to_string());
+    }
     let ordinals = s
         .split(',')
         .map(|d| match d.parse::<Device>() {

@@ -119,6 +119,21 @@ impl CudaProbe {
     }
 }
 
+/// Every CUDA device of this machine, by ordinal (`cuda:0` .. `cuda:N-1`): the devices to
+/// spread a load over when all of them are wanted
+/// ([`ReaderBuilder::build_spread`](crate::ReaderBuilder::build_spread), `--devices all`). An
+/// error saying why when there is none (no driver, or no device).
+pub fn cuda_devices() -> crate::error::Result<Vec<usize>> {
+    let probe = probe_cuda();
+    if probe.devices == 0 {
+        return Err(crate::error::Error::Device {
+            device: "cuda".into(),
+            reason: probe.detail.clone(),
+        });
+    }
+    Ok((0..probe.devices).collect())
+}
+
 /// Probes the CUDA driver and counts devices. Never panics; cached for the process.
 pub fn probe_cuda() -> &'static CudaProbe {
     static PROBE: OnceLock<CudaProbe> = OnceLock::new();

@@ -56,7 +56,7 @@ pub struct ReaderBuilder {
     pub(super) batch_rows: usize,
     pub(super) keep_dictionaries: bool,
     tuning: Option<Tuning>,
-    page_index: bool,
+    pub(super) page_index: bool,
     nthreads: Option<usize>,
     task_size: Option<u64>,
     direct_io: Option<bool>,
@@ -80,12 +80,14 @@ enum RowFilterExpr {
     Typed(Predicate),
 }
 
-/// The rows asked for: a selection over the rows of the selected row groups, or an access
-/// plan of every row group.
+/// The rows asked for: a selection over the rows of the selected row groups, an access plan
+/// of every row group, or (a pass of a spread load, [`super::SpreadReader`]) the rows of each
+/// row group read, as a plan holds them.
 #[derive(Debug, Clone)]
 pub(super) enum RowsAsked {
     Selection(crate::plan::RowSelection),
     Access(Vec<crate::plan::RowGroupAccess>),
+    Ranges(crate::plan::RowRanges),
 }
 
 impl std::fmt::Debug for ReaderBuilder {
@@ -289,6 +291,13 @@ impl ReaderBuilder {
         self
     }
 
+    /// Reads only the rows `rows` of each row group it names (row groups it does not name
+    /// are not read): a pass of a spread load, its rows planned over the whole load.
+    pub(super) fn with_row_ranges(mut self, rows: crate::plan::RowRanges) -> Self {
+        self.rows = Some(RowsAsked::Ranges(rows));
+        self
+    }
+
     /// The most device memory a device load's own live allocations may reach at once: raw
     /// chunks, decompressed pages, scratch, and decoded batches not yet handed to the caller
     /// (batches the caller holds are the caller's; the memory pool's retained free memory and
@@ -430,6 +439,7 @@ impl ReaderBuilder {
             Some(RowsAsked::Access(a)) => {
                 Some(crate::plan::rows_of_access_plan(&self.path, md, a)?)
             }
+            Some(RowsAsked::Ranges(r)) => Some(r.clone()),
         };
         // a row filter prunes like a filter, and reads the columns it tests
         let filter = match &self.row_filter {

@@ -28,9 +28,10 @@ use crate::plan::devices::{spread_passes, DeviceBudget, DeviceSpread};
 /// batches not yet taken hold its memory. A pass that fails ends the stream with an error
 /// naming its device and its row groups; nothing after it is yielded.
 ///
-/// Not yet: row selections and access plans (their rows are counted over the
-/// whole selection), and row groups larger than half a device's budget (read in pieces by a
-/// single device's load): such loads are refused with an error saying so.
+/// Row selections and access plans are planned once, over the whole load, and each pass loads
+/// its row groups' selected rows. A row group too large for a pass is cut into pieces at page
+/// boundaries, as a single device's load cuts it ([`crate::plan::pieces`]; the page index is
+/// read when the footer was read without it), and its pieces are spread like any pass.
 #[derive(Clone)]
 pub struct SpreadReader {
     builder: ReaderBuilder,
@@ -40,6 +41,9 @@ pub struct SpreadReader {
     schema: SchemaRef,
     devices: Vec<Device>,
     spread: Arc<DeviceSpread>,
+    /// Per pass of [`spread`](Self::spread): the rows of each of its row groups it reads,
+    /// where not every row (a piece, or a load with a row selection or access plan).
+    pass_rows: Arc<Vec<Option<crate::plan::RowRanges>>>,
 }
 
 impl std::fmt::Debug for SpreadReader {
@@ -116,14 +120,6 @@ impl SpreadReader {
         files: Vec<PathBuf>,
         devices: Vec<Device>,
     ) -> Result<Self> {
-        if builder.rows.is_some() {
-            return Err(Error::Unsupported {
-                path: files[0].clone(),
-                what: "a row selection or an access plan with several devices (not yet: load \
-                       on one device)"
-                    .into(),
-            });
-        }
         // every footer read and plan made (in parallel), the schemas checked, as a dataset's
         let dataset = builder
             .clone()
@@ -159,24 +155,34 @@ impl SpreadReader {
         let share = (total / (2 * devices.len() as u64)).max(1);
         let pass_budget = (smallest / 2).min(share.max(largest));
         let mut plans = Vec::with_capacity(files.len());
+        let mut pass_rows = Vec::new();
         for (path, r) in files.iter().zip(dataset.readers()) {
-            let passes = crate::plan::plan_passes(
+            let passes = match crate::plan::plan_passes(
                 path,
                 r.plan(),
                 &r.metadata().metadata,
                 pass_budget,
                 builder.batch_rows as u64,
                 builder.keep_dictionaries,
-            )?;
-            if passes.passes.iter().any(|p| p.piece.is_some()) {
-                return Err(Error::Unsupported {
-                    path: path.clone(),
-                    what: format!(
-                        "a row group larger than half a device's budget ({} bytes) with \
-                         several devices (not yet: load on one device, which reads it in \
-                         pieces)",
-                        smallest / 2
+            ) {
+                // a row group too large for a pass: cut into pieces by pages, with the page
+                // index (read now when it was not asked for)
+                Err(Error::MemoryBudget { .. }) if !builder.page_index => {
+                    return Self::open(builder.with_page_index(true), files, devices);
+                }
+                other => other?,
+            };
+            for p in &passes.passes {
+                pass_rows.push(match (&p.piece, &r.plan().rows) {
+                    (Some(piece), _) => piece.rows.clone(),
+                    // the selection's rows of the pass's row groups (a filter's page pruning
+                    // alone is left to each pass's own plan)
+                    (None, Some(rows)) if builder.rows.is_some() => Some(
+                        (p.row_groups.iter())
+                            .filter_map(|rg| rows.get(rg).map(|v| (*rg, v.clone())))
+                            .collect(),
                     ),
+                    (None, _) => None,
                 });
             }
             plans.push((path.clone(), passes));
@@ -193,6 +199,7 @@ impl SpreadReader {
             schema: dataset.schema().clone(),
             devices,
             spread: Arc::new(spread),
+            pass_rows: Arc::new(pass_rows),
         })
     }
 
@@ -229,16 +236,18 @@ impl SpreadReader {
                 path.display()
             ),
         };
-        let reader = self
+        let mut builder = self
             .builder
             .clone()
             .with_path(path)
             .with_device(device)
             .with_row_groups(p.row_groups.iter().copied())
             .with_memory_budget(share.device.budget)
-            .with_metadata(Arc::clone(meta))
-            .build()
-            .map_err(fail)?;
+            .with_metadata(Arc::clone(meta));
+        if let Some(rows) = &self.pass_rows[k] {
+            builder = builder.with_row_ranges(rows.clone());
+        }
+        let reader = builder.build().map_err(fail)?;
         let loaded = reader.load().map_err(fail)?;
         let batches = if self.files.len() > 1 {
             loaded
@@ -464,15 +473,154 @@ mod tests {
             e.contains("host") && e.contains("pass 0 (row groups 0)") && e.contains("sample.parquet"),
             "{e}"
         );
-        // a row selection is refused for now, saying so
-        let sel = crate::plan::RowSelection::from(vec![crate::plan::RowSelector::select(10)]);
-        let e = SpreadReader::open(
-            ParquetGpuReader::builder(sample()).with_row_selection(sel),
-            vec![sample()],
-            vec![Device::Host, Device::Host],
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("row selection") && e.contains("several devices"), "{e}");
+    }
+
+    /// Every batch of a load, as one host batch, and the rows each came from, merged.
+    fn concat(b: &[LoadedBatch]) -> (arrow::record_batch::RecordBatch, Vec<(usize, u64, u64)>) {
+        let host: Vec<_> = b.iter().map(|b| b.as_host().unwrap().clone()).collect();
+        let mut rows: Vec<(usize, u64, u64)> = Vec::new();
+        for r in b.iter().flat_map(|b| b.rows().iter()) {
+            match rows.last_mut() {
+                Some(last) if last.0 == r.row_group && last.2 == r.rows.start => last.2 = r.rows.end,
+                _ => rows.push((r.row_group, r.rows.start, r.rows.end)),
+            }
+        }
+        let schema = host[0].schema();
+        (arrow::compute::concat_batches(&schema, &host).unwrap(), rows)
+    }
+
+    fn one_host_load(b: ReaderBuilder) -> Vec<LoadedBatch> {
+        b.with_device(Device::Host).build().unwrap().load().unwrap().batches
+    }
+
+    #[test]
+    fn row_selections_and_access_plans_are_spread_with_their_rows() {
+        use crate::plan::{RowGroupAccess, RowSelection, RowSelector};
+        let sel = || {
+            RowSelection::from(vec![
+                RowSelector::skip(1500),
+                RowSelector::select(7000),
+                RowSelector::skip(5000),
+                RowSelector::select(3),
+                RowSelector::skip(1),
+                RowSelector::select(1200),
+            ])
+        };
+        let access = || {
+            vec![
+                RowGroupAccess::Skip,
+                RowGroupAccess::Scan,
+                RowGroupAccess::Selection(RowSelection::from(vec![
+                    RowSelector::skip(10),
+                    RowSelector::select(20),
+                ])),
+                RowGroupAccess::Scan,
+            ]
+        };
+        type Make<'a> = Box<dyn Fn() -> ReaderBuilder + 'a>;
+        let builders: [(&str, Make<'_>); 3] = [
+            (
+                "selection",
+                Box::new(|| ParquetGpuReader::builder(sample()).with_row_selection(sel())),
+            ),
+            (
+                "selection over row groups 1..4",
+                Box::new(|| {
+                    ParquetGpuReader::builder(sample())
+                        .with_row_groups([1, 2, 3])
+                        .with_row_selection(sel())
+                }),
+            ),
+            (
+                "access plan",
+                Box::new(|| ParquetGpuReader::builder(sample()).with_access_plan(access())),
+            ),
+        ];
+        for (what, b) in builders {
+            let one = one_host_load(b().with_batch_rows(2000));
+            let s = SpreadReader::open(
+                b().with_batch_rows(2000).with_memory_budget(4 << 20),
+                vec![sample()],
+                vec![Device::Host, Device::Host],
+            )
+            .unwrap();
+            assert!(s.spread().passes.len() >= 2, "{what}: {:?}", s.spread());
+            let got = s.load().unwrap();
+            assert_eq!(concat(&got.batches), concat(&one), "{what}");
+            let rows: u64 = got.devices.iter().map(|d| d.rows).sum();
+            assert_eq!(rows, one.iter().map(|b| b.num_rows() as u64).sum::<u64>(), "{what}");
+        }
+    }
+
+    /// A file of one row group of `rows` rows, pages of about 1000 rows, with the page index.
+    fn one_big_row_group(rows: i64) -> tempfile::NamedTempFile {
+        use arrow::array::{ArrayRef, Int64Array, StringArray};
+        let f = tempfile::NamedTempFile::new().unwrap();
+        let batch = arrow::record_batch::RecordBatch::try_from_iter([
+            ("a", Arc::new(Int64Array::from_iter_values(0..rows)) as ArrayRef),
+            (
+                "s",
+                Arc::new(StringArray::from_iter_values(
+                    (0..rows).map(|i| format!("row {}", i * 7919 % 100_003)),
+                )) as ArrayRef,
+            ),
+        ])
+        .unwrap();
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_max_row_group_row_count(Some(rows as usize))
+            .set_data_page_row_count_limit(1000)
+            .set_write_batch_size(500)
+            .set_dictionary_enabled(false)
+            .build();
+        let mut w =
+            parquet::arrow::ArrowWriter::try_new(f.reopen().unwrap(), batch.schema(), Some(props))
+                .unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        f
+    }
+
+    #[test]
+    fn a_row_group_too_large_for_a_pass_is_spread_in_pieces() {
+        let f = one_big_row_group(60_000);
+        let path = f.path().to_path_buf();
+        let sel = || {
+            crate::plan::RowSelection::from(vec![
+                crate::plan::RowSelector::skip(2500),
+                crate::plan::RowSelector::select(40_000),
+            ])
+        };
+        for with_selection in [false, true] {
+            let b = || {
+                let b = ParquetGpuReader::builder(&path).with_batch_rows(4096);
+                if with_selection {
+                    b.with_row_selection(sel())
+                } else {
+                    b
+                }
+            };
+            let one = one_host_load(b());
+            // the footer read without the page index: read again with it, to cut the pieces
+            let s = SpreadReader::open(
+                b().with_memory_budget(1 << 20),
+                vec![path.clone()],
+                vec![Device::Host, Device::Host],
+            )
+            .unwrap();
+            let passes = &s.spread().passes;
+            assert!(passes.len() >= 4, "{:?}", s.spread());
+            assert!(passes.iter().all(|p| p.row_groups == [0]));
+            assert!(s.spread().shares.iter().all(|d| d.passes.len() >= 2));
+            let got = s.load().unwrap();
+            let (batch, rows) = concat(&got.batches);
+            assert_eq!((&batch, &rows), (&concat(&one).0, &concat(&one).1));
+            let want = if with_selection { (0, 2500, 42_500) } else { (0, 0, 60_000) };
+            assert_eq!(rows, [want]);
+            // each piece read only its own pages (aligned reads round them up): about the
+            // file once over, not the row group once a pass
+            let read: u64 = got.devices.iter().map(|d| d.bytes_read).sum();
+            let file = std::fs::metadata(&path).unwrap().len();
+            assert!(read < 2 * file, "read {read} of a {file}-byte file in {} passes", passes.len());
+        }
     }
 }
