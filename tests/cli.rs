@@ -225,7 +225,10 @@ fn load_spreads_over_devices_or_says_why_not() {
         assert!(out.contains(&format!("over {n} device")), "{out}");
     } else {
         assert_eq!(o.status.code(), Some(2), "{err}");
-        assert!(err.contains("--devices") && err.contains("device cuda"), "{err}");
+        assert!(
+            err.contains("--devices") && err.contains("device cuda"),
+            "{err}"
+        );
     }
 }
 

@@ -39,8 +39,9 @@ pub const ENV_NVCOMP: &str = "CUPARQUET_NVCOMP";
 pub enum NvcompCodec {
     /// Parquet ZSTD (one or more ZSTD frames).
     Zstd,
-    /// Parquet GZIP (a gzip member). Bound, but the decoder does not give it GZIP pages: 5.3
-    /// wrote past a page's output where the page inflated past its claim.
+    /// Parquet GZIP (a gzip member). Bound, but the decoder does not give it GZIP pages (5.3
+    /// wrote past a page's output where the page inflated past its claim): our own kernel
+    /// inflates them.
     Gzip,
     /// Parquet LZ4_RAW (one LZ4 block).
     Lz4,

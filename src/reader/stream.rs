@@ -79,8 +79,8 @@ impl ReaderState {
             return passes.clone();
         }
         let plan = &self.plan;
-        // chunks decompressed by the device (SNAPPY unless sent to the host; ZSTD, GZIP and
-        // LZ4_RAW where nvCOMP is installed): their waves overlap reads with kernels;
+        // chunks decompressed by the device (SNAPPY unless sent to the host; GZIP; ZSTD and
+        // LZ4 where nvCOMP is installed): their waves overlap reads with kernels;
         // host-decompressed codecs keep the cores busy that the reads need, and measured
         // slower in waves
         let md = &self.meta.metadata;
@@ -94,6 +94,7 @@ impl ReaderState {
                 {
                     device_compressed += c.len()
                 }
+                Compression::GZIP(_) => device_compressed += c.len(),
                 codec if crate::decode::gpu::nvcomp_takes(codec) => device_compressed += c.len(),
                 _ => host_compressed += c.len(),
             }

@@ -58,6 +58,7 @@ inline thread_local EmuBlock* emu_block = nullptr;
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ static
+#define __constant__
 
 inline void emu_sync_block();
 inline void emu_sync_warp();
@@ -94,6 +95,11 @@ inline unsigned __ballot_sync(unsigned, int pred) {
 }
 
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
+inline unsigned __brev(unsigned v) {
+    unsigned r = 0;
+    for (int i = 0; i < 32; i++) r |= ((v >> i) & 1u) << (31 - i);
+    return r;
+}
 inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
     return (unsigned)((((unsigned long long)hi << 32) | lo) >> (shift & 31));
 }

@@ -43,10 +43,14 @@ pub(crate) const NESTED_MODULE: KernelModule = KernelModule {
     ),
 };
 
-/// SNAPPY page decompression, one block per page.
+/// Page decompression: SNAPPY (one block per page or fragment), LZ4 checks and Hadoop frames,
+/// and GZIP (`inflate.cu`, one warp per page).
 pub(crate) const SNAPPY_MODULE: KernelModule = KernelModule {
     name: "snappy",
-    source: include_str!("kernels/snappy.cu"),
+    source: concat!(
+        include_str!("kernels/snappy.cu"),
+        include_str!("kernels/inflate.cu")
+    ),
 };
 
 /// The exact row filter: predicates into row masks, scans, compaction.
@@ -65,6 +69,9 @@ pub(crate) const MODULES: &[&KernelModule] = &[
     &FILTER_MODULE,
     &NESTED_MODULE,
 ];
+
+/// GZIP pages per block of `gzip_pages`, a warp each (`INFLATE_WARPS` in inflate.cu).
+pub(crate) const INFLATE_WARPS: u32 = 4;
 
 /// Threads per block of the nested kernels (`NEST_THREADS` in nested.cu).
 pub(crate) const NEST_THREADS: u32 = 256;
@@ -236,6 +243,9 @@ kernels! {
     LZ4_HADOOP_BLOCKS = lz4_hadoop_blocks in SNAPPY_MODULE(
         Const<SnappyJob>, i32, Const<u64>, Mut<SnappyJob>, Mut<i32>
     );
+    /// One warp per GZIP page: its members inflated into exactly its size, each checked by
+    /// its trailer. (jobs, num_jobs, errors).
+    GZIP_PAGES = gzip_pages in SNAPPY_MODULE(Const<SnappyJob>, i32, Mut<u32>);
     /// Integers against a 128-bit literal. (values, n, valid, mode, lit_lo, lit_hi, out).
     PRED_INT = pred_int in FILTER_MODULE(Const<u8>, u64, Const<u8>, i32, u64, u64, Mut<u8>);
     /// Floats against a double. (values, n, valid, mode, lit_bits, out).
@@ -647,6 +657,32 @@ pub(crate) const SNAPPY_ERRORS: &[(u32, &str)] = &[
     ),
 ];
 
+/// Error bits of `gzip_pages`, per page. Any of them sends the page's chunk to the host's
+/// inflater, which reads it as arrow-rs does or names what is wrong, so they are not shown;
+/// listed here to be checked against the source.
+#[cfg(test)]
+pub(crate) const GZIP_ERRORS: &[(u32, &str)] = &[
+    (0x1, "the GZIP stream ends inside a header, a block or a trailer"),
+    (0x2, "the GZIP data inflates past the page's uncompressed size"),
+    (
+        0x4,
+        "a DEFLATE match reaches before the start of its member's output",
+    ),
+    (
+        0x8,
+        "the GZIP members inflate to less than the page's uncompressed size",
+    ),
+    (0x10, "a GZIP member's CRC-32 or length differs from its trailer"),
+    (
+        0x20,
+        "a GZIP member header the GPU does not read (magic, method, FHCRC or reserved flags)",
+    ),
+    (
+        0x40,
+        "a DEFLATE block type, stored length, code set or symbol that is not allowed",
+    ),
+];
+
 /// Parquet's number of a stored type (`Type` in the format's Thrift), as the kernels check it.
 pub fn physical_code(name: &str) -> i32 {
     match name {
@@ -785,6 +821,17 @@ mod tests {
         assert_eq!(whole, format!("{SNAPPY_WHOLE:#x}u"));
         assert_eq!(num(&DECODE_BYTES_MODULE, "DBA_THREADS"), u64::from(DBA_THREADS));
         assert_eq!(num(&DECODE_BYTES_MODULE, "DBA_SEGMENT"), DBA_SEGMENT);
+        assert_eq!(num(&SNAPPY_MODULE, "INFLATE_WARPS"), u64::from(INFLATE_WARPS));
+        let bits = |errors: &[(u32, &str)]| errors.iter().map(|e| e.0).collect::<Vec<_>>();
+        let defined: Vec<u32> = ["G_TRUNCATED", "G_OVERRUN", "G_DISTANCE", "G_SIZE", "G_CHECK"]
+            .iter()
+            .chain(&["G_HEADER", "G_CODE"])
+            .map(|n| {
+                let v = define(&SNAPPY_MODULE, n);
+                u32::from_str_radix(v.trim_start_matches("0x").trim_end_matches('u'), 16).unwrap()
+            })
+            .collect();
+        assert_eq!(bits(GZIP_ERRORS), defined);
     }
 
     #[test]
@@ -862,7 +909,7 @@ mod tests {
             declared.len(),
             "declared kernels missing from their sources"
         );
-        assert_eq!(found, 37);
+        assert_eq!(found, 38);
     }
 
     fn mirror<T: CStruct>() -> (&'static str, usize, &'static [(&'static str, &'static str)]) {

@@ -1,12 +1,13 @@
 //! Where each page's (decompressed) data lives on the device: uncompressed pages in place in
 //! the load's buffer; ZSTD and LZ4_RAW pages decompressed by nvCOMP
 //! ([`nvcomp`](super::nvcomp)) where it is installed (the host's cores taking the largest beside
-//! it); SNAPPY pages by our kernel ([`snappy`](super::snappy)) or the host;
-//! the rest decompressed on the host (a task per chunk) and uploaded through pinned
-//! buffers.
+//! it); SNAPPY pages by our kernel ([`snappy`](super::snappy)) or the host; GZIP pages by our
+//! inflate kernel ([`inflate`](super::inflate)); the rest, and chunks a kernel or nvCOMP
+//! refused, decompressed on the host (a task per chunk) and uploaded through pinned buffers.
 
 use std::sync::Arc;
 
+use super::inflate::gzip_on_device;
 use super::kernels::PageInfo;
 use super::nvcomp::{nvcomp_codec, nvcomp_on_device};
 use super::profile::timed;
@@ -24,6 +25,7 @@ pub(super) type PageLocations = (Vec<(u64, u64)>, PageCounts);
 /// by nvCOMP where it is installed, `host_share` percent of their bytes (the largest pages) by
 /// the host's cores beside it (a chunk either fails on goes to the host); SNAPPY pages by our
 /// kernel ([`snappy_on_device`]) or, where `placement` (or its model) says so, on the host;
+/// GZIP pages by our inflate kernel ([`gzip_on_device`]; a chunk it refuses on the host);
 /// the rest decompressed on the host (chunks in parallel) and uploaded through pinned
 /// buffers. Buffers the kernels will read are pushed to `uploads`,
 /// which must outlive them. Indexed like `cis`.
@@ -54,6 +56,7 @@ pub(super) fn locate_pages(
     };
     let mut out: Vec<Option<PageLocations>> = vec![None; cis.len()];
     let mut snappy = Vec::new();
+    let mut gzip = Vec::new();
     let mut host = Vec::new();
     let mut nv = Vec::new();
     let compressed = cis.iter().any(|&ci| {
@@ -83,6 +86,7 @@ pub(super) fn locate_pages(
                 ));
             }
             Compression::SNAPPY => snappy.push(k),
+            codec @ Compression::GZIP(_) => gzip.push((k, codec)),
             codec => match by_nvcomp(codec) {
                 Some(c) => nv.push((k, c, codec)),
                 None => host.push((k, codec)),
@@ -96,6 +100,18 @@ pub(super) fn locate_pages(
             nvcomp_on_device(n, chunks, &ks, &codecs, tables, host_share, &fail, uploads)
         })?;
         for (&(k, _, codec), d) in nv.iter().zip(done) {
+            match d {
+                Some(located) => out[k] = Some(located),
+                None => host.push((k, codec)),
+            }
+        }
+    }
+    if !gzip.is_empty() {
+        let gz: Vec<usize> = gzip.iter().map(|&(k, _)| cis[k]).collect();
+        let done = timed("GZIP kernel", || {
+            gzip_on_device(chunks, &gz, tables, &fail, uploads)
+        })?;
+        for (&(k, codec), d) in gzip.iter().zip(done) {
             match d {
                 Some(located) => out[k] = Some(located),
                 None => host.push((k, codec)),

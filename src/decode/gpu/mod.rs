@@ -29,9 +29,10 @@
 //! | file | stage |
 //! |---|---|
 //! | `page_tables.rs` | page headers parsed on the device, one [`PageInfo`] per page; their claims checked before anything is allocated by them |
-//! | `locate.rs` | where each page's decompressed data lives: in place, SNAPPY on the device or the host, nvCOMP's codecs by it (with the host's share beside it), other codecs on the host and uploaded |
+//! | `locate.rs` | where each page's decompressed data lives: in place, SNAPPY and GZIP on the device (SNAPPY on the host where that is faster), nvCOMP's codecs by it (with the host's share beside it), other codecs on the host and uploaded |
 //! | `snappy.rs` | the SNAPPY kernels (whole pages, or 64 KiB fragments of large ones) and the host-or-device model |
-//! | `nvcomp.rs` | ZSTD, LZ4_RAW and Hadoop-framed LZ4 pages (GZIP stays on the host: nvCOMP wrote out of bounds on a lying page): one nvCOMP call per codec, largest pages first |
+//! | `inflate.rs` | GZIP pages by our inflate kernel (a warp per page, bounded by the page's size, checked by each member's trailer); a chunk it refuses goes to the host's inflater |
+//! | `nvcomp.rs` | ZSTD, LZ4_RAW and Hadoop-framed LZ4 pages (not GZIP: nvCOMP wrote out of bounds on a lying page): one nvCOMP call per codec, largest pages first |
 //! | `beside.rs` | the largest of nvCOMP's pages (a share of their bytes) decompressed on the host's cores at the same time |
 //! | `page_jobs.rs` | the data-page jobs both value decoders build, and errors naming a page |
 //! | `fixed.rs` | [`decode_fixed_columns`]: fixed-width columns in one launch |
@@ -54,6 +55,7 @@ mod c_source;
 mod decimals;
 mod filter;
 mod fixed;
+mod inflate;
 pub(crate) mod kernels;
 mod launch;
 mod locate;

@@ -29,8 +29,8 @@ use crate::error::{Error, Result};
 /// for the Hadoop-framed LZ4 (its frames found on the device, [`hadoop_blocks`]). (Not GZIP:
 /// nvCOMP 5.3's decompressor wrote past a page's output where the page inflated past its
 /// header's claim — an illegal address on the H200 for a mutated file the host path refuses by
-/// its trailer (benches/RESULTS-2026-12-03.md, afternoon) — so GZIP pages stay with the host's
-/// bounded inflater.)
+/// its trailer (benches/RESULTS-2026-12-03.md, afternoon) — so GZIP pages go to our own
+/// bounded kernel, [`super::inflate`].)
 pub(super) fn nvcomp_codec(codec: parquet::basic::Compression) -> Option<NvcompCodec> {
     use parquet::basic::Compression as C;
     match codec {

@@ -78,7 +78,7 @@ pub struct PageCounts {
     pub host: usize,
     /// By nvCOMP on the device.
     pub nvcomp: usize,
-    /// By cuparquet's own SNAPPY kernel on the device.
+    /// By cuparquet's own kernels on the device (SNAPPY, GZIP).
     pub kernel: usize,
 }
 
