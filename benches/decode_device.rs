@@ -7,7 +7,8 @@
 //! - `CUPARQUET_BENCH_ROUNDS` (default 5), `CUPARQUET_BENCH_OUT` (a JSON-lines file to append
 //!   results to), `CUPARQUET_BENCH_LATENCY_ROUNDS` (default 50);
 //! - `CUPARQUET_BENCH_FILES`: a comma-separated subset of `snappy-dict`, `zstd-dict`,
-//!   `lz4raw-dict`, `lz4hadoop-dict`, `plain-uncompressed`, `latency` (default: all);
+//!   `lz4raw-dict`, `lz4hadoop-dict`, `gzip-dict`, `plain-uncompressed`, `latency` (default:
+//!   all);
 //! - `CUPARQUET_BENCH_EXTRA`: more files to measure the same way, `name=path` pairs separated
 //!   by commas (files written by other writers: pyarrow, DuckDB, Polars);
 //! - `CUPARQUET_BENCH_KEEP_DICTIONARIES=1`: every load (device, host, baseline) with
@@ -20,9 +21,9 @@
 //!
 //! Data: the lineitem-like table of `common::generate_lineitem` (sorted int64 key, random
 //! int64, int32 in 1..50, double, double with 2 decimals, date32, a 3-value string, a comment
-//! from 5000 distinct ~28-character values) written five ways — SNAPPY, ZSTD, LZ4_RAW and LZ4
-//! (Hadoop's framing, as arrow-rs and parquet-mr write it: a frame per page) with
-//! dictionaries, uncompressed without dictionaries — and a 100,000-row two-column
+//! from 5000 distinct ~28-character values) written six ways — SNAPPY, ZSTD, LZ4_RAW, LZ4
+//! (Hadoop's framing, as arrow-rs and parquet-mr write it: a frame per page) and GZIP (level
+//! 6) with dictionaries, uncompressed without dictionaries — and a 100,000-row two-column
 //! (int64 key, double) SNAPPY file for latency.
 //!
 //! Decoded GB/s = bytes of the resulting Arrow buffers ÷ wall time from the file path (reader
@@ -51,7 +52,7 @@ struct Variant {
     dictionary: bool,
 }
 
-fn variants() -> [Variant; 5] {
+fn variants() -> [Variant; 6] {
     [
         Variant {
             name: "snappy-dict",
@@ -71,6 +72,11 @@ fn variants() -> [Variant; 5] {
         Variant {
             name: "lz4hadoop-dict",
             codec: Compression::LZ4,
+            dictionary: true,
+        },
+        Variant {
+            name: "gzip-dict",
+            codec: Compression::GZIP(parquet::basic::GzipLevel::default()),
             dictionary: true,
         },
         Variant {

@@ -759,6 +759,7 @@ fn gpu_large_pages_equal_arrow_rs() {
     for (cname, codec) in [
         ("snappy", Compression::SNAPPY),
         ("zstd", Compression::ZSTD(ZstdLevel::default())),
+        ("gzip", Compression::GZIP(Default::default())),
         ("none", Compression::UNCOMPRESSED),
     ] {
         for dict in [true, false] {
@@ -779,19 +780,19 @@ fn gpu_large_pages_equal_arrow_rs() {
                     .and_then(|r| r.load())
                     .and_then(|l| {
                         // the report says where each field's pages were decompressed: SNAPPY
-                        // by our kernel, ZSTD by nvCOMP where it is installed (with a share, the
-                        // host beside it), else on the host
+                        // and GZIP by our kernels, ZSTD by nvCOMP where it is installed (with a
+                        // share, the host beside it), else on the host
                         let g = l.report.gpu_decode.clone().unwrap();
                         let nv = cuparquet::device::nvcomp::nvcomp().unwrap().is_some();
                         let compressed = codec != Compression::UNCOMPRESSED;
                         assert_eq!(g.decompressed.len(), 6 * compressed as usize, "{g:?}");
                         let device = |p: &cuparquet::reader::PageCounts| match codec {
-                            Compression::SNAPPY => p.kernel,
+                            Compression::SNAPPY | Compression::GZIP(_) => p.kernel,
                             _ if nv => p.nvcomp,
                             _ => 0,
                         };
                         let side = match codec {
-                            Compression::SNAPPY => 0,
+                            Compression::SNAPPY | Compression::GZIP(_) => 0,
                             _ if nv => share,
                             _ => 100,
                         };
