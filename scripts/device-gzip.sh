@@ -7,7 +7,8 @@
 #   2. compute-sanitizer memcheck over the large-page test (GZIP among its codecs) and the
 #      decompression bombs (a GZIP page inflating to 64 MiB past its claim) (SKIP_SANITIZER=1);
 #   3. bench-decode_device on the arrow-rs-written GZIP lineitem file and pyarrow's (its
-#      default gzip level), against arrow-rs host + upload, ROUNDS loads after a warm-up; the
+#      default gzip level): the host's share beside the kernel swept (SHARES), then the
+#      built-in share against arrow-rs host + upload, ROUNDS loads after a warm-up; the
 #      build before the kernel (.dev/old, scripts/pack-ab.sh: GZIP pages on the host's
 #      inflater) on the same files; and cuDF's read_parquet.
 set -u -o pipefail
@@ -40,6 +41,14 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
       write-codecs $d/lineitem-24000000-gzip-dict.parquet $d gzip
     extra="pyarrow-gzip=$d/lineitem-pyarrow-gzip.parquet"
   fi
+  # the host's share of the largest pages beside the kernel (CUPARQUET_TUNING=host_share=N)
+  for share in ${SHARES:-0 15 30 100}; do
+    echo "--- host_share=$share"
+    CUPARQUET_TUNING=host_share=$share CUPARQUET_BENCH_FILES=gzip-dict \
+      CUPARQUET_BENCH_EXTRA="$extra" CUPARQUET_BENCH_BASELINE=0 CUPARQUET_PROFILE=1 \
+      CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} timeout 200 .dev/bin/bench-decode_device 2>&1 \
+      | tee -a "$out/sweep.txt" | grep -E "GB/s|panicked"
+  done
   echo "=== bench-decode_device: GZIP, against arrow-rs host + upload"
   CUPARQUET_BENCH_FILES=gzip-dict CUPARQUET_BENCH_EXTRA="$extra" CUPARQUET_PROFILE=1 \
     CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} CUPARQUET_BENCH_OUT="$out/decode.jsonl" \

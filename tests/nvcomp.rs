@@ -87,11 +87,11 @@ fn gpu_nvcomp_decompresses_its_codecs() {
                 for d in &decompressed {
                     let p = d.pages;
                     host += p.host;
-                    nv += p.nvcomp;
+                    // the device's side: nvCOMP, or for GZIP our kernel
+                    nv += p.nvcomp + p.kernel * usize::from(matches!(codec, Compression::GZIP(_)));
                     let ok = match codec {
-                        Compression::SNAPPY | Compression::GZIP(_) => {
-                            p.kernel > 0 && p.host + p.nvcomp == 0
-                        }
+                        Compression::SNAPPY => p.kernel > 0 && p.host + p.nvcomp == 0,
+                        Compression::GZIP(_) => p.nvcomp == 0 && p.host + p.kernel > 0,
                         _ => p.kernel == 0 && p.host + p.nvcomp > 0,
                     };
                     if !ok {
@@ -100,7 +100,7 @@ fn gpu_nvcomp_decompresses_its_codecs() {
                 }
                 // the split: nvCOMP alone, both, the host alone
                 let split_ok = match (codec, share) {
-                    (Compression::SNAPPY | Compression::GZIP(_), _) => true,
+                    (Compression::SNAPPY, _) => true,
                     (_, 0) => host == 0 && nv > 0,
                     (_, 100) => nv == 0 && host > 0,
                     _ => nv > 0 && host > 0,

@@ -1,5 +1,6 @@
 //! The largest compressed pages of a pass decompressed on the host's cores beside nvCOMP's
-//! call, at the same time.
+//! call (and beside our GZIP kernel, [`super::inflate`], which also works a page at a time), at
+//! the same time.
 //!
 //! Why: nvCOMP works a page per unit of its work, so its call lasts about as long as its largest
 //! page (about 30 MB/s a page), while the host decompresses a page at its cores' speed whatever
@@ -29,7 +30,8 @@ pub(crate) fn host_share(tuned: Option<u32>, cores: usize) -> u32 {
 }
 
 /// The host's share on the H200 machine's 16 cores: the best measured for ZSTD
-/// and LZ4_RAW lineitem files of both writers (benches/RESULTS-2026-12-03.md: shares 0, 10,
+/// and LZ4_RAW lineitem files of both writers (the GZIP kernel takes the same share; its own
+/// sweep is still to be measured) (benches/RESULTS-2026-12-03.md: shares 0, 10,
 /// 15, 20, 30 and 100 in one call; 15 the fastest on all four files). Below it nvCOMP's call is as long as its largest pages (arrow-rs's 1 MiB
 /// dictionary pages there); above it the host's part is the longer.
 pub(crate) const HOST_SHARE_AT_16: u32 = 15;

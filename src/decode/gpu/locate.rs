@@ -25,7 +25,8 @@ pub(super) type PageLocations = (Vec<(u64, u64)>, PageCounts);
 /// by nvCOMP where it is installed, `host_share` percent of their bytes (the largest pages) by
 /// the host's cores beside it (a chunk either fails on goes to the host); SNAPPY pages by our
 /// kernel ([`snappy_on_device`]) or, where `placement` (or its model) says so, on the host;
-/// GZIP pages by our inflate kernel ([`gzip_on_device`]; a chunk it refuses on the host);
+/// GZIP pages by our inflate kernel ([`gzip_on_device`]), the same share of the largest beside
+/// it on the host (a chunk either side refuses on the host);
 /// the rest decompressed on the host (chunks in parallel) and uploaded through pinned
 /// buffers. Buffers the kernels will read are pushed to `uploads`,
 /// which must outlive them. Indexed like `cis`.
@@ -108,8 +109,9 @@ pub(super) fn locate_pages(
     }
     if !gzip.is_empty() {
         let gz: Vec<usize> = gzip.iter().map(|&(k, _)| cis[k]).collect();
-        let done = timed("GZIP kernel", || {
-            gzip_on_device(chunks, &gz, tables, &fail, uploads)
+        let codecs: Vec<Compression> = gzip.iter().map(|&(_, c)| c).collect();
+        let done = timed("GZIP decompression", || {
+            gzip_on_device(chunks, &gz, &codecs, tables, host_share, &fail, uploads)
         })?;
         for (&(k, codec), d) in gzip.iter().zip(done) {
             match d {
