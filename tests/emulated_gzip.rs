@@ -175,56 +175,13 @@ fn emulated_gzip_pages_inflate_as_flate2_reads_them() {
     assert!(stricter <= 1, "{stricter} pages flate2 reads were refused");
 }
 
-/// The GZIP pages of `path` (a Parquet file): each page's compressed values and the size they
-/// claim (data page v2 levels left out, as the decoder stores them).
-fn gzip_pages_of(path: &std::path::Path) -> Vec<(Vec<u8>, usize)> {
-    use cuparquet::internals::page_header::{page_table, PageKind};
-    use parquet::file::reader::FileReader;
-    let Ok(reader) =
-        parquet::file::reader::SerializedFileReader::new(std::fs::File::open(path).unwrap())
-    else {
-        return Vec::new();
-    };
-    let bytes = std::fs::read(path).unwrap();
-    let mut out = Vec::new();
-    for rg in reader.metadata().row_groups() {
-        for c in rg.columns() {
-            if !matches!(c.compression(), parquet::basic::Compression::GZIP(_)) {
-                continue;
-            }
-            let (start, len) = c.byte_range();
-            let Some(chunk) = bytes.get(start as usize..(start + len) as usize) else {
-                continue;
-            };
-            let Ok(pages) = page_table(chunk) else {
-                continue;
-            };
-            for p in pages {
-                let levels = match (&p.header.kind, &p.header.data_v2) {
-                    (PageKind::DataV2, Some(v2)) if !v2.is_compressed => continue,
-                    (PageKind::DataV2, Some(v2)) => {
-                        (v2.def_levels_byte_length + v2.rep_levels_byte_length) as usize
-                    }
-                    (PageKind::Index, _) => continue,
-                    _ => 0,
-                };
-                let Some(src) = chunk[p.data()].get(levels..) else {
-                    continue;
-                };
-                if src.is_empty() {
-                    continue;
-                }
-                let claim = (p.header.uncompressed_size as usize).saturating_sub(levels);
-                out.push((src.to_vec(), claim));
-            }
-        }
-    }
-    out
-}
-
 /// The GZIP pages of the Apache corpus (parquet-mr's and parquet-cpp's writers, one file of
 /// concatenated members) and of the generated files (arrow-rs's, data page v1 and v2): every
 /// page flate2 reads to its claimed size, the kernel inflates to the same bytes.
+fn is_gzip(c: parquet::basic::Compression) -> bool {
+    matches!(c, parquet::basic::Compression::GZIP(_))
+}
+
 #[test]
 fn emulated_gzip_kernel_inflates_corpus_pages() {
     let Some(emu) = emulator("inflate") else {
@@ -233,14 +190,14 @@ fn emulated_gzip_kernel_inflates_corpus_pages() {
     let mut jobs = Vec::new();
     let mut files = 0;
     for f in common::corpus_files("data", &[".parquet"]) {
-        let pages = gzip_pages_of(&f);
+        let pages = compressed_pages_of(&f, is_gzip);
         files += usize::from(!pages.is_empty());
         jobs.extend(pages);
     }
     let dir = tempfile::tempdir().unwrap();
     for (name, p) in common::generate_corpus(dir.path()) {
         if name.contains("gzip") {
-            jobs.extend(gzip_pages_of(&p));
+            jobs.extend(compressed_pages_of(&p, is_gzip));
         }
     }
     assert!(

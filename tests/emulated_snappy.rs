@@ -371,52 +371,16 @@ fn emulated_snappy_kernel_decompresses_corpus_pages() {
     let Some(emu) = emulator("snappy") else {
         return;
     };
-    use cuparquet::internals::page_header::{page_table, PageKind};
     let mut jobs = Vec::new();
     let mut want = Vec::new();
     for f in corpus_files("data", &[".parquet"]) {
-        use parquet::file::reader::FileReader;
-        let Ok(reader) =
-            parquet::file::reader::SerializedFileReader::new(std::fs::File::open(&f).unwrap())
-        else {
-            continue;
-        };
-        let bytes = std::fs::read(&f).unwrap();
-        for rg in reader.metadata().row_groups() {
-            for c in rg.columns() {
-                if c.compression() != parquet::basic::Compression::SNAPPY {
-                    continue;
-                }
-                let (start, len) = c.byte_range();
-                let Some(chunk) = bytes.get(start as usize..(start + len) as usize) else {
-                    continue;
-                };
-                let Ok(pages) = page_table(chunk) else {
-                    continue;
-                };
-                for p in pages {
-                    let levels = match (&p.header.kind, &p.header.data_v2) {
-                        (PageKind::DataV2, Some(v2)) if !v2.is_compressed => continue,
-                        (PageKind::DataV2, Some(v2)) => {
-                            (v2.def_levels_byte_length + v2.rep_levels_byte_length) as usize
-                        }
-                        (PageKind::Index, _) => continue,
-                        _ => 0,
-                    };
-                    let data = &chunk[p.data()];
-                    let Some(src) = data.get(levels..) else {
-                        continue;
-                    };
-                    let Ok(out) = snap::raw::Decoder::new().decompress_vec(src) else {
-                        continue;
-                    };
-                    jobs.push(Job {
-                        src: src.to_vec(),
-                        dst_len: p.header.uncompressed_size as usize - levels,
-                    });
-                    want.push(out);
-                }
-            }
+        let pages = compressed_pages_of(&f, |c| c == parquet::basic::Compression::SNAPPY);
+        for (src, dst_len) in pages {
+            let Ok(out) = snap::raw::Decoder::new().decompress_vec(&src) else {
+                continue;
+            };
+            jobs.push(Job { src, dst_len });
+            want.push(out);
         }
     }
     assert!(jobs.len() > 50, "{} SNAPPY pages", jobs.len());

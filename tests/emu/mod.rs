@@ -386,3 +386,54 @@ impl Cursor<'_> {
         u64::from_le_bytes(self.bytes(8).try_into().unwrap())
     }
 }
+
+/// The compressed pages of the chunks of `path` (a Parquet file) whose codec `codec` picks:
+/// each page's compressed values and the size they claim (data page v2 levels left out, as
+/// the decoder stores them; pages stored uncompressed, index pages and empty values skipped).
+pub(crate) fn compressed_pages_of(
+    path: &Path,
+    codec: impl Fn(parquet::basic::Compression) -> bool,
+) -> Vec<(Vec<u8>, usize)> {
+    use cuparquet::internals::page_header::{page_table, PageKind};
+    use parquet::file::reader::FileReader;
+    let Ok(reader) =
+        parquet::file::reader::SerializedFileReader::new(std::fs::File::open(path).unwrap())
+    else {
+        return Vec::new();
+    };
+    let bytes = std::fs::read(path).unwrap();
+    let mut out = Vec::new();
+    for rg in reader.metadata().row_groups() {
+        for c in rg.columns() {
+            if !codec(c.compression()) {
+                continue;
+            }
+            let (start, len) = c.byte_range();
+            let Some(chunk) = bytes.get(start as usize..(start + len) as usize) else {
+                continue;
+            };
+            let Ok(pages) = page_table(chunk) else {
+                continue;
+            };
+            for p in pages {
+                let levels = match (&p.header.kind, &p.header.data_v2) {
+                    (PageKind::DataV2, Some(v2)) if !v2.is_compressed => continue,
+                    (PageKind::DataV2, Some(v2)) => {
+                        (v2.def_levels_byte_length + v2.rep_levels_byte_length) as usize
+                    }
+                    (PageKind::Index, _) => continue,
+                    _ => 0,
+                };
+                let Some(src) = chunk[p.data()].get(levels..) else {
+                    continue;
+                };
+                if src.is_empty() {
+                    continue;
+                }
+                let claim = (p.header.uncompressed_size as usize).saturating_sub(levels);
+                out.push((src.to_vec(), claim));
+            }
+        }
+    }
+    out
+}

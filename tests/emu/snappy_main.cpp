@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include "snappy.cu"
+#include "streams.h"
 
 int main(int argc, char** argv) {
     if (argc != 3 && argc != 4) { std::fprintf(stderr, "usage: snappy_emu IN OUT [MODE]\n"); return 2; }
@@ -19,16 +20,9 @@ int main(int argc, char** argv) {
     if (!f) return 3;
     u32 n = 0;
     if (std::fread(&n, 4, 1, f) != 1) return 4;
-    std::vector<std::vector<u8>> srcs(n), dsts(n);
-    std::vector<SnappyJob> jobs(n);
-    for (u32 i = 0; i < n; i++) {
-        u64 sl = 0, dl = 0;
-        if (std::fread(&sl, 8, 1, f) != 1 || std::fread(&dl, 8, 1, f) != 1) return 5;
-        srcs[i].resize(sl ? sl : 1);  // exact: the sanitizer build catches reads past it
-        if (sl && std::fread(srcs[i].data(), 1, sl, f) != sl) return 6;
-        dsts[i].assign(dl + 1, 0xEE);  // poison: bytes the kernel leaves unwritten show
-        jobs[i] = SnappyJob{(u64)srcs[i].data(), sl, (u64)dsts[i].data(), dl};
-    }
+    Streams st;
+    if (!read_streams(f, n, st)) return 5;
+    std::vector<SnappyJob>& jobs = st.jobs;
     std::vector<u32> seg_size(n), seg_base(n + 1, 0), seg_page;
     if (std::strcmp(mode, "split") == 0) {
         for (u32 i = 0; i < n; i++) {
@@ -126,13 +120,7 @@ int main(int argc, char** argv) {
             if (frag) snappy_fragments(jobs.data(), (int)n, errors.data());
             else snappy_pages(jobs.data(), (int)n, errors.data());
         });
-        for (u32 i = 0; i < n; i++) {
-            std::fwrite(&errors[i], 4, 1, o);
-            std::fwrite(dsts[i].data(), 1, jobs[i].dst_len, o);
-            // the byte after the output must be untouched
-            u32 guard = dsts[i][jobs[i].dst_len];
-            std::fwrite(&guard, 4, 1, o);
-        }
+        write_outputs(o, st, errors);
     }
     std::fclose(o);
     return 0;

@@ -136,6 +136,75 @@ pub(crate) fn decompress_on_host(
     ok
 }
 
+/// What a device decompressor with the host beside it located, per chunk of `cis` (indexed
+/// like it): its pages' (address, length) and counts — the host's pages (`host_pages`) and the
+/// rest on the device side (`device(n)`, n pages) — or `None` for a chunk in `refused`, which
+/// the caller decompresses again on the host.
+pub(crate) fn located_chunks(
+    cis: &[usize],
+    locations: Vec<super::snappy::LocatedChunk>,
+    refused: &std::collections::HashSet<usize>,
+    host_pages: &std::collections::HashMap<usize, usize>,
+    device: impl Fn(usize) -> super::PageCounts,
+) -> Vec<Option<super::locate::PageLocations>> {
+    cis.iter()
+        .zip(locations)
+        .map(|(ci, (locs, pages))| {
+            let host = host_pages.get(ci).copied().unwrap_or(0);
+            (!refused.contains(ci)).then(|| {
+                let mut counts = device(pages - host);
+                counts.host = host;
+                (locs, counts)
+            })
+        })
+        .collect()
+}
+
+/// Runs `device` (a device decompressor's call) while the host's cores decompress `host_js`
+/// (indices into `jobs`, [`decompress_on_host`]) beside it, then counts the host's pages per
+/// chunk into `host_pages` and puts the chunk of each page the host refused into `refused`
+/// (`job_pages`: each job's chunk and page). `what` names the host's part in the profile.
+/// The device call's result.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn with_host_beside<T>(
+    gpu: &Arc<Gpu>,
+    load: &DeviceBuffer,
+    out: &DeviceBuffer,
+    codec: parquet::basic::Compression,
+    jobs: &[SnappyJob],
+    host_js: &[usize],
+    job_pages: &[(usize, usize)],
+    what: &str,
+    host_pages: &mut std::collections::HashMap<usize, usize>,
+    refused: &mut std::collections::HashSet<usize>,
+    device: impl FnOnce() -> T,
+) -> T {
+    let host_jobs: Vec<SnappyJob> = host_js.iter().map(|&j| jobs[j]).collect();
+    let (result, host_ok) = std::thread::scope(|s| {
+        let host = s.spawn(|| {
+            let t = std::time::Instant::now();
+            let ok = decompress_on_host(gpu, load, out, codec, &host_jobs);
+            (ok, t.elapsed())
+        });
+        let result = device();
+        let host_ok = match host.join() {
+            Ok((ok, took)) => {
+                super::profile::profile_absorb(vec![(what.to_string(), took)]);
+                ok
+            }
+            Err(_) => vec![false; host_jobs.len()],
+        };
+        (result, host_ok)
+    });
+    for (&j, ok) in host_js.iter().zip(host_ok) {
+        *host_pages.entry(job_pages[j].0).or_default() += 1;
+        if !ok {
+            refused.insert(job_pages[j].0);
+        }
+    }
+    result
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

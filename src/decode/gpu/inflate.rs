@@ -9,11 +9,11 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::beside::{decompress_on_host, host_share, largest_to_host};
+use super::beside::{host_share, largest_to_host, located_chunks, with_host_beside};
 use super::kernels::{PageInfo, SnappyJob, GZIP_PAGES, INFLATE_WARPS, SNAPPY_MODULE};
-use super::launch::{i32s_from_device, upload_table, zeroed, Const, Mut};
+use super::launch::job_errors;
 use super::locate::PageLocations;
-use super::profile::{profile_absorb, timed};
+use super::profile::timed;
 use super::snappy::{device_jobs, Jobs};
 use super::{DeviceChunks, PageCounts};
 use crate::device::{DeviceBuffer, Gpu};
@@ -43,67 +43,44 @@ pub(super) fn gzip_on_device(
         job_pages,
         locations,
     } = device_jobs(chunks, cis, tables, fail)?;
-    let codec_of: HashMap<usize, parquet::basic::Compression> =
-        cis.iter().copied().zip(codecs.iter().copied()).collect();
     let mut refused: HashSet<usize> = HashSet::new();
     let mut host_pages: HashMap<usize, usize> = HashMap::new();
     if !jobs.is_empty() {
         let share = host_share(host_share_tuned, rayon::current_num_threads());
         let (host_js, device_js) = largest_to_host(&jobs, (0..jobs.len()).collect(), share);
         let device_jobs: Vec<SnappyJob> = device_js.iter().map(|&j| jobs[j]).collect();
-        let host_jobs: Vec<SnappyJob> = host_js.iter().map(|&j| jobs[j]).collect();
         // the level does not matter to the host's inflater
-        let codec = codec_of
-            .values()
-            .next()
+        let codec = codecs
+            .first()
             .copied()
             .unwrap_or(parquet::basic::Compression::GZIP(Default::default()));
-        let (errs, host_ok) = std::thread::scope(|s| {
-            let host = s.spawn(|| {
-                let t = std::time::Instant::now();
-                let ok = decompress_on_host(&gpu, chunks.buffer(), &out, codec, &host_jobs);
-                (ok, t.elapsed())
-            });
-            let errs = timed("GZIP kernel", || launch(&gpu, &device_jobs));
-            let host_ok = match host.join() {
-                Ok((ok, took)) => {
-                    profile_absorb(vec![("host inflation beside the GZIP kernel".into(), took)]);
-                    ok
-                }
-                Err(_) => vec![false; host_jobs.len()],
-            };
-            (errs, host_ok)
-        });
+        let errs = with_host_beside(
+            &gpu,
+            chunks.buffer(),
+            &out,
+            codec,
+            &jobs,
+            &host_js,
+            &job_pages,
+            "host inflation beside the GZIP kernel",
+            &mut host_pages,
+            &mut refused,
+            || timed("GZIP kernel", || launch(&gpu, &device_jobs)),
+        )?;
         refused.extend(
-            errs?
-                .iter()
+            errs.iter()
                 .zip(&device_js)
                 .filter(|(&e, _)| e != 0)
                 .map(|(_, &j)| job_pages[j].0),
         );
-        for (&j, ok) in host_js.iter().zip(host_ok) {
-            *host_pages.entry(job_pages[j].0).or_default() += 1;
-            if !ok {
-                refused.insert(job_pages[j].0);
-            }
-        }
     }
     uploads.push(out);
-    Ok(cis
-        .iter()
-        .zip(locations)
-        .map(|(ci, (locs, pages))| {
-            let host = host_pages.get(ci).copied().unwrap_or(0);
-            (!refused.contains(ci)).then_some((
-                locs,
-                PageCounts {
-                    kernel: pages - host,
-                    host,
-                    ..PageCounts::default()
-                },
-            ))
-        })
-        .collect())
+    Ok(located_chunks(cis, locations, &refused, &host_pages, |n| {
+        PageCounts {
+            kernel: n,
+            ..PageCounts::default()
+        }
+    }))
 }
 
 /// Runs `gzip_pages` over `jobs`: per job its error bits.
@@ -112,26 +89,19 @@ fn launch(gpu: &Arc<Gpu>, jobs: &[SnappyJob]) -> Result<Vec<i32>> {
         return Ok(Vec::new());
     }
     let module = SNAPPY_MODULE.load(gpu)?;
-    let jobs_buf = upload_table(gpu, jobs)?;
-    let errors = zeroed(gpu, jobs.len() * 4)?;
     // SAFETY: a warp per job, INFLATE_WARPS jobs a block (the kernel skips warps past
     // `num_jobs`); every job's source lies in the load's buffer (page data inside its chunk,
     // checked by the page-header pass) and its destination is its page's own span of the
     // output, sized from the page's uncompressed size, which the kernel never writes past
-    // (none of them a page the host inflates beside it); all live until the waited launch
-    // returns.
+    // (none of them a page the host inflates beside it).
     unsafe {
-        GZIP_PAGES.launch(
+        job_errors(
             gpu,
             &module,
+            &GZIP_PAGES,
+            jobs,
             (jobs.len() as u32).div_ceil(INFLATE_WARPS),
             INFLATE_WARPS * 32,
-            (
-                Const::at(jobs_buf.device_ptr()),
-                jobs.len() as i32,
-                Mut::at(errors.device_ptr()),
-            ),
-        )?
-    };
-    i32s_from_device(&errors, jobs.len())
+        )
+    }
 }

@@ -12,11 +12,13 @@
 
 use std::sync::Arc;
 
-use super::beside::{decompress_on_host, host_share, largest_to_host};
+use super::beside::{host_share, largest_to_host, located_chunks, with_host_beside};
 use super::kernels::{
     PageInfo, SnappyJob, LZ4_CHECK, LZ4_HADOOP_BLOCKS, SNAPPY_MODULE, SNAPPY_THREADS,
 };
-use super::launch::{i32s_from_device, u64s, upload, upload_table, zeroed, Const, Mut};
+use super::launch::{
+    i32s_from_device, job_errors, u64s, upload, upload_table, zeroed, Const, Mut,
+};
 use super::locate::PageLocations;
 use super::snappy::{device_jobs, Jobs};
 use super::{DeviceChunks, PageCounts};
@@ -141,60 +143,36 @@ pub(super) fn nvcomp_on_device(
             .iter()
             .map(|(_, b)| (b.src, b.src_len, b.dst, b.dst_len))
             .collect();
-        let host_jobs: Vec<SnappyJob> = host_js.iter().map(|&j| jobs[j]).collect();
-        let (results, host_ok) = std::thread::scope(|s| {
-            let host = s.spawn(|| {
-                let t = std::time::Instant::now();
-                let ok = decompress_on_host(&gpu, chunks.buffer(), &out, parquet_codec, &host_jobs);
-                (ok, t.elapsed())
-            });
+        let results = with_host_beside(
+            &gpu,
+            chunks.buffer(),
+            &out,
+            parquet_codec,
+            &jobs,
+            &host_js,
+            &job_pages,
+            "host decompression beside nvCOMP",
+            &mut host_pages,
+            &mut bad,
             // SAFETY: every source lies in the load's buffer (page data inside its chunk,
             // checked by the page-header pass) and every destination is the page's own span
             // of `out`, sized from its uncompressed size (`device_jobs`), none of them a page
             // the host thread writes; all outlive the call, which waits.
-            let results = super::profile::timed("nvCOMP call", || unsafe {
-                nv.decompress(&gpu, codec, &spans)
-            });
-            let host_ok = match host.join() {
-                Ok((ok, took)) => {
-                    super::profile::profile_absorb(vec![(
-                        "host decompression beside nvCOMP".to_string(),
-                        took,
-                    )]);
-                    ok
-                }
-                Err(_) => vec![false; host_jobs.len()],
-            };
-            (results, host_ok)
-        });
-        for ((j, b), (status, written)) in units.iter().zip(results?) {
+            || super::profile::timed("nvCOMP call", || unsafe { nv.decompress(&gpu, codec, &spans) }),
+        )?;
+        for ((j, b), (status, written)) in units.iter().zip(results) {
             if status != 0 || written != b.dst_len {
                 bad.insert(job_pages[*j].0);
             }
         }
-        for (&j, ok) in host_js.iter().zip(host_ok) {
-            *host_pages.entry(job_pages[j].0).or_default() += 1;
-            if !ok {
-                bad.insert(job_pages[j].0);
-            }
-        }
     }
     uploads.push(out);
-    Ok(cis
-        .iter()
-        .zip(locations)
-        .map(|(ci, (l, n))| {
-            let host = host_pages.get(ci).copied().unwrap_or(0);
-            (!bad.contains(ci)).then_some((
-                l,
-                PageCounts {
-                    nvcomp: n - host,
-                    host,
-                    ..PageCounts::default()
-                },
-            ))
-        })
-        .collect())
+    Ok(located_chunks(cis, locations, &bad, &host_pages, |n| {
+        PageCounts {
+            nvcomp: n,
+            ..PageCounts::default()
+        }
+    }))
 }
 
 /// Whether each LZ4 block of `jobs` is well formed for its sizes (`lz4_check`, one block of
@@ -206,28 +184,13 @@ fn lz4_checked(gpu: &Arc<Gpu>, jobs: &[SnappyJob]) -> Result<Vec<bool>> {
         return Ok(Vec::new());
     }
     let module = SNAPPY_MODULE.load(gpu)?;
-    let table = upload_table(gpu, jobs)?;
-    let errors = zeroed(gpu, jobs.len() * 4)?;
-    // SAFETY: one block per entry of `table`, each reading only its job's `src_len` source
-    // bytes (page data inside the load's buffer, checked by the page-header pass) and writing
-    // only its own error word; all live until the waited launch returns.
-    unsafe {
-        LZ4_CHECK.launch(
-            gpu,
-            &module,
-            jobs.len() as u32,
-            SNAPPY_THREADS,
-            (
-                Const::at(table.device_ptr()),
-                jobs.len() as i32,
-                Mut::at(errors.device_ptr()),
-            ),
-        )?
-    };
-    Ok(i32s_from_device(&errors, jobs.len())?
-        .into_iter()
-        .map(|e| e == 0)
-        .collect())
+    // SAFETY: one block per job, each reading only its job's `src_len` source bytes (page
+    // data inside the load's buffer, checked by the page-header pass) and writing only its own
+    // error word.
+    let errors = unsafe {
+        job_errors(gpu, &module, &LZ4_CHECK, jobs, jobs.len() as u32, SNAPPY_THREADS)
+    }?;
+    Ok(errors.into_iter().map(|e| e == 0).collect())
 }
 
 /// Which of a list of blocks are one page's (`None`: the page is left to the host).

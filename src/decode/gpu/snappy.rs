@@ -10,7 +10,7 @@ use super::kernels::{
     SNAPPY_THREADS, SNAPPY_WALK, SNAPPY_WHOLE,
 };
 use super::launch::{
-    i32s_from_device, u32s, u64s, u64s_from_device, upload, upload_table, zeroed, Const, Kernel,
+    i32s_from_device, job_errors, u32s, u64s, u64s_from_device, upload, upload_table, zeroed, Const, JobsKernel,
     Mut,
 };
 use super::{DeviceChunks, SnappyPlacement};
@@ -315,32 +315,21 @@ struct Run<'a> {
 impl Run<'_> {
     /// Runs `kernel` (`snappy_pages` or `snappy_fragments`) over `jobs`, one block each;
     /// their error bits.
-    fn launch(
-        &self,
-        kernel: &Kernel<(Const<SnappyJob>, i32, Mut<u32>)>,
-        jobs: &[SnappyJob],
-    ) -> Result<Vec<i32>> {
-        let gpu = self.gpu;
-        let jobs_buf = upload_table(gpu, jobs)?;
-        let errors = zeroed(gpu, jobs.len() * 4)?;
+    fn launch(&self, kernel: &JobsKernel, jobs: &[SnappyJob]) -> Result<Vec<i32>> {
         // SAFETY: one block of SNAPPY_THREADS per job; every job's source lies in the load's
         // buffer (page data inside its chunk, checked by the page-header pass; fragments
         // inside their page's) and its destination in the output, sized from the pages'
-        // uncompressed sizes; all live until `launch` returns.
+        // uncompressed sizes.
         unsafe {
-            kernel.launch(
-                gpu,
+            job_errors(
+                self.gpu,
                 self.module,
+                kernel,
+                jobs,
                 jobs.len() as u32,
                 SNAPPY_THREADS,
-                (
-                    Const::at(jobs_buf.device_ptr()),
-                    jobs.len() as i32,
-                    Mut::at(errors.device_ptr()),
-                ),
-            )?
-        };
-        i32s_from_device(&errors, jobs.len())
+            )
+        }
     }
 
     /// The error for job `j`'s page, whose kernel set error `bits`.
