@@ -518,7 +518,7 @@ mod tests {
             ]
         };
         type Make<'a> = Box<dyn Fn() -> ReaderBuilder + 'a>;
-        let builders: [(&str, Make<'_>); 3] = [
+        let builders: [(&str, Make<'_>); 5] = [
             (
                 "selection",
                 Box::new(|| ParquetGpuReader::builder(sample()).with_row_selection(sel())),
@@ -534,6 +534,20 @@ mod tests {
             (
                 "access plan",
                 Box::new(|| ParquetGpuReader::builder(sample()).with_access_plan(access())),
+            ),
+            (
+                "row filter",
+                Box::new(|| {
+                    ParquetGpuReader::builder(sample()).with_row_filter("l_quantity < 10")
+                }),
+            ),
+            (
+                "row filter over a selection",
+                Box::new(|| {
+                    ParquetGpuReader::builder(sample())
+                        .with_row_selection(sel())
+                        .with_row_filter("l_quantity < 10")
+                }),
             ),
         ];
         for (what, b) in builders {
