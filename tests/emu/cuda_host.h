@@ -56,6 +56,7 @@ inline thread_local EmuBlock* emu_block = nullptr;
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __shared__ static
 #define __constant__

@@ -32,6 +32,9 @@
 #define INFLATE_WARPS 4              // pages per block, a warp each
 #endif
 #define INFLATE_THREADS (INFLATE_WARPS * 32)
+#ifndef INFLATE_MIN_BLOCKS
+#define INFLATE_MIN_BLOCKS 8         // blocks an SM holds at once (registers capped at 64 to let it:
+#endif                               // lane 0 waits on memory; more pages at once hide it)
 #define INFLATE_QUEUE 256            // matches decoded before the warp copies them
 #define LBITS 10                     // literal/length codes looked up at once (longer: by count)
 #define DBITS 8                      // distance codes looked up at once
@@ -66,35 +69,78 @@ struct InflateWarp {
 #define CMD_STORED 1   // copy arg[1] bytes from the input at arg[2] to the output at arg[3]
 #define CMD_CODES 2    // fill the lookup tables, then decode the block
 
-// The bits of a page, LSB first, read by lane 0: `buf` holds `cnt` bits, the next byte to load
-// is `pos` (bytes past the input load as zeros; `over` says whether any was consumed).
+// The bits of a page, LSB first, read by lane 0. `buf` holds the `cnt` bits from bit `bit` on;
+// a refill loads the 64 bits from there at once, two aligned 8-byte words (byte by byte only in
+// the words that straddle the page's ends), so a symbol costs one load's latency, not one a
+// byte. Bytes past the input read as zeros; `over` says whether any of them was consumed.
 struct Bits {
     const u8* src;
     u64 len;
-    u64 pos;
+    const u64* words;  // src rounded down to 8 bytes
+    u64 lo;            // the input's bytes, counted from `words`: [lo, lo + len)
+    u64 bit;           // bits consumed
     u64 buf;
     int cnt;
-    __device__ void refill() {
-        while (cnt <= 56) {
-            const u64 b = pos < len ? (u64)__ldg(src + pos) : 0;
-            buf |= b << cnt;
-            pos++;
-            cnt += 8;
+    __device__ void init(const u8* s, u64 n) {
+        src = s;
+        len = n;
+        words = (const u64*)((u64)s & ~7ull);
+        lo = (u64)s & 7;
+        bit = 0;
+        buf = 0;
+        cnt = 0;
+    }
+    // the 8-byte word k from `words`, bytes outside the input as zeros
+    __device__ u64 word(u64 k) const {
+        const u64 at = k * 8;
+        if (at >= lo && at + 8 <= lo + len) return __ldg(words + k);
+        return edge_word(at);
+    }
+    // a word that straddles an end of the input (or lies past it), byte by byte (out of line:
+    // the decoding loop keeps its registers)
+    __device__ __noinline__ u64 edge_word(u64 at) const {
+        u64 v = 0;
+        for (int i = 0; i < 8; i++) {
+            const u64 p = at + i;
+            if (p >= lo && p < lo + len) v |= (u64)__ldg(src + (p - lo)) << (8 * i);
         }
+        return v;
+    }
+    // at least 48 bits in `buf` (a length and a distance with their extra bits)
+    __device__ void refill() {
+        if (cnt >= 48) return;
+        const u64 a = lo * 8 + bit;
+        const u64 k = a >> 6;
+        const int sh = (int)(a & 63);
+        const u64 w0 = word(k);
+        buf = sh ? (w0 >> sh) | (word(k + 1) << (64 - sh)) : w0;
+        cnt = 64;
     }
     __device__ u32 take(int n) {  // n <= 32, cnt >= n
+#if !defined(__CUDACC__)
+        // the emulator (tests/emu) checks what a refill promises
+        if (n > cnt) {
+            std::fprintf(stderr, "inflate: %d bits taken of %d\n", n, cnt);
+            std::abort();
+        }
+#endif
         const u32 v = (u32)(buf & ((1ull << n) - 1));
-        buf >>= n;
+        buf = n < 64 ? buf >> n : 0;
         cnt -= n;
+        bit += (u64)n;
         return v;
     }
     // whether more bits were consumed than the input holds
-    __device__ bool over() const { return pos * 8 - (u64)cnt > len * 8; }
-    // the byte after the bits consumed, once they end on a byte boundary
-    __device__ void align() { take(cnt & 7); }
-    __device__ u64 byte_pos() const { return pos - (u64)(cnt >> 3); }
+    __device__ bool over() const { return bit > len * 8; }
+    // to the next byte boundary
+    __device__ void align() {
+        refill();
+        take((int)((8 - (bit & 7)) & 7));
+    }
+    // the byte after the bits consumed (on a byte boundary)
+    __device__ u64 byte_pos() const { return bit >> 3; }
     __device__ void seek(u64 p) {
-        pos = p;
+        bit = p * 8;
         buf = 0;
         cnt = 0;
     }
@@ -177,7 +223,7 @@ __device__ u32 read_dynamic(Bits& b, InflateWarp& w) {
     u8 cl[19];
     for (int i = 0; i < 19; i++) cl[i] = 0;
     for (int i = 0; i < ncl; i++) {
-        if (b.cnt < 3) b.refill();
+        b.refill();
         cl[G_CL_ORDER[i]] = (u8)b.take(3);
     }
     // the code-length code must be complete (its tables borrow the distance code's)
@@ -290,7 +336,7 @@ __device__ u32 crc_join(u32 a, u32 b, u64 len) {
     return crc_mul(p, a) ^ b;
 }
 
-extern "C" __global__ void __launch_bounds__(INFLATE_THREADS) gzip_pages(
+extern "C" __global__ void __launch_bounds__(INFLATE_THREADS, INFLATE_MIN_BLOCKS) gzip_pages(
     const SnappyJob* jobs, int num_jobs, u32* errors) {
     __shared__ u32 crc_table[256];
     __shared__ InflateWarp warps[INFLATE_WARPS];
@@ -306,7 +352,8 @@ extern "C" __global__ void __launch_bounds__(INFLATE_THREADS) gzip_pages(
     InflateWarp& w = warps[threadIdx.x / 32];
     const SnappyJob j = jobs[job];
     u8* dst = (u8*)j.dst;
-    Bits b{(const u8*)j.src, j.src_len, 0, 0, 0};
+    Bits b;
+    b.init((const u8*)j.src, j.src_len);
     u64 out = 0;       // lane 0's: bytes written
     u32 err = 0;       // every lane's, after each broadcast
     u64 hp = 0;        // lane 0's: the next member's header
@@ -441,6 +488,7 @@ extern "C" __global__ void __launch_bounds__(INFLATE_THREADS) gzip_pages(
             b.align();
             b.refill();
             want_crc = b.take(32);
+            b.refill();  // (it holds 48 bits at least: not two words of 32)
             const u32 isize = b.take(32);
             if (b.over()) err = G_TRUNCATED;
             else if (isize != (u32)(out - ms)) err = G_CHECK;
