@@ -146,7 +146,7 @@ pub(crate) fn located_chunks(
     refused: &std::collections::HashSet<usize>,
     host_pages: &std::collections::HashMap<usize, usize>,
     device: impl Fn(usize) -> super::PageCounts,
-) -> Vec<Option<super::locate::PageLocations>> {
+) -> Vec<Option<super::report::PageLocations>> {
     cis.iter()
         .zip(locations)
         .map(|(ci, (locs, pages))| {

@@ -11,10 +11,9 @@ use std::sync::Arc;
 
 use super::beside::{host_share, largest_to_host, located_chunks, with_host_beside};
 use super::kernels::{PageInfo, SnappyJob, GZIP_PAGES, INFLATE_WARPS, SNAPPY_MODULE};
-use super::launch::job_errors;
-use super::locate::PageLocations;
+use super::report::PageLocations;
 use super::profile::timed;
-use super::snappy::{device_jobs, Jobs};
+use super::snappy::{device_jobs, job_errors, Jobs};
 use super::{DeviceChunks, PageCounts};
 use crate::device::{DeviceBuffer, Gpu};
 use crate::error::{Error, Result};

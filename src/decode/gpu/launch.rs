@@ -314,47 +314,6 @@ pub(super) fn upload_table<T: super::kernels::CStruct>(
     upload(gpu, &bytes)
 }
 
-/// A decompression kernel over a table of streams: (jobs, num_jobs, errors).
-pub(crate) type JobsKernel = Kernel<(Const<super::kernels::SnappyJob>, i32, Mut<u32>)>;
-
-/// Runs `kernel` over `jobs` (the table uploaded, an error word a job zeroed) in `grid` blocks
-/// of `threads`, and waits: per job its error bits.
-///
-/// # Safety
-/// The launch shape must be the kernel's (each job read and written by the threads the kernel
-/// gives it, none past `num_jobs`), and every job's source and destination live, as large as
-/// the job says, and written by nothing else until this returns.
-pub(super) unsafe fn job_errors(
-    gpu: &Arc<Gpu>,
-    module: &Module,
-    kernel: &JobsKernel,
-    jobs: &[super::kernels::SnappyJob],
-    grid: u32,
-    threads: u32,
-) -> Result<Vec<i32>> {
-    if jobs.is_empty() {
-        return Ok(Vec::new());
-    }
-    let table = upload_table(gpu, jobs)?;
-    let errors = zeroed(gpu, jobs.len() * 4)?;
-    // SAFETY: the table and the error words live until the waited launch returns; the jobs'
-    // memory is the caller's contract.
-    unsafe {
-        kernel.launch(
-            gpu,
-            module,
-            grid,
-            threads,
-            (
-                Const::at(table.device_ptr()),
-                jobs.len() as i32,
-                Mut::at(errors.device_ptr()),
-            ),
-        )?
-    };
-    i32s_from_device(&errors, jobs.len())
-}
-
 /// The little-endian bytes of `v`, for uploading a u32 array.
 pub(super) fn u32s(v: impl IntoIterator<Item = u32>) -> Vec<u8> {
     v.into_iter().flat_map(u32::to_le_bytes).collect()

@@ -12,13 +12,11 @@ use super::kernels::PageInfo;
 use super::nvcomp::{nvcomp_codec, nvcomp_on_device};
 use super::profile::timed;
 use super::snappy::{snappy_on_device, snappy_on_host};
+use super::report::PageLocations;
 use super::{DeviceChunks, PageCounts, SnappyPlacement};
 use crate::device::DeviceBuffer;
 use crate::error::{Error, Result};
 
-/// Per chunk: each page's (device address, length) of decompressed data, and where its pages
-/// were decompressed.
-pub(super) type PageLocations = (Vec<(u64, u64)>, PageCounts);
 
 /// Where the (decompressed) data of every page of the chunks `cis` lives on the device:
 /// uncompressed chunks in place in the load's buffer; ZSTD and LZ4_RAW pages decompressed

@@ -17,10 +17,10 @@ use super::kernels::{
     PageInfo, SnappyJob, LZ4_CHECK, LZ4_HADOOP_BLOCKS, SNAPPY_MODULE, SNAPPY_THREADS,
 };
 use super::launch::{
-    i32s_from_device, job_errors, u64s, upload, upload_table, zeroed, Const, Mut,
+    i32s_from_device, u64s, upload, upload_table, zeroed, Const, Mut,
 };
-use super::locate::PageLocations;
-use super::snappy::{device_jobs, Jobs};
+use super::report::PageLocations;
+use super::snappy::{device_jobs, job_errors, Jobs};
 use super::{DeviceChunks, PageCounts};
 use crate::device::nvcomp::{Nvcomp, NvcompCodec};
 use crate::plan::codec_name;

@@ -125,6 +125,10 @@ pub struct FieldDecode {
     pub reason: String,
 }
 
+/// Per chunk: each page's (device address, length) of decompressed data, and where its pages
+/// were decompressed (what the decompressors hand the locating stage, `locate.rs`).
+pub(super) type PageLocations = (Vec<(u64, u64)>, PageCounts);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use super::kernels::{
     SNAPPY_THREADS, SNAPPY_WALK, SNAPPY_WHOLE,
 };
 use super::launch::{
-    i32s_from_device, job_errors, u32s, u64s, u64s_from_device, upload, upload_table, zeroed, Const, JobsKernel,
+    i32s_from_device, u32s, u64s, u64s_from_device, upload, upload_table, zeroed, Const, Kernel,
     Mut,
 };
 use super::{DeviceChunks, SnappyPlacement};
@@ -301,6 +301,47 @@ pub(super) fn device_jobs(
         job_pages,
         locations: all_locs,
     })
+}
+
+/// A decompression kernel over a table of streams: (jobs, num_jobs, errors).
+pub(crate) type JobsKernel = Kernel<(Const<SnappyJob>, i32, Mut<u32>)>;
+
+/// Runs `kernel` over `jobs` (the table uploaded, an error word a job zeroed) in `grid` blocks
+/// of `threads`, and waits: per job its error bits.
+///
+/// # Safety
+/// The launch shape must be the kernel's (each job read and written by the threads the kernel
+/// gives it, none past `num_jobs`), and every job's source and destination live, as large as
+/// the job says, and written by nothing else until this returns.
+pub(super) unsafe fn job_errors(
+    gpu: &Arc<Gpu>,
+    module: &Module,
+    kernel: &JobsKernel,
+    jobs: &[SnappyJob],
+    grid: u32,
+    threads: u32,
+) -> Result<Vec<i32>> {
+    if jobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let table = upload_table(gpu, jobs)?;
+    let errors = zeroed(gpu, jobs.len() * 4)?;
+    // SAFETY: the table and the error words live until the waited launch returns; the jobs'
+    // memory is the caller's contract.
+    unsafe {
+        kernel.launch(
+            gpu,
+            module,
+            grid,
+            threads,
+            (
+                Const::at(table.device_ptr()),
+                jobs.len() as i32,
+                Mut::at(errors.device_ptr()),
+            ),
+        )?
+    };
+    i32s_from_device(&errors, jobs.len())
 }
 
 /// The launches over the jobs of [`device_jobs`], and the errors naming their pages.
