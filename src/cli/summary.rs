@@ -111,7 +111,7 @@ fn gpu_decode(
             .by_place()
             .map(|(place, n)| match place {
                 "nvCOMP" => format!("{n} by nvCOMP"),
-                "kernel" => format!("{n} by cuparquet's {codec} kernel"),
+                "kernel" => format!("{n} by cuparquet's kernel"),
                 _ => format!("{n} on the host"),
             })
             .collect();
