@@ -15,7 +15,9 @@
 //!   `with_keep_dictionaries(true)` (string columns stored with a dictionary load as
 //!   `Dictionary(Int32, Utf8)`);
 //! - `CUPARQUET_BENCH_DEVICES`: CUDA ordinals (e.g. `0,1`) to also load each file spread over
-//!   (`ReaderBuilder::build_spread`), against the one-device load;
+//!   (`ReaderBuilder::build_spread`), against the one-device load; and a directory of
+//!   `CUPARQUET_BENCH_DIR_FILES` (default 8) links to the file, streamed (each batch dropped) as
+//!   one dataset on the first device and spread over them (`build_spread_dataset`);
 //! - `CUPARQUET_BENCH_BASELINE=0`: measure cuparquet only (quick comparisons of builds; figures
 //!   for RESULTS.md always come with the baseline).
 //!
@@ -179,6 +181,89 @@ fn spread_loads(path: &Path, ordinals: &[usize], rounds: usize, bytes: u64, best
         m.as_secs_f64() * 1e3,
         per.join(", ")
     );
+}
+
+/// A directory of `n` hard links to `path` (made once, beside it): a dataset of `n` such files.
+fn directory_of(path: &Path, n: usize) -> PathBuf {
+    let stem = path.file_stem().unwrap().to_string_lossy();
+    let dir = path.with_file_name(format!("{stem}-x{n}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    for k in 0..n {
+        let link = dir.join(format!("part-{k}.parquet"));
+        if !link.exists() {
+            std::fs::hard_link(path, &link)
+                .or_else(|_| std::fs::copy(path, &link).map(|_| ()))
+                .unwrap();
+        }
+    }
+    dir
+}
+
+/// A directory of `n` links to `path` streamed as one dataset on the first of `ordinals` and
+/// spread over all of them, each batch dropped as it comes (so that `n` files need not fit in
+/// device memory at once), `rounds` times after a warm-up: Arrow GB/s of each and the ratio.
+fn directory_loads(
+    path: &Path,
+    name: &str,
+    ordinals: &[usize],
+    n: usize,
+    rounds: usize,
+) -> serde_json::Value {
+    let dir = directory_of(path, n);
+    let one = || {
+        let t = Instant::now();
+        let d = ParquetGpuReader::dataset_builder()
+            .with_device(Device::Cuda(ordinals[0]))
+            .with_keep_dictionaries(keep_dictionaries())
+            .build_dataset([&dir])
+            .unwrap();
+        let mut bytes = 0u64;
+        for b in d.batches() {
+            bytes += b.unwrap().memory_size() as u64;
+        }
+        (t.elapsed(), bytes)
+    };
+    let spread = || {
+        let t = Instant::now();
+        let s = ParquetGpuReader::dataset_builder()
+            .with_keep_dictionaries(keep_dictionaries())
+            .build_spread_dataset([&dir], ordinals)
+            .unwrap();
+        let mut bytes = 0u64;
+        for b in s.batches() {
+            bytes += b.unwrap().memory_size() as u64;
+        }
+        (t.elapsed(), bytes)
+    };
+    let (_, want) = one();
+    let (_, got) = spread();
+    assert_eq!(got, want, "{name}: the spread dataset's Arrow bytes differ");
+    let (mut t1, mut t2) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        // alternately, so that neither side has the warmer machine
+        t1.push(one().0);
+        t2.push(spread().0);
+    }
+    let ((b1, m1), (b2, m2)) = (stats(&mut t1), stats(&mut t2));
+    let gbps = |d: Duration| want as f64 / d.as_secs_f64() / 1e9;
+    println!(
+        "{:<20} directory of {n}: cuda:{} {:.2} GB/s best ({:.1} ms), {:.1} ms median | spread over {ordinals:?} {:.2} GB/s best ({:.1} ms), {:.1} ms median | {:.2}x",
+        "",
+        ordinals[0],
+        gbps(b1),
+        b1.as_secs_f64() * 1e3,
+        m1.as_secs_f64() * 1e3,
+        gbps(b2),
+        b2.as_secs_f64() * 1e3,
+        m2.as_secs_f64() * 1e3,
+        b1.as_secs_f64() / b2.as_secs_f64()
+    );
+    serde_json::json!({
+        "bench": "decode_device_directory", "file": name, "files": n, "devices": ordinals,
+        "arrow_bytes": want, "rounds": rounds,
+        "one_best_s": b1.as_secs_f64(), "one_median_s": m1.as_secs_f64(),
+        "spread_best_s": b2.as_secs_f64(), "spread_median_s": m2.as_secs_f64(),
+    })
 }
 
 /// The baseline: arrow-rs on the host (all cores), then every batch uploaded.
@@ -374,6 +459,11 @@ fn main() {
         );
         if let Some(ords) = &spread_over {
             spread_loads(f, ords, rounds, bytes, best);
+            let n = env_usize("CUPARQUET_BENCH_DIR_FILES", 8);
+            if n > 0 {
+                let r = directory_loads(f, v.name, ords, n, rounds);
+                record(&mut out, r);
+            }
         }
         if let Some(g) = &rep.gpu_decode {
             if !g.stages.is_empty() {

@@ -214,7 +214,7 @@ pub fn run(opts: &DoctorOptions) -> Vec<Check> {
         let threads = settings.as_ref().map_or(1, |s| s.nthreads);
         out.push(page_cache_ceiling(threads));
         if cuda.devices > 0 {
-            out.push(pinned_copy_ceiling());
+            out.extend(pinned_copy_ceiling());
         }
     }
     out
@@ -280,14 +280,35 @@ fn nvcomp_check() -> Check {
     }
 }
 
-/// Pinned host → device copy of 256 MiB on one stream, best of 3: the ceiling of staged reads.
-fn pinned_copy_ceiling() -> Check {
-    let run = || -> crate::error::Result<(f64, String)> {
-        let g = crate::device::gpu(0)?;
+/// Pinned host → device copy of 256 MiB on one stream, best of 4, for each device (the ceiling
+/// of its staged reads) and, with several, for all of them copying at the same time (the sum of
+/// their best copies then: the ceiling of a load spread over them).
+fn pinned_copy_ceiling() -> Vec<Check> {
+    // one device's copies: 256 MiB pinned → device, best of 4, on its first copy stream
+    // (`start`: the devices copying at once wait there until every buffer is ready)
+    let copy = |ordinal: usize,
+                start: Option<&std::sync::Barrier>|
+     -> crate::error::Result<(f64, String)> {
+        let ready = || {
+            if let Some(b) = start {
+                b.wait();
+            }
+        };
+        let g = match crate::device::gpu(ordinal) {
+            Ok(g) => g,
+            Err(e) => {
+                ready();
+                return Err(e);
+            }
+        };
         let len = 256usize << 20;
-        let mut pinned = g.pinned(len)?;
-        pinned.as_mut_slice()[..len].fill(0x5a);
-        let dev = g.alloc(len)?;
+        // (a thread of its own when the devices copy at once: the device's context bound first)
+        let bufs = g.bind().and_then(|()| g.pinned(len)).and_then(|mut p| {
+            p.as_mut_slice()[..len].fill(0x5a);
+            Ok((p, g.alloc(len)?))
+        });
+        ready();
+        let (pinned, dev) = bufs?;
         let stream = &g.streams()[0];
         let mut best = f64::MAX;
         for _ in 0..4 {
@@ -298,20 +319,61 @@ fn pinned_copy_ceiling() -> Check {
         g.recycle_pinned(pinned);
         Ok((len as f64 / best / 1e9, g.name().to_string()))
     };
-    match run() {
-        Ok((gbs, name)) => check(
-            Status::Ok,
-            "pinned copy",
-            format!("{gbs:.1} GB/s host→device (256 MiB pinned, one stream, cuda:0 {name})"),
-            None,
-        ),
-        Err(e) => check(
-            Status::Warn,
-            "pinned copy",
-            format!("not measured: {e}"),
-            None,
-        ),
+    let devices = crate::device::probe_cuda().devices;
+    let mut out: Vec<Check> = (0..devices)
+        .map(|n| match copy(n, None) {
+            Ok((gbs, name)) => check(
+                Status::Ok,
+                "pinned copy",
+                format!("{gbs:.1} GB/s host→device (256 MiB pinned, one stream, cuda:{n} {name})"),
+                None,
+            ),
+            Err(e) => check(
+                Status::Warn,
+                "pinned copy",
+                format!("cuda:{n} not measured: {e}"),
+                None,
+            ),
+        })
+        .collect();
+    if devices > 1 {
+        // every device at once (the links are the devices' own; host memory is shared): the
+        // ceiling of a load spread over all of them
+        let start = std::sync::Barrier::new(devices);
+        let all: Vec<crate::error::Result<(f64, String)>> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..devices)
+                .map(|n| {
+                    let (copy, start) = (&copy, &start);
+                    s.spawn(move || copy(n, Some(start)))
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Ok((0.0, String::new()))))
+                .collect()
+        });
+        out.push(match all.into_iter().collect::<crate::error::Result<Vec<_>>>() {
+            Ok(v) => check(
+                Status::Ok,
+                "pinned copy",
+                format!(
+                    "{:.1} GB/s host→device, all {devices} devices at once (each {})",
+                    v.iter().map(|x| x.0).sum::<f64>(),
+                    v.iter()
+                        .map(|x| format!("{:.1}", x.0))
+                        .collect::<Vec<_>>()
+                        .join(" / ")
+                ),
+                None,
+            ),
+            Err(e) => check(
+                Status::Warn,
+                "pinned copy",
+                format!("all devices at once not measured: {e}"),
+                None,
+            ),
+        });
     }
+    out
 }
 
 /// cuFileHandleRegister needs the udev record of the block device holding the file
