@@ -129,7 +129,12 @@ impl GpuParquetOpener {
             host_filter: std::sync::OnceLock::new(),
             pruning: self.pruning.clone(),
             limit: self.limit,
-            options: self.options.clone(),
+            // the partition's own device where the scan is spread over several
+            options: GpuScanOptions {
+                device: self.options.device_of_partition(self.partition),
+                devices: Vec::new(),
+                ..self.options.clone()
+            },
             metrics: ScanMetrics::new(&self.metrics, self.partition, &name),
             name,
         }

@@ -25,6 +25,11 @@ pub struct GpuScanOptions {
     /// scans), so that they are `Exact` and DataFusion drops its `FilterExec` for them
     /// (default true); false: every filter prunes only and stays `Inexact`.
     pub row_filter: bool,
+    /// Several GPUs: the CUDA devices (ordinals, each once) the scan's partitions are spread
+    /// over — partition `p` reads and decodes its files on `devices[p % devices.len()]`, so
+    /// that `target_partitions` of at least the device count keeps every device busy. Empty
+    /// (default): every partition on [`device`](Self::device).
+    pub devices: Vec<usize>,
 }
 
 impl Default for GpuScanOptions {
@@ -36,13 +41,15 @@ impl Default for GpuScanOptions {
             pruning: true,
             memory_budget: None,
             row_filter: true,
+            devices: Vec::new(),
         }
     }
 }
 
 /// The keys [`GpuScanOptions::set`] takes.
-pub const OPTION_KEYS: [&str; 6] = [
+pub const OPTION_KEYS: [&str; 7] = [
     "device",
+    "devices",
     "batch_rows",
     "page_index",
     "pruning",
@@ -55,6 +62,22 @@ impl GpuScanOptions {
     pub fn with_device(mut self, device: Device) -> Self {
         self.device = device;
         self
+    }
+
+    /// Several GPUs: the scan's partitions spread over the CUDA devices `ordinals` (see
+    /// [`devices`](Self::devices); [`cuparquet::device::cuda_devices`] lists them all).
+    pub fn with_devices(mut self, ordinals: impl IntoIterator<Item = usize>) -> Self {
+        self.devices = ordinals.into_iter().collect();
+        self
+    }
+
+    /// Where partition `partition` reads and decodes: its device of
+    /// [`devices`](Self::devices), else [`device`](Self::device).
+    pub fn device_of_partition(&self, partition: usize) -> Device {
+        match self.devices.len() {
+            0 => self.device,
+            n => Device::Cuda(self.devices[partition % n]),
+        }
     }
 
     /// Batches of about `rows` rows.
@@ -79,11 +102,15 @@ impl GpuScanOptions {
         if let Some(n) = self.memory_budget {
             v.push(("memory_budget", n.to_string()));
         }
+        if !self.devices.is_empty() {
+            v.push(("devices", device_list(&self.devices)));
+        }
         v
     }
 
     /// Sets one option by name, as `CREATE EXTERNAL TABLE … OPTIONS (…)` gives them (with or
-    /// without a `format.` prefix): `device` (`auto`, `host`, `cuda:N`), `batch_rows`,
+    /// without a `format.` prefix): `device` (`auto`, `host`, `cuda:N`), `devices`
+    /// (`cuda:0,cuda:1`, `all` for every CUDA device here, or empty for none), `batch_rows`,
     /// `page_index`, `pruning` and `row_filter` (`true`/`false`), `memory_budget` (bytes, or
     /// `512MiB`).
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
@@ -94,6 +121,9 @@ impl GpuScanOptions {
         match key {
             "device" => {
                 self.device = value.parse().map_err(|e| bad(format!("{e}")))?;
+            }
+            "devices" => {
+                self.devices = parse_devices(value).map_err(bad)?;
             }
             "batch_rows" => {
                 let n: usize = value
@@ -122,6 +152,35 @@ impl GpuScanOptions {
         }
         Ok(())
     }
+}
+
+/// `cuda:0,cuda:1`, `all` (every CUDA device here) or nothing: the ordinals, each once.
+fn parse_devices(v: &str) -> std::result::Result<Vec<usize>, String> {
+    let v = v.trim();
+    if v.is_empty() {
+        return Ok(Vec::new());
+    }
+    if v.eq_ignore_ascii_case("all") {
+        return cuparquet::device::cuda_devices().map_err(|e| e.to_string());
+    }
+    let ordinals = v
+        .split(',')
+        .map(|d| match d.trim().parse::<Device>() {
+            Ok(Device::Cuda(n)) => Ok(n),
+            Ok(other) => Err(format!(
+                "{other}: a device list names CUDA devices (cuda:N)"
+            )),
+            Err(e) => Err(e.to_string()),
+        })
+        .collect::<std::result::Result<Vec<usize>, String>>()?;
+    cuparquet::plan::devices::check_devices(&ordinals).map_err(|e| e.to_string())?;
+    Ok(ordinals)
+}
+
+/// The ordinals as `set` takes them back: `cuda:0,cuda:1`.
+pub(crate) fn device_list(ordinals: &[usize]) -> String {
+    let names: Vec<String> = ordinals.iter().map(|n| format!("cuda:{n}")).collect();
+    names.join(",")
 }
 
 fn bool_why() -> String {
@@ -160,6 +219,28 @@ mod tests {
         );
         let e = o.set("device", "tpu").unwrap_err().to_string();
         assert!(e.contains("device"), "{e}");
+        // several GPUs: partitions dealt to the devices in turn
+        o.set("devices", "cuda:1, gpu:0").unwrap();
+        assert_eq!(o.devices, [1, 0]);
+        let of: Vec<Device> = (0..5).map(|p| o.device_of_partition(p)).collect();
+        assert_eq!(
+            of,
+            [1, 0, 1, 0, 1].map(Device::Cuda),
+            "partition p on devices[p % 2]"
+        );
+        o.set("devices", "").unwrap();
+        assert_eq!(o.device_of_partition(3), Device::Host);
+        for (bad, why) in [
+            ("cuda:0,cuda:0", "named twice"),
+            ("cuda:0,host", "CUDA devices"),
+        ] {
+            let e = o.set("devices", bad).unwrap_err().to_string();
+            assert!(e.contains("devices") && e.contains(why), "{bad}: {e}");
+        }
+        if cuparquet::device::probe_cuda().devices == 0 {
+            let e = o.set("devices", "all").unwrap_err().to_string();
+            assert!(e.contains("devices") && e.contains("cuda"), "{e}");
+        }
     }
 
     #[test]
@@ -170,6 +251,7 @@ mod tests {
         o.memory_budget = Some(3 << 30);
         o.row_filter = false;
         o.page_index = false;
+        o.devices = vec![2, 0];
         for start in [GpuScanOptions::default(), o] {
             let mut back = GpuScanOptions {
                 device: Device::Host,
@@ -178,10 +260,12 @@ mod tests {
                 pruning: !start.pruning,
                 memory_budget: Some(1),
                 row_filter: !start.row_filter,
+                devices: vec![5],
             };
             // the pairs name every option that differs from the default
             back.batch_rows = None;
             back.memory_budget = None;
+            back.devices.clear();
             for (k, v) in start.to_pairs() {
                 back.set(k, &v).unwrap();
             }

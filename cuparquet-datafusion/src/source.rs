@@ -201,7 +201,10 @@ impl FileSource for GpuParquetSource {
     fn fmt_extra(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match t {
             DisplayFormatType::Default | DisplayFormatType::Verbose => {
-                write!(f, ", device={}", self.options.device)?;
+                match self.options.devices.as_slice() {
+                    [] => write!(f, ", device={}", self.options.device)?,
+                    d => write!(f, ", devices={}", crate::options::device_list(d))?,
+                }
                 if let Some(p) = &self.predicate {
                     write!(f, ", predicate={p}")?;
                     if let Some(pp) =
@@ -219,7 +222,10 @@ impl FileSource for GpuParquetSource {
                 Ok(())
             }
             DisplayFormatType::TreeRender => {
-                writeln!(f, "device={}", self.options.device)?;
+                match self.options.devices.as_slice() {
+                    [] => writeln!(f, "device={}", self.options.device)?,
+                    d => writeln!(f, "devices={}", crate::options::device_list(d))?,
+                }
                 if let Some(p) = &self.predicate {
                     writeln!(f, "predicate={p}")?;
                 }

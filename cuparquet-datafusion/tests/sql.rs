@@ -166,6 +166,30 @@ async fn queries_equal_datafusion_zstd_small_batches() {
     .await;
 }
 
+/// Several GPUs: the scan's partitions dealt to the devices (`devices`), shown in `EXPLAIN`
+/// everywhere; the queries equal DataFusion's where there are GPUs (4 partitions over every
+/// CUDA device here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn partitions_spread_over_several_gpus() {
+    let t = &data().snappy;
+    let ctx = gpu_ctx(t, GpuScanOptions::default().with_devices([1, 0])).await;
+    let explain = text(&run(&ctx, "EXPLAIN SELECT sum(l_quantity) FROM lineitem").await);
+    assert!(explain.contains("devices=cuda:1,cuda:0"), "{explain}");
+    let Ok(all) = cuparquet::device::cuda_devices() else {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "skipping the queries over several GPUs: {}",
+            cuparquet::device::probe_cuda().detail
+        );
+        return;
+    };
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "queries with the scan's partitions over {all:?}"
+    );
+    same_answers(t, GpuScanOptions::default().with_devices(all)).await;
+}
+
 /// The plan of `sql` over cuparquet's tables, run to the end, with its scan node.
 async fn executed(ctx: &SessionContext, sql: &str) -> (Vec<RecordBatch>, Arc<dyn ExecutionPlan>) {
     let plan = ctx
