@@ -238,7 +238,7 @@ with_cuda_bindings! {
     pub use parquet;
 
     pub use array::{DeviceArray, DeviceRecordBatch, LoadedBatch, Location, RowSpan};
-    pub use device::Device;
+    pub use device::{cuda_devices, Device};
     pub use error::{Error, Result};
     pub use reader::{
         Batches, Dataset, DatasetBatches, LoadReport, Loaded, LoadedDataset, ParquetGpuReader,

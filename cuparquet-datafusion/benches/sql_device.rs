@@ -8,6 +8,8 @@
 //! - `CUPARQUET_BENCH_ORDERS` (default 6,000,000: about 24M lineitem rows);
 //! - `CUPARQUET_BENCH_ROUNDS` (default 5), `CUPARQUET_BENCH_OUT` (JSON lines appended);
 //! - `CUPARQUET_BENCH_PARTITIONS` (default: the cores);
+//! - `CUPARQUET_BENCH_DEVICES`: CUDA ordinals (e.g. `0,1`) the `cuparquet` scans' partitions
+//!   are spread over (scan option `devices`; default: cuda:0 alone);
 //! - `CUPARQUET_BENCH_QUERIES` (a comma-separated subset of `Q1`, `Q3`, `Q6`, `Q12`) and
 //!   `CUPARQUET_BENCH_SCANS` (of `cuparquet`, `cuparquet-inexact`, `cuparquet-host`,
 //!   `datafusion`, `memtable`): default all.
@@ -265,14 +267,29 @@ async fn bench(cores: usize) {
     } else {
         Device::Host
     };
-    let gpu = gpu_ctx(&root, config(partitions), gpu_device).await;
+    // the device scans: on cuda:0, or their partitions spread over CUPARQUET_BENCH_DEVICES
+    let devices: Vec<usize> = std::env::var("CUPARQUET_BENCH_DEVICES")
+        .map(|v| {
+            v.split(',')
+                .map(|d| {
+                    d.trim()
+                        .parse()
+                        .expect("CUPARQUET_BENCH_DEVICES: ordinals, e.g. 0,1")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let base = GpuScanOptions::default()
+        .with_device(gpu_device)
+        .with_devices(devices.iter().copied());
+    let gpu = gpu_ctx_with(&root, config(partitions), base.clone()).await;
     // the filters pruning only (Inexact: DataFusion's FilterExec over every row read)
     let inexact = gpu_ctx_with(
         &root,
         config(partitions),
         GpuScanOptions {
             row_filter: false,
-            ..GpuScanOptions::default().with_device(gpu_device)
+            ..base
         },
     )
     .await;
@@ -287,7 +304,12 @@ async fn bench(cores: usize) {
         ("memtable", &mem),
     ];
     println!(
-        "machine: {cores} cores, {partitions} partitions; cuparquet scan on {gpu_device}; {orders} orders in {files} files per table; {rounds} rounds"
+        "machine: {cores} cores, {partitions} partitions; cuparquet scan on {}; {orders} orders in {files} files per table; {rounds} rounds",
+        if devices.is_empty() {
+            gpu_device.to_string()
+        } else {
+            format!("devices {devices:?}")
+        }
     );
     let mut out = std::env::var("CUPARQUET_BENCH_OUT").ok().map(|p| {
         std::fs::OpenOptions::new()

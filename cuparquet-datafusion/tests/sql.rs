@@ -175,7 +175,7 @@ async fn partitions_spread_over_several_gpus() {
     let ctx = gpu_ctx(t, GpuScanOptions::default().with_devices([1, 0])).await;
     let explain = text(&run(&ctx, "EXPLAIN SELECT sum(l_quantity) FROM lineitem").await);
     assert!(explain.contains("devices=cuda:1,cuda:0"), "{explain}");
-    let Ok(all) = cuparquet::device::cuda_devices() else {
+    let Ok(all) = cuparquet::cuda_devices() else {
         let _ = writeln!(
             std::io::stderr().lock(),
             "skipping the queries over several GPUs: {}",
