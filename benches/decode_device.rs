@@ -379,13 +379,8 @@ fn main() {
     let gpu = cuparquet::device::gpu(0).unwrap();
     println!("device: cuda:0 {}", gpu.name());
     let spread_over: Option<Vec<usize>> = std::env::var("CUPARQUET_BENCH_DEVICES").ok().map(|v| {
-        v.split(',')
-            .map(|d| {
-                d.trim()
-                    .parse()
-                    .expect("CUPARQUET_BENCH_DEVICES: ordinals, e.g. 0,1")
-            })
-            .collect()
+        cuparquet::plan::devices::parse_device_list(&v)
+            .expect("CUPARQUET_BENCH_DEVICES: ordinals, e.g. 0,1")
     });
 
     for (v, f) in variants.iter().zip(&files) {

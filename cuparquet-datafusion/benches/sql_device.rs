@@ -270,13 +270,8 @@ async fn bench(cores: usize) {
     // the device scans: on cuda:0, or their partitions spread over CUPARQUET_BENCH_DEVICES
     let devices: Vec<usize> = std::env::var("CUPARQUET_BENCH_DEVICES")
         .map(|v| {
-            v.split(',')
-                .map(|d| {
-                    d.trim()
-                        .parse()
-                        .expect("CUPARQUET_BENCH_DEVICES: ordinals, e.g. 0,1")
-                })
-                .collect()
+            cuparquet::plan::devices::parse_device_list(&v)
+                .expect("CUPARQUET_BENCH_DEVICES: ordinals, e.g. 0,1")
         })
         .unwrap_or_default();
     let base = GpuScanOptions::default()

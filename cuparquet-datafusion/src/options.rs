@@ -156,25 +156,10 @@ impl GpuScanOptions {
 
 /// `cuda:0,cuda:1`, `all` (every CUDA device here) or nothing: the ordinals, each once.
 fn parse_devices(v: &str) -> std::result::Result<Vec<usize>, String> {
-    let v = v.trim();
-    if v.is_empty() {
+    if v.trim().is_empty() {
         return Ok(Vec::new());
     }
-    if v.eq_ignore_ascii_case("all") {
-        return cuparquet::cuda_devices().map_err(|e| e.to_string());
-    }
-    let ordinals = v
-        .split(',')
-        .map(|d| match d.trim().parse::<Device>() {
-            Ok(Device::Cuda(n)) => Ok(n),
-            Ok(other) => Err(format!(
-                "{other}: a device list names CUDA devices (cuda:N)"
-            )),
-            Err(e) => Err(e.to_string()),
-        })
-        .collect::<std::result::Result<Vec<usize>, String>>()?;
-    cuparquet::plan::devices::check_devices(&ordinals).map_err(|e| e.to_string())?;
-    Ok(ordinals)
+    cuparquet::plan::devices::parse_device_list(v).map_err(|e| e.to_string())
 }
 
 /// The ordinals as `set` takes them back: `cuda:0,cuda:1`.

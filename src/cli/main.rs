@@ -248,23 +248,9 @@ struct DeviceList(Vec<usize>);
 /// A comma-separated list of CUDA devices (`cuda:N`, `gpu:N`, `cuda`), or `all` (every CUDA
 /// device here): their ordinals, each once.
 fn parse_devices_arg(s: &str) -> Result<DeviceList, String> {
-    if s == "all" {
-        return cuparquet::device::cuda_devices()
-            .map(DeviceList)
-            .map_err(|e| e.to_string());
-    }
-    let ordinals = s
-        .split(',')
-        .map(|d| match d.parse::<Device>() {
-            Ok(Device::Cuda(n)) => Ok(n),
-            Ok(other) => Err(format!(
-                "{other}: a device list names CUDA devices (cuda:N)"
-            )),
-            Err(e) => Err(e.to_string()),
-        })
-        .collect::<Result<Vec<usize>, String>>()?;
-    cuparquet::plan::devices::check_devices(&ordinals).map_err(|e| e.to_string())?;
-    Ok(DeviceList(ordinals))
+    cuparquet::plan::devices::parse_device_list(s)
+        .map(DeviceList)
+        .map_err(|e| e.to_string())
 }
 
 /// Splits on commas outside backquotes.
