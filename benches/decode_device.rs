@@ -379,7 +379,7 @@ fn main() {
     let gpu = cuparquet::device::gpu(0).unwrap();
     println!("device: cuda:0 {}", gpu.name());
     let spread_over: Option<Vec<usize>> = std::env::var("CUPARQUET_BENCH_DEVICES").ok().map(|v| {
-        cuparquet::plan::devices::parse_device_list(&v)
+        cuparquet::reader::parse_device_list(&v)
             .expect("CUPARQUET_BENCH_DEVICES: ordinals, e.g. 0,1")
     });
 

@@ -248,7 +248,7 @@ struct DeviceList(Vec<usize>);
 /// A comma-separated list of CUDA devices (`cuda:N`, `gpu:N`, `cuda`), or `all` (every CUDA
 /// device here): their ordinals, each once.
 fn parse_devices_arg(s: &str) -> Result<DeviceList, String> {
-    cuparquet::plan::devices::parse_device_list(s)
+    cuparquet::reader::parse_device_list(s)
         .map(DeviceList)
         .map_err(|e| e.to_string())
 }

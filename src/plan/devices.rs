@@ -93,35 +93,6 @@ pub fn check_devices(ordinals: &[usize]) -> Result<()> {
     Ok(())
 }
 
-/// A list of CUDA devices as users write it — `cuda:0,cuda:1` (`gpu:N`, `cuda` for `cuda:0`,
-/// or bare ordinals `0,1`), or `all` for every CUDA device here
-/// ([`crate::device::cuda_devices`]) — as ordinals, each once ([`check_devices`]).
-pub fn parse_device_list(s: &str) -> Result<Vec<usize>> {
-    let s = s.trim();
-    if s.eq_ignore_ascii_case("all") {
-        return crate::device::cuda_devices();
-    }
-    let ordinals = s
-        .split(',')
-        .map(|d| {
-            let d = d.trim();
-            if let Ok(n) = d.parse::<usize>() {
-                return Ok(n);
-            }
-            match d.parse::<crate::device::Device>()? {
-                crate::device::Device::Cuda(n) => Ok(n),
-                other => Err(Error::setting(
-                    "devices",
-                    s,
-                    format!("{other}: a device list names CUDA devices (cuda:N)"),
-                )),
-            }
-        })
-        .collect::<Result<Vec<usize>>>()?;
-    check_devices(&ordinals)?;
-    Ok(ordinals)
-}
-
 /// The devices of `ordinals` ([`check_devices`]), each with `budget`.
 pub fn device_budgets(ordinals: &[usize], budget: u64) -> Result<Vec<DeviceBudget>> {
     check_devices(ordinals)?;
@@ -249,25 +220,6 @@ impl fmt::Display for DeviceSpread {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn device_lists_parse_as_users_write_them() {
-        assert_eq!(parse_device_list("cuda:1, gpu:0").unwrap(), [1, 0]);
-        assert_eq!(parse_device_list("0,2").unwrap(), [0, 2]);
-        assert_eq!(parse_device_list("cuda").unwrap(), [0]);
-        for (bad, why) in [
-            ("cuda:0,0", "named twice"),
-            ("cuda:0,host", "CUDA devices"),
-            ("tpu:1", "expected"),
-            ("", "expected"),
-        ] {
-            let e = parse_device_list(bad).unwrap_err().to_string();
-            assert!(e.contains(why), "{bad:?}: {e}");
-        }
-        if crate::device::probe_cuda().devices == 0 {
-            assert!(parse_device_list("ALL").is_err());
-        }
-    }
     use crate::plan::{BatchSpan, PlannedPass, RowRange};
 
     /// A plan of passes of (read, device) bytes, one row group and one 10-row batch each.

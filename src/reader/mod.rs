@@ -43,7 +43,7 @@ pub use builder::{
 pub use dataset::{Dataset, DatasetBatches, LoadedDataset};
 pub use host_load::{release_cached_buffers, RETAINED_BUFFER_BYTES};
 pub use report::{LoadReport, SetupTimes};
-pub use spread::{DeviceWork, SpreadBatches, SpreadLoaded, SpreadReader};
+pub use spread::{parse_device_list, DeviceWork, SpreadBatches, SpreadLoaded, SpreadReader};
 pub use stream::Batches;
 
 use crate::array::{LoadedBatch, Location};

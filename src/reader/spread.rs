@@ -55,6 +55,35 @@ impl std::fmt::Debug for SpreadReader {
     }
 }
 
+/// A list of CUDA devices as users write it — `cuda:0,cuda:1` (`gpu:N`, `cuda` for `cuda:0`,
+/// or bare ordinals `0,1`), or `all` for every CUDA device here
+/// ([`crate::device::cuda_devices`]) — as ordinals, each once ([`crate::plan::devices::check_devices`]).
+pub fn parse_device_list(s: &str) -> crate::error::Result<Vec<usize>> {
+    let s = s.trim();
+    if s.eq_ignore_ascii_case("all") {
+        return crate::device::cuda_devices();
+    }
+    let ordinals = s
+        .split(',')
+        .map(|d| {
+            let d = d.trim();
+            if let Ok(n) = d.parse::<usize>() {
+                return Ok(n);
+            }
+            match d.parse::<crate::device::Device>()? {
+                crate::device::Device::Cuda(n) => Ok(n),
+                other => Err(crate::error::Error::setting(
+                    "devices",
+                    s,
+                    format!("{other}: a device list names CUDA devices (cuda:N)"),
+                )),
+            }
+        })
+        .collect::<crate::error::Result<Vec<usize>>>()?;
+    crate::plan::devices::check_devices(&ordinals)?;
+    Ok(ordinals)
+}
+
 /// What one device did in a spread load.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct DeviceWork {
@@ -362,6 +391,25 @@ impl Iterator for SpreadBatches {
 mod tests {
     use super::*;
     use crate::reader::ParquetGpuReader;
+
+    #[test]
+    fn device_lists_parse_as_users_write_them() {
+        assert_eq!(parse_device_list("cuda:1, gpu:0").unwrap(), [1, 0]);
+        assert_eq!(parse_device_list("0,2").unwrap(), [0, 2]);
+        assert_eq!(parse_device_list("cuda").unwrap(), [0]);
+        for (bad, why) in [
+            ("cuda:0,0", "named twice"),
+            ("cuda:0,host", "CUDA devices"),
+            ("tpu:1", "expected"),
+            ("", "expected"),
+        ] {
+            let e = parse_device_list(bad).unwrap_err().to_string();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+        if crate::device::probe_cuda().devices == 0 {
+            assert!(parse_device_list("ALL").is_err());
+        }
+    }
 
     fn sample() -> std::path::PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/lineitem-sample.parquet")
