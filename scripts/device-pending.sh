@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
-# GPU machine: the device work queued on 2026-12-04, when no device was lent, in two calls of at
-# most ten minutes. Build the branch wip/device-next (main + the shared pinned pool of issue 19 +
+# GPU machine: the device work queued on 2026-12-04, when no device was lent, in three calls of
+# at most ten minutes. Build the branch wip/device-next (main + the shared pinned pool of issue 19 +
 # the CUPARQUET_EXP_EDGES knob of issue 14) on the development machine:
 #   git checkout wip/device-next
 #   PACK_XZ=0 bash ../shared/device/pack.sh -- --test gpu --test conformance --test errors \
 #     --test mutants --test spread --test cli --test stream --test nvcomp
-#   bash scripts/pack-bench.sh        (bench-decode_device, bench-stream_device, …)
-#   AB_TESTS="" BENCHES=decode_device bash scripts/pack-ab.sh wip/inflate-pairs && \
-#     mv .dev/old .dev/pairs     (the pairs variant of the GZIP kernel, for PAIRS=1), then
-#   AB_TESTS="" BENCHES=decode_device bash scripts/pack-ab.sh 07caacf   (.dev/old: GZIP on the
-#     host's inflater, before the kernel)
-# and carry .dev (with the cuDF and pyarrow wheels moved to /tmp/whl by earlier calls where a
-# cuDF figure is wanted).
-#   PART=1: every packed test with the GPU required; memcheck over the GZIP kernel's tests; the
-#           GZIP bench (host share swept, against arrow-rs, the build before, cuDF); the spread
-#           over this machine's devices (DEVICES=0 on one GPU, 0,1 on nvidia-h200-x2).
-#   PART=2: issue 14's edges: bench-stream_device on the 2 GiB budget, CUPARQUET_EXP_EDGES none,
-#           first, last and first,last in turn (ROUNDS each); with PAIRS=1, the GZIP bench of the
-#           pairs variant beside main's kernel, alternately.
+#   the release bench-decode_device and bench-stream_device into .dev/bin (as pack-bench.sh
+#     does, without its compression step);
+#   AB_TESTS="" BENCHES=decode_device bash scripts/pack-ab.sh wip/inflate-pairs, its
+#     .dev/old.tar.xz unpacked and renamed .dev/pairs (the pairs variant of the GZIP kernel,
+#     for PAIRS=1); then the same for 07caacf, unpacked as .dev/old (GZIP on the host's
+#     inflater, before the kernel);
+#   tar -C .dev -cf - bin old pairs | xz -T2 --lzma2=preset=6,dict=256MiB > .devrun/bin.tar.xz,
+#     with .dev's corpus, run.sh, prepare-cufile-vm.sh and wheels.sh beside it (~22 MiB);
+# carry .devrun (and .dev-whl for nvCOMP) and run `mv .devrun .dev && PART=N bash
+# scripts/device-pending.sh` (the cuDF and pyarrow wheels moved to /tmp/whl by earlier calls
+# where a cuDF figure is wanted).
+#   PART=1: every packed test with the GPU required (about five minutes).
+#   PART=2: the GZIP run: memcheck over the GZIP kernel's tests, the GZIP lineitem files written
+#           (arrow-rs's and pyarrow's, once), the host share swept (0, 15, 100), the bench
+#           against arrow-rs, the build before and cuDF (scripts/device-gzip.sh).
+#   PART=3: the spread over this machine's devices (DEVICES=0 on one GPU, 0,1 on
+#           nvidia-h200-x2: scripts/device-spread.sh); issue 14's edges (bench-stream_device on
+#           the 2 GiB budget, CUPARQUET_EXP_EDGES none, first, last and first,last in turn); with
+#           PAIRS=1, the GZIP bench of the pairs variant beside main's kernel, alternately.
+# Chain the calls quickly (the machine is given back after 30 idle seconds, and with it the
+# files written under /tmp/bench-data).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh
@@ -25,12 +33,14 @@ case "${PART:-1}" in
 1)
   bash .dev/prepare-cufile-vm.sh >/dev/null 2>&1 || echo "could not write the udev record"
   echo "=== tests (GPU required)"
-  CUPARQUET_REQUIRE_GPU=1 timeout 360 bash .dev/run.sh 2>&1 | tee "$out/tests.txt" \
-    | grep -E "^===|test result|FAILED|panicked|skipping" | head -60
-  SKIP_TESTS=1 ROUNDS=${ROUNDS:-3} bash scripts/device-gzip.sh
-  DEVICES=${DEVICES:-0} ROUNDS=${ROUNDS:-3} bash scripts/device-spread.sh
+  CUPARQUET_REQUIRE_GPU=1 timeout 560 bash .dev/run.sh 2>&1 | tee "$out/tests.txt" \
+    | grep -E "^===|test result|FAILED|panicked|skipping|device tests" | head -80
   ;;
 2)
+  SKIP_TESTS=1 SHARES=${SHARES:-"0 15 100"} ROUNDS=${ROUNDS:-3} bash scripts/device-gzip.sh
+  ;;
+3)
+  DEVICES=${DEVICES:-0} ROUNDS=${ROUNDS:-3} bash scripts/device-spread.sh
   for edges in none first last first,last; do
     echo "--- CUPARQUET_EXP_EDGES=$edges"
     e=$edges; [ "$e" = none ] && e=""
