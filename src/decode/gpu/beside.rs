@@ -53,7 +53,7 @@ pub(crate) fn host_split(sizes: &[u64], share: u32) -> usize {
 
 /// The jobs of `jobs` (indices, any order) sorted largest first and cut where the host's
 /// `share` ends: (the host's, the device's).
-pub(crate) fn largest_to_host(
+fn largest_to_host(
     jobs: &[SnappyJob],
     mut mine: Vec<usize>,
     share: u32,
@@ -70,7 +70,7 @@ pub(crate) fn largest_to_host(
 /// large and small ones); a group reuses one pinned buffer. Per job: whether it came out
 /// exactly its destination's size (a page that did not is decompressed again, and its fault
 /// named, by the caller's host path).
-pub(crate) fn decompress_on_host(
+fn decompress_on_host(
     gpu: &Arc<Gpu>,
     load: &DeviceBuffer,
     out: &DeviceBuffer,
@@ -136,73 +136,121 @@ pub(crate) fn decompress_on_host(
     ok
 }
 
-/// What a device decompressor with the host beside it located, per chunk of `cis` (indexed
-/// like it): its pages' (address, length) and counts — the host's pages (`host_pages`) and the
-/// rest on the device side (`device(n)`, n pages) — or `None` for a chunk in `refused`, which
-/// the caller decompresses again on the host.
-pub(crate) fn located_chunks(
-    cis: &[usize],
-    locations: Vec<super::snappy::LocatedChunk>,
-    refused: &std::collections::HashSet<usize>,
-    host_pages: &std::collections::HashMap<usize, usize>,
-    device: impl Fn(usize) -> super::PageCounts,
-) -> Vec<Option<super::report::PageLocations>> {
-    cis.iter()
-        .zip(locations)
-        .map(|(ci, (locs, pages))| {
-            let host = host_pages.get(ci).copied().unwrap_or(0);
-            (!refused.contains(ci)).then(|| {
-                let mut counts = device(pages - host);
-                counts.host = host;
-                (locs, counts)
-            })
-        })
-        .collect()
+/// One device decompressor's call over `jobs` (its output `out`, the compressed bytes in
+/// `load`) with the host's cores taking the largest pages beside it: which pages each side
+/// takes ([`split`](Self::split)), the call with the host's part run beside it
+/// ([`run`](Self::run)), and what each chunk came to ([`located`](Self::located)). Chunks
+/// either side refuses go to [`refused`](Self::refused).
+pub(crate) struct Beside<'a> {
+    gpu: &'a Arc<Gpu>,
+    load: &'a DeviceBuffer,
+    out: &'a DeviceBuffer,
+    jobs: &'a [SnappyJob],
+    /// Each job's (chunk, page).
+    job_pages: &'a [(usize, usize)],
+    /// Per chunk: its pages the host decompressed.
+    host_pages: std::collections::HashMap<usize, usize>,
+    /// Chunks a page of which either side refused: the caller decompresses them again on the
+    /// host, which names what is wrong.
+    pub(crate) refused: std::collections::HashSet<usize>,
 }
 
-/// Runs `device` (a device decompressor's call) while the host's cores decompress `host_js`
-/// (indices into `jobs`, [`decompress_on_host`]) beside it, then counts the host's pages per
-/// chunk into `host_pages` and puts the chunk of each page the host refused into `refused`
-/// (`job_pages`: each job's chunk and page). `what` names the host's part in the profile.
-/// The device call's result.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn with_host_beside<T>(
-    gpu: &Arc<Gpu>,
-    load: &DeviceBuffer,
-    out: &DeviceBuffer,
-    codec: parquet::basic::Compression,
-    jobs: &[SnappyJob],
-    host_js: &[usize],
-    job_pages: &[(usize, usize)],
-    what: &str,
-    host_pages: &mut std::collections::HashMap<usize, usize>,
-    refused: &mut std::collections::HashSet<usize>,
-    device: impl FnOnce() -> T,
-) -> T {
-    let host_jobs: Vec<SnappyJob> = host_js.iter().map(|&j| jobs[j]).collect();
-    let (result, host_ok) = std::thread::scope(|s| {
-        let host = s.spawn(|| {
-            let t = std::time::Instant::now();
-            let ok = decompress_on_host(gpu, load, out, codec, &host_jobs);
-            (ok, t.elapsed())
-        });
-        let result = device();
-        let host_ok = match host.join() {
-            Ok((ok, took)) => {
-                super::profile::profile_absorb(vec![(what.to_string(), took)]);
-                ok
-            }
-            Err(_) => vec![false; host_jobs.len()],
-        };
-        (result, host_ok)
-    });
-    for (&j, ok) in host_js.iter().zip(host_ok) {
-        *host_pages.entry(job_pages[j].0).or_default() += 1;
-        if !ok {
-            refused.insert(job_pages[j].0);
+impl<'a> Beside<'a> {
+    pub(crate) fn new(
+        gpu: &'a Arc<Gpu>,
+        load: &'a DeviceBuffer,
+        out: &'a DeviceBuffer,
+        jobs: &'a [SnappyJob],
+        job_pages: &'a [(usize, usize)],
+    ) -> Self {
+        Beside {
+            gpu,
+            load,
+            out,
+            jobs,
+            job_pages,
+            host_pages: Default::default(),
+            refused: Default::default(),
         }
     }
-    result
+
+    /// The jobs `mine` (indices into the jobs) cut, largest first, into the host's share
+    /// ([`host_share`] of `tuned` and this host's cores) and the device's: (host, device).
+    pub(crate) fn split(&self, mine: Vec<usize>, tuned: Option<u32>) -> (Vec<usize>, Vec<usize>) {
+        let share = host_share(tuned, rayon::current_num_threads());
+        largest_to_host(self.jobs, mine, share)
+    }
+
+    /// Runs `device` (the device decompressor's call) while the host's cores decompress
+    /// `host_js` with `codec` beside it ([`decompress_on_host`]; `what` names that part in the
+    /// profile), then counts the host's pages per chunk and marks the chunks of the pages the
+    /// host refused. The device call's result.
+    pub(crate) fn run<T>(
+        &mut self,
+        codec: parquet::basic::Compression,
+        host_js: &[usize],
+        what: &str,
+        device: impl FnOnce() -> T,
+    ) -> T {
+        let host_jobs: Vec<SnappyJob> = host_js.iter().map(|&j| self.jobs[j]).collect();
+        let (gpu, load, out) = (self.gpu, self.load, self.out);
+        let (result, host_ok) = std::thread::scope(|s| {
+            let host = s.spawn(|| {
+                let t = std::time::Instant::now();
+                let ok = decompress_on_host(gpu, load, out, codec, &host_jobs);
+                (ok, t.elapsed())
+            });
+            let result = device();
+            let host_ok = match host.join() {
+                Ok((ok, took)) => {
+                    super::profile::profile_absorb(vec![(what.to_string(), took)]);
+                    ok
+                }
+                Err(_) => vec![false; host_jobs.len()],
+            };
+            (result, host_ok)
+        });
+        for (&j, ok) in host_js.iter().zip(host_ok) {
+            let chunk = self.job_pages[j].0;
+            *self.host_pages.entry(chunk).or_default() += 1;
+            if !ok {
+                self.refused.insert(chunk);
+            }
+        }
+        result
+    }
+
+    /// Marks the chunk of job `j` refused.
+    pub(crate) fn refuse(&mut self, j: usize) {
+        self.refused.insert(self.job_pages[j].0);
+    }
+
+    /// Whether the chunk of job `j` is refused.
+    pub(crate) fn is_refused(&self, j: usize) -> bool {
+        self.refused.contains(&self.job_pages[j].0)
+    }
+
+    /// Per chunk of `cis` (indexed like it): its pages' (address, length) of `locations` and
+    /// their counts — the host's pages, and the rest on the device side (`device(n)`, n
+    /// pages) — or `None` for a refused chunk.
+    pub(crate) fn located(
+        self,
+        cis: &[usize],
+        locations: Vec<super::snappy::LocatedChunk>,
+        device: impl Fn(usize) -> super::PageCounts,
+    ) -> Vec<Option<super::report::PageLocations>> {
+        cis.iter()
+            .zip(locations)
+            .map(|(ci, (locs, pages))| {
+                let host = self.host_pages.get(ci).copied().unwrap_or(0);
+                (!self.refused.contains(ci)).then(|| {
+                    let mut counts = device(pages - host);
+                    counts.host = host;
+                    (locs, counts)
+                })
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]

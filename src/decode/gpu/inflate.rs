@@ -6,10 +6,9 @@
 //! arrow-rs does or names what is wrong. (nvCOMP's GZIP is not used: 5.3 wrote past
 //! a page's output where the page inflated past its claim.)
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::beside::{host_share, largest_to_host, located_chunks, with_host_beside};
+use super::beside::Beside;
 use super::kernels::{PageInfo, SnappyJob, GZIP_PAGES, INFLATE_WARPS, SNAPPY_MODULE};
 use super::report::PageLocations;
 use super::profile::timed;
@@ -21,7 +20,7 @@ use crate::error::{Error, Result};
 /// Inflates the pages of the GZIP chunks `cis` on the device (v2 levels copied as stored, pages
 /// stored uncompressed used in place, as for the SNAPPY kernel: [`device_jobs`]), the host's
 /// cores taking the largest pages beside the kernel, a `host_share` percent of the bytes
-/// ([`host_share`]: the kernel works a page a warp, so it lasts as long as its largest page, as
+/// ([`Beside`]: the kernel works a page a warp, so it lasts as long as its largest page, as
 /// nvCOMP's call does). The output buffer is pushed to `uploads`. Per chunk (indexed like
 /// `cis`): its pages' (address, length) and how many each side inflated, or `None` where
 /// either side refused one of its pages (the caller inflates that chunk on the host, which
@@ -29,7 +28,6 @@ use crate::error::{Error, Result};
 pub(super) fn gzip_on_device(
     chunks: &DeviceChunks,
     cis: &[usize],
-    codecs: &[parquet::basic::Compression],
     tables: &[Vec<PageInfo>],
     host_share_tuned: Option<u32>,
     fail: &dyn Fn(usize, String) -> Error,
@@ -42,44 +40,29 @@ pub(super) fn gzip_on_device(
         job_pages,
         locations,
     } = device_jobs(chunks, cis, tables, fail)?;
-    let mut refused: HashSet<usize> = HashSet::new();
-    let mut host_pages: HashMap<usize, usize> = HashMap::new();
+    let mut side = Beside::new(&gpu, chunks.buffer(), &out, &jobs, &job_pages);
     if !jobs.is_empty() {
-        let share = host_share(host_share_tuned, rayon::current_num_threads());
-        let (host_js, device_js) = largest_to_host(&jobs, (0..jobs.len()).collect(), share);
+        let (host_js, device_js) = side.split((0..jobs.len()).collect(), host_share_tuned);
         let device_jobs: Vec<SnappyJob> = device_js.iter().map(|&j| jobs[j]).collect();
-        // the level does not matter to the host's inflater
-        let codec = codecs
-            .first()
-            .copied()
-            .unwrap_or(parquet::basic::Compression::GZIP(Default::default()));
-        let errs = with_host_beside(
-            &gpu,
-            chunks.buffer(),
-            &out,
-            codec,
-            &jobs,
+        // (the level does not matter to the host's inflater)
+        let errs = side.run(
+            parquet::basic::Compression::GZIP(Default::default()),
             &host_js,
-            &job_pages,
             "host inflation beside the GZIP kernel",
-            &mut host_pages,
-            &mut refused,
             || timed("GZIP kernel", || launch(&gpu, &device_jobs)),
         )?;
-        refused.extend(
-            errs.iter()
-                .zip(&device_js)
-                .filter(|(&e, _)| e != 0)
-                .map(|(_, &j)| job_pages[j].0),
-        );
-    }
-    uploads.push(out);
-    Ok(located_chunks(cis, locations, &refused, &host_pages, |n| {
-        PageCounts {
-            kernel: n,
-            ..PageCounts::default()
+        for (&e, &j) in errs.iter().zip(&device_js) {
+            if e != 0 {
+                side.refuse(j);
+            }
         }
-    }))
+    }
+    let located = side.located(cis, locations, |n| PageCounts {
+        kernel: n,
+        ..PageCounts::default()
+    });
+    uploads.push(out);
+    Ok(located)
 }
 
 /// Runs `gzip_pages` over `jobs`: per job its error bits.

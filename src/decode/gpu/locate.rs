@@ -107,9 +107,8 @@ pub(super) fn locate_pages(
     }
     if !gzip.is_empty() {
         let gz: Vec<usize> = gzip.iter().map(|&(k, _)| cis[k]).collect();
-        let codecs: Vec<Compression> = gzip.iter().map(|&(_, c)| c).collect();
         let done = timed("GZIP decompression", || {
-            gzip_on_device(chunks, &gz, &codecs, tables, host_share, &fail, uploads)
+            gzip_on_device(chunks, &gz, tables, host_share, &fail, uploads)
         })?;
         for (&(k, codec), d) in gzip.iter().zip(done) {
             match d {

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use super::beside::{host_share, largest_to_host, located_chunks, with_host_beside};
+use super::beside::Beside;
 use super::kernels::{
     PageInfo, SnappyJob, LZ4_CHECK, LZ4_HADOOP_BLOCKS, SNAPPY_MODULE, SNAPPY_THREADS,
 };
@@ -79,15 +79,12 @@ pub(super) fn nvcomp_on_device(
     } = device_jobs(chunks, cis, tables, fail)?;
     let codec_of_chunk: std::collections::HashMap<usize, (NvcompCodec, _)> =
         cis.iter().copied().zip(codecs.iter().copied()).collect();
-    let mut bad: std::collections::HashSet<usize> = std::collections::HashSet::new();
-    // per chunk: its pages the host decompressed
-    let mut host_pages: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    let mut side = Beside::new(&gpu, chunks.buffer(), &out, &jobs, &job_pages);
     // one nvCOMP call per parquet codec, whatever its level (LZ4 and LZ4_RAW both go to
     // nvCOMP's LZ4, framed differently, and the host decompresses each its own way beside it)
     let mut kinds: Vec<(NvcompCodec, parquet::basic::Compression)> = codecs.to_vec();
     kinds.sort_by_key(|c| codec_name(c.1));
     kinds.dedup_by_key(|c| codec_name(c.1));
-    let cores = rayon::current_num_threads();
     for (codec, parquet_codec) in kinds {
         let name = codec_name(parquet_codec);
         let mine: Vec<usize> = (0..jobs.len())
@@ -100,8 +97,7 @@ pub(super) fn nvcomp_on_device(
             continue;
         }
         // largest first, for both sides
-        let share = host_share(host_share_tuned, cores);
-        let (host_js, device_js) = largest_to_host(&jobs, mine, share);
+        let (host_js, device_js) = side.split(mine, host_share_tuned);
         // what nvCOMP decompresses: (the page's job, a stream of it)
         let mut units: Vec<(usize, SnappyJob)> = Vec::with_capacity(device_js.len());
         if parquet_codec == parquet::basic::Compression::LZ4 {
@@ -113,9 +109,7 @@ pub(super) fn nvcomp_on_device(
             for (&j, range) in device_js.iter().zip(of_page) {
                 match range {
                     Some(r) => units.extend(blocks[r].iter().map(|&b| (j, b))),
-                    None => {
-                        bad.insert(job_pages[j].0);
-                    }
+                    None => side.refuse(j),
                 }
             }
         } else {
@@ -131,48 +125,45 @@ pub(super) fn nvcomp_on_device(
                 .zip(ok)
                 .filter_map(|(u, ok)| {
                     if !ok {
-                        bad.insert(job_pages[u.0].0);
+                        side.refuse(u.0);
                     }
                     ok.then_some(u)
                 })
                 .collect();
         }
         // a chunk with a page refused goes to the host whole: its other pages need not go
-        units.retain(|u| !bad.contains(&job_pages[u.0].0));
+        units.retain(|u| !side.is_refused(u.0));
         let spans: Vec<(u64, u64, u64, u64)> = units
             .iter()
             .map(|(_, b)| (b.src, b.src_len, b.dst, b.dst_len))
             .collect();
-        let results = with_host_beside(
-            &gpu,
-            chunks.buffer(),
-            &out,
+        let results = side.run(
             parquet_codec,
-            &jobs,
             &host_js,
-            &job_pages,
             "host decompression beside nvCOMP",
-            &mut host_pages,
-            &mut bad,
-            // SAFETY: every source lies in the load's buffer (page data inside its chunk,
-            // checked by the page-header pass) and every destination is the page's own span
-            // of `out`, sized from its uncompressed size (`device_jobs`), none of them a page
-            // the host thread writes; all outlive the call, which waits.
-            || super::profile::timed("nvCOMP call", || unsafe { nv.decompress(&gpu, codec, &spans) }),
+            || {
+                super::profile::timed("nvCOMP call", || {
+                    // SAFETY: every source lies in the load's buffer (page data inside its
+                    // chunk, checked by the page-header pass) and every destination is the
+                    // page's own span of `out`, sized from its uncompressed size
+                    // (`device_jobs`), none of them a page the host thread writes; all outlive
+                    // the call, which waits.
+                    unsafe { nv.decompress(&gpu, codec, &spans) }
+                })
+            },
         )?;
         for ((j, b), (status, written)) in units.iter().zip(results) {
             if status != 0 || written != b.dst_len {
-                bad.insert(job_pages[*j].0);
+                side.refuse(*j);
             }
         }
     }
+    let located = side.located(cis, locations, |n| PageCounts {
+        nvcomp: n,
+        ..PageCounts::default()
+    });
     uploads.push(out);
-    Ok(located_chunks(cis, locations, &bad, &host_pages, |n| {
-        PageCounts {
-            nvcomp: n,
-            ..PageCounts::default()
-        }
-    }))
+    Ok(located)
 }
 
 /// Whether each LZ4 block of `jobs` is well formed for its sizes (`lz4_check`, one block of
