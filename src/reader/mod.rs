@@ -358,10 +358,19 @@ pub(crate) mod tests {
         let props = WriterProperties::builder()
             .set_max_row_group_row_count(Some(rg_rows))
             .build();
+        written(f, &batch, props)
+    }
+
+    /// `batch` written into the file `f` with `props`.
+    pub(crate) fn written(
+        f: tempfile::NamedTempFile,
+        batch: &RecordBatch,
+        props: WriterProperties,
+    ) -> tempfile::NamedTempFile {
         let mut w =
             parquet::arrow::ArrowWriter::try_new(f.reopen().unwrap(), batch.schema(), Some(props))
                 .unwrap();
-        w.write(&batch).unwrap();
+        w.write(batch).unwrap();
         w.close().unwrap();
         f
     }

@@ -634,12 +634,7 @@ mod tests {
             .set_write_batch_size(500)
             .set_dictionary_enabled(false)
             .build();
-        let mut w =
-            parquet::arrow::ArrowWriter::try_new(f.reopen().unwrap(), batch.schema(), Some(props))
-                .unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
-        f
+        crate::reader::tests::written(f, &batch, props)
     }
 
     #[test]

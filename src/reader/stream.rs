@@ -86,17 +86,14 @@ impl ReaderState {
         let md = &self.meta.metadata;
         let (mut device_compressed, mut host_compressed) = (0u64, 0u64);
         for c in &plan.chunks {
-            use parquet::basic::Compression;
-            match md.row_group(c.row_group).column(c.column).compression() {
-                Compression::UNCOMPRESSED => {}
-                Compression::SNAPPY
-                    if self.tuning.snappy != crate::config::SnappyPlacement::Host =>
-                {
-                    device_compressed += c.len()
-                }
-                Compression::GZIP(_) => device_compressed += c.len(),
-                codec if crate::decode::gpu::nvcomp_takes(codec) => device_compressed += c.len(),
-                _ => host_compressed += c.len(),
+            let codec = md.row_group(c.row_group).column(c.column).compression();
+            if codec == parquet::basic::Compression::UNCOMPRESSED {
+                continue;
+            }
+            if crate::decode::gpu::device_decompresses(codec, self.tuning.snappy) {
+                device_compressed += c.len();
+            } else {
+                host_compressed += c.len();
             }
         }
         let target = wave_target(

@@ -18,6 +18,22 @@ use crate::device::DeviceBuffer;
 use crate::error::{Error, Result};
 
 
+/// Whether the pages of `codec` are decompressed on the device by [`locate_pages`]: SNAPPY by
+/// our kernel unless `snappy` places them on the host, GZIP by our kernel, nvCOMP's codecs
+/// where it is installed (uncompressed pages need none: false).
+pub(crate) fn device_decompresses(
+    codec: parquet::basic::Compression,
+    snappy: SnappyPlacement,
+) -> bool {
+    use parquet::basic::Compression;
+    match codec {
+        Compression::UNCOMPRESSED => false,
+        Compression::SNAPPY => snappy != SnappyPlacement::Host,
+        Compression::GZIP(_) => true,
+        c => super::nvcomp::nvcomp_takes(c),
+    }
+}
+
 /// Where the (decompressed) data of every page of the chunks `cis` lives on the device:
 /// uncompressed chunks in place in the load's buffer; ZSTD and LZ4_RAW pages decompressed
 /// by nvCOMP where it is installed, `host_share` percent of their bytes (the largest pages) by

@@ -70,7 +70,7 @@ mod snappy;
 
 pub use bytes::decode_bytes_columns;
 pub(crate) use filter::{filter_device, DeviceKept};
-pub(crate) use nvcomp::nvcomp_takes;
+pub(crate) use locate::device_decompresses;
 pub use fixed::decode_fixed_columns;
 pub use page_tables::page_tables;
 pub(crate) use page_tables::checked_page_tables;
