@@ -23,7 +23,8 @@
 #   PART=3: the spread over this machine's devices (DEVICES=0 on one GPU, 0,1 on
 #           nvidia-h200-x2: scripts/device-spread.sh); issue 14's edges (bench-stream_device on
 #           the 2 GiB budget, CUPARQUET_EXP_EDGES none, first, last and first,last in turn); with
-#           PAIRS=1, the GZIP bench of the pairs variant beside main's kernel, alternately.
+#           PAIRS=1, the GZIP bench of the pairs variant beside main's kernel, alternately
+#           (SPREAD=0 leaves the spread out).
 # Chain the calls quickly (the machine is given back after 30 idle seconds, and with it the
 # files written under /tmp/bench-data).
 set -u -o pipefail
@@ -40,7 +41,7 @@ case "${PART:-1}" in
   SKIP_TESTS=1 SHARES=${SHARES:-"0 15 100"} ROUNDS=${ROUNDS:-3} bash scripts/device-gzip.sh
   ;;
 3)
-  DEVICES=${DEVICES:-0} ROUNDS=${ROUNDS:-3} bash scripts/device-spread.sh
+  [ "${SPREAD:-1}" = 1 ] && DEVICES=${DEVICES:-0} ROUNDS=${ROUNDS:-3} bash scripts/device-spread.sh
   for edges in none first last first,last; do
     echo "--- CUPARQUET_EXP_EDGES=$edges"
     e=$edges; [ "$e" = none ] && e=""
