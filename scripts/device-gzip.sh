@@ -23,10 +23,10 @@ fi
 if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
   for t in "test-gpu gpu_large_pages_equal_arrow_rs" "test-mutants bombs"; do
     set -- $t
-    [ -x .dev/bin/$1 ] || continue
+    [ -x .dev/bin/test-$1 ] || { echo "no .dev/bin/test-$1 packed: memcheck of $1 left out"; continue; }
     echo "=== compute-sanitizer memcheck: $1 $2"
     CUPARQUET_REQUIRE_GPU=1 timeout "${SAN_TIMEOUT:-200}" compute-sanitizer --tool memcheck \
-      --error-exitcode 9 --print-limit 20 .dev/bin/$1 "$2" > "$out/sanitizer-$1.txt" 2>&1
+      --error-exitcode 9 --print-limit 20 .dev/bin/test-$1 "$2" > "$out/sanitizer-$1.txt" 2>&1
     echo "exit $?"
     grep -E "ERROR SUMMARY|Invalid|test result|out of bounds" "$out/sanitizer-$1.txt" | head -12
   done
