@@ -25,9 +25,14 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
     set -- $t
     [ -x .dev/bin/test-$1 ] || { echo "no .dev/bin/test-$1 packed: memcheck of $1 left out"; continue; }
     echo "=== compute-sanitizer memcheck: $1 $2"
-    CUPARQUET_REQUIRE_GPU=1 timeout "${SAN_TIMEOUT:-200}" compute-sanitizer --tool memcheck \
-      --error-exitcode 9 --print-limit 20 .dev/bin/test-$1 "$2" > "$out/sanitizer-$1.txt" 2>&1
-    echo "exit $?"
+    # the mutants load through the CLI in a child process (CUPARQUET_BIN; the sanitizer follows
+    # it) and on the device only with CUPARQUET_MUTANTS_DEVICE
+    CUPARQUET_REQUIRE_GPU=1 CUPARQUET_BIN="$PWD/.dev/bin/cuparquet" CUPARQUET_MUTANTS_DEVICE=cuda:0 \
+      PARQUET_TESTING_DIR="$PWD/.dev/corpus/parquet-testing" \
+      timeout "${SAN_TIMEOUT:-200}" compute-sanitizer --tool memcheck --target-processes all \
+      --error-exitcode 9 --print-limit 20 .dev/bin/test-$1 "$2" --nocapture > "$out/sanitizer-$1.txt" 2>&1
+    rc=$?; echo "exit $rc"
+    [ $rc = 0 ] || tail -n 15 "$out/sanitizer-$1.txt"
     grep -E "ERROR SUMMARY|Invalid|test result|out of bounds" "$out/sanitizer-$1.txt" | head -12
   done
 fi

@@ -25,6 +25,8 @@
 #           the 2 GiB budget, CUPARQUET_EXP_EDGES none, first, last and first,last in turn); with
 #           PAIRS=1, the GZIP bench of the pairs variant beside main's kernel, alternately
 #           (SPREAD=0 leaves the spread out).
+#   PART=4: issue 14's budgeted stream: bench-stream_device of this build (.dev/bin) and the
+#           build before (.dev/old), alternately, two rounds (512 MiB and 2 GiB budgets).
 # Chain the calls quickly (the machine is given back after 30 idle seconds, and with it the
 # files written under /tmp/bench-data).
 set -u -o pipefail
@@ -59,5 +61,19 @@ case "${PART:-1}" in
       done
     done
   fi
+  ;;
+4)
+  # issue 14: the budgeted stream read as one stream into an allocation per pass (this build)
+  # against wave by wave (.dev/old: the build before), alternately, same files
+  for round in 1 2; do
+    for b in .dev/bin .dev/old; do
+      [ -x $b/bench-stream_device ] || continue
+      echo "--- $b (round $round)"
+      CUPARQUET_BENCH_FILES=${FILES:-plain-uncompressed,snappy-dict} \
+        CUPARQUET_BENCH_BUDGETS=${BUDGETS:-512MiB,2GiB} CUPARQUET_BENCH_ROUNDS=${ROUNDS:-3} \
+        timeout 200 $b/bench-stream_device 2>&1 | tee -a "$out/stream-ab.txt" \
+        | grep -E "budget|GB/s|panicked" | head -12
+    done
+  done
   ;;
 esac

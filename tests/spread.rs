@@ -18,6 +18,8 @@ fn file(dir: &std::path::Path) -> std::path::PathBuf {
     let props = parquet::file::properties::WriterProperties::builder()
         .set_compression(parquet::basic::Compression::SNAPPY)
         .set_max_row_group_row_count(Some(25_000))
+        // pages of a few thousand rows, so that a small budget reads row groups in pieces
+        .set_data_page_row_count_limit(2_000)
         .build();
     write(&p, &[flat_batch(200_000, 7)], props);
     p
@@ -99,7 +101,9 @@ fn gpu_spread_over_one_device_equals_arrow_rs() {
         .iter()
         .all(|b| b.location() == Location::Cuda(0)));
     // a row selection, under a budget small enough that row groups are read in pieces (by
-    // their pages): equal to the host's load of the same selection
+    // their pages: a row group of this file needs ~30 MiB, a piece of one page ~14 MiB, and
+    // the spread plans passes within half the budget): equal to the host's load of the same
+    // selection
     use cuparquet::plan::{RowSelection, RowSelector};
     let sel = || {
         RowSelection::from(vec![
@@ -124,7 +128,7 @@ fn gpu_spread_over_one_device_equals_arrow_rs() {
             .map(|b| b.to_host().unwrap())
             .collect::<Vec<_>>(),
     );
-    for budget in [1 << 30, 2 << 20] {
+    for budget in [1 << 30, 32 << 20] {
         let s = ParquetGpuReader::builder(&p)
             .with_row_selection(sel())
             .with_memory_budget(budget)
@@ -133,16 +137,20 @@ fn gpu_spread_over_one_device_equals_arrow_rs() {
         let got = s.load().unwrap();
         let host: Vec<_> = got.batches.iter().map(|b| b.to_host().unwrap()).collect();
         assert_eq!(concat(&want.schema(), &host), want, "budget {budget}");
+        let pieces = (s.spread().passes.windows(2))
+            .filter(|w| w[0].row_groups == w[1].row_groups)
+            .count();
+        assert_eq!(
+            pieces > 0,
+            budget < 1 << 30,
+            "budget {budget}: {}",
+            s.spread()
+        );
         let _ = writeln!(
             std::io::stderr().lock(),
-            "a row selection spread over cuda:0 under {budget} bytes: {} passes, {} of them \
-             pieces of a row group",
+            "a row selection spread over cuda:0 under {budget} bytes: {} passes, {pieces} of \
+             them pieces of a row group",
             s.spread().passes.len(),
-            s.spread()
-                .passes
-                .windows(2)
-                .filter(|w| w[0].row_groups == w[1].row_groups)
-                .count()
         );
     }
 }

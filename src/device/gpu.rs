@@ -168,8 +168,7 @@ pub struct Gpu {
     next_download: std::sync::atomic::AtomicUsize,
     /// A stream that never carries work, where [`Gpu::event_for_written`] records.
     idle: Stream,
-    pinned: Mutex<Vec<PinnedBuffer>>,
-    /// Bytes of pinned host memory allocated and not freed ([`Gpu::pinned_bytes`]).
+    /// Bytes of pinned host memory this device allocated and not freed ([`Gpu::pinned_bytes`]).
     pinned_bytes: std::sync::atomic::AtomicU64,
     /// cuparquet's own stream-ordered memory pool and the stream its allocations and frees are
     /// ordered on; None where the device has no memory pools (allocations then go straight to
@@ -281,7 +280,6 @@ impl Gpu {
             total_memory,
             multiprocessors,
             streams,
-            pinned: Mutex::new(Vec::new()),
             pinned_bytes: std::sync::atomic::AtomicU64::new(0),
             pool,
             live: std::sync::atomic::AtomicU64::new(0),
@@ -554,10 +552,12 @@ impl Gpu {
     }
 
     /// A pinned host buffer of at least `len` bytes (page-locked, not write-combined: the CPU
-    /// writes and may read it). Taken from the device's pool when one is free.
+    /// writes and may read it; portable: every device's copies may use it). Taken from the
+    /// process's pool when one is free, whichever device allocated it (one pool for the process), so
+    /// that the devices of a spread load share their staging.
     pub fn pinned(self: &Arc<Self>, len: usize) -> Result<PinnedBuffer> {
         {
-            let mut pool = self.pinned.lock().unwrap_or_else(|p| p.into_inner());
+            let mut pool = SHARED_PINNED.lock().unwrap_or_else(|p| p.into_inner());
             // the most recently returned buffer that fits without wasting more than half
             if let Some(i) = pool
                 .iter()
@@ -568,14 +568,17 @@ impl Gpu {
         }
         self.bind()?;
         let n = len.max(1);
-        // SAFETY: the context is bound; flags 0 asks for ordinary (cached, not write-combined)
-        // page-locked memory. The allocation is owned by the PinnedBuffer and freed in its Drop.
-        let ptr = unsafe { cu::malloc_host(n, 0) }.map_err(|e| Error::Device {
-            device: format!("cuda:{}", self.ordinal),
-            reason: format!(
-                "allocating {} of pinned host memory failed ({e}); lower CUPARQUET_BOUNCE_BUFFER_SIZE or _COUNT",
-                crate::config::human_bytes(n as u64)
-            ),
+        // SAFETY: the context is bound; CU_MEMHOSTALLOC_PORTABLE asks for ordinary (cached, not
+        // write-combined) page-locked memory that every context may copy from and to. The
+        // allocation is owned by the PinnedBuffer and freed in its Drop.
+        let ptr = unsafe { cu::malloc_host(n, sys::CU_MEMHOSTALLOC_PORTABLE) }.map_err(|e| {
+            Error::Device {
+                device: format!("cuda:{}", self.ordinal),
+                reason: format!(
+                    "allocating {} of pinned host memory failed ({e}); lower CUPARQUET_BOUNCE_BUFFER_SIZE or _COUNT",
+                    crate::config::human_bytes(n as u64)
+                ),
+            }
         })?;
         self.pinned_bytes
             .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
@@ -586,34 +589,52 @@ impl Gpu {
         })
     }
 
-    /// Bytes of pinned host memory allocated for this device and not freed: the buffers in
-    /// use (staging, batches copied back that are still held) and those the pool keeps
+    /// Bytes of pinned host memory this device allocated and not freed: the buffers in use
+    /// (staging, batches copied back that are still held) and those the process's pool keeps
     /// ([`pinned_pool_retain`]).
     pub fn pinned_bytes(&self) -> u64 {
         self.pinned_bytes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Returns a pinned buffer to the pool; the least recently returned buffers are freed
-    /// when the pool holds more than [`pinned_pool_retain`] bytes. The caller must have waited
-    /// for every copy from the buffer (crate-private for that reason).
+    /// Returns a pinned buffer to the process's pool; the least recently returned buffers are
+    /// freed when the pool holds more than [`pinned_pool_retain`] bytes. The caller must have
+    /// waited for every copy from the buffer (crate-private for that reason).
     pub(crate) fn recycle_pinned(&self, b: PinnedBuffer) {
-        let mut pool = self.pinned.lock().unwrap_or_else(|p| p.into_inner());
-        pool.push(b);
-        let mut held: usize = pool.iter().map(|b| b.len).sum();
-        let retain = pinned_pool_retain();
-        while held > retain && pool.len() > 1 {
-            held -= pool.remove(0).len;
-        }
+        let freed = {
+            let mut pool = SHARED_PINNED.lock().unwrap_or_else(|p| p.into_inner());
+            pool.push(b);
+            let mut held: usize = pool.iter().map(|b| b.len).sum();
+            let retain = pinned_pool_retain();
+            let mut freed = Vec::new();
+            while held > retain && pool.len() > 1 {
+                let old = pool.remove(0);
+                held -= old.len;
+                freed.push(old);
+            }
+            freed
+        };
+        // freed outside the lock (freeing pinned memory waits for the device)
+        drop(freed);
     }
 
-    /// Frees the pinned buffers kept for reuse; returns the bytes freed.
+    /// Frees the pinned buffers this device allocated that the pool keeps for reuse; returns
+    /// the bytes freed.
     pub fn release_pinned(&self) -> usize {
-        let mut pool = self.pinned.lock().unwrap_or_else(|p| p.into_inner());
-        let n = pool.iter().map(|b| b.len).sum();
-        pool.clear();
-        n
+        let mine: Vec<PinnedBuffer> = {
+            let mut pool = SHARED_PINNED.lock().unwrap_or_else(|p| p.into_inner());
+            let (mine, rest): (Vec<_>, Vec<_>) = pool
+                .drain(..)
+                .partition(|b| b.gpu.ordinal == self.ordinal);
+            *pool = rest;
+            mine
+        };
+        mine.iter().map(|b| b.len).sum()
     }
 }
+
+/// The pinned buffers kept for reuse, of every device (they are allocated portable): the
+/// staging of the devices of a spread load is pinned once and shared.
+static SHARED_PINNED: Mutex<Vec<PinnedBuffer>> = Mutex::new(Vec::new());
 
 impl Drop for Gpu {
     fn drop(&mut self) {
@@ -881,7 +902,7 @@ impl PinnedBuffer {
         dst_offset: usize,
         stream: &Stream,
     ) -> Result<()> {
-        let done = self.gpu.event()?;
+        let done = dst.gpu.event()?;
         // SAFETY: the copy is waited for below before this function returns, while `self` and
         // `dst` are still borrowed; if enqueueing the wait fails, the stream is synchronized.
         unsafe { self.copy_to_device_async(src, dst, dst_offset, stream)? };
@@ -890,10 +911,10 @@ impl PinnedBuffer {
             .and_then(|()| done.synchronize())
             .is_err()
         {
-            self.gpu.bind()?;
+            dst.gpu.bind()?;
             // SAFETY: the stream is live; waiting for all its work covers the copy above.
             unsafe { cu::stream::synchronize(stream.raw()) }
-                .map_err(|e| driver_error(self.gpu.ordinal, "cuStreamSynchronize", e))?;
+                .map_err(|e| driver_error(dst.gpu.ordinal, "cuStreamSynchronize", e))?;
         }
         Ok(())
     }
@@ -912,11 +933,13 @@ impl PinnedBuffer {
         stream: &Stream,
     ) -> Result<()> {
         let len = src.end.saturating_sub(src.start);
-        check_range(self.gpu.ordinal, &src, self.len, "pinned")?;
+        // (the buffer may come from another device's allocation: the pool is shared)
+        check_range(dst.gpu.ordinal, &src, self.len, "pinned")?;
         dst.check(&(dst_offset..dst_offset.saturating_add(len)))?;
         if len == 0 {
             return Ok(());
         }
+        dst.gpu.bind()?;
         // SAFETY: source and destination ranges are inside live allocations (checked above);
         // the caller keeps both alive and the source unchanged until the copy completes (the
         // contract of this function).
@@ -927,7 +950,7 @@ impl PinnedBuffer {
                 stream.raw,
             )
         }
-        .map_err(|e| driver_error(self.gpu.ordinal, "cuMemcpyHtoDAsync", e))
+        .map_err(|e| driver_error(dst.gpu.ordinal, "cuMemcpyHtoDAsync", e))
     }
 }
 
@@ -952,9 +975,18 @@ impl PinnedBuffer {
 
 impl Drop for PinnedBuffer {
     fn drop(&mut self) {
+        // freed in the context that allocated it, the thread's own context restored after (a
+        // buffer of the shared pool may be freed by a thread working with another device)
+        let current = cu::ctx::get_current().ok().flatten();
         if self.gpu.bind().is_ok() {
             // SAFETY: the allocation is live and freed once, here.
             let _ = unsafe { cu::free_host(self.ptr.cast()) };
+            if let Some(ctx) = current {
+                // SAFETY: `ctx` was the thread's current context a moment ago; a context
+                // outlives the threads that use it (primary contexts are retained by their
+                // Gpu for the life of the process).
+                let _ = unsafe { cu::ctx::set_current(ctx) };
+            }
         }
         (self.gpu.pinned_bytes).fetch_sub(self.len as u64, std::sync::atomic::Ordering::Relaxed);
     }

@@ -12,12 +12,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::IoSettings;
-use crate::device::{gpu, DeviceBuffer, Gpu};
+use crate::device::{gpu, Gpu};
 use crate::error::{Error, Result};
 use crate::io::cufile::{self, CufileReader};
 use crate::io::policy::{decide, Fact, MachineFacts, PathDecision, PlannedPath, Target};
 use crate::io::staged::{stream_threads, StagedReader};
-use crate::io::{check_destinations, Dest, IoPath, IoReport, RangeReader};
+use crate::io::{check_destinations, Dest, IoPath, IoReport, RangeReader, StreamDest};
 use crate::plan::IoRequest;
 use crate::source::ParquetFile;
 
@@ -266,14 +266,17 @@ impl RangeReader for GpuReader {
         file: &ParquetFile,
         requests: &[IoRequest],
         parts: &[Vec<usize>],
-        dest: &DeviceBuffer,
+        dest: StreamDest<'_>,
         done: &(dyn Fn(usize, IoReport) + Sync),
     ) -> Option<Result<()>> {
-        if dest.gpu().ordinal() != self.gpu.ordinal() {
+        if dest.ordinal() != self.gpu.ordinal() {
             return None;
         }
-        if let Err(e) = check_destinations(file, requests, dest.len() as u64) {
-            return Some(Err(e));
+        // (a part's own allocation is checked as it is opened)
+        if let StreamDest::One(buf) = dest {
+            if let Err(e) = check_destinations(file, requests, buf.len() as u64) {
+                return Some(Err(e));
+            }
         }
         // a plan that would register the file with cuFile is not streamed
         let wants_cufile = std::cell::Cell::new(false);

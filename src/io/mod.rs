@@ -54,6 +54,47 @@ impl Dest<'_> {
     }
 }
 
+/// Where a streamed read ([`RangeReader::read_stream`]) puts its parts.
+#[derive(Clone, Copy)]
+#[non_exhaustive]
+pub enum StreamDest<'a> {
+    /// One allocation: every request at its `dest_offset`.
+    One(&'a DeviceBuffer),
+    /// An allocation of its own per part, on CUDA device `ordinal`: `open(p)` gives part
+    /// `p`'s just before its first byte is read, parts in order, and may wait (a memory
+    /// budget admitting the part); a part's requests at their `dest_offset` in it. `Ok(None)`:
+    /// no more parts are wanted, and the read stops. The reader drops its reference to a
+    /// part's allocation once the part is done.
+    PerPart {
+        /// The device of every part's allocation.
+        ordinal: usize,
+        /// Opens part `p`.
+        open: &'a (dyn Fn(usize) -> Result<Option<std::sync::Arc<DeviceBuffer>>> + Sync),
+    },
+}
+
+impl fmt::Debug for StreamDest<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StreamDest::One(b) => f.debug_tuple("One").field(b).finish(),
+            StreamDest::PerPart { ordinal, .. } => f
+                .debug_struct("PerPart")
+                .field("ordinal", ordinal)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+impl StreamDest<'_> {
+    /// The CUDA device the parts land on.
+    pub fn ordinal(&self) -> usize {
+        match self {
+            StreamDest::One(b) => b.gpu().ordinal(),
+            StreamDest::PerPart { ordinal, .. } => *ordinal,
+        }
+    }
+}
+
 /// The path a request's bytes really took.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -266,17 +307,17 @@ pub trait RangeReader: fmt::Debug + Send + Sync {
     }
 
     /// Reads `parts` of `requests` (each a list of request indices) into `dest` as one stream,
-    /// calling `done(i, report)` as soon as every byte of part `i` is in `dest` — so the caller
-    /// can use a part while later ones are read — with the part's records numbered from 0 in
-    /// its order and walls that add up to the stream's. After an error the parts not yet done
-    /// stay undone and the error is returned. `None`: this reader does not stream (the caller
-    /// reads part by part with [`RangeReader::read`]).
+    /// calling `done(i, report)` as soon as every byte of part `i` is in its destination — so
+    /// the caller can use a part while later ones are read — with the part's records numbered
+    /// from 0 in its order and walls that add up to the stream's. After an error the parts not
+    /// yet done stay undone and the error is returned. `None`: this reader does not stream (the
+    /// caller reads part by part with [`RangeReader::read`]).
     fn read_stream(
         &self,
         _file: &ParquetFile,
         _requests: &[IoRequest],
         _parts: &[Vec<usize>],
-        _dest: &DeviceBuffer,
+        _dest: StreamDest<'_>,
         _done: &(dyn Fn(usize, IoReport) + Sync),
     ) -> Option<Result<()>> {
         None

@@ -28,7 +28,7 @@ use crate::io::host::{open_direct, read_direct, shared_pool};
 use crate::io::staging::plan_staging;
 use crate::io::{
     check_destinations, records_from_spans, Dest, IoPath, IoReport, RangeReader, RequestRecord,
-    Span,
+    Span, StreamDest,
 };
 use crate::plan::IoRequest;
 use crate::source::{read_fully_at, ParquetFile};
@@ -313,16 +313,18 @@ impl StagedReader {
     /// Reads `parts` (each a list of indices into `requests`) into `dest` as one stream of
     /// bounce-buffer fills, parts one after another: each reader thread takes the fills of its
     /// own run of the current part, then what is left of the others' runs, then moves on to
-    /// the next part — so no thread idles at the end of a part while the next waits. `done(i,
-    /// r)` is called (from a reader thread) once every copy of part `i` has completed, with
-    /// its records; after an error, parts not yet done are left undone and the error
-    /// returned. Destinations are assumed checked by the caller.
+    /// the next part — so no thread idles at the end of a part while the next waits. With an
+    /// allocation per part ([`StreamDest::PerPart`]) the first thread to reach a part opens it
+    /// (and every part before it not yet opened, in order), the others waiting meanwhile.
+    /// `done(i, r)` is called (from a reader thread) once every copy of part `i` has completed,
+    /// with its records; after an error, parts not yet done are left undone and the error
+    /// returned. One allocation's destinations are assumed checked by the caller.
     pub(crate) fn read_stream(
         &self,
         file: &ParquetFile,
         requests: &[IoRequest],
         parts: &[Vec<usize>],
-        dest: &DeviceBuffer,
+        dest: StreamDest<'_>,
         done: &(dyn Fn(usize, Vec<RequestRecord>) + Sync),
     ) -> Result<()> {
         use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
@@ -354,6 +356,9 @@ impl StagedReader {
         // per part, an event recorded after each of its copies, on that copy's stream
         let copied: Vec<Mutex<Vec<crate::device::Event>>> =
             parts.iter().map(|_| Mutex::new(Vec::new())).collect();
+        // per part, its own allocation while it is read (StreamDest::PerPart)
+        let own: Vec<Mutex<Option<Arc<DeviceBuffer>>>> =
+            parts.iter().map(|_| Mutex::new(None)).collect();
         let finish_part = |p: usize| -> Result<()> {
             // every copy of the part is enqueued and followed by an event: wait for those
             // events, not for the copy streams, which by now also carry later parts' copies
@@ -364,18 +369,61 @@ impl StagedReader {
                 ev.synchronize()?;
             }
             let spans = std::mem::take(&mut *spans[p].lock().unwrap_or_else(|e| e.into_inner()));
+            // the part's allocation is the caller's from now on
+            own[p].lock().unwrap_or_else(|e| e.into_inner()).take();
             done(
                 p,
                 records_from_spans(requests, parts[p].iter().copied(), spans, IoPath::Staged),
             );
             Ok(())
         };
-        for (p, l) in left.iter().enumerate() {
-            if l.load(SeqCst) == 0 {
-                finish_part(p)?;
+        // parts opened so far, in order (all of them for one allocation)
+        let opened = AtomicUsize::new(match dest {
+            StreamDest::One(_) => parts.len(),
+            _ => 0,
+        });
+        let opener = Mutex::new(());
+        // set by the first error, or when no more parts are wanted
+        let stop = AtomicBool::new(false);
+        // opens every part up to `p` not yet opened; false when no more are wanted
+        let open_to = |p: usize| -> Result<bool> {
+            let StreamDest::PerPart { open, .. } = dest else {
+                return Ok(true);
+            };
+            if p < opened.load(SeqCst) {
+                return Ok(true);
+            }
+            let _one = opener.lock().unwrap_or_else(|e| e.into_inner());
+            while opened.load(SeqCst) <= p {
+                if stop.load(SeqCst) {
+                    return Ok(false);
+                }
+                let q = opened.load(SeqCst);
+                let Some(buf) = open(q)? else {
+                    return Ok(false);
+                };
+                let mine: Vec<IoRequest> = parts[q].iter().map(|&i| requests[i].clone()).collect();
+                check_destinations(file, &mine, buf.len() as u64)?;
+                *own[q].lock().unwrap_or_else(|e| e.into_inner()) = Some(buf);
+                opened.store(q + 1, SeqCst);
+                if left[q].load(SeqCst) == 0 {
+                    finish_part(q)?;
+                }
+            }
+            Ok(true)
+        };
+        if let StreamDest::One(_) = dest {
+            for (p, l) in left.iter().enumerate() {
+                if l.load(SeqCst) == 0 {
+                    finish_part(p)?;
+                }
             }
         }
         if fills.is_empty() {
+            // parts with nothing to read, opened (and so done) in order
+            if let Some(last) = parts.len().checked_sub(1) {
+                open_to(last)?;
+            }
             return Ok(());
         }
         // cores left to the threads that decode the parts already read: with every core
@@ -401,7 +449,6 @@ impl StagedReader {
                     .collect()
             })
             .collect();
-        let stop = AtomicBool::new(false);
         let first_err: Mutex<Option<Error>> = Mutex::new(None);
         let fail = |e: Error| {
             stop.store(true, SeqCst);
@@ -414,24 +461,44 @@ impl StagedReader {
             self.gpu.bind()?;
             let mut part = 0;
             while !stop.load(SeqCst) {
+                // the part must be open before any of its fills is taken (parts open in
+                // order: a part's allocation may wait for the memory that those before free)
+                if part < parts.len() && !open_to(part)? {
+                    stop.store(true, SeqCst);
+                    break;
+                }
                 // this thread's run of the part first, then what is left of the others' (each
                 // thread reading on through the file, as `read_bounced`'s split does, measured
                 // faster on the H200 machine than all threads taking fills in file order)
-                let mut got = None;
-                while got.is_none() && part < parts.len() {
-                    got = (0..threads).find_map(|r| {
-                        let (cur, end) = &runs[part][(me + r) % threads];
-                        let k = cur.fetch_add(1, SeqCst);
-                        (k < *end).then_some(k)
-                    });
-                    if got.is_none() {
-                        part += 1;
+                let got = (0..threads).find_map(|r| {
+                    let (cur, end) = runs.get(part)?.get((me + r) % threads)?;
+                    let k = cur.fetch_add(1, SeqCst);
+                    (k < *end).then_some(k)
+                });
+                let Some(k) = got else {
+                    if part >= parts.len() {
+                        break;
                     }
-                }
-                let k = got.unwrap_or(fills.len());
-                let Some((p, slot)) = fills.get(k) else { break };
+                    part += 1;
+                    continue;
+                };
+                let (p, slot) = &fills[k];
                 let stream = &streams[k % streams.len()];
-                let read = self.fill(file, direct.as_ref(), &ring, slot, stream, dest)?;
+                let read = match dest {
+                    StreamDest::One(buf) => {
+                        self.fill(file, direct.as_ref(), &ring, slot, stream, buf)?
+                    }
+                    StreamDest::PerPart { .. } => {
+                        let buf = own[*p].lock().unwrap_or_else(|e| e.into_inner()).clone();
+                        let Some(buf) = buf else {
+                            return Err(Error::Device {
+                                device: format!("cuda:{}", self.gpu.ordinal()),
+                                reason: format!("part {p} of a streamed read was not opened"),
+                            });
+                        };
+                        self.fill(file, direct.as_ref(), &ring, slot, stream, &buf)?
+                    }
+                };
                 let ev = self.gpu.event()?;
                 ev.record(stream)?;
                 copied[*p]
@@ -459,7 +526,12 @@ impl StagedReader {
         if let Some(e) = first_err.into_inner().unwrap_or_else(|p| p.into_inner()) {
             return Err(e);
         }
-        finished
+        finished?;
+        // parts after the last with fills that have nothing to read (opened, so done)
+        match parts.len().checked_sub(1) {
+            Some(last) if !stop.load(SeqCst) => open_to(last).map(|_| ()),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use crate::decode::gpu::{decode_pass, DeviceChunks, GpuDecodeReport, PassInput};
 use crate::device;
 use crate::error::{Error, Result};
 use crate::io::{Dest, IoReport, RangeReader};
-use crate::plan::IoRequest;
+use crate::plan::{ColumnChunkPlan, IoRequest};
 
 impl ReaderState {
     /// [`ParquetGpuReader::load_chunks`](super::ParquetGpuReader::load_chunks).
@@ -46,8 +46,24 @@ impl ReaderState {
         ordinal: usize,
         wave: &super::waves::Wave,
     ) -> Result<(DeviceChunks, IoReport)> {
+        let (requests, chunks, bytes) = self.wave_layout(wave);
+        let mut buffer = device::gpu(ordinal)?.alloc(bytes as usize)?;
+        // the decoders of the waves before run meanwhile: leave them some cores
+        let io = reader.read_beside(&self.file, &requests, Dest::Device(&mut buffer))?;
+        Ok((DeviceChunks::new(Arc::new(buffer), chunks), io))
+    }
+
+    /// The requests and chunks of `wave` in an allocation of its own (offsets from its first
+    /// request's), and that allocation's bytes.
+    pub(super) fn wave_layout(
+        &self,
+        wave: &super::waves::Wave,
+    ) -> (Vec<IoRequest>, Vec<ColumnChunkPlan>, u64) {
         let plan = wave.plan(&self.plan);
-        let base = plan.requests[wave.requests.start].dest_offset;
+        let base = plan
+            .requests
+            .get(wave.requests.start)
+            .map_or(0, |r| r.dest_offset);
         let requests: Vec<IoRequest> = plan.requests[wave.requests.clone()]
             .iter()
             .map(|r| IoRequest {
@@ -57,9 +73,6 @@ impl ReaderState {
             })
             .collect();
         let bytes: u64 = requests.iter().map(|r| r.len()).sum();
-        let mut buffer = device::gpu(ordinal)?.alloc(bytes as usize)?;
-        // the decoders of the waves before run meanwhile: leave them some cores
-        let io = reader.read_beside(&self.file, &requests, Dest::Device(&mut buffer))?;
         let chunks = plan.chunks[wave.chunks.clone()]
             .iter()
             .map(|c| {
@@ -68,7 +81,7 @@ impl ReaderState {
                 c
             })
             .collect();
-        Ok((DeviceChunks::new(Arc::new(buffer), chunks), io))
+        (requests, chunks, bytes)
     }
 
     /// An error unless `chunks` hold exactly this reader's plan.

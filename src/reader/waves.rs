@@ -14,7 +14,7 @@ use crate::array::LoadedBatch;
 use crate::decode::gpu::{DeviceChunks, GpuDecodeReport};
 use crate::device::{self, DeviceBuffer};
 use crate::error::Result;
-use crate::io::{IoReport, RangeReader};
+use crate::io::{IoReport, RangeReader, StreamDest};
 use crate::plan::ReadPlan;
 
 /// What a decoded wave hands over: its batches, where its fields were decoded, what its reads
@@ -256,8 +256,7 @@ impl ReaderState {
         let plan = &self.plan;
         // never blocks a sender: a streamed read's waves arrive as they complete; the
         // wave-by-wave reader limits itself below
-        let (tx, rx) =
-            std::sync::mpsc::sync_channel::<(usize, Result<(DeviceChunks, IoReport)>)>(waves.len());
+        let (tx, rx) = std::sync::mpsc::sync_channel::<WaveRead>(waves.len());
         let rx = Mutex::new(rx);
         let stop = AtomicBool::new(false);
         let read_so_far = AtomicU64::new(0);
@@ -302,7 +301,7 @@ impl ReaderState {
                         &self.file,
                         &plan.requests,
                         &parts,
-                        &buffer,
+                        StreamDest::One(&buffer),
                         &|i, io| {
                             delivered[i].store(true, Relaxed);
                             timeline.add(|| format!("read {i} (streamed)"), t);
@@ -326,6 +325,13 @@ impl ReaderState {
                             drop(buffer);
                             *shared.lock().unwrap_or_else(|p| p.into_inner()) = None;
                         }
+                    }
+                }
+                if let Some(b) = budget {
+                    if self.stream_budgeted(reader, ordinal, waves, b, stop, &tx, &|i, t| {
+                        timeline.add(|| format!("read {i} (streamed{})", live()), t)
+                    }) {
+                        return;
                     }
                 }
                 for (i, w) in waves.iter().enumerate() {
@@ -398,6 +404,92 @@ impl ReaderState {
         }
         timeline.print();
         Ok(())
+    }
+}
+
+/// A wave read (its index), or why it could not be.
+type WaveRead = (usize, Result<(DeviceChunks, IoReport)>);
+
+impl ReaderState {
+    /// Under a memory budget: `waves` read as one stream ([`RangeReader::read_stream`]), each
+    /// into an allocation of its own opened once `budget` admits its reads, so that the reader
+    /// threads go on from one wave into the next instead of waiting at each wave's end, as a
+    /// wave-by-wave read does. Each wave read (or the error that ended the stream) goes to
+    /// `tx`; `noted(i, start)` marks wave `i` read. False when the reader does not stream
+    /// (nothing was read: the caller reads wave by wave).
+    #[allow(clippy::too_many_arguments)]
+    fn stream_budgeted(
+        &self,
+        reader: &dyn RangeReader,
+        ordinal: usize,
+        waves: &[Wave],
+        budget: &Budgeted<'_>,
+        stop: &std::sync::atomic::AtomicBool,
+        tx: &std::sync::mpsc::SyncSender<WaveRead>,
+        noted: &(dyn Fn(usize, Instant) + Sync),
+    ) -> bool {
+        use std::sync::atomic::AtomicBool;
+        let gpu = match device::gpu(ordinal) {
+            Ok(g) => g,
+            Err(_) => return false,
+        };
+        // the waves' requests end to end, each wave's at offsets in its own allocation
+        let mut requests = Vec::new();
+        let mut parts = Vec::with_capacity(waves.len());
+        let mut layouts = Vec::with_capacity(waves.len());
+        for w in waves {
+            let (q, chunks, bytes) = self.wave_layout(w);
+            parts.push((requests.len()..requests.len() + q.len()).collect::<Vec<usize>>());
+            requests.extend(q);
+            layouts.push(Mutex::new(Some((chunks, bytes))));
+        }
+        let bufs: Vec<Mutex<Option<Arc<DeviceBuffer>>>> =
+            waves.iter().map(|_| Mutex::new(None)).collect();
+        let delivered: Vec<AtomicBool> = waves.iter().map(|_| AtomicBool::new(false)).collect();
+        let t = Instant::now();
+        let open = |i: usize| -> Result<Option<Arc<DeviceBuffer>>> {
+            if stop.load(Relaxed) || !budget.read(i) {
+                return Ok(None);
+            }
+            let bytes = (layouts[i].lock().unwrap_or_else(|p| p.into_inner()).as_ref())
+                .map_or(0, |l| l.1);
+            let buf = Arc::new(gpu.alloc(bytes as usize)?);
+            *bufs[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&buf));
+            Ok(Some(buf))
+        };
+        let streamed = reader.read_stream(
+            &self.file,
+            &requests,
+            &parts,
+            StreamDest::PerPart {
+                ordinal,
+                open: &open,
+            },
+            &|i, io| {
+                delivered[i].store(true, Relaxed);
+                noted(i, t);
+                let buf = bufs[i].lock().unwrap_or_else(|p| p.into_inner()).take();
+                let layout = layouts[i].lock().unwrap_or_else(|p| p.into_inner()).take();
+                let r = match (buf, layout) {
+                    (Some(buf), Some((chunks, _))) => Ok((DeviceChunks::new(buf, chunks), io)),
+                    _ => Err(crate::error::Error::Device {
+                        device: format!("cuda:{ordinal}"),
+                        reason: format!("wave {i} of a streamed read was done before it was opened"),
+                    }),
+                };
+                let _ = tx.send((i, r));
+            },
+        );
+        match streamed {
+            None => false,
+            Some(Ok(())) => true,
+            Some(Err(e)) => {
+                if let Some(i) = delivered.iter().position(|d| !d.load(Relaxed)) {
+                    let _ = tx.send((i, Err(e)));
+                }
+                true
+            }
+        }
     }
 }
 
