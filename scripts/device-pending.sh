@@ -66,7 +66,7 @@ case "${PART:-1}" in
   # issue 14: the budgeted stream read as one stream into an allocation per pass (this build)
   # against wave by wave (.dev/old: the build before), alternately, same files
   for round in 1 2; do
-    for b in .dev/bin .dev/old; do
+    for b in .dev/bin ${AB_EXTRA:-} .dev/old; do
       [ -x $b/bench-stream_device ] || continue
       echo "--- $b (round $round)"
       CUPARQUET_BENCH_FILES=${FILES:-plain-uncompressed,snappy-dict} \

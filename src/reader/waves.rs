@@ -241,8 +241,9 @@ impl ReaderState {
     /// otherwise each wave is read into an allocation of its own, at most one wave ahead of
     /// the decoders. Hands each wave, as it is decoded (not in order), its batches and reports
     /// to `sink`, which returns false when no more are wanted; after an error or a `false`
-    /// the waves not yet decoded are dropped. With `admit` (a memory budget), waves are read
-    /// wave by wave, each once `admit(i)` lets it in (false: the stream stopped).
+    /// the waves not yet decoded are dropped. Under a memory budget (`budget`) each wave's
+    /// reads wait until the budget admits them, into an allocation of the wave's own: as one
+    /// stream where the reader can ([`Self::stream_budgeted`]), else wave by wave.
     pub(super) fn pipelined(
         &self,
         reader: &dyn RangeReader,
