@@ -199,6 +199,23 @@ impl SpreadReader {
                 Err(Error::MemoryBudget { .. }) if !builder.page_index => {
                     return Self::open(builder.with_page_index(true), files, devices);
                 }
+                // passes are planned within a share of the smallest budget: the error names
+                // the budget asked for, and the one whose share would hold the pass
+                Err(Error::MemoryBudget {
+                    path,
+                    row_group,
+                    needed,
+                    ..
+                }) => {
+                    let scaled = (needed as u128 * smallest as u128)
+                        .div_ceil(pass_budget.max(1) as u128);
+                    return Err(Error::MemoryBudget {
+                        path,
+                        row_group,
+                        needed: u64::try_from(scaled).unwrap_or(u64::MAX),
+                        budget: smallest,
+                    });
+                }
                 other => other?,
             };
             for p in &passes.passes {
@@ -452,6 +469,35 @@ mod tests {
         assert_eq!((got.devices[0].passes, got.devices[1].passes), (2, 2));
         assert_eq!(got.devices[0].rows + got.devices[1].rows, 20_000);
         assert!(got.devices.iter().all(|d| d.bytes_read > 0 && d.output_bytes > 0));
+    }
+
+    #[test]
+    fn a_budget_too_small_for_the_spread_names_the_budget_asked_for() {
+        // passes are planned within half of each device's budget (the next one is read while
+        // one decodes): the error names the budget the caller gave, and what it would need
+        let budget = 1 << 20;
+        let e = SpreadReader::open(
+            ParquetGpuReader::builder(sample()).with_memory_budget(budget),
+            vec![sample()],
+            vec![Device::Host, Device::Host],
+        )
+        .unwrap_err();
+        let Error::MemoryBudget {
+            budget: b, needed, ..
+        } = &e
+        else {
+            panic!("{e}");
+        };
+        assert_eq!(*b, budget, "{e}");
+        assert!(*needed > budget, "{e}");
+        assert!(e.to_string().contains("budget of 1.0 MiB"), "{e}");
+        // and that much is enough
+        let s = SpreadReader::open(
+            ParquetGpuReader::builder(sample()).with_memory_budget(*needed),
+            vec![sample()],
+            vec![Device::Host, Device::Host],
+        );
+        assert!(s.is_ok(), "{needed}: {:?}", s.err());
     }
 
     #[test]
