@@ -313,20 +313,12 @@ impl ReaderState {
                             let _ = tx.send((i, Ok((chunks, io))));
                         },
                     );
-                    match streamed {
-                        Some(Ok(())) => return,
-                        Some(Err(e)) => {
-                            if let Some(i) = delivered.iter().position(|d| !d.load(Relaxed)) {
-                                let _ = tx.send((i, Err(e)));
-                            }
-                            return;
-                        }
-                        // this reader reads wave by wave: no shared allocation
-                        None => {
-                            drop(buffer);
-                            *shared.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                        }
+                    if stream_ended(streamed, &delivered, &tx) {
+                        return;
                     }
+                    // this reader reads wave by wave: no shared allocation
+                    drop(buffer);
+                    *shared.lock().unwrap_or_else(|p| p.into_inner()) = None;
                 }
                 if let Some(b) = budget {
                     if self.stream_budgeted(reader, ordinal, waves, b, stop, &tx, &|i, t| {
@@ -437,12 +429,14 @@ impl ReaderState {
         // the waves' requests end to end, each wave's at offsets in its own allocation
         let mut requests = Vec::new();
         let mut parts = Vec::with_capacity(waves.len());
-        let mut layouts = Vec::with_capacity(waves.len());
+        let mut chunks_of = Vec::with_capacity(waves.len());
+        let mut sizes = Vec::with_capacity(waves.len());
         for w in waves {
             let (q, chunks, bytes) = self.wave_layout(w);
             parts.push((requests.len()..requests.len() + q.len()).collect::<Vec<usize>>());
             requests.extend(q);
-            layouts.push(Mutex::new(Some((chunks, bytes))));
+            chunks_of.push(Mutex::new(Some(chunks)));
+            sizes.push(bytes);
         }
         let bufs: Vec<Mutex<Option<Arc<DeviceBuffer>>>> =
             waves.iter().map(|_| Mutex::new(None)).collect();
@@ -452,9 +446,7 @@ impl ReaderState {
             if stop.load(Relaxed) || !budget.read(i) {
                 return Ok(None);
             }
-            let bytes = (layouts[i].lock().unwrap_or_else(|p| p.into_inner()).as_ref())
-                .map_or(0, |l| l.1);
-            let buf = Arc::new(gpu.alloc(bytes as usize)?);
+            let buf = Arc::new(gpu.alloc(sizes[i] as usize)?);
             *bufs[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&buf));
             Ok(Some(buf))
         };
@@ -470,9 +462,9 @@ impl ReaderState {
                 delivered[i].store(true, Relaxed);
                 noted(i, t);
                 let buf = bufs[i].lock().unwrap_or_else(|p| p.into_inner()).take();
-                let layout = layouts[i].lock().unwrap_or_else(|p| p.into_inner()).take();
-                let r = match (buf, layout) {
-                    (Some(buf), Some((chunks, _))) => Ok((DeviceChunks::new(buf, chunks), io)),
+                let chunks = chunks_of[i].lock().unwrap_or_else(|p| p.into_inner()).take();
+                let r = match (buf, chunks) {
+                    (Some(buf), Some(chunks)) => Ok((DeviceChunks::new(buf, chunks), io)),
                     _ => Err(crate::error::Error::Device {
                         device: format!("cuda:{ordinal}"),
                         reason: format!("wave {i} of a streamed read was done before it was opened"),
@@ -481,15 +473,26 @@ impl ReaderState {
                 let _ = tx.send((i, r));
             },
         );
-        match streamed {
-            None => false,
-            Some(Ok(())) => true,
-            Some(Err(e)) => {
-                if let Some(i) = delivered.iter().position(|d| !d.load(Relaxed)) {
-                    let _ = tx.send((i, Err(e)));
-                }
-                true
+        stream_ended(streamed, &delivered, tx)
+    }
+}
+
+/// The end of a streamed read ([`RangeReader::read_stream`]): false when the reader does not
+/// stream (nothing was read); else true, its error (if any) sent on `tx` as the first wave's
+/// not `delivered`.
+fn stream_ended(
+    streamed: Option<Result<()>>,
+    delivered: &[std::sync::atomic::AtomicBool],
+    tx: &std::sync::mpsc::SyncSender<WaveRead>,
+) -> bool {
+    match streamed {
+        None => false,
+        Some(Ok(())) => true,
+        Some(Err(e)) => {
+            if let Some(i) = delivered.iter().position(|d| !d.load(Relaxed)) {
+                let _ = tx.send((i, Err(e)));
             }
+            true
         }
     }
 }
