@@ -370,7 +370,7 @@ impl ScanJob {
             .with_columns(present.iter().map(|c| quoted(c)))
             .with_device(self.options.device)
             .with_access_plan(to_reader_access(plan));
-        if let Some(n) = self.options.batch_rows {
+        if let Some(n) = self.batch_rows() {
             b = b.with_batch_rows(n);
         }
         if let Some(m) = self.options.memory_budget {
@@ -396,6 +396,17 @@ impl ScanJob {
         }
         .map_err(|e| external(&self.name, e))?;
         Ok(Opened::Reader(reader))
+    }
+
+    /// Rows per batch asked of the reader: the option, else
+    /// [`HOST_BATCH_ROWS`](crate::HOST_BATCH_ROWS) where the scan decodes on the host (as
+    /// the reader resolves its device), else the reader's default.
+    fn batch_rows(&self) -> Option<usize> {
+        let host = matches!(
+            self.options.device.location(),
+            Ok(cuparquet::Location::Host)
+        );
+        (self.options.batch_rows).or(host.then_some(crate::options::HOST_BATCH_ROWS))
     }
 
     /// `expr` (over the table's file schema) over `schema`, this file's: the same where the
@@ -555,5 +566,46 @@ impl std::fmt::Display for ScanError {
 impl std::error::Error for ScanError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.source)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cuparquet::Device;
+    use datafusion::arrow::datatypes::{DataType, Field};
+
+    fn job(options: GpuScanOptions) -> ScanJob {
+        let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int64, true)]));
+        let opener = GpuParquetOpener::new(
+            0,
+            schema,
+            vec![0],
+            ScanFilters {
+                predicate: None,
+                row_filter: None,
+            },
+            None,
+            options,
+            ExecutionPlanMetricsSet::new(),
+        );
+        opener.job(PartitionedFile::new("a.parquet", 0))
+    }
+
+    #[test]
+    fn host_scans_decode_smaller_batches_unless_asked() {
+        let host = GpuScanOptions::default().with_device(Device::Host);
+        assert_eq!(job(host.clone()).batch_rows(), Some(crate::HOST_BATCH_ROWS));
+        assert_eq!(job(host.with_batch_rows(5000)).batch_rows(), Some(5000));
+        // a device scan keeps the reader's default (2^20) unless asked
+        let gpu = GpuScanOptions::default().with_device(Device::Cuda(0));
+        assert_eq!(job(gpu.clone()).batch_rows(), None);
+        assert_eq!(job(gpu.with_batch_rows(7)).batch_rows(), Some(7));
+        // Auto: the host's where there is no GPU
+        let auto = job(GpuScanOptions::default()).batch_rows();
+        match cuparquet::cuda_devices() {
+            Ok(_) => assert_eq!(auto, None),
+            Err(_) => assert_eq!(auto, Some(crate::HOST_BATCH_ROWS)),
+        }
     }
 }

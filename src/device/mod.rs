@@ -58,6 +58,15 @@ pub enum Device {
     Auto,
 }
 
+impl Device {
+    /// Where a reader built for this device decodes and puts its batches on this machine
+    /// ([`resolve`]: `Auto` is the host where no device is present or the GPU kernels cannot
+    /// be compiled); an error where the device asked for is not here.
+    pub fn location(self) -> Result<Location> {
+        resolve(self).map(|c| c.location)
+    }
+}
+
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
