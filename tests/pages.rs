@@ -354,6 +354,92 @@ fn a_row_group_larger_than_the_budget_is_planned_in_pieces() {
     );
 }
 
+/// A stream's ramp ([`cuparquet::plan::pieces::ramp_pieces`]): the row group cut at page
+/// boundaries into pieces of growing size — the first ending at the first page boundary at or
+/// after the rows asked, each next at least twice the one before — holding every row once, in
+/// order, each reading only the pages holding its rows. None without a page index, or where
+/// the row group holds no more rows than the first piece.
+#[test]
+fn a_stream_ramp_cuts_the_first_row_group_in_growing_pieces() {
+    use cuparquet::metadata::read_metadata;
+    use cuparquet::plan::pieces::ramp_pieces;
+    use cuparquet::plan::{plan, Selection};
+    use cuparquet::source::ParquetFile;
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("large.parquet");
+    one_large_row_group(&f, true); // 60,000 rows, pages of 700
+    let meta = read_metadata(&ParquetFile::open(&f).unwrap(), true).unwrap();
+    let md = &meta.metadata;
+    let p = plan(&f, &meta, &Selection::default()).unwrap();
+    let pieces = ramp_pieces(&f, &p, md, 0, 5000).unwrap().expect("a ramp");
+    let rows: Vec<std::ops::Range<u64>> = pieces
+        .iter()
+        .map(|piece| {
+            let r = &piece.rows.as_ref().unwrap()[&0];
+            assert_eq!(r.len(), 1);
+            r[0].clone()
+        })
+        .collect();
+    // 5,000 rows up to the page boundary at 5,600, then at least twice each piece before
+    assert_eq!(rows[0], 0..5600);
+    let mut next = 0;
+    for (k, r) in rows.iter().enumerate() {
+        assert_eq!(r.start, next, "pieces in order, every row once: {rows:?}");
+        next = r.end;
+        assert!(
+            r.end % 700 == 0 || r.end == 60_000,
+            "at a page boundary: {rows:?}"
+        );
+        if k > 0 && r.end < 60_000 {
+            let before = rows[k - 1].end - rows[k - 1].start;
+            assert!(r.end - r.start >= 2 * before, "growing: {rows:?}");
+            assert!(
+                r.end - r.start < 2 * before + 700,
+                "no more than a page past: {rows:?}"
+            );
+        }
+    }
+    assert_eq!(next, 60_000);
+    assert_eq!(
+        rows.len(),
+        4,
+        "5,600 + 11,200 + 22,400 + the rest: {rows:?}"
+    );
+    for (piece, r) in pieces.iter().zip(&rows) {
+        assert_eq!(piece.num_rows, r.end - r.start);
+        assert_eq!(piece.row_groups, [0]);
+        for c in &piece.chunks {
+            let pages = c.pages.as_ref().unwrap();
+            let read = c.read.as_ref().expect("only some pages");
+            let first = pages.iter().position(|pg| pg.first_row_index >= r.end);
+            for (k, pg) in pages.iter().enumerate() {
+                let end = pages.get(k + 1).map_or(60_000, |n| n.first_row_index);
+                let holds = pg.first_row_index < r.end && r.start < end;
+                let is_read = read.iter().any(|x| x.file.contains(&pg.offset));
+                assert_eq!(
+                    is_read, holds,
+                    "{}: page {k} for rows {r:?} ({first:?})",
+                    c.path
+                );
+            }
+        }
+        assert!(piece.request_bytes() < p.request_bytes());
+    }
+    // no ramp: a row group no larger than the first piece, or without a page index
+    assert!(ramp_pieces(&f, &p, md, 0, 60_000).unwrap().is_none());
+    assert!(
+        ramp_pieces(&f, &p, md, 0, 59_900).unwrap().is_none(),
+        "one page past"
+    );
+    let g = dir.path().join("large_no_index.parquet");
+    one_large_row_group(&g, false);
+    let meta = read_metadata(&ParquetFile::open(&g).unwrap(), true).unwrap();
+    let q = plan(&g, &meta, &Selection::default()).unwrap();
+    assert!(ramp_pieces(&g, &q, &meta.metadata, 0, 5000)
+        .unwrap()
+        .is_none());
+}
+
 /// A page index that cannot describe its chunk (two page locations swapped) is an error naming
 /// the row group and column when it is loaded, never a load in the wrong order: readers take
 /// page locations from it.

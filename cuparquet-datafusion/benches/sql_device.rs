@@ -11,11 +11,13 @@
 //! - `CUPARQUET_BENCH_DEVICES`: CUDA ordinals (e.g. `0,1`) the `cuparquet` scans' partitions
 //!   are spread over (scan option `devices`; default: cuda:0 alone);
 //! - `CUPARQUET_BENCH_QUERIES` (a comma-separated subset of `Q1`, `Q3`, `Q6`, `Q12`) and
-//!   `CUPARQUET_BENCH_SCANS` (of `cuparquet`, `cuparquet-inexact`, `cuparquet-host`,
-//!   `datafusion`, `memtable`): default all.
+//!   `CUPARQUET_BENCH_SCANS` (of `cuparquet`, `cuparquet-noramp` (each file's first row
+//!   group decoded whole: scan option `first_batch_rows` off), `cuparquet-inexact`,
+//!   `cuparquet-host`, `datafusion`, `memtable`, `memtable-views` (the MemTable's string
+//!   columns cast to `Utf8View`, as DataFusion's scan reads them)): default all.
 //!
 //! First, Q1's scan alone (its columns and filter, every partition drained, nothing
-//! aggregated) through cuparquet's scan and DataFusion's: the floor a query's scan sets, and
+//! aggregated) through cuparquet's scans and DataFusion's: the floor a query's scan sets, and
 //! when its partitions' first batches come.
 //!
 //! Each query runs once per scan as a warm-up whose answer must equal DataFusion's; then the
@@ -141,11 +143,36 @@ async fn scan_floor(ctx: &SessionContext, rounds: usize) -> String {
 /// The tables in memory as `from` scans them (the same batches), partitioned as it yields
 /// them.
 async fn mem_ctx(from: &SessionContext, partitions: usize) -> SessionContext {
+    mem_ctx_as(from, partitions, false).await
+}
+
+/// [`mem_ctx`], with `views`: its string columns cast to `Utf8View` (as DataFusion's own scan
+/// reads them), to measure what views would save DataFusion's operators.
+async fn mem_ctx_as(from: &SessionContext, partitions: usize, views: bool) -> SessionContext {
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
     let ctx = SessionContext::new_with_config(config(partitions));
     for t in tpch::TABLE_NAMES {
         let df = from.table(t).await.unwrap();
-        let schema = Arc::new(df.schema().as_arrow().clone());
-        let parts = df.collect_partitioned().await.unwrap();
+        let mut schema = Arc::new(df.schema().as_arrow().clone());
+        let mut parts = df.collect_partitioned().await.unwrap();
+        if views {
+            let view = |f: &Field| match f.data_type() {
+                DataType::Utf8 => f.clone().with_data_type(DataType::Utf8View),
+                _ => f.clone(),
+            };
+            let fields: Vec<Field> = schema.fields().iter().map(|f| view(f)).collect();
+            let to = Arc::new(Schema::new(fields));
+            for p in &mut parts {
+                for b in p.iter_mut() {
+                    let cols = (b.columns().iter().zip(to.fields()))
+                        .map(|(c, f)| datafusion::arrow::compute::cast(c, f.data_type()))
+                        .collect::<Result<Vec<_>, _>>()
+                        .unwrap();
+                    *b = RecordBatch::try_new(Arc::clone(&to), cols).unwrap();
+                }
+            }
+            schema = to;
+        }
         ctx.register_table(t, Arc::new(MemTable::try_new(schema, parts).unwrap()))
             .unwrap();
     }
@@ -284,6 +311,16 @@ async fn bench(cores: usize) {
         config(partitions),
         GpuScanOptions {
             row_filter: false,
+            ..base.clone()
+        },
+    )
+    .await;
+    // each file's first row group decoded whole, without the ramp
+    let noramp = gpu_ctx_with(
+        &root,
+        config(partitions),
+        GpuScanOptions {
+            first_batch_rows: None,
             ..base
         },
     )
@@ -291,12 +328,15 @@ async fn bench(cores: usize) {
     let host = gpu_ctx(&root, config(partitions), Device::Host).await;
     let df = df_ctx(&root, partitions).await;
     let mem = mem_ctx(&inexact, partitions).await;
-    let scans: [(&str, &SessionContext); 5] = [
+    let mem_views = mem_ctx_as(&inexact, partitions, true).await;
+    let scans: [(&str, &SessionContext); 7] = [
         ("cuparquet", &gpu),
+        ("cuparquet-noramp", &noramp),
         ("cuparquet-inexact", &inexact),
         ("cuparquet-host", &host),
         ("datafusion", &df),
         ("memtable", &mem),
+        ("memtable-views", &mem_views),
     ];
     println!(
         "machine: {cores} cores, {partitions} partitions; cuparquet scan on {}; {orders} orders in {files} files per table; {rounds} rounds",
@@ -313,14 +353,14 @@ async fn bench(cores: usize) {
             .open(p)
             .unwrap()
     });
-    println!("| query | cuparquet | cuparquet, filters pruning only | cuparquet on host | DataFusion's scan | MemTable | vs DataFusion | vs MemTable |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("| query | cuparquet | cuparquet, no ramp | cuparquet, filters pruning only | cuparquet on host | DataFusion's scan | MemTable | MemTable of views | vs DataFusion | vs MemTable |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let scans: Vec<(&str, &SessionContext)> = scans
         .into_iter()
         .filter(|(s, _)| wanted("CUPARQUET_BENCH_SCANS", s))
         .collect();
     for (scan, ctx) in &scans {
-        if matches!(*scan, "cuparquet" | "datafusion") {
+        if matches!(*scan, "cuparquet" | "cuparquet-noramp" | "datafusion") {
             println!("Q1's scan alone, {scan}: {}", scan_floor(ctx, rounds).await);
         }
     }
@@ -356,12 +396,14 @@ async fn bench(cores: usize) {
             _ => "—".to_string(),
         };
         println!(
-            "| {name} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell("cuparquet"),
+            cell("cuparquet-noramp"),
             cell("cuparquet-inexact"),
             cell("cuparquet-host"),
             cell("datafusion"),
             cell("memtable"),
+            cell("memtable-views"),
             ratio("datafusion", "cuparquet"),
             ratio("cuparquet", "memtable"),
         );

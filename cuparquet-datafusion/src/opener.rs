@@ -316,7 +316,9 @@ impl ScanJob {
     fn open(&self) -> Result<Opened> {
         let _t = self.metrics.open_time.timer();
         let path = self.path()?;
-        let page_index = self.pruning.wants_page_index();
+        // the ramp cuts the first row group at the page index's page boundaries
+        let ramp = self.ramp();
+        let page_index = self.pruning.wants_page_index() || ramp.is_some();
         let meta = cuparquet::reader::read_footer(&path, page_index)
             .map_err(|e| external(&self.name, e))?;
         let md = &meta.metadata;
@@ -376,6 +378,9 @@ impl ScanJob {
         if let Some(m) = self.options.memory_budget {
             b = b.with_memory_budget(m);
         }
+        if let Some(n) = ramp {
+            b = b.with_first_batch_rows(n);
+        }
         let reader = match rows {
             None => b.build(),
             Some((p, expr)) => match b.clone().with_row_predicate(p).build() {
@@ -396,6 +401,16 @@ impl ScanJob {
         }
         .map_err(|e| external(&self.name, e))?;
         Ok(Opened::Reader(reader))
+    }
+
+    /// Where the scan decodes on a GPU: the rows of the first piece of the file's first row
+    /// group ([`GpuScanOptions::first_batch_rows`]); `None` on the host or where it is off.
+    fn ramp(&self) -> Option<usize> {
+        let gpu = matches!(
+            self.options.device.location(),
+            Ok(cuparquet::Location::Cuda(_))
+        );
+        self.options.first_batch_rows.filter(|_| gpu)
     }
 
     /// Rows per batch asked of the reader: the option, else
@@ -607,5 +622,20 @@ mod tests {
             Ok(_) => assert_eq!(auto, None),
             Err(_) => assert_eq!(auto, Some(crate::HOST_BATCH_ROWS)),
         }
+    }
+
+    #[test]
+    fn device_scans_ramp_their_first_row_group_unless_off() {
+        let host = GpuScanOptions::default().with_device(Device::Host);
+        assert_eq!(job(host).ramp(), None, "the host streams whole row groups");
+        let auto = GpuScanOptions::default();
+        let gpu_here = matches!(auto.device.location(), Ok(cuparquet::Location::Cuda(_)));
+        let want = gpu_here.then_some(crate::options::FIRST_BATCH_ROWS);
+        assert_eq!(job(auto.clone()).ramp(), want);
+        let off = GpuScanOptions {
+            first_batch_rows: None,
+            ..auto
+        };
+        assert_eq!(job(off).ramp(), None);
     }
 }

@@ -113,6 +113,9 @@ pub(crate) struct ReaderState {
     spans: Vec<BatchSpan>,
     /// The row groups after which no batch goes on ([`Self::batch_ends`]).
     cuts: std::collections::HashSet<usize>,
+    /// A device stream's first row group as a ramp of pieces
+    /// ([`ReaderBuilder::with_first_batch_rows`]); empty: none.
+    ramp: Vec<waves::Wave>,
     /// A device load under a memory budget it does not fit at once: its passes, read and
     /// decoded one after the other ([`ReaderBuilder::with_memory_budget`]).
     passes: Option<Vec<waves::Wave>>,

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# GPU machine: the ramp (ReaderBuilder::with_first_batch_rows; the DataFusion scan's
+# first_batch_rows) and what views would save DataFusion's operators (issue 16). Pack on the
+# development machine:
+#   bash ../shared/device/pack.sh -- --workspace --test gpu --test sql --test stream \
+#     --test conformance --test errors --test spread --test cli
+#   bash scripts/pack-bench.sh          # the release benches, .dev/bin compressed
+#   git rev-parse --short HEAD > .dev/COMMIT
+# and run with .dev carried:  PART=N bash scripts/device-ramp.sh
+#   PART=1: the packed tests, the GPU required.
+#   PART=2: bench-sql_device, Q1, Q6 (then Q3, Q12 with QUERIES=...): cuparquet's scan with the
+#           ramp (default) and without it (cuparquet-noramp), DataFusion's scan, the MemTable of
+#           the same batches and the MemTable of those batches with views, in turns.
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+source scripts/device-env.sh
+case "${PART:-1}" in
+1)
+  CUPARQUET_REQUIRE_GPU=1 timeout 560 bash .dev/run.sh --test-threads=2 2>&1 | tee "$out/tests.txt" \
+    | grep -E "^===|test result|FAILED|panicked|skipping|device tests" | head -80
+  ;;
+2)
+  CUPARQUET_BENCH_QUERIES=${QUERIES:-Q1,Q6} \
+    CUPARQUET_BENCH_SCANS=${SCANS:-cuparquet,cuparquet-noramp,datafusion,memtable,memtable-views} \
+    CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} CUPARQUET_BENCH_OUT="$out/sql.jsonl" \
+    timeout ${LIMIT:-540} .dev/bin/bench-sql_device 2>&1 | tee "$out/sql.txt" | grep -v "^\s*$" | head -60
+  ;;
+esac
