@@ -419,3 +419,110 @@ fn gpu_a_ramp_streams_the_first_row_group_in_growing_batches() {
         .to_string();
     assert!(e.contains("first_batch_rows"), "{e}");
 }
+
+/// `batch` with its top-level string and binary columns cast to views, as
+/// `with_string_views` reads them.
+fn as_views(batch: &arrow::record_batch::RecordBatch) -> arrow::record_batch::RecordBatch {
+    use arrow::datatypes::{DataType, Field, Schema};
+    let (mut fields, mut cols) = (Vec::new(), Vec::new());
+    for (f, c) in batch.schema().fields().iter().zip(batch.columns()) {
+        let t = match f.data_type() {
+            DataType::Utf8 | DataType::LargeUtf8 => DataType::Utf8View,
+            DataType::Binary | DataType::LargeBinary => DataType::BinaryView,
+            t => t.clone(),
+        };
+        cols.push(arrow::compute::cast(c, &t).unwrap());
+        fields.push(Field::new(f.name(), t, f.is_nullable()));
+    }
+    arrow::record_batch::RecordBatch::try_new(std::sync::Arc::new(Schema::new(fields)), cols)
+        .unwrap()
+}
+
+/// String views ([`cuparquet::ReaderBuilder::with_string_views`]): Utf8, LargeUtf8, Binary
+/// and LargeBinary columns (nulls, short values inline, long ones in the data buffer, PLAIN
+/// and dictionary pages) come as `Utf8View` / `BinaryView` holding the values arrow-rs reads —
+/// streamed, loaded, after a row filter, in several batches — on the host and on the GPU.
+#[test]
+fn string_views_hold_the_values_arrow_rs_reads() {
+    let _gpu = GPU.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // values of 0 to 40 bytes (inline up to 12, in the data buffer past it), nulls
+    let long = dir.path().join("long.parquet");
+    let text: arrow::array::StringArray = (0..6000)
+        .map(|i: usize| (i % 11 != 3).then(|| format!("{i:05}-{}", "x".repeat(i % 36))))
+        .collect();
+    let blob: arrow::array::LargeBinaryArray = (0..6000)
+        .map(|i: usize| (i % 13 != 5).then(|| vec![(i % 251) as u8; i % 29]))
+        .collect();
+    let i32s = arrow::array::Int32Array::from_iter_values((0..6000).map(|i| i * 3 - 100));
+    let large: arrow::array::LargeStringArray =
+        text.iter().map(|v| v.map(|v| v.repeat(2))).collect();
+    let batch = arrow::record_batch::RecordBatch::try_from_iter([
+        ("i32", std::sync::Arc::new(i32s) as arrow::array::ArrayRef),
+        ("utf8", std::sync::Arc::new(text) as _),
+        ("large_utf8", std::sync::Arc::new(large) as _),
+        ("binary", std::sync::Arc::new(blob) as _),
+    ])
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(2500))
+        .set_data_page_row_count_limit(700)
+        .set_write_batch_size(100)
+        .build();
+    write(&long, &[batch], props);
+    let files = [
+        flat_file(dir.path(), 6000, 2500, true),
+        flat_file(dir.path(), 6000, 6000, false),
+        long,
+    ];
+    for device in devices() {
+        for f in &files {
+            let want = as_views(&oracle(f, &Projection::All, None).unwrap());
+            for batch_rows in [1000usize, 1 << 20] {
+                let what = format!("{} on {device}, batches of {batch_rows}", f.display());
+                let reader = ParquetGpuReader::builder(f)
+                    .with_device(device)
+                    .with_batch_rows(batch_rows)
+                    .with_string_views(true)
+                    .build()
+                    .unwrap();
+                let types = |s: &arrow::datatypes::Schema| -> Vec<arrow::datatypes::DataType> {
+                    s.fields().iter().map(|f| f.data_type().clone()).collect()
+                };
+                assert_eq!(types(reader.schema()), types(&want.schema()), "{what}");
+                let streamed: Vec<_> = reader
+                    .batches()
+                    .map(|b| b.unwrap().to_host().unwrap())
+                    .collect();
+                assert_same(&what, &concat(reader.schema(), &streamed), &want);
+                let loaded = reader.load().unwrap().to_host().unwrap();
+                assert_same(&what, &concat(reader.schema(), &loaded), &want);
+            }
+            // after the row filter: the rows it keeps, the filter's own column left out
+            let reader = ParquetGpuReader::builder(f)
+                .with_device(device)
+                .with_columns(["utf8", "binary", "large_utf8"])
+                .with_row_filter("i32 >= 2000")
+                .with_string_views(true)
+                .build()
+                .unwrap();
+            let got: Vec<_> = (reader.batches())
+                .map(|b| b.unwrap().to_host().unwrap())
+                .collect();
+            let got = concat(reader.schema(), &got);
+            let keep = want.slice(700, want.num_rows() - 700); // i32 = 3i - 100
+            let want = keep
+                .project(&[
+                    want.schema().index_of("utf8").unwrap(),
+                    want.schema().index_of("large_utf8").unwrap(),
+                    want.schema().index_of("binary").unwrap(),
+                ])
+                .unwrap();
+            assert_same(
+                &format!("{} on {device}, filtered", f.display()),
+                &got,
+                &want,
+            );
+        }
+    }
+}

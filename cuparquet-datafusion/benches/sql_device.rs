@@ -12,9 +12,10 @@
 //!   are spread over (scan option `devices`; default: cuda:0 alone);
 //! - `CUPARQUET_BENCH_QUERIES` (a comma-separated subset of `Q1`, `Q3`, `Q6`, `Q12`) and
 //!   `CUPARQUET_BENCH_SCANS` (of `cuparquet`, `cuparquet-noramp` (each file's first row
-//!   group decoded whole: scan option `first_batch_rows` off), `cuparquet-inexact`,
-//!   `cuparquet-host`, `datafusion`, `memtable`, `memtable-views` (the MemTable's string
-//!   columns cast to `Utf8View`, as DataFusion's scan reads them)): default all.
+//!   group decoded whole: scan option `first_batch_rows` off), `cuparquet-utf8` (strings as
+//!   `Utf8`: the session's `schema_force_view_types` off), `cuparquet-inexact`,
+//!   `cuparquet-host`, `datafusion`, `memtable`, `memtable-utf8` (the MemTable's string
+//!   columns cast from views to `Utf8`)): default all.
 //!
 //! First, Q1's scan alone (its columns and filter, every partition drained, nothing
 //! aggregated) through cuparquet's scans and DataFusion's: the floor a query's scan sets, and
@@ -146,18 +147,18 @@ async fn mem_ctx(from: &SessionContext, partitions: usize) -> SessionContext {
     mem_ctx_as(from, partitions, false).await
 }
 
-/// [`mem_ctx`], with `views`: its string columns cast to `Utf8View` (as DataFusion's own scan
-/// reads them), to measure what views would save DataFusion's operators.
-async fn mem_ctx_as(from: &SessionContext, partitions: usize, views: bool) -> SessionContext {
+/// [`mem_ctx`], with `utf8`: its string columns (views, as DataFusion's schema gives them by
+/// default) cast to `Utf8`, to measure what views save DataFusion's operators.
+async fn mem_ctx_as(from: &SessionContext, partitions: usize, utf8: bool) -> SessionContext {
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
     let ctx = SessionContext::new_with_config(config(partitions));
     for t in tpch::TABLE_NAMES {
         let df = from.table(t).await.unwrap();
         let mut schema = Arc::new(df.schema().as_arrow().clone());
         let mut parts = df.collect_partitioned().await.unwrap();
-        if views {
+        if utf8 {
             let view = |f: &Field| match f.data_type() {
-                DataType::Utf8 => f.clone().with_data_type(DataType::Utf8View),
+                DataType::Utf8View => f.clone().with_data_type(DataType::Utf8),
                 _ => f.clone(),
             };
             let fields: Vec<Field> = schema.fields().iter().map(|f| view(f)).collect();
@@ -321,22 +322,29 @@ async fn bench(cores: usize) {
         config(partitions),
         GpuScanOptions {
             first_batch_rows: None,
-            ..base
+            ..base.clone()
         },
     )
     .await;
     let host = gpu_ctx(&root, config(partitions), Device::Host).await;
     let df = df_ctx(&root, partitions).await;
     let mem = mem_ctx(&inexact, partitions).await;
-    let mem_views = mem_ctx_as(&inexact, partitions, true).await;
-    let scans: [(&str, &SessionContext); 7] = [
+    let mem_utf8 = mem_ctx_as(&inexact, partitions, true).await;
+    // strings as Utf8 (the session's schema_force_view_types off), not as views
+    let utf8 = {
+        let mut cfg = config(partitions);
+        cfg.options_mut().execution.parquet.schema_force_view_types = false;
+        gpu_ctx_with(&root, cfg, base.clone()).await
+    };
+    let scans: [(&str, &SessionContext); 8] = [
         ("cuparquet", &gpu),
         ("cuparquet-noramp", &noramp),
+        ("cuparquet-utf8", &utf8),
         ("cuparquet-inexact", &inexact),
         ("cuparquet-host", &host),
         ("datafusion", &df),
         ("memtable", &mem),
-        ("memtable-views", &mem_views),
+        ("memtable-utf8", &mem_utf8),
     ];
     println!(
         "machine: {cores} cores, {partitions} partitions; cuparquet scan on {}; {orders} orders in {files} files per table; {rounds} rounds",
@@ -353,14 +361,17 @@ async fn bench(cores: usize) {
             .open(p)
             .unwrap()
     });
-    println!("| query | cuparquet | cuparquet, no ramp | cuparquet, filters pruning only | cuparquet on host | DataFusion's scan | MemTable | MemTable of views | vs DataFusion | vs MemTable |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| query | cuparquet | cuparquet, no ramp | cuparquet, strings as Utf8 | cuparquet, filters pruning only | cuparquet on host | DataFusion's scan | MemTable | MemTable, strings as Utf8 | vs DataFusion | vs MemTable |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let scans: Vec<(&str, &SessionContext)> = scans
         .into_iter()
         .filter(|(s, _)| wanted("CUPARQUET_BENCH_SCANS", s))
         .collect();
     for (scan, ctx) in &scans {
-        if matches!(*scan, "cuparquet" | "cuparquet-noramp" | "datafusion") {
+        if matches!(
+            *scan,
+            "cuparquet" | "cuparquet-noramp" | "cuparquet-utf8" | "datafusion"
+        ) {
             println!("Q1's scan alone, {scan}: {}", scan_floor(ctx, rounds).await);
         }
     }
@@ -396,14 +407,15 @@ async fn bench(cores: usize) {
             _ => "—".to_string(),
         };
         println!(
-            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell("cuparquet"),
             cell("cuparquet-noramp"),
+            cell("cuparquet-utf8"),
             cell("cuparquet-inexact"),
             cell("cuparquet-host"),
             cell("datafusion"),
             cell("memtable"),
-            cell("memtable-views"),
+            cell("memtable-utf8"),
             ratio("datafusion", "cuparquet"),
             ratio("cuparquet", "memtable"),
         );

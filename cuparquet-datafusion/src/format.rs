@@ -27,8 +27,10 @@ use crate::source::GpuParquetSource;
 pub const FORMAT_NAME: &str = "gpuparquet";
 
 /// Parquet files scanned by cuparquet. Schemas and statistics are read from the footers by
-/// DataFusion's own Parquet format (without view types, so string columns are `Utf8`, as
-/// cuparquet's batches hold them); scans go through [`GpuParquetSource`].
+/// DataFusion's own Parquet format — string and binary columns as views (`Utf8View`,
+/// `BinaryView`) where the session's `datafusion.execution.parquet.schema_force_view_types`
+/// says so (DataFusion's default), which cuparquet's batches then hold too
+/// (`ReaderBuilder::with_string_views`); scans go through [`GpuParquetSource`].
 #[derive(Debug)]
 pub struct GpuParquetFormat {
     options: GpuScanOptions,
@@ -46,10 +48,20 @@ impl GpuParquetFormat {
     pub fn new(options: GpuScanOptions) -> Self {
         GpuParquetFormat {
             options,
-            footers: ParquetFormat::new()
-                .with_force_view_types(false)
-                .with_binary_as_string(false),
+            footers: footers(false),
         }
+    }
+
+    /// DataFusion's Parquet format reading the footers for `state`: with its
+    /// `schema_force_view_types`.
+    fn footers_for(&self, state: &dyn Session) -> ParquetFormat {
+        footers(
+            state
+                .config_options()
+                .execution
+                .parquet
+                .schema_force_view_types,
+        )
     }
 
     /// The scan options.
@@ -85,7 +97,9 @@ impl FileFormat for GpuParquetFormat {
         store: &Arc<dyn ObjectStore>,
         objects: &[ObjectMeta],
     ) -> Result<SchemaRef> {
-        self.footers.infer_schema(state, store, objects).await
+        (self.footers_for(state))
+            .infer_schema(state, store, objects)
+            .await
     }
 
     async fn infer_stats(
@@ -95,7 +109,7 @@ impl FileFormat for GpuParquetFormat {
         table_schema: SchemaRef,
         object: &ObjectMeta,
     ) -> Result<Statistics> {
-        self.footers
+        (self.footers_for(state))
             .infer_stats(state, store, table_schema, object)
             .await
     }
@@ -167,4 +181,12 @@ impl GetExt for GpuParquetFormatFactory {
     fn get_ext(&self) -> String {
         FORMAT_NAME.into()
     }
+}
+
+/// DataFusion's Parquet format for reading footers: binary columns as binary, strings as
+/// views with `views`.
+fn footers(views: bool) -> ParquetFormat {
+    ParquetFormat::new()
+        .with_force_view_types(views)
+        .with_binary_as_string(false)
 }

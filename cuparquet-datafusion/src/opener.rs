@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cuparquet::{LoadedBatch, ParquetGpuReader};
 use datafusion::arrow::array::{BooleanArray, RecordBatch, RecordBatchOptions};
 use datafusion::arrow::compute::filter_record_batch;
-use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
 use datafusion::common::{exec_err, DataFusionError, Result};
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{FileOpenFuture, FileOpener};
@@ -381,6 +381,9 @@ impl ScanJob {
         if let Some(n) = ramp {
             b = b.with_first_batch_rows(n);
         }
+        if views_in(&self.file_schema) {
+            b = b.with_string_views(true);
+        }
         let reader = match rows {
             None => b.build(),
             Some((p, expr)) => match b.clone().with_row_predicate(p).build() {
@@ -458,12 +461,14 @@ impl ScanJob {
             fm.key_value_metadata(),
         )
         .map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name)))?;
+        // a string or binary column the table holds as views is the file's own: the reader
+        // decodes it as views (`with_string_views`)
         let same = physical.fields().len() == self.file_schema.fields().len()
             && physical
                 .fields()
                 .iter()
                 .zip(self.file_schema.fields())
-                .all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type());
+                .all(|(a, b)| a.name() == b.name() && same_type(a.data_type(), b.data_type()));
         if same {
             return Ok((Arc::clone(&self.file_schema), self.pruning.clone()));
         }
@@ -533,6 +538,28 @@ enum Opened {
     /// Only the number of rows is wanted.
     Rows(usize),
     Reader(ParquetGpuReader),
+}
+
+/// Whether a file's column of type `file` is the table's of type `table`: the same type, or a
+/// string or binary type the table holds as views (DataFusion's `schema_force_view_types`),
+/// which the reader decodes as such.
+fn same_type(file: &DataType, table: &DataType) -> bool {
+    file == table
+        || matches!(
+            (file, table),
+            (DataType::Utf8 | DataType::LargeUtf8, DataType::Utf8View)
+                | (
+                    DataType::Binary | DataType::LargeBinary,
+                    DataType::BinaryView
+                )
+        )
+}
+
+/// Whether the table holds some string or binary column as views: the reader then decodes
+/// every top-level string and binary column as views, as DataFusion's schema gives them.
+fn views_in(schema: &Schema) -> bool {
+    (schema.fields().iter())
+        .any(|f| matches!(f.data_type(), DataType::Utf8View | DataType::BinaryView))
 }
 
 /// `schema` with every field nullable: the batches the host filter is evaluated on hold nulls

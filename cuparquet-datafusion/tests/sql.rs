@@ -14,6 +14,7 @@ use cuparquet_datafusion::{
     device_batches, register_gpu_parquet, register_gpu_parquet_format, tpch, GpuScanOptions,
 };
 use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::WriterProperties;
@@ -311,6 +312,60 @@ async fn filters_prune_row_groups_and_pages_and_show_in_explain() {
     // one row group at most is read, and of it only the pages holding the range
     assert!(read >= rows && read <= 4_000, "read {read} rows for {rows}");
     assert!(metric(&plan, "cuparquet_bytes_read") > 0);
+}
+
+/// String columns follow the session's `schema_force_view_types`: `Utf8View` by default (as
+/// DataFusion's own scan reads them), decoded as views by the reader (no cast after it), a
+/// string filter still applied by the scan's row filter; `Utf8` when the session says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn string_columns_follow_the_sessions_view_types() {
+    let t = &data().snappy;
+    let sql = "SELECT l_shipmode, l_comment, l_orderkey FROM lineitem \
+               WHERE l_shipmode IN ('MAIL', 'SHIP') AND l_orderkey < 30000";
+    for views in [true, false] {
+        let mut config = config();
+        config
+            .options_mut()
+            .execution
+            .parquet
+            .schema_force_view_types = views;
+        let gpu = SessionContext::new_with_config(config.clone());
+        t.register(&gpu, Some(&GpuScanOptions::default()))
+            .await
+            .unwrap();
+        let df = SessionContext::new_with_config(config);
+        t.register(&df, None).await.unwrap();
+        let want = if views {
+            DataType::Utf8View
+        } else {
+            DataType::Utf8
+        };
+        let schema = gpu
+            .table("lineitem")
+            .await
+            .unwrap()
+            .schema()
+            .as_arrow()
+            .clone();
+        assert_eq!(
+            schema.field_with_name("l_shipmode").unwrap().data_type(),
+            &want
+        );
+        let (ours, plan) = executed(&gpu, sql).await;
+        for b in &ours {
+            assert_eq!(b.column(0).data_type(), &want, "views {views}");
+            assert_eq!(b.column(1).data_type(), &want, "views {views}");
+        }
+        assert_eq!(text(&ours), text(&run(&df, sql).await), "views {views}");
+        assert!(ours.iter().map(|b| b.num_rows()).sum::<usize>() > 100);
+        let explain = text(&run(&gpu, &format!("EXPLAIN {sql}")).await);
+        assert!(
+            explain.contains("row_filter=(l_shipmode@"),
+            "views {views}: the string filter is the scan's\n{explain}"
+        );
+        assert!(!explain.contains("FilterExec"), "views {views}\n{explain}");
+        assert!(metric(&plan, "cuparquet_rows_read") > 0);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

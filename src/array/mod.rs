@@ -90,6 +90,25 @@ impl LoadedBatch {
         LoadedBatch::device(batch, ordinal, Arc::clone(&self.file), self.rows.clone())
     }
 
+    /// A device batch changed by `f` (given the batch and its device's ordinal), the same
+    /// file and rows; a host batch unchanged. An error for a device batch shared with another
+    /// holder (its buffers cannot be moved).
+    pub(crate) fn map_device(
+        self,
+        f: impl FnOnce(DeviceRecordBatch, usize) -> Result<DeviceRecordBatch>,
+    ) -> Result<Self> {
+        match self.data {
+            BatchData::Host(_) => Ok(self),
+            BatchData::Device(b, ordinal) => {
+                let b = Arc::try_unwrap(b).map_err(|_| crate::error::Error::Device {
+                    device: format!("cuda:{ordinal}"),
+                    reason: "a device batch shared before it was finished".into(),
+                })?;
+                Ok(LoadedBatch::device(f(b, ordinal)?, ordinal, self.file, self.rows))
+            }
+        }
+    }
+
     /// The rows the batch holds, in order: row ranges of one or more row groups.
     pub fn rows(&self) -> &[RowSpan] {
         &self.rows

@@ -76,8 +76,9 @@ pub(crate) fn dictionary_fields(metadata: &ParquetMetaData, schema: &SchemaRef) 
     out
 }
 
-/// `schema` with the fields named in `names` as `Dictionary(Int32, <their type>)`.
-fn with_dictionaries(schema: &SchemaRef, names: &[String]) -> arrow::datatypes::Schema {
+/// `schema` with the fields named in `names` as `Dictionary(Int32, <their type>)`, and with
+/// `views`, its other top-level string and binary fields as views ([`view_type`]).
+fn retyped(schema: &SchemaRef, names: &[String], views: bool) -> arrow::datatypes::Schema {
     use arrow::datatypes::{DataType, Field, Schema};
     let fields: Vec<Arc<Field>> = schema
         .fields()
@@ -89,6 +90,8 @@ fn with_dictionaries(schema: &SchemaRef, names: &[String]) -> arrow::datatypes::
                     Box::new(f.data_type().clone()),
                 );
                 Arc::new(f.as_ref().clone().with_data_type(dt))
+            } else if let Some(v) = view_type(f.data_type()).filter(|_| views) {
+                Arc::new(f.as_ref().clone().with_data_type(v))
             } else {
                 Arc::clone(f)
             }
@@ -97,19 +100,40 @@ fn with_dictionaries(schema: &SchemaRef, names: &[String]) -> arrow::datatypes::
     Schema::new_with_metadata(fields, schema.metadata().clone())
 }
 
+/// The view type a top-level string or binary field takes with string views
+/// ([`ReaderBuilder::with_string_views`](crate::ReaderBuilder::with_string_views)):
+/// `Utf8View` for `Utf8` and `LargeUtf8`, `BinaryView` for `Binary` and `LargeBinary`; `None`
+/// for every other type.
+pub(crate) fn view_type(t: &arrow::datatypes::DataType) -> Option<arrow::datatypes::DataType> {
+    use arrow::datatypes::DataType;
+    match t {
+        DataType::Utf8 | DataType::LargeUtf8 => Some(DataType::Utf8View),
+        DataType::Binary | DataType::LargeBinary => Some(DataType::BinaryView),
+        _ => None,
+    }
+}
+
+/// `schema` with its top-level string and binary fields as views ([`view_type`]); `None`
+/// when it has none.
+pub(crate) fn view_schema(schema: &SchemaRef) -> Option<SchemaRef> {
+    let any = schema.fields().iter().any(|f| view_type(f.data_type()).is_some());
+    any.then(|| Arc::new(retyped(schema, &[], true)))
+}
+
 impl HostDecoder {
     /// A decoder, for a file of `file_len` bytes, of leaf columns `leaves` of the file described by `metadata`, producing
     /// batches of at most `batch_rows` rows (batches never span row groups). With
     /// `keep_dictionaries`, top-level string and binary columns stored with a dictionary
     /// decode to `Dictionary(Int32, _)` arrays instead of their values
-    /// ([`dictionary_fields`]).
+    /// ([`dictionary_fields`]); with `string_views`, the other top-level string and binary
+    /// columns decode to views ([`view_type`]), which arrow-rs builds as it decodes.
     pub(crate) fn new(
         path: &Path,
         file_len: u64,
         metadata: Arc<ParquetMetaData>,
         leaves: &[usize],
         batch_rows: usize,
-        keep_dictionaries: bool,
+        (keep_dictionaries, string_views): (bool, bool),
     ) -> Result<Self> {
         let decode_err = |reason: String| Error::Decode {
             path: path.to_path_buf(),
@@ -131,14 +155,15 @@ impl HostDecoder {
             } else {
                 Vec::new()
             };
-            if !keep.is_empty() {
-                // the file's schema with those fields as dictionaries: arrow-rs decodes them so
-                let full = with_dictionaries(arrow_meta.schema(), &keep);
+            if !keep.is_empty() || string_views {
+                // the file's schema with those fields as dictionaries or views: arrow-rs
+                // decodes them so
+                let full = retyped(arrow_meta.schema(), &keep, string_views);
                 arrow_meta = ArrowReaderMetadata::try_new(
                     metadata,
                     ArrowReaderOptions::new().with_schema(Arc::new(full)),
                 )?;
-                schema = with_dictionaries(&Arc::new(schema), &keep);
+                schema = retyped(&Arc::new(schema), &keep, string_views);
             }
             Ok((arrow_meta, Arc::new(schema)))
         })

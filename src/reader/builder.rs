@@ -72,6 +72,7 @@ pub struct ReaderBuilder {
     max_page_size: Option<u64>,
     row_filter: Option<RowFilterExpr>,
     first_batch_rows: Option<usize>,
+    string_views: bool,
 }
 
 /// A row filter as given: text, parsed at build, or a typed predicate.
@@ -129,6 +130,7 @@ impl ReaderBuilder {
             max_page_size: None,
             row_filter: None,
             first_batch_rows: None,
+            string_views: false,
         }
     }
 
@@ -202,6 +204,21 @@ impl ReaderBuilder {
     /// decoded on the host and uploaded, and the report says so.
     pub fn with_keep_dictionaries(mut self, yes: bool) -> Self {
         self.keep_dictionaries = yes;
+        self
+    }
+
+    /// Top-level string and binary columns as views: `Utf8View` (for `Utf8` and `LargeUtf8`)
+    /// and `BinaryView` (for `Binary` and `LargeBinary`) — the layout DataFusion's operators
+    /// and its own Parquet scan use by default — instead of offsets and values. Off by
+    /// default. On the host arrow-rs decodes the views as it reads; on a device the columns
+    /// are decoded as before and each row's 16-byte view is then built by a kernel from its
+    /// offsets (after the row filter), the values staying where they are as the views' one
+    /// data buffer (a batch's values of a column over 4 GiB are an error: views address them
+    /// with 32-bit offsets). Kept dictionaries ([`with_keep_dictionaries`](Self::with_keep_dictionaries))
+    /// stay dictionaries; nested fields keep their types. A memory budget's estimates do not
+    /// count the views' 16 bytes a row.
+    pub fn with_string_views(mut self, yes: bool) -> Self {
+        self.string_views = yes;
         self
     }
 
@@ -507,7 +524,11 @@ impl ReaderBuilder {
             decode_meta,
             &plan.leaves,
             self.batch_rows,
-            self.keep_dictionaries,
+            // a device decodes strings as offsets and values, and builds the views after
+            (
+                self.keep_dictionaries,
+                self.string_views && device.location == Location::Host,
+            ),
         )?
         .with_max_page_bytes(max_page_size);
         let row_filter = match &filter {
@@ -519,6 +540,14 @@ impl ReaderBuilder {
                 asked,
                 decoder.schema(),
             )?),
+        };
+        // a device's batches as views: the schema they take once the views are built
+        let views = match device.location {
+            Location::Cuda(_) if self.string_views => {
+                let out = row_filter.as_ref().map_or(decoder.schema(), |f| f.out_schema());
+                crate::decode::host::view_schema(out)
+            }
+            _ => None,
         };
         let mut memory_budget = u64::MAX;
         let budgeted = match device.location {
@@ -621,6 +650,7 @@ impl ReaderBuilder {
             cuts,
             spans,
             ramp,
+            views,
             pass_costs: passes.as_ref().map(|p| p.1.clone()).unwrap_or_default(),
             passes: passes.map(|p| p.0),
             budget: memory_budget,

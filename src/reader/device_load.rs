@@ -112,7 +112,8 @@ impl ReaderState {
         chunks: &DeviceChunks,
     ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
         self.check_chunks(chunks)?;
-        self.decode_part(chunks, &self.plan.row_groups)
+        let (batches, report) = self.decode_part(chunks, &self.plan.row_groups)?;
+        Ok((self.with_views(batches)?, report))
     }
 
     /// [`Self::decode_part`] of the chunks of `wave` (of its piece's plan, for a piece of a

@@ -28,6 +28,7 @@ mod row_filter;
 mod spread;
 mod stream;
 mod timeline;
+mod views;
 mod waves;
 
 use std::path::Path;
@@ -116,6 +117,9 @@ pub(crate) struct ReaderState {
     /// A device stream's first row group as a ramp of pieces
     /// ([`ReaderBuilder::with_first_batch_rows`]); empty: none.
     ramp: Vec<waves::Wave>,
+    /// A device's batches with their string and binary columns as views: their schema
+    /// ([`ReaderBuilder::with_string_views`]); the views are built after the row filter.
+    views: Option<arrow::datatypes::SchemaRef>,
     /// A device load under a memory budget it does not fit at once: its passes, read and
     /// decoded one after the other ([`ReaderBuilder::with_memory_budget`]).
     passes: Option<Vec<waves::Wave>>,

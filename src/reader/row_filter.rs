@@ -14,9 +14,10 @@ impl ReaderState {
     /// The schema of the batches the reader yields: without the columns read for the row
     /// filter only.
     pub(super) fn out_schema(&self) -> &SchemaRef {
-        match &self.row_filter {
-            Some(f) => f.out_schema(),
-            None => self.decoder.schema(),
+        match (&self.views, &self.row_filter) {
+            (Some(v), _) => v,
+            (None, Some(f)) => f.out_schema(),
+            (None, None) => self.decoder.schema(),
         }
     }
 

@@ -166,20 +166,20 @@ impl ReaderState {
         handed: &Handed,
     ) -> Result<()> {
         let plan = &self.plan;
-        // the row filter, applied as each wave is decoded
-        let filtered = |i: usize, r: Result<WaveOut>| {
+        // the row filter and the views, applied as each wave is decoded
+        let finished = |i: usize, r: Result<WaveOut>| {
             sink(
                 i,
                 r.and_then(|(b, g, io, d)| {
                     let t = Instant::now();
-                    let b = self.filter_rows(b)?;
+                    let b = self.finish(b)?;
                     Ok((b, g, io, d + t.elapsed()))
                 }),
             )
         };
-        let sink: &(dyn Fn(usize, Result<WaveOut>) -> bool + Sync) = match self.row_filter {
-            Some(_) => &filtered,
-            None => sink,
+        let sink: &(dyn Fn(usize, Result<WaveOut>) -> bool + Sync) = match self.finishes() {
+            true => &finished,
+            false => sink,
         };
         match self.device.location {
             Location::Cuda(ordinal) if self.passes.is_some() => {

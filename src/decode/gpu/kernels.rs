@@ -196,6 +196,11 @@ kernels! {
     /// One thread per row: the first row that is not valid UTF-8.
     /// (offsets, chars, rows, first_bad).
     UTF8_CHECK = utf8_check in DECODE_BYTES_MODULE(Const<i64>, Const<u8>, u64, Mut<u64>);
+    /// One thread per row: its 16-byte view of a string or binary column.
+    /// (offsets, wide, chars, validity, rows, views).
+    MAKE_VIEWS = make_views in DECODE_BYTES_MODULE(
+        Const<u8>, i32, Const<u8>, Const<u8>, u64, Mut<u32>
+    );
     /// One block per span of lengths: its sum. (lengths, rows, sums).
     SPAN_SUMS = span_sums in DECODE_BYTES_MODULE(Const<i64>, u64, Mut<i64>);
     /// One block per data page of a nested leaf: its levels, a byte per entry.
@@ -909,7 +914,7 @@ mod tests {
             declared.len(),
             "declared kernels missing from their sources"
         );
-        assert_eq!(found, 38);
+        assert_eq!(found, 39);
     }
 
     fn mirror<T: CStruct>() -> (&'static str, usize, &'static [(&'static str, &'static str)]) {

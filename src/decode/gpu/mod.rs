@@ -42,6 +42,7 @@
 //! | `decimals.rs` | every decimal array decoded checked within its declared precision |
 //! | `launch.rs` | typed kernel launches (`Kernel`, `Const`, `Mut`) and upload / read-back helpers |
 //! | `kernels.rs` | the embedded `.cu` sources, each kernel's declared parameters, the job structures' C layout, error bits |
+//! | `views.rs` | string and binary columns of device batches as views (`with_string_views`) |
 //! | `profile.rs` | stage timing |
 //!
 //! Device memory: every buffer a kernel reads or writes is owned by the stage that launches
@@ -67,6 +68,7 @@ mod pass;
 mod profile;
 mod report;
 mod snappy;
+mod views;
 
 pub use bytes::decode_bytes_columns;
 pub(crate) use filter::{filter_device, DeviceKept};
@@ -79,6 +81,7 @@ pub use pass::keys_fallback;
 pub(crate) use profile::{profile_absorb, profile_begin, profile_end, profiling, timed};
 pub use report::{Decompressed, FieldDecode, GpuDecodeReport, PageCounts};
 pub use snappy::{segments_of, snappy_fragments_of};
+pub(crate) use views::to_views;
 
 pub(crate) use crate::config::SnappyPlacement;
 

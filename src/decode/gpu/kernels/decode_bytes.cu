@@ -730,3 +730,42 @@ extern "C" __global__ void __launch_bounds__(SCAN_THREADS) write_offsets(
         }
     }
 }
+
+// One thread per row: the row's 16-byte view (Arrow's Utf8View / BinaryView layout) from its
+// offsets (i64 when wide, else i32) into `chars`, which the views address as their one data
+// buffer (buffer 0; the host checks that its offsets fit 32 bits): the length, then up to 12
+// bytes inline, or the first 4 bytes, the buffer index and the offset. A null row (its bit of
+// `validity` clear, when there is one) gets an empty view.
+extern "C" __global__ void make_views(
+    const u8* offsets, int wide, const u8* chars, const u8* validity, u64 rows, u32* views)
+{
+    u64 r = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    u32 w[4] = {0, 0, 0, 0};
+    bool valid = !validity || ((validity[r >> 3] >> (r & 7)) & 1);
+    if (valid) {
+        i64 start, end;
+        if (wide) {
+            start = ((const i64*)offsets)[r];
+            end = ((const i64*)offsets)[r + 1];
+        } else {
+            start = ((const int*)offsets)[r];
+            end = ((const int*)offsets)[r + 1];
+        }
+        u32 len = (u32)(end - start);
+        const u8* s = chars + start;
+        w[0] = len;
+        if (len <= 12) {
+            for (u32 i = 0; i < len; i++) w[1 + i / 4] |= (u32)s[i] << (8 * (i % 4));
+        } else {
+            w[1] = (u32)s[0] | ((u32)s[1] << 8) | ((u32)s[2] << 16) | ((u32)s[3] << 24);
+            w[2] = 0;
+            w[3] = (u32)start;
+        }
+    }
+    u32* v = views + 4 * r;
+    v[0] = w[0];
+    v[1] = w[1];
+    v[2] = w[2];
+    v[3] = w[3];
+}
