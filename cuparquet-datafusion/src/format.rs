@@ -52,18 +52,6 @@ impl GpuParquetFormat {
         }
     }
 
-    /// DataFusion's Parquet format reading the footers for `state`: with its
-    /// `schema_force_view_types`.
-    fn footers_for(&self, state: &dyn Session) -> ParquetFormat {
-        footers(
-            state
-                .config_options()
-                .execution
-                .parquet
-                .schema_force_view_types,
-        )
-    }
-
     /// The scan options.
     pub fn options(&self) -> &GpuScanOptions {
         &self.options
@@ -97,9 +85,7 @@ impl FileFormat for GpuParquetFormat {
         store: &Arc<dyn ObjectStore>,
         objects: &[ObjectMeta],
     ) -> Result<SchemaRef> {
-        (self.footers_for(state))
-            .infer_schema(state, store, objects)
-            .await
+        footers_for(state).infer_schema(state, store, objects).await
     }
 
     async fn infer_stats(
@@ -109,7 +95,7 @@ impl FileFormat for GpuParquetFormat {
         table_schema: SchemaRef,
         object: &ObjectMeta,
     ) -> Result<Statistics> {
-        (self.footers_for(state))
+        footers_for(state)
             .infer_stats(state, store, table_schema, object)
             .await
     }
@@ -181,6 +167,18 @@ impl GetExt for GpuParquetFormatFactory {
     fn get_ext(&self) -> String {
         FORMAT_NAME.into()
     }
+}
+
+/// DataFusion's Parquet format reading the footers for `state`: strings as views where its
+/// `schema_force_view_types` says so.
+fn footers_for(state: &dyn Session) -> ParquetFormat {
+    footers(
+        state
+            .config_options()
+            .execution
+            .parquet
+            .schema_force_view_types,
+    )
 }
 
 /// DataFusion's Parquet format for reading footers: binary columns as binary, strings as

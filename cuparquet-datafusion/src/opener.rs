@@ -316,8 +316,10 @@ impl ScanJob {
     fn open(&self) -> Result<Opened> {
         let _t = self.metrics.open_time.timer();
         let path = self.path()?;
+        // where the reader will decode, resolved once for the batch size and the ramp
+        let on = self.options.device.location().ok();
         // the ramp cuts the first row group at the page index's page boundaries
-        let ramp = self.ramp();
+        let ramp = self.ramp(on);
         let page_index = self.pruning.wants_page_index() || ramp.is_some();
         let meta = cuparquet::reader::read_footer(&path, page_index)
             .map_err(|e| external(&self.name, e))?;
@@ -372,7 +374,7 @@ impl ScanJob {
             .with_columns(present.iter().map(|c| quoted(c)))
             .with_device(self.options.device)
             .with_access_plan(to_reader_access(plan));
-        if let Some(n) = self.batch_rows() {
+        if let Some(n) = self.batch_rows(on) {
             b = b.with_batch_rows(n);
         }
         if let Some(m) = self.options.memory_budget {
@@ -406,24 +408,19 @@ impl ScanJob {
         Ok(Opened::Reader(reader))
     }
 
-    /// Where the scan decodes on a GPU: the rows of the first piece of the file's first row
-    /// group ([`GpuScanOptions::first_batch_rows`]); `None` on the host or where it is off.
-    fn ramp(&self) -> Option<usize> {
-        let gpu = matches!(
-            self.options.device.location(),
-            Ok(cuparquet::Location::Cuda(_))
-        );
+    /// Where the scan decodes on a GPU (`on`: where the reader resolves its device): the rows
+    /// of the first piece of the file's first row group
+    /// ([`GpuScanOptions::first_batch_rows`]); `None` on the host or where it is off.
+    fn ramp(&self, on: Option<cuparquet::Location>) -> Option<usize> {
+        let gpu = matches!(on, Some(cuparquet::Location::Cuda(_)));
         self.options.first_batch_rows.filter(|_| gpu)
     }
 
     /// Rows per batch asked of the reader: the option, else
-    /// [`HOST_BATCH_ROWS`](crate::HOST_BATCH_ROWS) where the scan decodes on the host (as
-    /// the reader resolves its device), else the reader's default.
-    fn batch_rows(&self) -> Option<usize> {
-        let host = matches!(
-            self.options.device.location(),
-            Ok(cuparquet::Location::Host)
-        );
+    /// [`HOST_BATCH_ROWS`](crate::HOST_BATCH_ROWS) where the scan decodes on the host (`on`:
+    /// where the reader resolves its device), else the reader's default.
+    fn batch_rows(&self, on: Option<cuparquet::Location>) -> Option<usize> {
+        let host = on == Some(cuparquet::Location::Host);
         (self.options.batch_rows).or(host.then_some(crate::options::HOST_BATCH_ROWS))
     }
 
@@ -544,15 +541,7 @@ enum Opened {
 /// string or binary type the table holds as views (DataFusion's `schema_force_view_types`),
 /// which the reader decodes as such.
 fn same_type(file: &DataType, table: &DataType) -> bool {
-    file == table
-        || matches!(
-            (file, table),
-            (DataType::Utf8 | DataType::LargeUtf8, DataType::Utf8View)
-                | (
-                    DataType::Binary | DataType::LargeBinary,
-                    DataType::BinaryView
-                )
-        )
+    file == table || cuparquet::reader::view_type(file).as_ref() == Some(table)
 }
 
 /// Whether the table holds some string or binary column as views: the reader then decodes
@@ -617,6 +606,18 @@ mod tests {
     use cuparquet::Device;
     use datafusion::arrow::datatypes::{DataType, Field};
 
+    /// The rows per batch a scan with `options` asks of the reader, where `open` resolves it.
+    fn batch_rows(options: GpuScanOptions) -> Option<usize> {
+        let j = job(options);
+        j.batch_rows(j.options.device.location().ok())
+    }
+
+    /// The ramp a scan with `options` asks of the reader, where `open` resolves it.
+    fn ramp(options: GpuScanOptions) -> Option<usize> {
+        let j = job(options);
+        j.ramp(j.options.device.location().ok())
+    }
+
     fn job(options: GpuScanOptions) -> ScanJob {
         let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int64, true)]));
         let opener = GpuParquetOpener::new(
@@ -637,14 +638,14 @@ mod tests {
     #[test]
     fn host_scans_decode_smaller_batches_unless_asked() {
         let host = GpuScanOptions::default().with_device(Device::Host);
-        assert_eq!(job(host.clone()).batch_rows(), Some(crate::HOST_BATCH_ROWS));
-        assert_eq!(job(host.with_batch_rows(5000)).batch_rows(), Some(5000));
+        assert_eq!(batch_rows(host.clone()), Some(crate::HOST_BATCH_ROWS));
+        assert_eq!(batch_rows(host.with_batch_rows(5000)), Some(5000));
         // a device scan keeps the reader's default (2^20) unless asked
         let gpu = GpuScanOptions::default().with_device(Device::Cuda(0));
-        assert_eq!(job(gpu.clone()).batch_rows(), None);
-        assert_eq!(job(gpu.with_batch_rows(7)).batch_rows(), Some(7));
+        assert_eq!(batch_rows(gpu.clone()), None);
+        assert_eq!(batch_rows(gpu.with_batch_rows(7)), Some(7));
         // Auto: the host's where there is no GPU
-        let auto = job(GpuScanOptions::default()).batch_rows();
+        let auto = batch_rows(GpuScanOptions::default());
         match cuparquet::cuda_devices() {
             Ok(_) => assert_eq!(auto, None),
             Err(_) => assert_eq!(auto, Some(crate::HOST_BATCH_ROWS)),
@@ -654,15 +655,15 @@ mod tests {
     #[test]
     fn device_scans_ramp_their_first_row_group_unless_off() {
         let host = GpuScanOptions::default().with_device(Device::Host);
-        assert_eq!(job(host).ramp(), None, "the host streams whole row groups");
+        assert_eq!(ramp(host), None, "the host streams whole row groups");
         let auto = GpuScanOptions::default();
         let gpu_here = matches!(auto.device.location(), Ok(cuparquet::Location::Cuda(_)));
         let want = gpu_here.then_some(crate::options::FIRST_BATCH_ROWS);
-        assert_eq!(job(auto.clone()).ramp(), want);
+        assert_eq!(ramp(auto.clone()), want);
         let off = GpuScanOptions {
             first_batch_rows: None,
             ..auto
         };
-        assert_eq!(job(off).ramp(), None);
+        assert_eq!(ramp(off), None);
     }
 }

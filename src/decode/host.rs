@@ -104,7 +104,7 @@ fn retyped(schema: &SchemaRef, names: &[String], views: bool) -> arrow::datatype
 /// ([`ReaderBuilder::with_string_views`](crate::ReaderBuilder::with_string_views)):
 /// `Utf8View` for `Utf8` and `LargeUtf8`, `BinaryView` for `Binary` and `LargeBinary`; `None`
 /// for every other type.
-pub(crate) fn view_type(t: &arrow::datatypes::DataType) -> Option<arrow::datatypes::DataType> {
+pub fn view_type(t: &arrow::datatypes::DataType) -> Option<arrow::datatypes::DataType> {
     use arrow::datatypes::DataType;
     match t {
         DataType::Utf8 | DataType::LargeUtf8 => Some(DataType::Utf8View),

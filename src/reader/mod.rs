@@ -47,6 +47,8 @@ pub use report::{LoadReport, SetupTimes};
 pub use spread::{parse_device_list, DeviceWork, SpreadBatches, SpreadLoaded, SpreadReader};
 pub use stream::Batches;
 
+pub use crate::decode::host::view_type;
+
 use crate::array::{LoadedBatch, Location};
 use crate::config::{IoSettings, Tuning};
 pub use crate::decode::gpu::{

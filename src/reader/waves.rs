@@ -437,8 +437,9 @@ impl ReaderState {
     /// `waves` read as one stream ([`RangeReader::read_stream`]), each into an allocation of
     /// its own (a piece's reads index its own plan), opened once `budget` (a memory budget,
     /// where there is one) admits its reads, so that the reader threads go on from one wave
-    /// into the next instead of waiting at each wave's end, as a wave-by-wave read does. Each wave read (or the error that ended the stream) goes to
-    /// `tx`; `noted(i, start)` marks wave `i` read. False when the reader does not stream
+    /// into the next instead of waiting at each wave's end, as a wave-by-wave read does. Each
+    /// wave read (or the error that ended the stream) goes to `tx`; `noted(i, start)` marks
+    /// wave `i` read. False when the reader does not stream
     /// (nothing was read: the caller reads wave by wave).
     #[allow(clippy::too_many_arguments)]
     fn stream_per_wave(

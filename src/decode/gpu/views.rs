@@ -41,14 +41,14 @@ pub(crate) fn to_views(
     let mut sources = Vec::new();
     for (mut a, field) in batch.columns.into_iter().zip(schema.fields()) {
         let target = field.data_type();
-        let wide = match (&a.data_type, target) {
-            (DataType::Utf8 | DataType::Binary, DataType::Utf8View | DataType::BinaryView) => 0,
-            (DataType::LargeUtf8 | DataType::LargeBinary, DataType::Utf8View | DataType::BinaryView) => 1,
-            _ => {
-                columns.push(a);
-                continue;
-            }
-        };
+        if crate::decode::host::view_type(&a.data_type).as_ref() != Some(target) {
+            columns.push(a);
+            continue;
+        }
+        let wide = i32::from(matches!(
+            a.data_type,
+            DataType::LargeUtf8 | DataType::LargeBinary
+        ));
         let (offsets, values) = match a.buffers.len() {
             2 => {
                 let values = a.buffers.pop();
