@@ -24,10 +24,7 @@ fn devices() -> Vec<Device> {
 }
 
 /// (row group, rows) of each part of each batch.
-type Spans = Vec<Vec<(usize, std::ops::Range<u64>)>>;
-
-/// The [`Spans`] of `batches`.
-fn spans(batches: &[LoadedBatch]) -> Spans {
+fn spans(batches: &[LoadedBatch]) -> Vec<Vec<(usize, std::ops::Range<u64>)>> {
     batches
         .iter()
         .map(|b| {
@@ -303,121 +300,6 @@ fn gpu_a_row_group_larger_than_the_budget_loads_in_pieces() {
             &want,
         );
     }
-}
-
-/// A device stream's ramp ([`cuparquet::ReaderBuilder::with_first_batch_rows`]): the first row
-/// group comes in batches of growing size cut at page boundaries, the rest as without it;
-/// every row once, in order, equal to arrow-rs. No ramp where the first row group does not end
-/// a batch (row groups gathered into one), nor on the host.
-#[test]
-fn gpu_a_ramp_streams_the_first_row_group_in_growing_batches() {
-    let _gpu = GPU.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let one = flat_file(dir.path(), 60_000, 60_000, false); // pages of 700 rows
-    let three = flat_file(dir.path(), 60_000, 20_000, true);
-    let cases: [(&Path, usize, Spans); 4] = [
-        (
-            &one,
-            1 << 20,
-            vec![
-                vec![(0, 0..2100)],
-                vec![(0, 2100..6300)],
-                vec![(0, 6300..14700)],
-                vec![(0, 14700..31500)],
-                vec![(0, 31500..60000)],
-            ],
-        ),
-        (
-            &three,
-            20_000,
-            vec![
-                vec![(0, 0..2100)],
-                vec![(0, 2100..6300)],
-                vec![(0, 6300..14700)],
-                vec![(0, 14700..20000)],
-                vec![(1, 0..20000)],
-                vec![(2, 0..20000)],
-            ],
-        ),
-        (
-            // batches of 5,000 rows within each piece
-            &three,
-            5000,
-            vec![
-                vec![(0, 0..2100)],
-                vec![(0, 2100..6300)],
-                vec![(0, 6300..11300)],
-                vec![(0, 11300..14700)],
-                vec![(0, 14700..19700)],
-                vec![(0, 19700..20000)],
-            ],
-        ),
-        (
-            // the three row groups gathered into one batch: no ramp
-            &three,
-            1 << 20,
-            vec![vec![(0, 0..20000), (1, 0..20000), (2, 0..20000)]],
-        ),
-    ];
-    for device in devices() {
-        for (f, batch_rows, want_spans) in &cases {
-            let what = format!("{} on {device}, batches of {batch_rows}", f.display());
-            let want = oracle(f, &Projection::All, None).unwrap();
-            let reader = ParquetGpuReader::builder(f)
-                .with_device(device)
-                .with_batch_rows(*batch_rows)
-                .with_first_batch_rows(2000)
-                .build()
-                .unwrap();
-            let streamed: Vec<LoadedBatch> =
-                reader.batches().collect::<cuparquet::Result<_>>().unwrap();
-            let got = spans(&streamed);
-            if device == Device::Host {
-                // the host streams whole row groups, as without a ramp
-                let plain = ParquetGpuReader::builder(f)
-                    .with_device(device)
-                    .with_batch_rows(*batch_rows)
-                    .build()
-                    .unwrap();
-                let loaded = plain.load().unwrap();
-                assert_eq!(got, spans(&loaded.batches), "{what}");
-            } else {
-                assert_eq!(&got[..want_spans.len()], &want_spans[..], "{what}");
-                let mut next = (0usize, 0u64);
-                for b in &streamed {
-                    assert!(b.num_rows() <= *batch_rows, "{what}");
-                    for r in b.rows() {
-                        if r.row_group != next.0 {
-                            assert_eq!((r.row_group, r.rows.start), (next.0 + 1, 0), "{what}");
-                        } else {
-                            assert_eq!(r.rows.start, next.1, "{what}: in order, once");
-                        }
-                        next = (r.row_group, r.rows.end);
-                    }
-                }
-                let md = reader.metadata().metadata.clone();
-                let last = md.num_row_groups() - 1;
-                let end = (last, md.row_group(last).num_rows() as u64);
-                assert_eq!(next, end, "{what}: every row");
-            }
-            let host: Vec<_> = streamed.iter().map(|b| b.to_host().unwrap()).collect();
-            assert_same(&what, &concat(reader.schema(), &host), &want);
-            // load() reads whole row groups, ramp or not
-            let loaded = reader.load().unwrap();
-            assert_same(
-                &what,
-                &concat(reader.schema(), &loaded.to_host().unwrap()),
-                &want,
-            );
-        }
-    }
-    // 0 rows is refused
-    let e = ParquetGpuReader::builder(&one)
-        .with_first_batch_rows(0)
-        .build()
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("first_batch_rows"), "{e}");
 }
 
 /// `batch` with its top-level string and binary columns cast to views, as

@@ -11,14 +11,13 @@
 //! - `CUPARQUET_BENCH_DEVICES`: CUDA ordinals (e.g. `0,1`) the `cuparquet` scans' partitions
 //!   are spread over (scan option `devices`; default: cuda:0 alone);
 //! - `CUPARQUET_BENCH_QUERIES` (a comma-separated subset of `Q1`, `Q3`, `Q6`, `Q12`) and
-//!   `CUPARQUET_BENCH_SCANS` (of `cuparquet`, `cuparquet-noramp` (each file's first row
-//!   group decoded whole: scan option `first_batch_rows` off), `cuparquet-utf8` (strings as
-//!   `Utf8`: the session's `schema_force_view_types` off), `cuparquet-inexact`,
-//!   `cuparquet-host`, `datafusion`, `memtable`, `memtable-utf8` (the MemTable's string
-//!   columns cast from views to `Utf8`)): default all.
+//!   `CUPARQUET_BENCH_SCANS` (of `cuparquet`, `cuparquet-utf8` (strings as `Utf8`: the
+//!   session's `schema_force_view_types` off), `cuparquet-inexact`, `cuparquet-host`,
+//!   `datafusion`, `memtable`, `memtable-utf8` (the MemTable's string columns cast from
+//!   views to `Utf8`)): default all.
 //!
 //! First, Q1's scan alone (its columns and filter, every partition drained, nothing
-//! aggregated) through cuparquet's scans and DataFusion's: the floor a query's scan sets, and
+//! aggregated) through cuparquet's scan and DataFusion's: the floor a query's scan sets, and
 //! when its partitions' first batches come.
 //!
 //! Each query runs once per scan as a warm-up whose answer must equal DataFusion's; then the
@@ -316,16 +315,6 @@ async fn bench(cores: usize) {
         },
     )
     .await;
-    // each file's first row group decoded whole, without the ramp
-    let noramp = gpu_ctx_with(
-        &root,
-        config(partitions),
-        GpuScanOptions {
-            first_batch_rows: None,
-            ..base.clone()
-        },
-    )
-    .await;
     let host = gpu_ctx(&root, config(partitions), Device::Host).await;
     let df = df_ctx(&root, partitions).await;
     let mem = mem_ctx(&inexact, partitions).await;
@@ -336,9 +325,8 @@ async fn bench(cores: usize) {
         cfg.options_mut().execution.parquet.schema_force_view_types = false;
         gpu_ctx_with(&root, cfg, base.clone()).await
     };
-    let scans: [(&str, &SessionContext); 8] = [
+    let scans: [(&str, &SessionContext); 7] = [
         ("cuparquet", &gpu),
-        ("cuparquet-noramp", &noramp),
         ("cuparquet-utf8", &utf8),
         ("cuparquet-inexact", &inexact),
         ("cuparquet-host", &host),
@@ -361,17 +349,12 @@ async fn bench(cores: usize) {
             .open(p)
             .unwrap()
     });
-    println!("| query | cuparquet | cuparquet, no ramp | cuparquet, strings as Utf8 | cuparquet, filters pruning only | cuparquet on host | DataFusion's scan | MemTable | MemTable, strings as Utf8 | vs DataFusion | vs MemTable |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let scans: Vec<(&str, &SessionContext)> = scans
         .into_iter()
         .filter(|(s, _)| wanted("CUPARQUET_BENCH_SCANS", s))
         .collect();
     for (scan, ctx) in &scans {
-        if matches!(
-            *scan,
-            "cuparquet" | "cuparquet-noramp" | "cuparquet-utf8" | "datafusion"
-        ) {
+        if matches!(*scan, "cuparquet" | "cuparquet-utf8" | "datafusion") {
             println!("Q1's scan alone, {scan}: {}", scan_floor(ctx, rounds).await);
         }
     }
@@ -407,9 +390,8 @@ async fn bench(cores: usize) {
             _ => "—".to_string(),
         };
         println!(
-            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell("cuparquet"),
-            cell("cuparquet-noramp"),
             cell("cuparquet-utf8"),
             cell("cuparquet-inexact"),
             cell("cuparquet-host"),

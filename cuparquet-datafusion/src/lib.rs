@@ -82,7 +82,7 @@ use datafusion::prelude::SessionContext;
 pub use device::{device_batches, DeviceBatchStream};
 pub use format::{GpuParquetFormat, GpuParquetFormatFactory, FORMAT_NAME};
 pub use opener::GpuParquetOpener;
-pub use options::{GpuScanOptions, FIRST_BATCH_ROWS, HOST_BATCH_ROWS, OPTION_KEYS};
+pub use options::{GpuScanOptions, HOST_BATCH_ROWS, OPTION_KEYS};
 pub use source::GpuParquetSource;
 
 /// Registers the file or directory at `path` (a local path or a `file://` URL; a directory

@@ -316,11 +316,9 @@ impl ScanJob {
     fn open(&self) -> Result<Opened> {
         let _t = self.metrics.open_time.timer();
         let path = self.path()?;
-        // where the reader will decode, resolved once for the batch size and the ramp
+        // where the reader will decode
         let on = self.options.device.location().ok();
-        // the ramp cuts the first row group at the page index's page boundaries
-        let ramp = self.ramp(on);
-        let page_index = self.pruning.wants_page_index() || ramp.is_some();
+        let page_index = self.pruning.wants_page_index();
         let meta = cuparquet::reader::read_footer(&path, page_index)
             .map_err(|e| external(&self.name, e))?;
         let md = &meta.metadata;
@@ -380,9 +378,6 @@ impl ScanJob {
         if let Some(m) = self.options.memory_budget {
             b = b.with_memory_budget(m);
         }
-        if let Some(n) = ramp {
-            b = b.with_first_batch_rows(n);
-        }
         if views_in(&self.file_schema) {
             b = b.with_string_views(true);
         }
@@ -406,14 +401,6 @@ impl ScanJob {
         }
         .map_err(|e| external(&self.name, e))?;
         Ok(Opened::Reader(reader))
-    }
-
-    /// Where the scan decodes on a GPU (`on`: where the reader resolves its device): the rows
-    /// of the first piece of the file's first row group
-    /// ([`GpuScanOptions::first_batch_rows`]); `None` on the host or where it is off.
-    fn ramp(&self, on: Option<cuparquet::Location>) -> Option<usize> {
-        let gpu = matches!(on, Some(cuparquet::Location::Cuda(_)));
-        self.options.first_batch_rows.filter(|_| gpu)
     }
 
     /// Rows per batch asked of the reader: the option, else
@@ -612,12 +599,6 @@ mod tests {
         j.batch_rows(j.options.device.location().ok())
     }
 
-    /// The ramp a scan with `options` asks of the reader, where `open` resolves it.
-    fn ramp(options: GpuScanOptions) -> Option<usize> {
-        let j = job(options);
-        j.ramp(j.options.device.location().ok())
-    }
-
     fn job(options: GpuScanOptions) -> ScanJob {
         let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int64, true)]));
         let opener = GpuParquetOpener::new(
@@ -650,20 +631,5 @@ mod tests {
             Ok(_) => assert_eq!(auto, None),
             Err(_) => assert_eq!(auto, Some(crate::HOST_BATCH_ROWS)),
         }
-    }
-
-    #[test]
-    fn device_scans_ramp_their_first_row_group_unless_off() {
-        let host = GpuScanOptions::default().with_device(Device::Host);
-        assert_eq!(ramp(host), None, "the host streams whole row groups");
-        let auto = GpuScanOptions::default();
-        let gpu_here = matches!(auto.device.location(), Ok(cuparquet::Location::Cuda(_)));
-        let want = gpu_here.then_some(crate::options::FIRST_BATCH_ROWS);
-        assert_eq!(ramp(auto.clone()), want);
-        let off = GpuScanOptions {
-            first_batch_rows: None,
-            ..auto
-        };
-        assert_eq!(ramp(off), None);
     }
 }

@@ -31,12 +31,6 @@ pub struct GpuScanOptions {
     /// that `target_partitions` of at least the device count keeps every device busy. Empty
     /// (default): every partition on [`device`](Self::device).
     pub devices: Vec<usize>,
-    /// Where the scan decodes on a GPU: each file's first row group cut into a ramp of pieces
-    /// at page boundaries, the first of about this many rows, each next one twice the one
-    /// before ([`cuparquet::ReaderBuilder::with_first_batch_rows`]), so that DataFusion's
-    /// operators start on a file's first batch before its whole first row group is decoded.
-    /// Default [`FIRST_BATCH_ROWS`]; `None` (option value `0`): the first row group whole.
-    pub first_batch_rows: Option<usize>,
 }
 
 impl Default for GpuScanOptions {
@@ -49,15 +43,9 @@ impl Default for GpuScanOptions {
             memory_budget: None,
             row_filter: true,
             devices: Vec::new(),
-            first_batch_rows: Some(FIRST_BATCH_ROWS),
         }
     }
 }
-
-/// The rows of the first piece of each file's first row group where the scan decodes on a
-/// GPU ([`GpuScanOptions::first_batch_rows`]): 65,536 (with arrow-rs's default pages of
-/// 20,480 rows a row group of 1M rows comes as 81,920, 163,840, 327,680 and 426,560 rows).
-pub const FIRST_BATCH_ROWS: usize = 1 << 16;
 
 /// Rows per batch of a scan that decodes on the host, where
 /// [`GpuScanOptions::batch_rows`] is not set: 65,536. Measured on a 2-core machine
@@ -67,7 +55,7 @@ pub const FIRST_BATCH_ROWS: usize = 1 << 16;
 pub const HOST_BATCH_ROWS: usize = 1 << 16;
 
 /// The keys [`GpuScanOptions::set`] takes.
-pub const OPTION_KEYS: [&str; 8] = [
+pub const OPTION_KEYS: [&str; 7] = [
     "device",
     "devices",
     "batch_rows",
@@ -75,7 +63,6 @@ pub const OPTION_KEYS: [&str; 8] = [
     "pruning",
     "memory_budget",
     "row_filter",
-    "first_batch_rows",
 ];
 
 impl GpuScanOptions {
@@ -116,10 +103,6 @@ impl GpuScanOptions {
             ("page_index", self.page_index.to_string()),
             ("pruning", self.pruning.to_string()),
             ("row_filter", self.row_filter.to_string()),
-            (
-                "first_batch_rows",
-                self.first_batch_rows.unwrap_or(0).to_string(),
-            ),
         ];
         if let Some(n) = self.batch_rows {
             v.push(("batch_rows", n.to_string()));
@@ -137,7 +120,7 @@ impl GpuScanOptions {
     /// without a `format.` prefix): `device` (`auto`, `host`, `cuda:N`), `devices`
     /// (`cuda:0,cuda:1`, `all` for every CUDA device here, or empty for none), `batch_rows`,
     /// `page_index`, `pruning` and `row_filter` (`true`/`false`), `memory_budget` (bytes, or
-    /// `512MiB`), `first_batch_rows` (rows; `0`: off).
+    /// `512MiB`).
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let key = key.strip_prefix("format.").unwrap_or(key);
         let bad = |why: String| {
@@ -159,13 +142,6 @@ impl GpuScanOptions {
                     return Err(bad("must be at least 1".into()));
                 }
                 self.batch_rows = Some(n);
-            }
-            "first_batch_rows" => {
-                let n: usize = value
-                    .trim()
-                    .parse()
-                    .map_err(|_| bad("expected a number of rows (0: off)".into()))?;
-                self.first_batch_rows = (n > 0).then_some(n);
             }
             "page_index" => self.page_index = parse_bool(value).ok_or_else(|| bad(bool_why()))?,
             "pruning" => self.pruning = parse_bool(value).ok_or_else(|| bad(bool_why()))?,
@@ -223,13 +199,6 @@ mod tests {
         o.set("batch_rows", "65536").unwrap();
         o.set("page_index", "false").unwrap();
         o.set("memory_budget", "512MiB").unwrap();
-        assert_eq!(o.first_batch_rows, Some(FIRST_BATCH_ROWS));
-        o.set("first_batch_rows", "0").unwrap();
-        assert_eq!(o.first_batch_rows, None);
-        o.set("first_batch_rows", "16384").unwrap();
-        assert_eq!(o.first_batch_rows, Some(16384));
-        let e = o.set("first_batch_rows", "-1").unwrap_err().to_string();
-        assert!(e.contains("first_batch_rows") && e.contains("rows"), "{e}");
         assert_eq!(o.device, Device::Host);
         assert_eq!(o.batch_rows, Some(65536));
         assert!(!o.page_index);
@@ -276,7 +245,6 @@ mod tests {
         o.row_filter = false;
         o.page_index = false;
         o.devices = vec![2, 0];
-        o.first_batch_rows = None;
         for start in [GpuScanOptions::default(), o] {
             let mut back = GpuScanOptions {
                 device: Device::Host,
@@ -286,7 +254,6 @@ mod tests {
                 memory_budget: Some(1),
                 row_filter: !start.row_filter,
                 devices: vec![5],
-                first_batch_rows: Some(3),
             };
             // the pairs name every option that differs from the default
             back.batch_rows = None;

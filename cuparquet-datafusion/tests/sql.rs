@@ -158,31 +158,13 @@ async fn queries_equal_datafusion_snappy() {
     same_answers(&data().snappy, GpuScanOptions::default()).await;
 }
 
-/// Batches of 3,000 rows; on a GPU each file's first row group in a ramp of pieces of 4,000,
-/// 8,000 and 8,000 rows (pages of 2,000).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn queries_equal_datafusion_zstd_small_batches() {
     same_answers(
         &data().zstd,
-        GpuScanOptions {
-            first_batch_rows: Some(3_000),
-            ..GpuScanOptions::default().with_batch_rows(3_000)
-        },
+        GpuScanOptions::default().with_batch_rows(3_000),
     )
     .await;
-}
-
-/// On a GPU, each file's first row group (of 20,000 rows, in batches of 20,000) in a ramp of
-/// pieces of 6,000, 12,000 and 2,000 rows (pages of 2,000); without one, whole.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn queries_equal_datafusion_with_and_without_a_ramp() {
-    for first_batch_rows in [Some(5_000), None] {
-        let options = GpuScanOptions {
-            first_batch_rows,
-            ..GpuScanOptions::default().with_batch_rows(20_000)
-        };
-        same_answers(&data().snappy, options).await;
-    }
 }
 
 /// Several GPUs: the scan's partitions dealt to the devices (`devices`), shown in `EXPLAIN`

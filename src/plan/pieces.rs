@@ -80,8 +80,19 @@ pub fn split_row_group(
     if chunks.iter().any(|c| !c.is_empty() && c.pages.is_none()) {
         return Ok(None);
     }
-    let read = rows_read(plan, rg, all);
-    let ends = page_ends(chunks, all);
+    let read: Vec<Range<u64>> = match plan.rows.as_ref().and_then(|r| r.get(&rg)) {
+        Some(r) => r.clone(),
+        None => vec![0..all],
+    };
+    // where a piece may end: where any chunk's page begins, and the row group's end
+    let mut ends: Vec<u64> = chunks
+        .iter()
+        .flat_map(|c| c.pages.iter().flatten().map(|p| p.first_row_index))
+        .filter(|&r| r > 0 && r < all)
+        .collect();
+    ends.push(all);
+    ends.sort_unstable();
+    ends.dedup();
     let piece = |from: u64, to: u64| -> Result<Option<(ReadPlan, RowGroupCost)>> {
         let rows = intersect(&read, &[from..to]);
         if rows.is_empty() {
@@ -124,66 +135,4 @@ pub fn split_row_group(
         i = lo + 1;
     }
     Ok(Some(out))
-}
-
-/// The rows of row group `rg` (of `all` rows) that `plan` reads.
-fn rows_read(plan: &ReadPlan, rg: usize, all: u64) -> Vec<Range<u64>> {
-    match plan.rows.as_ref().and_then(|r| r.get(&rg)) {
-        Some(r) => r.clone(),
-        None => vec![0..all],
-    }
-}
-
-/// Where a piece of a row group of `all` rows may end: where any of its `chunks`' pages
-/// begins, and the row group's end; ascending.
-fn page_ends(chunks: &[super::ColumnChunkPlan], all: u64) -> Vec<u64> {
-    let mut ends: Vec<u64> = chunks
-        .iter()
-        .flat_map(|c| c.pages.iter().flatten().map(|p| p.first_row_index))
-        .filter(|&r| r > 0 && r < all)
-        .collect();
-    ends.push(all);
-    ends.sort_unstable();
-    ends.dedup();
-    ends
-}
-
-/// Row group `rg` of `plan` cut into a **ramp** of pieces at page boundaries, so that a
-/// stream's first batches come before the whole row group is decoded: the first piece ends at
-/// the first page boundary at or after `first` rows, each next one holds at least twice the
-/// rows of the one before (the last one what is left), each reading only its pages
-/// ([`piece_plan`]). `Ok(None)` when a chunk of the row group has no page index, or when the
-/// ramp would be a single piece (the row group holds no more than `first` rows, or its pages
-/// do not cut it).
-pub fn ramp_pieces(
-    path: &Path,
-    plan: &ReadPlan,
-    md: &ParquetMetaData,
-    rg: usize,
-    first: u64,
-) -> Result<Option<Vec<ReadPlan>>> {
-    let all = md.row_group(rg).num_rows().max(0) as u64;
-    let chunks = &plan.chunks[plan.chunk_range_of(rg)];
-    if first == 0 || chunks.iter().any(|c| !c.is_empty() && c.pages.is_none()) {
-        return Ok(None);
-    }
-    let read = rows_read(plan, rg, all);
-    let ends = page_ends(chunks, all);
-    let mut cuts: Vec<(u64, u64)> = Vec::new();
-    let (mut from, mut size) = (0u64, first);
-    while from < all {
-        let target = from.saturating_add(size);
-        let to = ends.iter().copied().find(|&e| e >= target).unwrap_or(all);
-        cuts.push((from, to));
-        size = (to - from).saturating_mul(2);
-        from = to;
-    }
-    let mut out = Vec::new();
-    for (from, to) in cuts {
-        let rows = intersect(&read, &[from..to]);
-        if !rows.is_empty() {
-            out.push(piece_plan(path, plan, md, rg, rows)?);
-        }
-    }
-    Ok((out.len() > 1).then_some(out))
 }

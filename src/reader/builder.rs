@@ -71,7 +71,6 @@ pub struct ReaderBuilder {
     metadata: Option<Arc<FileMetadata>>,
     max_page_size: Option<u64>,
     row_filter: Option<RowFilterExpr>,
-    first_batch_rows: Option<usize>,
     string_views: bool,
 }
 
@@ -129,7 +128,6 @@ impl ReaderBuilder {
             metadata: None,
             max_page_size: None,
             row_filter: None,
-            first_batch_rows: None,
             string_views: false,
         }
     }
@@ -236,20 +234,6 @@ impl ReaderBuilder {
     /// pieces ([`with_memory_budget`](Self::with_memory_budget)).
     pub fn with_page_index(mut self, yes: bool) -> Self {
         self.page_index = yes;
-        self
-    }
-
-    /// Cuts a device stream's first row group into a **ramp** of pieces at page boundaries
-    /// ([`crate::plan::pieces::ramp_pieces`]): the first of about `rows` rows (up to the next
-    /// page boundary), each next one twice the one before, each reading and decoding only its
-    /// pages, so that [`ParquetGpuReader::batches`](super::ParquetGpuReader::batches) yields
-    /// its first batch before the whole row group is decoded — an engine's operators start on
-    /// it while the rest is read and decoded. The page index is read for it. Off by default;
-    /// it applies to device streams only (not to [`load`](super::ParquetGpuReader::load), not
-    /// under a memory budget the load does not fit at once), and only where the first row
-    /// group ends a batch and has a page index. 0 is an error.
-    pub fn with_first_batch_rows(mut self, rows: usize) -> Self {
-        self.first_batch_rows = Some(rows);
         self
     }
 
@@ -415,9 +399,6 @@ impl ReaderBuilder {
         if self.batch_rows == 0 {
             return Err(Error::setting("batch_rows", "0", "must be at least 1"));
         }
-        if self.first_batch_rows == Some(0) {
-            return Err(Error::setting("first_batch_rows", "0", "must be at least 1"));
-        }
         let t_cuda = Instant::now();
         let device = device::resolve(self.device)?;
         if let Location::Cuda(n) = device.location {
@@ -427,12 +408,6 @@ impl ReaderBuilder {
         let t_cuda = t_cuda.elapsed();
         let t_open = Instant::now();
         let file = ParquetFile::open(&self.path)?;
-        // a device stream's ramp needs the page index
-        let ramp_rows = match device.location {
-            Location::Cuda(_) => self.first_batch_rows,
-            Location::Host => None,
-        };
-        let page_index = self.page_index || ramp_rows.is_some();
         let meta = match &self.metadata {
             Some(m) if m.file_len != file.len() => {
                 return Err(Error::footer(
@@ -444,9 +419,9 @@ impl ReaderBuilder {
                     ),
                 ))
             }
-            Some(m) if page_index && !m.page_index_loaded => read_footer_of(&file, true)?,
+            Some(m) if self.page_index && !m.page_index_loaded => read_footer_of(&file, true)?,
             Some(m) => FileMetadata::clone(m),
-            None => read_footer_of(&file, page_index)?,
+            None => read_footer_of(&file, self.page_index)?,
         };
         let t_footer = t_open.elapsed();
         let t_plan = Instant::now();
@@ -610,18 +585,6 @@ impl ReaderBuilder {
             ),
         };
         let cuts = cuts_between(&spans, &plan.row_groups);
-        let ramp = match (ramp_rows, &passes) {
-            (Some(n), None) => super::stream::ramp_waves(
-                &self.path,
-                &plan,
-                &meta.metadata,
-                &|rg| cuts.contains(&rg),
-                n as u64,
-                self.batch_rows as u64,
-                self.keep_dictionaries,
-            )?,
-            _ => Vec::new(),
-        };
         let t_plan = t_plan.elapsed();
         let t_readers = Instant::now();
         let host_reader = HostReader::new(settings.clone())?;
@@ -649,7 +612,6 @@ impl ReaderBuilder {
             tuning,
             cuts,
             spans,
-            ramp,
             views,
             pass_costs: passes.as_ref().map(|p| p.1.clone()).unwrap_or_default(),
             passes: passes.map(|p| p.0),

@@ -116,9 +116,6 @@ pub(crate) struct ReaderState {
     spans: Vec<BatchSpan>,
     /// The row groups after which no batch goes on ([`Self::batch_ends`]).
     cuts: std::collections::HashSet<usize>,
-    /// A device stream's first row group as a ramp of pieces
-    /// ([`ReaderBuilder::with_first_batch_rows`]); empty: none.
-    ramp: Vec<waves::Wave>,
     /// A device's batches with their string and binary columns as views: their schema
     /// ([`ReaderBuilder::with_string_views`]); the views are built after the row filter.
     views: Option<arrow::datatypes::SchemaRef>,

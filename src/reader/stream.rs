@@ -70,43 +70,10 @@ pub(super) fn stream_waves(
     out
 }
 
-/// The ramp of a stream's first row group ([`ReaderBuilder::with_first_batch_rows`](super::ReaderBuilder::with_first_batch_rows)):
-/// a wave per piece of [`ramp_pieces`](crate::plan::pieces::ramp_pieces) of `first` rows and
-/// more, each with its batches of at most `batch_rows` rows. Empty where the first row group
-/// does not end a batch (`ends`), has no page index, or is not cut.
-pub(super) fn ramp_waves(
-    path: &std::path::Path,
-    plan: &ReadPlan,
-    md: &parquet::file::metadata::ParquetMetaData,
-    ends: &dyn Fn(usize) -> bool,
-    first: u64,
-    batch_rows: u64,
-    keep_dictionaries: bool,
-) -> Result<Vec<Wave>> {
-    let Some(&rg) = plan.row_groups.first() else {
-        return Ok(Vec::new());
-    };
-    if !ends(rg) {
-        return Ok(Vec::new());
-    }
-    let Some(pieces) = crate::plan::pieces::ramp_pieces(path, plan, md, rg, first)? else {
-        return Ok(Vec::new());
-    };
-    let n = pieces.len();
-    Ok((pieces.into_iter().enumerate())
-        .map(|(k, p)| {
-            let spans =
-                crate::plan::batches_of(md, &[rg], p.rows.as_ref(), batch_rows, keep_dictionaries);
-            Wave::of_piece(rg, Arc::new(p), spans, k + 1 == n)
-        })
-        .collect())
-}
-
 impl ReaderState {
     /// The waves of a device load: the passes of a memory budget the load does not fit at
     /// once; else of [`wave_target`] bytes for a load (`first_small`: false), with a small
-    /// first one for a stream — its ramp of pieces where one was planned
-    /// ([`ramp_waves`]); one wave of everything when the plan cannot be cut.
+    /// first one for a stream; one wave of everything when the plan cannot be cut.
     pub(super) fn device_waves(&self, first_small: bool) -> Vec<Wave> {
         if let Some(passes) = &self.passes {
             return passes.clone();
@@ -136,20 +103,16 @@ impl ReaderState {
             self.tuning.wave_bytes,
         );
         let ends = |rg| self.batch_ends(rg);
-        let mut w = if first_small {
+        let w = if first_small {
             stream_waves(plan, FIRST_STEP_BYTES, target, &ends)
         } else {
             waves(plan, target, &ends)
         };
         if w.is_empty() {
-            return vec![Wave::whole(plan)];
+            vec![Wave::whole(plan)]
+        } else {
+            w
         }
-        // a stream's first row group in a ramp of pieces, where one was planned
-        let first_alone = self.ramp.first().map(|r| &r.row_groups) == Some(&w[0].row_groups);
-        if first_small && first_alone {
-            w.splice(0..1, self.ramp.iter().cloned());
-        }
-        w
     }
 
     /// Reads and decodes `waves` through `reader`, handing each wave's result to `sink` as it
@@ -563,52 +526,6 @@ mod tests {
     use super::*;
     use crate::device::Device;
     use crate::reader::tests::int_file;
-
-    #[test]
-    fn a_ramp_is_a_wave_per_piece_of_the_first_row_group() {
-        // 2 row groups of 100,000 rows in arrow-rs's default pages
-        let f = int_file(&["a", "b"], 200_000, 100_000);
-        let reader = ParquetGpuReader::builder(f.path())
-            .with_device(Device::Host)
-            .with_page_index(true)
-            .build()
-            .unwrap();
-        let s = &reader.state;
-        let (path, md) = (f.path(), &s.meta.metadata);
-        let w = ramp_waves(path, &s.plan, md, &|_| true, 30_000, 50_000, false).unwrap();
-        let rows = |w: &Wave| -> Vec<Vec<std::ops::Range<u64>>> {
-            let p = w.piece.as_ref().unwrap();
-            (p.spans.iter())
-                .map(|b| b.parts.iter().map(|r| r.rows.clone()).collect())
-                .collect()
-        };
-        assert_eq!(w.len(), 2, "{w:?}");
-        // arrow-rs's pages: 20,480 rows (its row limit checked every 1,024 rows)
-        assert_eq!(rows(&w[0]), [vec![0..40_960]]);
-        assert_eq!(rows(&w[1]), [vec![40_960..90_960], vec![90_960..100_000]]);
-        let done: Vec<usize> = w.iter().map(|w| w.row_groups_done()).collect();
-        assert_eq!(done, [0, 1], "the row group is done with its last piece");
-        for x in &w {
-            assert_eq!(x.row_groups, [0]);
-            let p = x.piece.as_ref().unwrap();
-            assert_eq!((x.chunks.len(), x.bytes), (2, p.plan.request_bytes()));
-            assert!(x.bytes < s.plan.request_bytes() / 2);
-        }
-        // no ramp where the first row group does not end a batch
-        assert!(ramp_waves(path, &s.plan, md, &|_| false, 30_000, 50_000, false)
-            .unwrap()
-            .is_empty());
-        // nor without the page index
-        let plain = ParquetGpuReader::builder(f.path())
-            .with_device(Device::Host)
-            .build()
-            .unwrap();
-        let p = &plain.state;
-        let md = &p.meta.metadata;
-        assert!(ramp_waves(path, &p.plan, md, &|_| true, 30_000, 50_000, false)
-            .unwrap()
-            .is_empty());
-    }
 
     #[test]
     fn stream_waves_start_small_and_keep_batches_whole() {

@@ -44,40 +44,12 @@ pub(super) struct Wave {
 pub(super) struct Piece {
     pub(super) plan: Arc<ReadPlan>,
     pub(super) spans: Vec<crate::plan::BatchSpan>,
-    /// The row group's last piece: with it, the row group is done.
-    pub(super) last: bool,
 }
 
 impl Wave {
     /// The plan the wave's chunks and requests index: the piece's, or the load's.
     pub(super) fn plan<'a>(&'a self, load: &'a ReadPlan) -> &'a ReadPlan {
         self.piece.as_ref().map_or(load, |p| &p.plan)
-    }
-
-    /// A wave of a piece of row group `rg` alone: `plan` (the piece's), its batches `spans`;
-    /// `last`: the row group's last piece.
-    pub(super) fn of_piece(
-        rg: usize,
-        plan: Arc<ReadPlan>,
-        spans: Vec<crate::plan::BatchSpan>,
-        last: bool,
-    ) -> Wave {
-        Wave {
-            row_groups: vec![rg],
-            chunks: 0..plan.chunks.len(),
-            requests: 0..plan.requests.len(),
-            bytes: plan.request_bytes(),
-            piece: Some(Arc::new(Piece { plan, spans, last })),
-        }
-    }
-
-    /// The row groups done once this wave is decoded: a piece's row group only with its last
-    /// piece.
-    pub(super) fn row_groups_done(&self) -> usize {
-        match &self.piece {
-            Some(p) if !p.last => 0,
-            _ => self.row_groups.len(),
-        }
     }
 }
 
@@ -104,7 +76,7 @@ pub(super) fn pass_waves(
     let mut out: Vec<Wave> = Vec::with_capacity(passes.passes.len());
     let mut costs: Vec<WaveCost> = Vec::with_capacity(passes.passes.len());
     let mut at = 0usize; // the next request
-    for (k, p) in passes.passes.iter().enumerate() {
+    for p in &passes.passes {
         if let Some(piece) = &p.piece {
             // the load plan's reads of the row group are not made: skip them
             let rg = p.row_groups.first().copied().unwrap_or(0);
@@ -114,14 +86,16 @@ pub(super) fn pass_waves(
             {
                 at += 1;
             }
-            let next = passes.passes.get(k + 1);
-            let last = next.is_none_or(|n| n.piece.is_none() || n.row_groups != p.row_groups);
-            out.push(Wave::of_piece(
-                rg,
-                Arc::clone(piece),
-                p.batches.clone(),
-                last,
-            ));
+            out.push(Wave {
+                row_groups: p.row_groups.clone(),
+                chunks: 0..piece.chunks.len(),
+                requests: 0..piece.requests.len(),
+                bytes: piece.request_bytes(),
+                piece: Some(Arc::new(Piece {
+                    plan: Arc::clone(piece),
+                    spans: p.batches.clone(),
+                })),
+            });
             costs.push(WaveCost::of(p));
             continue;
         }
@@ -269,8 +243,7 @@ impl ReaderState {
     /// to `sink`, which returns false when no more are wanted; after an error or a `false`
     /// the waves not yet decoded are dropped. Under a memory budget (`budget`) each wave's
     /// reads wait until the budget admits them, into an allocation of the wave's own: as one
-    /// stream where the reader can ([`Self::stream_per_wave`]), else wave by wave; so are
-    /// the waves of pieces (a stream's ramp), with or without a budget.
+    /// stream where the reader can ([`Self::stream_budgeted`]), else wave by wave.
     pub(super) fn pipelined(
         &self,
         reader: &dyn RangeReader,
@@ -295,9 +268,7 @@ impl ReaderState {
         // decode stream has finished with it
         let total = plan.request_bytes();
         let shared: Mutex<Option<Arc<DeviceBuffer>>> = Mutex::new(None);
-        // pieces (a ramp, or a budget's) read plans of their own: each into its own allocation
-        let pieces = waves.iter().any(|w| w.piece.is_some());
-        if total <= STREAM_MAX_BYTES && budget.is_none() && !pieces {
+        if total <= STREAM_MAX_BYTES && budget.is_none() {
             let gpu = device::gpu(ordinal)?;
             *shared.lock().unwrap_or_else(|p| p.into_inner()) =
                 Some(Arc::new(gpu.alloc(total as usize)?));
@@ -349,12 +320,12 @@ impl ReaderState {
                     drop(buffer);
                     *shared.lock().unwrap_or_else(|p| p.into_inner()) = None;
                 }
-                if (budget.is_some() || pieces)
-                    && self.stream_per_wave(reader, ordinal, waves, budget, stop, &tx, &|i, t| {
+                if let Some(b) = budget {
+                    if self.stream_budgeted(reader, ordinal, waves, b, stop, &tx, &|i, t| {
                         timeline.add(|| format!("read {i} (streamed{})", live()), t)
-                    })
-                {
-                    return;
+                    }) {
+                        return;
+                    }
                 }
                 for (i, w) in waves.iter().enumerate() {
                     // at most one wave read and not yet taken by a decoder
@@ -408,9 +379,8 @@ impl ReaderState {
                     let failed = out.is_err();
                     if !failed {
                         let bytes = read_so_far.fetch_add(waves[i].bytes, Relaxed);
-                        let done = waves[i].row_groups_done();
-                        let rgs = done_so_far.fetch_add(done, Relaxed);
-                        self.notify(bytes + waves[i].bytes, rgs + done);
+                        let rgs = done_so_far.fetch_add(waves[i].row_groups.len(), Relaxed);
+                        self.notify(bytes + waves[i].bytes, rgs + waves[i].row_groups.len());
                     }
                     // a consumer gone or an error: the other waves are not wanted
                     if !sink(i, out) || failed {
@@ -434,20 +404,19 @@ impl ReaderState {
 type WaveRead = (usize, Result<(DeviceChunks, IoReport)>);
 
 impl ReaderState {
-    /// `waves` read as one stream ([`RangeReader::read_stream`]), each into an allocation of
-    /// its own (a piece's reads index its own plan), opened once `budget` (a memory budget,
-    /// where there is one) admits its reads, so that the reader threads go on from one wave
-    /// into the next instead of waiting at each wave's end, as a wave-by-wave read does. Each
-    /// wave read (or the error that ended the stream) goes to `tx`; `noted(i, start)` marks
-    /// wave `i` read. False when the reader does not stream
+    /// Under a memory budget: `waves` read as one stream ([`RangeReader::read_stream`]), each
+    /// into an allocation of its own opened once `budget` admits its reads, so that the reader
+    /// threads go on from one wave into the next instead of waiting at each wave's end, as a
+    /// wave-by-wave read does. Each wave read (or the error that ended the stream) goes to
+    /// `tx`; `noted(i, start)` marks wave `i` read. False when the reader does not stream
     /// (nothing was read: the caller reads wave by wave).
     #[allow(clippy::too_many_arguments)]
-    fn stream_per_wave(
+    fn stream_budgeted(
         &self,
         reader: &dyn RangeReader,
         ordinal: usize,
         waves: &[Wave],
-        budget: Option<&Budgeted<'_>>,
+        budget: &Budgeted<'_>,
         stop: &std::sync::atomic::AtomicBool,
         tx: &std::sync::mpsc::SyncSender<WaveRead>,
         noted: &(dyn Fn(usize, Instant) + Sync),
@@ -474,7 +443,7 @@ impl ReaderState {
         let delivered: Vec<AtomicBool> = waves.iter().map(|_| AtomicBool::new(false)).collect();
         let t = Instant::now();
         let open = |i: usize| -> Result<Option<Arc<DeviceBuffer>>> {
-            if stop.load(Relaxed) || budget.is_some_and(|b| !b.read(i)) {
+            if stop.load(Relaxed) || !budget.read(i) {
                 return Ok(None);
             }
             let buf = Arc::new(gpu.alloc(sizes[i] as usize)?);

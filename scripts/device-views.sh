@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# GPU machine: the ramp (ReaderBuilder::with_first_batch_rows; the DataFusion scan's
-# first_batch_rows) and what views would save DataFusion's operators (issue 16). Pack on the
-# development machine:
-#   bash ../shared/device/pack.sh -- --workspace --test gpu --test sql --test stream \
-#     --test conformance --test errors --test spread --test cli
-#   bash scripts/pack-bench.sh          # the release benches, .dev/bin compressed
-#   git rev-parse --short HEAD > .dev/COMMIT
-# and run with .dev carried:  PART=N bash scripts/device-ramp.sh
+# GPU machine: the DataFusion scan with string views against strings as Utf8 (issue 16), the
+# tests that cover the scan first. Pack on the development machine:
+#   bash ../shared/device/pack.sh -- --workspace --test gpu --test sql --test stream --test spread
+#   then add the stripped bench-sql_device to .dev/bin and compress .dev/bin into
+#   .dev/bin.tar.xz (tar | xz -9; the whole pack must stay under 64 MiB)
+# and run with .dev carried:  PART=N bash scripts/device-views.sh
 #   PART=1: the packed tests, the GPU required.
 #   PART=all: the stream, SQL, GPU and spread tests, then PART=2, in one call.
-#   PART=2: bench-sql_device, Q1, Q6 (then Q3, Q12 with QUERIES=...): cuparquet's scan with the
-#           ramp (default) and without it (cuparquet-noramp), DataFusion's scan, the MemTable of
-#           the same batches and the MemTable of those batches with views, in turns.
+#   PART=2: bench-sql_device, Q1, Q6 (others with QUERIES=...): cuparquet's scan with views
+#           (the session's default) and with Utf8 (cuparquet-utf8), DataFusion's scan, the
+#           MemTable of the same batches with views and with Utf8, in turns.
+#   PART=duckdb: DuckDB over the files PART=2 wrote (/tmp/bench-data; call it while the machine
+#           is still warm, with .dev-whl (bash ../shared/device/wheels.sh duckdb) carried).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh
@@ -36,8 +36,13 @@ case "$part" in
   ;;
 2)
   CUPARQUET_BENCH_QUERIES=${QUERIES:-Q1,Q6} \
-    CUPARQUET_BENCH_SCANS=${SCANS:-cuparquet,cuparquet-noramp,cuparquet-utf8,datafusion,memtable,memtable-utf8} \
+    CUPARQUET_BENCH_SCANS=${SCANS:-cuparquet,cuparquet-utf8,datafusion,memtable,memtable-utf8} \
     CUPARQUET_BENCH_ROUNDS=${ROUNDS:-5} CUPARQUET_BENCH_OUT="$out/sql.jsonl" \
     timeout ${LIMIT:-540} .dev/bin/bench-sql_device 2>&1 | tee "$out/sql.txt" | grep -v "^\s*$" | head -60
+  ;;
+duckdb)
+  bash .dev/wheels.sh install >/dev/null && export PYTHONPATH=/tmp/site
+  d=$(ls -d /tmp/bench-data/tpch-* | head -1)
+  timeout ${LIMIT:-300} python3 scripts/duckdb_tpch.py "$d" ${ROUNDS:-5} 2>&1 | tee "$out/duckdb.txt"
   ;;
 esac
