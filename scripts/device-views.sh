@@ -6,7 +6,8 @@
 #   .dev/bin.tar.xz (tar | xz -9; the whole pack must stay under 64 MiB)
 # and run with .dev carried:  PART=N bash scripts/device-views.sh
 #   PART=1: the packed tests, the GPU required.
-#   PART=all: the stream, SQL, GPU and spread tests, then PART=2, in one call.
+#   PART=all: the stream, SQL, GPU and spread tests (those packed), then PART=2, then
+#           PART=duckdb where .dev-whl came along, in one call.
 #   PART=2: bench-sql_device, Q1, Q6 (others with QUERIES=...): cuparquet's scan with views
 #           (the session's default) and with Utf8 (cuparquet-utf8), DataFusion's scan, the
 #           MemTable of the same batches with views and with Utf8, in turns.
@@ -22,12 +23,15 @@ if [ "$part" = all ]; then
   bash .dev/prepare-cufile-vm.sh >/dev/null 2>&1 || echo "could not write the udev record"
   export PARQUET_TESTING_DIR="$PWD/.dev/corpus/parquet-testing" CUPARQUET_BIN="$PWD/.dev/bin/cuparquet"
   for t in stream sql gpu spread; do
+    [ -x .dev/bin/test-test-$t ] || continue
     echo "=== test-$t"
     CUPARQUET_REQUIRE_GPU=1 timeout ${TEST_LIMIT:-100} .dev/bin/test-test-$t --test-threads=2 2>&1 \
       | tee "$out/test-$t.txt" | grep -E "test result|FAILED|panicked" | head -20
   done
-  part=2
-  LIMIT=${LIMIT:-300}
+  # then the bench; DuckDB after it where its wheel came along (.dev-whl)
+  LIMIT=${LIMIT:-300} PART=2 bash "$0"
+  ls .dev-whl/duckdb*.whl >/dev/null 2>&1 && PART=duckdb LIMIT=120 bash "$0"
+  exit 0
 fi
 case "$part" in
 1)

@@ -28,6 +28,7 @@ use arrow::record_batch::RecordBatch;
 pub use crate::device::Location;
 use crate::error::Result;
 pub use device_batch::{DeviceArray, DeviceRecordBatch};
+pub use download::validate_views;
 
 #[derive(Debug, Clone)]
 enum BatchData {
