@@ -141,42 +141,50 @@ async fn scan_floor(ctx: &SessionContext, rounds: usize) -> String {
 }
 
 /// The tables in memory as `from` scans them (the same batches), partitioned as it yields
-/// them.
-async fn mem_ctx(from: &SessionContext, partitions: usize) -> SessionContext {
-    mem_ctx_as(from, partitions, false).await
-}
-
-/// [`mem_ctx`], with `utf8`: its string columns (views, as DataFusion's schema gives them by
-/// default) cast to `Utf8`, to measure what views save DataFusion's operators.
-async fn mem_ctx_as(from: &SessionContext, partitions: usize, utf8: bool) -> SessionContext {
+/// them: as scanned (string columns as views, as DataFusion's schema gives them by default),
+/// and with those columns cast to `Utf8`, to measure what views save DataFusion's operators.
+/// Each table is scanned once for both.
+async fn mem_ctxs(from: &SessionContext, partitions: usize) -> (SessionContext, SessionContext) {
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
-    let ctx = SessionContext::new_with_config(config(partitions));
+    let (views, utf8) = (
+        SessionContext::new_with_config(config(partitions)),
+        SessionContext::new_with_config(config(partitions)),
+    );
     for t in tpch::TABLE_NAMES {
         let df = from.table(t).await.unwrap();
-        let mut schema = Arc::new(df.schema().as_arrow().clone());
-        let mut parts = df.collect_partitioned().await.unwrap();
-        if utf8 {
-            let view = |f: &Field| match f.data_type() {
-                DataType::Utf8View => f.clone().with_data_type(DataType::Utf8),
-                _ => f.clone(),
-            };
-            let fields: Vec<Field> = schema.fields().iter().map(|f| view(f)).collect();
-            let to = Arc::new(Schema::new(fields));
-            for p in &mut parts {
-                for b in p.iter_mut() {
-                    let cols = (b.columns().iter().zip(to.fields()))
-                        .map(|(c, f)| datafusion::arrow::compute::cast(c, f.data_type()))
-                        .collect::<Result<Vec<_>, _>>()
-                        .unwrap();
-                    *b = RecordBatch::try_new(Arc::clone(&to), cols).unwrap();
-                }
-            }
-            schema = to;
-        }
-        ctx.register_table(t, Arc::new(MemTable::try_new(schema, parts).unwrap()))
+        let schema = Arc::new(df.schema().as_arrow().clone());
+        let parts = df.collect_partitioned().await.unwrap();
+        let as_utf8 = |f: &Field| match f.data_type() {
+            DataType::Utf8View => f.clone().with_data_type(DataType::Utf8),
+            _ => f.clone(),
+        };
+        let to = Arc::new(Schema::new(
+            schema
+                .fields()
+                .iter()
+                .map(|f| as_utf8(f))
+                .collect::<Vec<_>>(),
+        ));
+        let cast: Vec<Vec<RecordBatch>> = (parts.iter())
+            .map(|p| {
+                (p.iter())
+                    .map(|b| {
+                        let cols = (b.columns().iter().zip(to.fields()))
+                            .map(|(c, f)| datafusion::arrow::compute::cast(c, f.data_type()))
+                            .collect::<Result<Vec<_>, _>>()
+                            .unwrap();
+                        RecordBatch::try_new(Arc::clone(&to), cols).unwrap()
+                    })
+                    .collect()
+            })
+            .collect();
+        views
+            .register_table(t, Arc::new(MemTable::try_new(schema, parts).unwrap()))
+            .unwrap();
+        utf8.register_table(t, Arc::new(MemTable::try_new(to, cast).unwrap()))
             .unwrap();
     }
-    ctx
+    (views, utf8)
 }
 
 async fn run(ctx: &SessionContext, sql: &str) -> (Duration, Vec<RecordBatch>) {
@@ -317,8 +325,7 @@ async fn bench(cores: usize) {
     .await;
     let host = gpu_ctx(&root, config(partitions), Device::Host).await;
     let df = df_ctx(&root, partitions).await;
-    let mem = mem_ctx(&inexact, partitions).await;
-    let mem_utf8 = mem_ctx_as(&inexact, partitions, true).await;
+    let (mem, mem_utf8) = mem_ctxs(&inexact, partitions).await;
     // strings as Utf8 (the session's schema_force_view_types off), not as views
     let utf8 = {
         let mut cfg = config(partitions);

@@ -192,10 +192,9 @@ fn views_proved_valid(data: &ArrayData) -> bool {
         let len = v as u32;
         if len <= MAX_INLINE_VIEW_LEN {
             let padding_zero = len == MAX_INLINE_VIEW_LEN || v >> (32 + 8 * len) == 0;
-            let bytes = || v.to_le_bytes();
             return padding_zero
                 && (v & INLINE_HIGH_BITS == 0
-                    || std::str::from_utf8(&bytes()[4..4 + len as usize]).is_ok());
+                    || std::str::from_utf8(&v.to_le_bytes()[4..4 + len as usize]).is_ok());
         }
         let view = ByteView::from(v);
         let start = view.offset as usize;
