@@ -25,7 +25,7 @@ if [ "$part" = all ]; then
   for t in stream sql gpu spread; do
     [ -x .dev/bin/test-test-$t ] || continue
     echo "=== test-$t"
-    CUPARQUET_REQUIRE_GPU=1 timeout ${TEST_LIMIT:-100} .dev/bin/test-test-$t --test-threads=2 2>&1 \
+    CUPARQUET_REQUIRE_GPU=1 timeout ${TEST_LIMIT:-200} .dev/bin/test-test-$t --test-threads=2 2>&1 \
       | tee "$out/test-$t.txt" | grep -E "test result|FAILED|panicked" | head -20
   done
   # then the bench; DuckDB after it where its wheel came along (.dev-whl)

@@ -60,6 +60,9 @@ impl Budgeted<'_> {
 pub(super) struct Handed {
     state: Mutex<HandedState>,
     cv: Condvar,
+    /// Waves go to the caller in order ([`Handed::set`], a stream): a wave decoded before an
+    /// earlier one waits for it. Otherwise each goes as it is decoded ([`Handed::release`]).
+    in_order: bool,
 }
 
 #[derive(Debug, Default)]
@@ -97,6 +100,14 @@ impl HandedState {
 }
 
 impl Handed {
+    /// The waves of a stream: handed over in order ([`Handed::set`]).
+    pub(super) fn in_order() -> Self {
+        Handed {
+            in_order: true,
+            ..Handed::default()
+        }
+    }
+
     /// The caller holds every batch of the waves before `n`: their bytes are the caller's.
     pub(super) fn set(&self, n: usize) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -134,8 +145,10 @@ impl Handed {
     }
 
     /// Waits until wave `i`, read, may decode: its working set fits beside what is held, or
-    /// nothing else decodes and no decoded batch waits for the caller (then nothing held
-    /// would be freed by waiting). False when the stream stopped.
+    /// waiting would free nothing — nothing else decodes, and no decoded batch waits for the
+    /// caller that the caller can take before wave `i`'s (handed over in order, a wave
+    /// decoded after `i` waits for `i`: counting it, `i` would wait for itself). False when
+    /// the stream stopped.
     pub(super) fn admit_decode(&self, i: usize, budget: u64) -> bool {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let decode = st.pending.get(&i).copied().unwrap_or(0);
@@ -143,7 +156,8 @@ impl Handed {
             if st.stopped() {
                 return false;
             }
-            let idle = st.decoding == 0 && st.held.keys().all(|&k| st.pending.contains_key(&k));
+            let waits_for_i = |k: usize| st.pending.contains_key(&k) || (self.in_order && k > i);
+            let idle = st.decoding == 0 && st.held.keys().all(|&k| waits_for_i(k));
             if idle || st.in_use + decode <= budget {
                 break;
             }
@@ -278,6 +292,35 @@ mod tests {
         assert!(h.admit_read(1, cost(50, 2000), 1000));
         assert!(h.admit_decode(1, 1000));
         assert_eq!(h.in_use(), 2050);
+    }
+
+    #[test]
+    fn a_wave_decoded_ahead_of_an_earlier_one_does_not_hold_it_up() {
+        // two waves read (each leaving room for the other's 450 of decoding); wave 1 decodes
+        // first (its reads came in first, or its decoder won the race) and keeps 550 bytes of
+        // batches that a stream hands over only after wave 0's: wave 0 (100 + 550 + 450 over
+        // 1000) must not wait for them, or it waits for itself
+        for in_order in [true, false] {
+            let h = if in_order {
+                Handed::in_order()
+            } else {
+                Handed::default()
+            };
+            assert!(h.admit_read(0, cost(100, 450), 1000));
+            assert!(h.admit_read(1, cost(100, 450), 1000));
+            assert!(h.admit_decode(1, 1000));
+            h.decoded(1, 550);
+            assert_eq!(h.in_use(), 650);
+            std::thread::scope(|s| {
+                let waited = waits(s, || assert!(h.admit_decode(0, 1000)));
+                // a load hands wave 1 over as soon as it is decoded: wave 0 waits for that
+                assert_eq!(waited, !in_order, "in order: {in_order}");
+                if waited {
+                    h.release(1);
+                }
+            });
+            assert_eq!(h.in_use(), if in_order { 1100 } else { 550 });
+        }
     }
 
     #[test]

@@ -307,7 +307,7 @@ impl Batches {
         let (tx, rx): (SyncSender<_>, _) = std::sync::mpsc::sync_channel(WAVES_AHEAD);
         let path = state.file.path().to_path_buf();
         let totals = Arc::new(Mutex::new(Totals::default()));
-        let handed = Arc::new(Handed::default());
+        let handed = Arc::new(Handed::in_order());
         let h = Arc::clone(&handed);
         let w = waves.clone();
         let producer = std::thread::Builder::new()
