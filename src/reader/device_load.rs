@@ -169,7 +169,6 @@ impl ReaderState {
             leaves: &plan.leaves,
             rows: plan.rows.as_ref(),
             decoder: &self.decoder,
-            pool: self.host_reader.pool(),
             snappy,
             host_share: self.tuning.host_share,
             profile: profile_requested(),

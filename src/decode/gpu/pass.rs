@@ -34,7 +34,6 @@ pub(crate) struct PassInput<'a> {
     /// [`ReadPlan::rows`]: crate::plan::ReadPlan::rows
     pub(crate) rows: Option<&'a crate::plan::RowRanges>,
     pub(crate) decoder: &'a HostDecoder,
-    pub(crate) pool: &'a rayon::ThreadPool,
     pub(crate) snappy: SnappyPlacement,
     /// The percent of nvCOMP's codecs' bytes the host takes beside it.
     pub(crate) host_share: Option<u32>,
@@ -178,7 +177,9 @@ pub(crate) fn decode_pass(
         if host_leaves.is_empty() && consistent {
             return Ok(Vec::new());
         }
-        let per_rg: Vec<Result<HostColumns>> = input.pool.install(|| {
+        // on rayon's global pool, as the decoder's other host work: not on the reads' pool,
+        // whose workers may wait for a memory budget that only finished decodes free
+        let per_rg: Vec<Result<HostColumns>> = {
             row_groups
                 .par_iter()
                 .map(|&rg| {
@@ -209,7 +210,7 @@ pub(crate) fn decode_pass(
                     Ok((one.columns().to_vec(), one.num_rows()))
                 })
                 .collect()
-        });
+        };
         per_rg.into_iter().collect()
     };
     let gpu_part = || -> Result<Vec<super::DeviceColumn>> {
