@@ -44,12 +44,23 @@ pub(super) struct Wave {
 pub(super) struct Piece {
     pub(super) plan: Arc<ReadPlan>,
     pub(super) spans: Vec<crate::plan::BatchSpan>,
+    /// The row group's last piece: with it, the row group is done.
+    pub(super) last: bool,
 }
 
 impl Wave {
     /// The plan the wave's chunks and requests index: the piece's, or the load's.
     pub(super) fn plan<'a>(&'a self, load: &'a ReadPlan) -> &'a ReadPlan {
         self.piece.as_ref().map_or(load, |p| &p.plan)
+    }
+
+    /// The row groups done once this wave is decoded (for progress): a piece's row group only
+    /// with its last piece.
+    pub(super) fn row_groups_done(&self) -> usize {
+        match &self.piece {
+            Some(p) if !p.last => 0,
+            _ => self.row_groups.len(),
+        }
     }
 }
 
@@ -76,7 +87,7 @@ pub(super) fn pass_waves(
     let mut out: Vec<Wave> = Vec::with_capacity(passes.passes.len());
     let mut costs: Vec<WaveCost> = Vec::with_capacity(passes.passes.len());
     let mut at = 0usize; // the next request
-    for p in &passes.passes {
+    for (k, p) in passes.passes.iter().enumerate() {
         if let Some(piece) = &p.piece {
             // the load plan's reads of the row group are not made: skip them
             let rg = p.row_groups.first().copied().unwrap_or(0);
@@ -86,6 +97,8 @@ pub(super) fn pass_waves(
             {
                 at += 1;
             }
+            let next = passes.passes.get(k + 1);
+            let last = next.is_none_or(|n| n.piece.is_none() || n.row_groups != p.row_groups);
             out.push(Wave {
                 row_groups: p.row_groups.clone(),
                 chunks: 0..piece.chunks.len(),
@@ -94,6 +107,7 @@ pub(super) fn pass_waves(
                 piece: Some(Arc::new(Piece {
                     plan: Arc::clone(piece),
                     spans: p.batches.clone(),
+                    last,
                 })),
             });
             costs.push(WaveCost::of(p));
@@ -379,8 +393,9 @@ impl ReaderState {
                     let failed = out.is_err();
                     if !failed {
                         let bytes = read_so_far.fetch_add(waves[i].bytes, Relaxed);
-                        let rgs = done_so_far.fetch_add(waves[i].row_groups.len(), Relaxed);
-                        self.notify(bytes + waves[i].bytes, rgs + waves[i].row_groups.len());
+                        let done = waves[i].row_groups_done();
+                        let rgs = done_so_far.fetch_add(done, Relaxed);
+                        self.notify(bytes + waves[i].bytes, rgs + done);
                     }
                     // a consumer gone or an error: the other waves are not wanted
                     if !sink(i, out) || failed {
@@ -558,6 +573,34 @@ mod tests {
         }));
         let passes = crate::plan::plan_passes(f.path(), plan, md, 3 * one, 1 << 20, false).unwrap();
         assert!(pass_waves(plan, &passes).is_none());
+    }
+
+    #[test]
+    fn a_row_group_in_pieces_is_done_with_its_last_piece() {
+        // 2 row groups of 100,000 rows in arrow-rs's default pages, a budget of 9/10 of one
+        let f = int_file(&["a", "b"], 200_000, 100_000);
+        let device_like = crate::plan::CoalesceConfig {
+            unit_target_bytes: crate::plan::coalesce::MAX_REQUEST_SIZE,
+            units_within_row_groups: true,
+            ..Default::default()
+        };
+        let reader = ParquetGpuReader::builder(f.path())
+            .with_device(Device::Host)
+            .with_page_index(true)
+            .with_coalescing(device_like)
+            .build()
+            .unwrap();
+        let (plan, md) = (reader.plan(), &reader.metadata().metadata);
+        let one = crate::plan::passes::row_group_cost(plan, md, 0).device_bytes;
+        let passes = crate::plan::plan_passes(f.path(), plan, md, one * 9 / 10, 20_480, false).unwrap();
+        let (w, _) = pass_waves(plan, &passes).expect("reads within row groups");
+        assert!(w.len() > 2 && w.iter().all(|x| x.piece.is_some()), "{passes}");
+        let done: Vec<usize> = w.iter().map(|x| x.row_groups_done()).collect();
+        assert_eq!(done.iter().sum::<usize>(), 2, "{done:?}");
+        for rg in 0..2 {
+            let last = w.iter().rposition(|x| x.row_groups == [rg]).unwrap();
+            assert_eq!(done[last], 1, "row group {rg}: {done:?}");
+        }
     }
 
     #[test]
