@@ -365,6 +365,9 @@ async fn bench(cores: usize) {
             println!("Q1's scan alone, {scan}: {}", scan_floor(ctx, rounds).await);
         }
     }
+    // the columns of the rows printed below
+    println!("| query | cuparquet | cuparquet, strings as Utf8 | cuparquet, filters pruning only | cuparquet on host | DataFusion's scan | MemTable | MemTable, strings as Utf8 | vs DataFusion | vs MemTable |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for (name, sql) in QUERIES {
         if !wanted("CUPARQUET_BENCH_QUERIES", name) {
             continue;
