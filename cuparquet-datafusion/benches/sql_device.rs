@@ -22,7 +22,10 @@
 //!
 //! Each query runs once per scan as a warm-up whose answer must equal DataFusion's; then the
 //! scans take turns, round by round. Figures: best and median wall time from `ctx.sql` to the
-//! collected answer, warm page cache.
+//! collected answer, warm page cache. Then, for Q1 and Q6, `EXPLAIN ANALYZE`'s metrics
+//! (summed over partitions) of the scan, the partial aggregation and any repartition between
+//! them, for cuparquet's scans, DataFusion's and the MemTable: what the same aggregation
+//! costs over each input.
 //!
 //! The queries' SQL is also written to `<dir>/queries.json` for other engines (DuckDB:
 //! `scripts/duckdb_tpch.py`).
@@ -422,24 +425,33 @@ async fn bench(cores: usize) {
             writeln!(f, "{{\"query\":\"{name}\",\"orders\":{orders},\"files\":{files},\"partitions\":{partitions},{}}}", fields.join(",")).unwrap();
         }
     }
-    // where the scan's time goes: its metrics, summed over partitions
+    // where the time goes: the scan's metrics, the partial aggregation's and any repartition
+    // between them, summed over partitions (DataFusion's scan and the MemTable beside ours:
+    // the same aggregation over other inputs)
     for (name, sql) in [QUERIES[0], QUERIES[2]] {
-        for &(scan, ctx) in scans
-            .iter()
-            .filter(|(s, _)| s.starts_with("cuparquet"))
-            .take(2)
-        {
+        let shown = ["cuparquet", "cuparquet-utf8", "datafusion", "memtable"];
+        for &(scan, ctx) in scans.iter().filter(|(s, _)| shown.contains(s)) {
             let (_, out) = run(ctx, &format!("EXPLAIN ANALYZE {sql}")).await;
             let text = pretty_format_batches(&out).unwrap().to_string();
             for line in text.lines().filter(|l| {
-                l.contains("DataSourceExec") || l.contains("AggregateExec: mode=Partial")
+                l.contains("DataSourceExec")
+                    || l.contains("AggregateExec: mode=Partial")
+                    || l.contains("RepartitionExec")
             }) {
                 let metrics = line
                     .split("metrics=")
                     .nth(1)
                     .unwrap_or(line)
                     .trim_end_matches(['|', ' ']);
-                println!("{name} {scan}: {}", metrics);
+                let op = if line.contains("DataSourceExec") {
+                    "scan".to_string()
+                } else if line.contains("AggregateExec") {
+                    "partial aggregate".to_string()
+                } else {
+                    let p = line.split("partitioning=").nth(1).unwrap_or("");
+                    format!("repartition {}", p.split(", input_").next().unwrap_or(""))
+                };
+                println!("{name} {scan}, {op}: {metrics}");
             }
         }
     }
