@@ -16,13 +16,16 @@
 //! * [`GpuParquetFormat`] is a [`FileFormat`](datafusion::datasource::file_format::FileFormat):
 //!   `ListingTable`, directories and `CREATE EXTERNAL TABLE … STORED AS GPUPARQUET` (after
 //!   [`register_gpu_parquet_format`]) use it. Schemas and statistics come from the footers,
-//!   as DataFusion's own format reads them (without view types: the batches hold `Utf8`).
+//!   as DataFusion's own format reads them: string and binary columns as views where the
+//!   session's `schema_force_view_types` says so (DataFusion's default), and the reader
+//!   decodes them as views.
 //! * [`GpuParquetSource`] is its [`FileSource`](datafusion::datasource::physical_plan::FileSource):
 //!   it takes the projection and the filters DataFusion pushes down, and prints them in
 //!   `EXPLAIN`.
 //! * [`GpuParquetOpener`] opens one file of a partition: it prunes row groups by their
 //!   statistics and pages by the page index with DataFusion's `PruningPredicate`, keeps only
-//!   the row groups of the partition's byte range, hands the resulting access plan to
+//!   the row groups of the partition's byte range (files are read whole: one load each, its
+//!   row groups pipelined on the device), hands the resulting access plan to
 //!   [`cuparquet::ParquetGpuReader`] and streams its batches. The reader's blocking work runs
 //!   on a thread of its own, never on the async executor.
 //! * [`register_gpu_parquet`] registers a file or a directory as a table in one call.
