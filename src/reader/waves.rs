@@ -519,19 +519,26 @@ mod tests {
     use crate::reader::tests::int_file;
     use crate::ParquetGpuReader;
 
-    #[test]
-    fn passes_become_waves_when_reads_stay_within_row_groups() {
-        let f = int_file(&["a", "b"], 40_000, 2_500); // 16 row groups
-        let device_like = crate::plan::CoalesceConfig {
+    /// A host reader of `path` whose reads are coalesced as a device load's (within row
+    /// groups), with the page index where `page_index`.
+    fn device_like(path: &std::path::Path, page_index: bool) -> ParquetGpuReader {
+        let coalescing = crate::plan::CoalesceConfig {
             unit_target_bytes: crate::plan::coalesce::MAX_REQUEST_SIZE,
             units_within_row_groups: true,
             ..Default::default()
         };
-        let reader = ParquetGpuReader::builder(f.path())
+        ParquetGpuReader::builder(path)
             .with_device(Device::Host)
-            .with_coalescing(device_like)
+            .with_page_index(page_index)
+            .with_coalescing(coalescing)
             .build()
-            .unwrap();
+            .unwrap()
+    }
+
+    #[test]
+    fn passes_become_waves_when_reads_stay_within_row_groups() {
+        let f = int_file(&["a", "b"], 40_000, 2_500); // 16 row groups
+        let reader = device_like(f.path(), false);
         let plan = reader.plan();
         let md = &reader.metadata().metadata;
         let one = crate::plan::passes::row_group_cost(plan, md, 0).device_bytes;
@@ -579,17 +586,7 @@ mod tests {
     fn a_row_group_in_pieces_is_done_with_its_last_piece() {
         // 2 row groups of 100,000 rows in arrow-rs's default pages, a budget of 9/10 of one
         let f = int_file(&["a", "b"], 200_000, 100_000);
-        let device_like = crate::plan::CoalesceConfig {
-            unit_target_bytes: crate::plan::coalesce::MAX_REQUEST_SIZE,
-            units_within_row_groups: true,
-            ..Default::default()
-        };
-        let reader = ParquetGpuReader::builder(f.path())
-            .with_device(Device::Host)
-            .with_page_index(true)
-            .with_coalescing(device_like)
-            .build()
-            .unwrap();
+        let reader = device_like(f.path(), true);
         let (plan, md) = (reader.plan(), &reader.metadata().metadata);
         let one = crate::plan::passes::row_group_cost(plan, md, 0).device_bytes;
         let passes = crate::plan::plan_passes(f.path(), plan, md, one * 9 / 10, 20_480, false).unwrap();

@@ -179,8 +179,7 @@ pub(crate) fn decode_pass(
         }
         // on rayon's global pool, as the decoder's other host work: not on the reads' pool,
         // whose workers may wait for a memory budget that only finished decodes free
-        let per_rg: Vec<Result<HostColumns>> = {
-            row_groups
+        let per_rg: Vec<Result<HostColumns>> = row_groups
                 .par_iter()
                 .map(|&rg| {
                     let mut bytes = Vec::new();
@@ -209,8 +208,7 @@ pub(crate) fn decode_pass(
                         })?;
                     Ok((one.columns().to_vec(), one.num_rows()))
                 })
-                .collect()
-        };
+                .collect();
         per_rg.into_iter().collect()
     };
     let gpu_part = || -> Result<Vec<super::DeviceColumn>> {
