@@ -15,9 +15,9 @@
 //!   `with_keep_dictionaries(true)` (string columns stored with a dictionary load as
 //!   `Dictionary(Int32, Utf8)`);
 //! - `CUPARQUET_BENCH_DEVICES`: CUDA ordinals (e.g. `0,1`) to also load each file spread over
-//!   (`ReaderBuilder::build_spread`), against the one-device load; and a directory of
+//!   (`ScanBuilder::with_devices`), against the one-device load; and a directory of
 //!   `CUPARQUET_BENCH_DIR_FILES` (default 8) links to the file, streamed (each batch dropped) as
-//!   one dataset on the first device and spread over them (`build_spread_dataset`);
+//!   one dataset on the first device and spread over them (`with_devices` over a directory);
 //! - `CUPARQUET_BENCH_BASELINE=0`: measure cuparquet only (quick comparisons of builds; figures
 //!   for RESULTS.md always come with the baseline).
 //!
@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cuparquet::array::DeviceRecordBatch;
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
@@ -127,7 +127,7 @@ fn keep_dictionaries() -> bool {
 
 fn device_load(path: &Path) -> (Duration, u64, cuparquet::LoadReport, cuparquet::Loaded) {
     let t = Instant::now();
-    let r = ParquetGpuReader::builder(path)
+    let r = Scan::builder(path)
         .with_device(Device::Cuda(0))
         .with_keep_dictionaries(keep_dictionaries())
         .build()
@@ -135,7 +135,7 @@ fn device_load(path: &Path) -> (Duration, u64, cuparquet::LoadReport, cuparquet:
     let loaded = r.load().unwrap();
     let dt = t.elapsed();
     let bytes = loaded.batches.iter().map(|b| b.memory_size() as u64).sum();
-    (dt, bytes, loaded.report.clone(), loaded)
+    (dt, bytes, loaded.report.loads[0].clone(), loaded)
 }
 
 /// Loads of `path` spread over the devices `ordinals` (`build_spread`), `rounds` times after a
@@ -144,13 +144,14 @@ fn device_load(path: &Path) -> (Duration, u64, cuparquet::LoadReport, cuparquet:
 fn spread_loads(path: &Path, ordinals: &[usize], rounds: usize, bytes: u64, best: Duration) {
     let load = || {
         let t = Instant::now();
-        let l = ParquetGpuReader::builder(path)
+        let l = Scan::builder(path)
             .with_keep_dictionaries(keep_dictionaries())
-            .build_spread(ordinals)
+            .with_devices(ordinals.iter().copied())
+            .build()
             .unwrap()
             .load()
             .unwrap();
-        (t.elapsed(), l.devices)
+        (t.elapsed(), l.report.devices)
     };
     let _ = load();
     let mut times = Vec::new();
@@ -212,10 +213,10 @@ fn directory_loads(
     let dir = directory_of(path, n);
     let one = || {
         let t = Instant::now();
-        let d = ParquetGpuReader::dataset_builder()
+        let d = Scan::builder(&dir)
             .with_device(Device::Cuda(ordinals[0]))
             .with_keep_dictionaries(keep_dictionaries())
-            .build_dataset([&dir])
+            .build()
             .unwrap();
         let mut bytes = 0u64;
         for b in d.batches() {
@@ -225,9 +226,10 @@ fn directory_loads(
     };
     let spread = || {
         let t = Instant::now();
-        let s = ParquetGpuReader::dataset_builder()
+        let s = Scan::builder(&dir)
             .with_keep_dictionaries(keep_dictionaries())
-            .build_spread_dataset([&dir], ordinals)
+            .with_devices(ordinals.iter().copied())
+            .build()
             .unwrap();
         let mut bytes = 0u64;
         for b in s.batches() {
@@ -270,7 +272,7 @@ fn directory_loads(
 fn host_then_upload(path: &Path) -> (Duration, u64, Vec<DeviceRecordBatch>) {
     let g = cuparquet::device::gpu(0).unwrap();
     let t = Instant::now();
-    let r = ParquetGpuReader::builder(path)
+    let r = Scan::builder(path)
         .with_device(Device::Host)
         .with_keep_dictionaries(keep_dictionaries())
         .build()
@@ -379,7 +381,7 @@ fn main() {
     let gpu = cuparquet::device::gpu(0).unwrap();
     println!("device: cuda:0 {}", gpu.name());
     let spread_over: Option<Vec<usize>> = std::env::var("CUPARQUET_BENCH_DEVICES").ok().map(|v| {
-        cuparquet::reader::parse_device_list(&v)
+        cuparquet::device::parse_device_list(&v)
             .expect("CUPARQUET_BENCH_DEVICES: ordinals, e.g. 0,1")
     });
 
@@ -387,7 +389,7 @@ fn main() {
         let size = std::fs::metadata(f).unwrap().len();
         // warm-up (page cache, kernels) and a correctness check against the host load
         let (_, _, _, first) = device_load(f);
-        let host = ParquetGpuReader::builder(f)
+        let host = Scan::builder(f)
             .with_device(Device::Host)
             .with_keep_dictionaries(keep_dictionaries())
             .build()
@@ -401,7 +403,7 @@ fn main() {
             "{}: the device load differs from the host load",
             v.name
         );
-        let g = first.report.gpu_decode.clone().unwrap();
+        let g = first.report.loads[0].gpu_decode.clone().unwrap();
         drop((first, host, want, got));
         let mut times = Vec::new();
         let mut last = None;

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use arrow::record_batch::RecordBatch;
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
@@ -48,7 +48,7 @@ fn run(
     filter: Option<&str>,
     to_host: bool,
 ) -> (usize, Vec<RecordBatch>) {
-    let mut b = ParquetGpuReader::builder(path)
+    let mut b = Scan::builder(path)
         .with_device(device)
         .with_columns(columns.iter().copied());
     if let Some(f) = filter {

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray};
 use cuparquet::array::DeviceRecordBatch;
-use cuparquet::{Device, LoadedBatch, ParquetGpuReader};
+use cuparquet::{Device, LoadedBatch, Scan};
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
@@ -99,8 +99,8 @@ fn small_row_groups(path: &Path) {
     std::fs::rename(&tmp, path).unwrap();
 }
 
-fn reader(path: &Path, device: Device, batch_rows: Option<usize>) -> ParquetGpuReader {
-    let mut b = ParquetGpuReader::builder(path).with_device(device);
+fn reader(path: &Path, device: Device, batch_rows: Option<usize>) -> Scan {
+    let mut b = Scan::builder(path).with_device(device);
     if let Some(n) = batch_rows {
         b = b.with_batch_rows(n);
     }
@@ -142,7 +142,7 @@ fn stream_dropping(path: &Path, budget: Option<u64>) -> (Duration, u64, usize) {
     let base = g.live_bytes();
     g.reset_peak_live_bytes();
     let t = Instant::now();
-    let mut b = ParquetGpuReader::builder(path).with_device(Device::Cuda(0));
+    let mut b = Scan::builder(path).with_device(Device::Cuda(0));
     if let Some(m) = budget {
         b = b.with_memory_budget(m);
     }
@@ -162,17 +162,17 @@ fn stream_dropping(path: &Path, budget: Option<u64>) -> (Duration, u64, usize) {
 fn estimate_check(name: &str, path: &Path) {
     let g = cuparquet::device::gpu(0).unwrap();
     let probe = reader(path, Device::Cuda(0), None);
-    let md = probe.metadata().metadata.clone();
+    let md = probe.files()[0].metadata().metadata.clone();
     let n = md.num_row_groups();
     let mut picked = vec![0, n / 2, n.saturating_sub(1)];
     picked.dedup();
     for rg in picked {
-        let r = ParquetGpuReader::builder(path)
+        let r = Scan::builder(path)
             .with_device(Device::Cuda(0))
             .with_row_groups([rg])
             .build()
             .unwrap();
-        let cost = cuparquet::plan::passes::row_group_cost(r.plan(), &md, rg);
+        let cost = cuparquet::plan::passes::row_group_cost(r.files()[0].plan(), &md, rg);
         let base = g.live_bytes();
         g.reset_peak_live_bytes();
         for b in r.batches() {

@@ -2,19 +2,19 @@
 //!
 //! `cargo run --example 01-load-host [FILE]`
 
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 
 fn main() -> cuparquet::Result<()> {
     let path = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "testdata/lineitem-sample.parquet".into());
-    let reader = ParquetGpuReader::builder(&path)
+    let scan = Scan::builder(&path)
         .with_columns(["l_orderkey", "l_shipdate", "l_returnflag"])
         .with_filter("l_orderkey >= 40000")
         .with_device(Device::Host)
         .build()?;
-    println!("{}", reader.plan());
-    let loaded = reader.load()?;
+    println!("{}", scan.files()[0].plan());
+    let loaded = scan.load()?;
     for batch in &loaded.batches {
         let b = batch.to_host()?;
         let groups: Vec<String> = batch
@@ -32,10 +32,10 @@ fn main() -> cuparquet::Result<()> {
     let r = &loaded.report;
     println!(
         "{} rows, {} bytes read in {} requests, {:.3} ms",
-        r.rows,
-        r.bytes_read,
-        r.io.requests.len(),
-        r.load_time.as_secs_f64() * 1e3
+        r.rows(),
+        r.bytes_read(),
+        r.loads.iter().map(|l| l.io.requests.len()).sum::<usize>(),
+        r.wall.as_secs_f64() * 1e3
     );
     Ok(())
 }

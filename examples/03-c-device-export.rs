@@ -6,7 +6,7 @@
 //! `cargo run --example 03-c-device-export [FILE] [DEVICE]`
 
 use cuparquet::array::c_device::{import_c_device, ARROW_DEVICE_CUDA};
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 
 fn main() -> cuparquet::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -14,15 +14,13 @@ fn main() -> cuparquet::Result<()> {
         .next()
         .unwrap_or_else(|| "testdata/lineitem-sample.parquet".into());
     let device: Device = args.next().as_deref().unwrap_or("auto").parse()?;
-    let reader = ParquetGpuReader::builder(&path)
-        .with_device(device)
-        .build()?;
+    let scan = Scan::builder(&path).with_device(device).build()?;
     println!(
         "{path} → {} ({})",
-        reader.device().location,
-        reader.device().reason
+        scan.files()[0].device().location,
+        scan.files()[0].device().reason
     );
-    for batch in reader.batches() {
+    for batch in scan.batches() {
         let batch = batch?;
         // what another library receives: a schema and a struct array whose children are the
         // columns; it releases them when done (dropping them here does the same)

@@ -154,7 +154,7 @@ impl HostWait {
 /// deleted rather than kept as a switch. Set from one variable, [`ENV_TUNING`]
 /// (`CUPARQUET_TUNING`), as comma-separated `key=value` pairs named like the fields, e.g.
 /// `CUPARQUET_TUNING=snappy=host,decode_threads=3,wave_bytes=0`; or with
-/// `ReaderBuilder::with_tuning`. An unknown key or a bad value is an error naming the variable.
+/// `ScanBuilder::with_tuning`. An unknown key or a bad value is an error naming the variable.
 ///
 /// `cuda_wait`, `device_pool` and `device_pool_retain` belong to the process: they are read
 /// from the environment when a device is first opened (its context and memory pool are shared
@@ -517,6 +517,24 @@ pub fn human_bytes(n: u64) -> String {
     } else {
         format!("{v:.1} {}", UNITS[u])
     }
+}
+
+/// Checks a device list: at least one device, each named once.
+pub fn check_devices(ordinals: &[usize]) -> Result<()> {
+    if ordinals.is_empty() {
+        return Err(Error::setting("devices", "", "name at least one CUDA device"));
+    }
+    for (i, o) in ordinals.iter().enumerate() {
+        if ordinals[..i].contains(o) {
+            let list: Vec<String> = ordinals.iter().map(|o| format!("cuda:{o}")).collect();
+            return Err(Error::setting(
+                "devices",
+                list.join(","),
+                format!("cuda:{o} is named twice"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -121,6 +121,14 @@ pub enum Error {
         reason: String,
     },
 
+    /// The sources of a scan hold no Parquet file: an empty list, or directories with no
+    /// `*.parquet` file in them.
+    #[error("no Parquet files to read in {}", if sources.is_empty() { "an empty list of sources".to_string() } else { sources.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ") })]
+    NoFiles {
+        /// The sources as given.
+        sources: Vec<PathBuf>,
+    },
+
     /// One row group needs more device memory than the load's budget allows.
     #[error("{}: row group {row_group} needs about {} of device memory while it decodes (beside the next row group's reads; where its page index cuts it into pieces of pages, its smallest piece), more than the memory budget of {}; raise the budget or read fewer columns (row groups are cut into pieces only where the file has a page index)", path.display(), mib(*needed), mib(*budget))]
     MemoryBudget {

@@ -34,14 +34,14 @@
 //!
 //! | you want | use |
 //! |---|---|
-//! | load columns into memory | [`ParquetGpuReader::builder`] … [`build`](ReaderBuilder::build) → [`load`](ParquetGpuReader::load) → [`Loaded`] |
+//! | load columns into memory | [`ParquetGpuReader::builder`] … [`build`](ScanBuilder::build) → [`load`](ParquetGpuReader::load) → [`Loaded`] |
 //! | see which bytes a query needs, without reading them | [`metadata::read_metadata`] + [`plan::plan`], or [`ParquetGpuReader::plan`] |
 //! | read byte ranges into a buffer of your own | [`io::host::HostReader`] (host) or [`io::gpu::GpuReader`] (device, per-range path choice) through [`io::RangeReader`]; [`io::recording::RecordingReader`] logs the ranges asked for |
 //! | Arrow batches in GPU memory | [`Device::Cuda`] → [`load`](ParquetGpuReader::load): batches of about `with_batch_rows` rows ([`LoadedBatch::as_device`]), or as a stream ([`batches`](ParquetGpuReader::batches)) |
-//! | a stream of batches, under a device-memory budget | [`ParquetGpuReader::batches`] ([`Batches`]: `'static`, `Send`); [`ReaderBuilder::with_memory_budget`] |
-//! | several files or a directory as one | [`ParquetGpuReader::dataset_builder`] … [`build_dataset`](ReaderBuilder::build_dataset) → [`Dataset::batches`] / [`Dataset::load`] |
-//! | only the rows matching a predicate (SQL's `WHERE`; on the GPU for device loads) | [`ReaderBuilder::with_row_filter`] (text), [`ReaderBuilder::with_row_predicate`] ([`plan::Predicate`]); [`ReaderBuilder::with_filter`] prunes row groups only |
-//! | some rows only (arrow-rs's `RowSelection`, DataFusion's access plan shape) | [`ReaderBuilder::with_row_selection`], [`ReaderBuilder::with_access_plan`]; with [`ReaderBuilder::with_page_index`], only the pages holding those rows are read |
+//! | a stream of batches, under a device-memory budget | [`ParquetGpuReader::batches`] ([`Batches`]: `'static`, `Send`); [`ScanBuilder::with_memory_budget`] |
+//! | several files or a directory as one | [`ParquetGpuReader::dataset_builder`] … [`build_dataset`](ScanBuilder::build_dataset) → [`Dataset::batches`] / [`Dataset::load`] |
+//! | only the rows matching a predicate (SQL's `WHERE`; on the GPU for device loads) | [`ScanBuilder::with_row_filter`] (text), [`ScanBuilder::with_row_predicate`] ([`plan::Predicate`]); [`ScanBuilder::with_filter`] prunes row groups only |
+//! | some rows only (arrow-rs's `RowSelection`, DataFusion's access plan shape) | [`ScanBuilder::with_row_selection`], [`ScanBuilder::with_access_plan`]; with [`ScanBuilder::with_page_index`], only the pages holding those rows are read |
 //! | column chunks in GPU memory, still encoded | [`ParquetGpuReader::load_chunks`] ([`reader::DeviceChunks`]), then [`decode_on_gpu`](ParquetGpuReader::decode_on_gpu) |
 //! | device memory, pinned memory, kernels of your own | [`device::gpu`] → [`device::Gpu`] (`alloc`, `pinned`, `load_module`) |
 //! | Arrow arrays / batches in device memory | [`DeviceArray`], [`DeviceRecordBatch`] (`upload`, `to_host`) |
@@ -133,17 +133,17 @@
 //!
 //! | variable | builder | default |
 //! |---|---|---|
-//! | `CUPARQUET_NTHREADS` | [`with_nthreads`](ReaderBuilder::with_nthreads) | available cores |
-//! | `CUPARQUET_TASK_SIZE` | [`with_task_size`](ReaderBuilder::with_task_size) | 4 MiB |
-//! | `CUPARQUET_DIRECT_IO` | [`with_direct_io`](ReaderBuilder::with_direct_io) | false |
-//! | `CUPARQUET_COMPAT_MODE` | [`with_compat_mode`](ReaderBuilder::with_compat_mode) | `auto` (device targets) |
-//! | `CUPARQUET_GDS_THRESHOLD` | [`with_gds_threshold`](ReaderBuilder::with_gds_threshold) | 16 KiB |
-//! | `CUPARQUET_BOUNCE_BUFFER_SIZE` | [`with_bounce_buffer_size`](ReaderBuilder::with_bounce_buffer_size) | 4 MiB |
+//! | `CUPARQUET_NTHREADS` | [`with_nthreads`](ScanBuilder::with_nthreads) | available cores |
+//! | `CUPARQUET_TASK_SIZE` | [`with_task_size`](ScanBuilder::with_task_size) | 4 MiB |
+//! | `CUPARQUET_DIRECT_IO` | [`with_direct_io`](ScanBuilder::with_direct_io) | false |
+//! | `CUPARQUET_COMPAT_MODE` | [`with_compat_mode`](ScanBuilder::with_compat_mode) | `auto` (device targets) |
+//! | `CUPARQUET_GDS_THRESHOLD` | [`with_gds_threshold`](ScanBuilder::with_gds_threshold) | 16 KiB |
+//! | `CUPARQUET_BOUNCE_BUFFER_SIZE` | [`with_bounce_buffer_size`](ScanBuilder::with_bounce_buffer_size) | 4 MiB |
 //! | `CUPARQUET_KERNEL_CACHE` | — | `$XDG_CACHE_HOME/cuparquet/kernels` |
-//! | `CUPARQUET_TUNING` | [`with_tuning`](ReaderBuilder::with_tuning) | see [`config::Tuning`] |
+//! | `CUPARQUET_TUNING` | [`with_tuning`](ScanBuilder::with_tuning) | see [`config::Tuning`] |
 //! | `CUPARQUET_PROFILE` | — | off (`1`: stage times of the GPU decoder in the report) |
-//! | `CUPARQUET_MAX_PAGE_SIZE` | [`with_max_page_size`](ReaderBuilder::with_max_page_size) | 1 GiB ([`config::MAX_PAGE_BYTES`]): larger page claims are refused |
-//! | `CUPARQUET_MEMORY_BUDGET` | [`with_memory_budget`](ReaderBuilder::with_memory_budget) | 80% of the device's free memory |
+//! | `CUPARQUET_MAX_PAGE_SIZE` | [`with_max_page_size`](ScanBuilder::with_max_page_size) | 1 GiB ([`config::MAX_PAGE_BYTES`]): larger page claims are refused |
+//! | `CUPARQUET_MEMORY_BUDGET` | [`with_memory_budget`](ScanBuilder::with_memory_budget) | 80% of the device's free memory |
 //!
 //! Sizes take a suffix (`64KiB`, `4MiB`, `1GiB`); an invalid value is an error naming the
 //! variable.
@@ -211,7 +211,7 @@ with_cuda_bindings! {
     pub mod io;
     pub mod metadata;
     pub mod plan;
-    pub mod reader;
+    pub mod scan;
     pub mod source;
 
     /// Not part of the API: the crate's own tests and benchmarks reach the decoder's parts here
@@ -240,8 +240,8 @@ with_cuda_bindings! {
     pub use array::{DeviceArray, DeviceRecordBatch, LoadedBatch, Location, RowSpan};
     pub use device::{cuda_devices, Device};
     pub use error::{Error, Result};
-    pub use reader::{
-        Batches, Dataset, DatasetBatches, LoadReport, Loaded, LoadedDataset, ParquetGpuReader,
-        Progress, ReaderBuilder, SpreadReader,
+    pub use scan::{
+        Batches, FileScan, IntoSources, LoadReport, Loaded, Progress, Scan, ScanBuilder,
+        ScanReport,
     };
 }

@@ -434,10 +434,8 @@ pub fn arrow_schema(path: &Path, meta: &FileMetadata) -> Result<SchemaRef> {
 /// same order; the first that differs is an error naming both files and the field.
 pub fn merge_schemas(files: &[(PathBuf, SchemaRef)]) -> Result<SchemaRef> {
     let Some((first_path, first)) = files.first() else {
-        return Err(Error::SchemaMismatch {
-            first: PathBuf::new(),
-            second: PathBuf::new(),
-            reason: "no files to read".into(),
+        return Err(Error::NoFiles {
+            sources: Vec::new(),
         });
     };
     let mut fields: Vec<Field> = first.fields().iter().map(|f| f.as_ref().clone()).collect();

@@ -91,13 +91,13 @@ impl ParquetFile {
 
 /// The Parquet files `paths` name, in order: a file stands for itself; a directory for its
 /// `*.parquet` files (not recursive; names starting with `_` or `.` skipped, as Spark's and
-/// Hive's `_SUCCESS` and `.crc` files are; sorted by name). A missing path, or a directory with
-/// no Parquet file, is an error naming it.
+/// Hive's `_SUCCESS` and `.crc` files are; sorted by name). A directory with no Parquet file is
+/// an error naming it; a missing path is listed as a file, which opening names.
 pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
-        let meta = std::fs::metadata(p).map_err(|e| Error::io(p, "stat", e))?;
-        if !meta.is_dir() {
+        // a path that is not a directory is a file to open: opening it names what is wrong
+        if !std::fs::metadata(p).is_ok_and(|m| m.is_dir()) {
             out.push(p.clone());
             continue;
         }

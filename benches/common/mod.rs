@@ -8,7 +8,7 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, Date32Array, Float64Array, Int32Array, Int64Array, StringArray};
 use arrow::record_batch::RecordBatch;
 use cuparquet::plan::CoalesceConfig;
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
@@ -134,7 +134,7 @@ pub fn bench_file() -> PathBuf {
 }
 
 pub fn cuparquet_load(path: &Path, threads: usize, unit: Option<u64>) -> usize {
-    let mut b = ParquetGpuReader::builder(path)
+    let mut b = Scan::builder(path)
         .with_device(Device::Host)
         .with_nthreads(threads)
         .with_batch_rows(BATCH);

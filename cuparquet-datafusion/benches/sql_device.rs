@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 use cuparquet_datafusion::{tpch, GpuScanOptions};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::util::pretty::pretty_format_batches;
@@ -231,7 +231,7 @@ fn device_to_host(root: &Path, rounds: usize) -> Option<String> {
     ];
     let mut batches = Vec::new();
     for f in &files {
-        let r = ParquetGpuReader::builder(f)
+        let r = Scan::builder(f)
             .with_columns(cols)
             .with_device(Device::Cuda(0))
             .build()
@@ -308,7 +308,7 @@ async fn bench(cores: usize) {
     // the device scans: on cuda:0, or their partitions spread over CUPARQUET_BENCH_DEVICES
     let devices: Vec<usize> = std::env::var("CUPARQUET_BENCH_DEVICES")
         .map(|v| {
-            cuparquet::reader::parse_device_list(&v)
+            cuparquet::device::parse_device_list(&v)
                 .expect("CUPARQUET_BENCH_DEVICES: ordinals, e.g. 0,1")
         })
         .unwrap_or_default();

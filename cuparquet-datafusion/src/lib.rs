@@ -26,7 +26,7 @@
 //!   statistics and pages by the page index with DataFusion's `PruningPredicate`, keeps only
 //!   the row groups of the partition's byte range (files are read whole: one load each, its
 //!   row groups pipelined on the device), hands the resulting access plan to
-//!   [`cuparquet::ParquetGpuReader`] and streams its batches. The reader's blocking work runs
+//!   [`cuparquet::Scan`] and streams its batches. The reader's blocking work runs
 //!   on a thread of its own, never on the async executor.
 //! * [`register_gpu_parquet`] registers a file or a directory as a table in one call.
 //!

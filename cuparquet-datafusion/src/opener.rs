@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use cuparquet::{LoadedBatch, ParquetGpuReader};
+use cuparquet::{LoadedBatch, Scan};
 use datafusion::arrow::array::{BooleanArray, RecordBatch, RecordBatchOptions};
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
@@ -285,11 +285,11 @@ impl ScanJob {
                     }
                 }
             }
-            Ok(Opened::Reader(reader)) => {
+            Ok(Opened::Scan(scan)) => {
                 self.metrics
                     .bytes_read
-                    .add(reader.plan().request_bytes() as usize);
-                let mut batches = reader.batches();
+                    .add(scan.files()[0].plan().request_bytes() as usize);
+                let mut batches = scan.batches();
                 loop {
                     let t = self.metrics.load_time.timer();
                     let next = batches.next();
@@ -319,8 +319,8 @@ impl ScanJob {
         // where the reader will decode
         let on = self.options.device.location().ok();
         let page_index = self.pruning.wants_page_index();
-        let meta = cuparquet::reader::read_footer(&path, page_index)
-            .map_err(|e| external(&self.name, e))?;
+        let meta =
+            cuparquet::scan::read_footer(&path, page_index).map_err(|e| external(&self.name, e))?;
         let md = &meta.metadata;
         let (schema, pruning) = self.file_pruning(md)?;
         let plan = access_plan(
@@ -367,7 +367,7 @@ impl ScanJob {
         if present.is_empty() && rows.is_none() {
             return Ok(Opened::Rows(rows_of(&plan, md)));
         }
-        let mut b = ParquetGpuReader::builder(&path)
+        let mut b = Scan::builder(&path)
             .with_metadata(Arc::new(meta))
             .with_columns(present.iter().map(|c| quoted(c)))
             .with_device(self.options.device)
@@ -400,7 +400,7 @@ impl ScanJob {
             },
         }
         .map_err(|e| external(&self.name, e))?;
-        Ok(Opened::Reader(reader))
+        Ok(Opened::Scan(reader))
     }
 
     /// Rows per batch asked of the reader: the option, else
@@ -521,14 +521,15 @@ enum Opened {
     Nothing,
     /// Only the number of rows is wanted.
     Rows(usize),
-    Reader(ParquetGpuReader),
+    /// The file's scan.
+    Scan(Scan),
 }
 
 /// Whether a file's column of type `file` is the table's of type `table`: the same type, or a
 /// string or binary type the table holds as views (DataFusion's `schema_force_view_types`),
 /// which the reader decodes as such.
 fn same_type(file: &DataType, table: &DataType) -> bool {
-    file == table || cuparquet::reader::view_type(file).as_ref() == Some(table)
+    file == table || cuparquet::scan::view_type(file).as_ref() == Some(table)
 }
 
 /// Whether the table holds some string or binary column as views: the reader then decodes

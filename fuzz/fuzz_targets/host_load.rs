@@ -2,7 +2,7 @@
 //! or fails with a clear error naming the file, never a panic, an abort or a runaway
 //! allocation (run with -rss_limit_mb).
 #![no_main]
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
         std::process::id()
     ));
     std::fs::write(&path, data).unwrap();
-    let r = ParquetGpuReader::builder(&path)
+    let r = Scan::builder(&path)
         .with_device(Device::Host)
         .with_nthreads(1)
         .with_max_page_size(64 << 20)

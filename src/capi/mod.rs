@@ -26,7 +26,7 @@ use crate::array::c_device::{
 };
 use crate::device::Device;
 use crate::error::Error;
-use crate::reader::{Dataset, ParquetGpuReader};
+use crate::scan::Scan;
 
 /// Success.
 pub const CUPARQUET_OK: c_int = 0;
@@ -54,7 +54,7 @@ thread_local! {
 /// read as one stream. Opaque to C.
 #[derive(Debug)]
 pub struct CuparquetReader {
-    dataset: Dataset,
+    scan: Scan,
 }
 
 /// The C API's code for `e`.
@@ -69,6 +69,7 @@ fn code_of(e: &Error) -> c_int {
         | Error::RowGroupSelection { .. }
         | Error::Filter { .. }
         | Error::Setting { .. }
+        | Error::NoFiles { .. }
         | Error::Interface { .. } => CUPARQUET_ERROR_INVALID_ARGUMENT,
         Error::MemoryBudget { .. } => CUPARQUET_ERROR_MEMORY,
         Error::Device { .. } | Error::CuFile { .. } => CUPARQUET_ERROR_DEVICE,
@@ -127,7 +128,7 @@ unsafe fn open(
     columns: *const c_char,
     filter: *const c_char,
     device: *const c_char,
-) -> Result<Dataset, Failure> {
+) -> Result<Scan, Failure> {
     // SAFETY: the caller's contract, for each string
     let (path, columns, filter, device) = unsafe {
         (
@@ -142,7 +143,7 @@ unsafe fn open(
         .unwrap_or("auto")
         .parse()
         .map_err(|e: Error| invalid(e.to_string()))?;
-    let mut b = ParquetGpuReader::dataset_builder().with_device(device);
+    let mut b = Scan::builder(path).with_device(device);
     if let Some(c) = columns {
         let names = crate::plan::split_column_list(&c);
         if names.is_empty() {
@@ -155,7 +156,7 @@ unsafe fn open(
     if let Some(f) = filter {
         b = b.with_row_filter(f);
     }
-    Ok(b.build_dataset([path])?)
+    Ok(b.build()?)
 }
 
 /// Opens `path` (a Parquet file, or a directory whose `*.parquet` files are read as one, in
@@ -180,9 +181,9 @@ pub unsafe extern "C" fn cuparquet_open(
             return Err(invalid("out is null"));
         }
         // SAFETY: the caller's contract
-        let dataset = unsafe { open(path, columns, filter, device) }?;
+        let scan = unsafe { open(path, columns, filter, device) }?;
         // SAFETY: `out` is writable (the caller's contract)
-        unsafe { out.write(Box::into_raw(Box::new(CuparquetReader { dataset }))) };
+        unsafe { out.write(Box::into_raw(Box::new(CuparquetReader { scan }))) };
         Ok(())
     })
 }
@@ -213,7 +214,7 @@ pub unsafe extern "C" fn cuparquet_reader_schema(
         if out.is_null() {
             return Err(invalid("out is null"));
         }
-        let schema = export_schema(r.dataset.schema())?;
+        let schema = export_schema(r.scan.schema())?;
         // SAFETY: `out` is writable (the caller's contract)
         unsafe { out.write(schema) };
         Ok(())
@@ -234,7 +235,7 @@ pub unsafe extern "C" fn cuparquet_reader_device(
     guard(|| {
         // SAFETY: the caller's contract
         let r = unsafe { reader_ref(reader) }?;
-        let (t, id) = device_of(r.dataset.first().device().location);
+        let (t, id) = device_of(r.scan.location());
         // SAFETY: null or writable (the caller's contract)
         unsafe {
             if let Some(p) = device_type.as_mut() {
@@ -267,7 +268,7 @@ pub unsafe extern "C" fn cuparquet_reader_stream(
             return Err(invalid("out is null"));
         }
         // SAFETY: `out` is writable (the caller's contract)
-        unsafe { out.write(r.dataset.c_device_stream()) };
+        unsafe { out.write(r.scan.c_device_stream()) };
         Ok(())
     })
 }
@@ -305,9 +306,9 @@ pub unsafe extern "C" fn cuparquet_stream(
             return Err(invalid("out is null"));
         }
         // SAFETY: the caller's contract
-        let dataset = unsafe { open(path, columns, filter, device) }?;
+        let scan = unsafe { open(path, columns, filter, device) }?;
         // SAFETY: `out` is writable (the caller's contract)
-        unsafe { out.write(dataset.c_device_stream()) };
+        unsafe { out.write(scan.c_device_stream()) };
         Ok(())
     })
 }

@@ -30,7 +30,7 @@ use cuparquet::config::CompatMode;
 use cuparquet::metadata::read_metadata;
 use cuparquet::plan::{parse_row_groups, plan, Selection};
 use cuparquet::source::ParquetFile;
-use cuparquet::{Device, Error, ParquetGpuReader};
+use cuparquet::{Device, Error, Scan};
 
 use crate::doctor::doctor;
 use crate::inspect::inspect;
@@ -248,7 +248,7 @@ struct DeviceList(Vec<usize>);
 /// A comma-separated list of CUDA devices (`cuda:N`, `gpu:N`, `cuda`), or `all` (every CUDA
 /// device here): their ordinals, each once.
 fn parse_devices_arg(s: &str) -> Result<DeviceList, String> {
-    cuparquet::reader::parse_device_list(s)
+    cuparquet::device::parse_device_list(s)
         .map(DeviceList)
         .map_err(|e| e.to_string())
 }
@@ -450,7 +450,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             compat_mode,
         } => {
             let file = files[0].clone();
-            let mut b = ParquetGpuReader::builder(&file)
+            let mut b = Scan::builder(&files)
                 .with_device(device)
                 .with_page_index(sel.page_index);
             let s = sel.selection()?;
@@ -500,28 +500,33 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             // the output's temporary file first: a missing directory fails before any read
             let pending = output.as_deref().map(Pending::create).transpose()?;
             let single = files.len() == 1 && !file.is_dir();
+            let spread = devices.is_some();
             if let Some(DeviceList(ordinals)) = devices {
-                let s = if single {
-                    b.build_spread(&ordinals)?
-                } else {
-                    b.build_spread_dataset(&files, &ordinals)?
-                };
-                let l = s.load();
-                if let Some(bar) = &bar {
-                    bar.finish();
-                }
-                let l = l?;
-                if let Some(out) = pending {
-                    out.finish(&l.batches, &l.schema)?;
-                }
-                let rows: u64 = l.devices.iter().map(|d| d.rows).sum();
+                b = b.with_devices(ordinals);
+            }
+            let scan = b.build()?;
+            let loaded = scan.load();
+            if let Some(bar) = &bar {
+                bar.finish();
+            }
+            let l = loaded?;
+            if let Some(out) = pending {
+                // device batches are copied back (`to_host`): the file is what is on the device
+                out.finish(&l.batches, &l.schema)?;
+            }
+            if spread {
+                let rows = l.report.rows();
+                let files: Vec<String> = (scan.files().iter())
+                    .map(|f| f.path().display().to_string())
+                    .collect();
+                let passes = scan.spread().map(|s| s.to_string()).unwrap_or_default();
                 if json {
                     let v = serde_json::json!({
-                        "files": s.files().iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
+                        "files": files,
                         "rows": rows,
-                        "wall_s": l.wall.as_secs_f64(),
-                        "devices": l.devices,
-                        "spread": s.spread(),
+                        "wall_s": l.report.wall.as_secs_f64(),
+                        "devices": l.report.devices,
+                        "spread": scan.spread(),
                     });
                     let text = serde_json::to_string_pretty(&v).map_err(|e| out_err(&file, e))?;
                     out!("{text}\n");
@@ -531,13 +536,13 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                         if single {
                             file.display().to_string()
                         } else {
-                            format!("{} files", s.files().len())
+                            format!("{} files", files.len())
                         },
-                        l.wall.as_secs_f64() * 1e3,
-                        l.devices.len(),
-                        s.spread()
+                        l.report.wall.as_secs_f64() * 1e3,
+                        l.report.devices.len(),
+                        passes
                     );
-                    for d in &l.devices {
+                    for d in &l.report.devices {
                         out!(
                             "  {}: {} pass{}, {} rows, {} read, {} of Arrow output, {:.1} ms of loads\n",
                             d.device,
@@ -552,25 +557,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 }
                 return Ok(ExitCode::SUCCESS);
             }
-            let loaded = if single {
-                let reader = b.build()?;
-                reader.load().map(|l| {
-                    let schema = l.schema.clone();
-                    (l.batches, schema, vec![l.report])
-                })
-            } else {
-                b.build_dataset(&files)
-                    .and_then(|d| d.load())
-                    .map(|l| (l.batches, l.schema, l.reports))
-            };
-            if let Some(bar) = &bar {
-                bar.finish();
-            }
-            let (batches, schema, reports) = loaded?;
-            if let Some(out) = pending {
-                // device batches are copied back (`to_host`): the file is what is on the device
-                out.finish(&batches, &schema)?;
-            }
+            let (schema, reports) = (l.schema, l.report.loads);
             if json {
                 let v = if single {
                     serde_json::to_value(&reports[0])

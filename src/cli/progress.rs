@@ -33,7 +33,7 @@ impl ProgressBar {
         ProgressBar { bar, finished }
     }
 
-    pub(crate) fn update(&self, p: cuparquet::reader::Progress) {
+    pub(crate) fn update(&self, p: cuparquet::scan::Progress) {
         self.bar.set_length(p.bytes_total.max(1));
         if p.bytes_read < p.bytes_total || p.row_groups_done == 0 {
             self.bar.set_message("reading");

@@ -10,7 +10,7 @@ use std::time::Duration;
 use cuparquet::array::Location;
 use cuparquet::io::IoPath;
 use cuparquet::plan::human_bytes;
-use cuparquet::reader::GpuDecodeReport;
+use cuparquet::scan::GpuDecodeReport;
 use cuparquet::LoadReport;
 
 /// A duration in milliseconds, two decimals: `1.59 ms`.
@@ -95,7 +95,7 @@ fn gpu_decode(
         }
     );
     // one line per codec and place: the fields whose pages went there
-    let mut groups: Vec<(String, String, Vec<&str>, cuparquet::reader::PageCounts)> = Vec::new();
+    let mut groups: Vec<(String, String, Vec<&str>, cuparquet::scan::PageCounts)> = Vec::new();
     for d in &g.decompressed {
         let places = d.pages.places();
         match groups.iter_mut().find(|x| x.0 == d.codec && x.1 == places) {

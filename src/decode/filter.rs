@@ -8,7 +8,7 @@
 //! (no list above it), so it is a top-level column or a field of structs; a struct that is
 //! null makes its fields null for the filter, as in SQL.
 //!
-//! [`with_row_filter`]: crate::ReaderBuilder::with_row_filter
+//! [`with_row_filter`]: crate::ScanBuilder::with_row_filter
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -101,7 +101,7 @@ fn retyped(schema: &SchemaRef, names: &[String], views: bool) -> arrow::datatype
 }
 
 /// The view type a top-level string or binary field takes with string views
-/// ([`ReaderBuilder::with_string_views`](crate::ReaderBuilder::with_string_views)):
+/// ([`ScanBuilder::with_string_views`](crate::ScanBuilder::with_string_views)):
 /// `Utf8View` for `Utf8` and `LargeUtf8`, `BinaryView` for `Binary` and `LargeBinary`; `None`
 /// for every other type.
 pub fn view_type(t: &arrow::datatypes::DataType) -> Option<arrow::datatypes::DataType> {

@@ -130,7 +130,7 @@ impl CudaProbe {
 
 /// Every CUDA device of this machine, by ordinal (`cuda:0` .. `cuda:N-1`): the devices to
 /// spread a load over when all of them are wanted
-/// ([`ReaderBuilder::build_spread`](crate::ReaderBuilder::build_spread), `--devices all`). An
+/// ([`ScanBuilder::with_devices`](crate::ScanBuilder::with_devices), `--devices all`). An
 /// error saying why when there is none (no driver, or no device).
 pub fn cuda_devices() -> crate::error::Result<Vec<usize>> {
     let probe = probe_cuda();
@@ -274,6 +274,35 @@ pub(crate) fn resolve_with(device: Device, probe: &CudaProbe) -> Result<DeviceCh
             }),
         },
     }
+}
+
+/// A list of CUDA devices as users write it — `cuda:0,cuda:1` (`gpu:N`, `cuda` for `cuda:0`,
+/// or bare ordinals `0,1`), or `all` for every CUDA device here
+/// ([`crate::device::cuda_devices`]) — as ordinals, each once ([`crate::config::check_devices`]).
+pub fn parse_device_list(s: &str) -> crate::error::Result<Vec<usize>> {
+    let s = s.trim();
+    if s.eq_ignore_ascii_case("all") {
+        return crate::device::cuda_devices();
+    }
+    let ordinals = s
+        .split(',')
+        .map(|d| {
+            let d = d.trim();
+            if let Ok(n) = d.parse::<usize>() {
+                return Ok(n);
+            }
+            match d.parse::<crate::device::Device>()? {
+                crate::device::Device::Cuda(n) => Ok(n),
+                other => Err(crate::error::Error::setting(
+                    "devices",
+                    s,
+                    format!("{other}: a device list names CUDA devices (cuda:N)"),
+                )),
+            }
+        })
+        .collect::<crate::error::Result<Vec<usize>>>()?;
+    crate::config::check_devices(&ordinals)?;
+    Ok(ordinals)
 }
 
 #[cfg(test)]

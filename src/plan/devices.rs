@@ -75,27 +75,9 @@ pub struct DeviceSpread {
     pub shares: Vec<DeviceShare>,
 }
 
-/// Checks a device list: at least one device, each named once.
-pub fn check_devices(ordinals: &[usize]) -> Result<()> {
-    if ordinals.is_empty() {
-        return Err(Error::setting("devices", "", "name at least one CUDA device"));
-    }
-    for (i, o) in ordinals.iter().enumerate() {
-        if ordinals[..i].contains(o) {
-            let list: Vec<String> = ordinals.iter().map(|o| format!("cuda:{o}")).collect();
-            return Err(Error::setting(
-                "devices",
-                list.join(","),
-                format!("cuda:{o} is named twice"),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The devices of `ordinals` ([`check_devices`]), each with `budget`.
+/// The devices of `ordinals` ([`crate::config::check_devices`]), each with `budget`.
 pub fn device_budgets(ordinals: &[usize], budget: u64) -> Result<Vec<DeviceBudget>> {
-    check_devices(ordinals)?;
+    crate::config::check_devices(ordinals)?;
     Ok(ordinals
         .iter()
         .map(|&ordinal| DeviceBudget { ordinal, budget })
@@ -106,7 +88,7 @@ pub fn device_budgets(ordinals: &[usize], budget: u64) -> Result<Vec<DeviceBudge
 /// (see the [module docs](self)).
 pub fn spread_passes(plans: &[(PathBuf, PassPlan)], devices: &[DeviceBudget]) -> Result<DeviceSpread> {
     let ordinals: Vec<usize> = devices.iter().map(|d| d.ordinal).collect();
-    check_devices(&ordinals)?;
+    crate::config::check_devices(&ordinals)?;
     let mut shares: Vec<DeviceShare> = devices
         .iter()
         .map(|&device| DeviceShare {

@@ -9,7 +9,7 @@
 //! [`FFI_ArrowSchema`](arrow::ffi::FFI_ArrowSchema) (re-exported as [`ArrowSchema`]).
 //!
 //! Exporting ([`LoadedBatch::to_c_device`], [`export_stream`], and
-//! [`ParquetGpuReader::c_device_stream`](crate::ParquetGpuReader::c_device_stream)):
+//! [`Scan::c_device_stream`](crate::Scan::c_device_stream)):
 //! - a batch becomes one array of struct type (format `+s`), one child per field, with the
 //!   batch's buffers themselves: no copy. Device batches are `ARROW_DEVICE_CUDA` with the
 //!   device's ordinal; host batches `ARROW_DEVICE_CPU`.

@@ -97,9 +97,9 @@ use crate::plan::{BatchSpan, ColumnChunkPlan};
 use locate::locate_pages;
 
 /// Column chunks in device memory, still encoded: one allocation holding every planned
-/// request at its plan destination offset (`ParquetGpuReader::load_chunks`).
-/// `ParquetGpuReader::decode_on_gpu` decodes them into device batches;
-/// `ParquetGpuReader::decode_on_host` decodes a device→host copy (a cross-check).
+/// request at its plan destination offset (`FileScan::load_chunks`).
+/// `FileScan::decode_on_gpu` decodes them into device batches;
+/// `FileScan::decode_on_host` decodes a device→host copy (a cross-check).
 pub struct DeviceChunks {
     /// Shared by the waves of a streamed pipelined load, which read into one allocation.
     buffer: Arc<DeviceBuffer>,

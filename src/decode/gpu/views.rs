@@ -1,5 +1,5 @@
 //! String and binary columns of device batches as views
-//! ([`ReaderBuilder::with_string_views`](crate::ReaderBuilder::with_string_views)): one thread
+//! ([`ScanBuilder::with_string_views`](crate::ScanBuilder::with_string_views)): one thread
 //! per row builds the row's 16-byte view from the column's offsets (`make_views` in
 //! `kernels/decode_bytes.cu`); the values stay where they are, as the views' one data buffer.
 

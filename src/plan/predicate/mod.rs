@@ -1,11 +1,11 @@
 //! Row-group pruning predicates: `col <op> literal`, `col IS [NOT] NULL`, `col [NOT] IN (…)`,
 //! joined by `AND` / `OR`, negated by `NOT`, with parentheses.
 //!
-//! Given to [`with_filter`](crate::ReaderBuilder::with_filter), a predicate **prunes row
+//! Given to [`with_filter`](crate::ScanBuilder::with_filter), a predicate **prunes row
 //! groups; it does not filter rows**. A row group is skipped only when its statistics prove
 //! that no row in it can satisfy the predicate; the rows of the row groups that are kept are
 //! all returned, matching or not. Given to
-//! [`with_row_filter`](crate::ReaderBuilder::with_row_filter), it prunes the same way and then
+//! [`with_row_filter`](crate::ScanBuilder::with_row_filter), it prunes the same way and then
 //! keeps only the rows where it is true ([`RowFilter`]: the same predicate bound for testing
 //! rows).
 //!

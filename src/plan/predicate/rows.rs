@@ -10,7 +10,7 @@
 //! days, booleans as 0 and 1; a literal finer than the unit or scale is already the bound that
 //! is exact for the values the column can hold.
 //!
-//! [`with_row_filter`]: crate::ReaderBuilder::with_row_filter
+//! [`with_row_filter`]: crate::ScanBuilder::with_row_filter
 
 use std::cmp::Ordering;
 

@@ -1,4 +1,5 @@
-//! [`LoadReport`]: what a load did — where, how many bytes, by which path, how long.
+//! [`ScanReport`]: what a scan's load did; [`LoadReport`]: what the load of one file (over
+//! several devices, one pass) did — where, how many bytes, by which path, how long.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,7 +9,40 @@ use crate::decode::gpu::GpuDecodeReport;
 use crate::device::DeviceChoice;
 use crate::io::IoReport;
 
-/// What a load did: where, how many bytes, by which path, how long.
+/// What a scan's [`load`](super::Scan::load) did: each file's load (over several devices, each
+/// pass's), and over several devices what each did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ScanReport {
+    /// One report per file, in the order read; over several devices one per pass, in load
+    /// order.
+    pub loads: Vec<LoadReport>,
+    /// Over several devices ([`ScanBuilder::with_devices`](super::ScanBuilder::with_devices)):
+    /// what each device did, in the order given; empty otherwise.
+    pub devices: Vec<super::DeviceWork>,
+    /// Wall time of the whole load.
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub wall: Duration,
+}
+
+impl ScanReport {
+    /// Rows loaded.
+    pub fn rows(&self) -> u64 {
+        self.loads.iter().map(|l| l.rows).sum()
+    }
+
+    /// Bytes read.
+    pub fn bytes_read(&self) -> u64 {
+        self.loads.iter().map(|l| l.bytes_read).sum()
+    }
+
+    /// Bytes of the resulting Arrow buffers.
+    pub fn output_bytes(&self) -> u64 {
+        self.loads.iter().map(|l| l.output_bytes).sum()
+    }
+}
+
+/// What the load of one file (over several devices, of one pass) did: where, how many bytes,
+/// by which path, how long.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct LoadReport {
     /// The file.

@@ -1,6 +1,6 @@
 //! A device's batches finished as the reader yields them: the row filter
 //! ([`super::row_filter`]), then string and binary columns as views where they were asked for
-//! ([`ReaderBuilder::with_string_views`](super::ReaderBuilder::with_string_views): the host
+//! ([`ScanBuilder::with_string_views`](super::ScanBuilder::with_string_views): the host
 //! decodes them as views; a device builds them after the filter, from offsets).
 
 use super::ReaderState;

@@ -13,7 +13,7 @@ use crate::io::{Dest, IoReport, RangeReader};
 use crate::plan::{ColumnChunkPlan, IoRequest};
 
 impl ReaderState {
-    /// [`ParquetGpuReader::load_chunks`](super::ParquetGpuReader::load_chunks).
+    /// [`FileScan::load_chunks`](super::FileScan::load_chunks).
     pub(super) fn load_chunks(&self) -> Result<(DeviceChunks, IoReport)> {
         match (&self.gpu_reader, self.device.location) {
             (Some(g), Location::Cuda(n)) => self.read_chunks(g, n),
@@ -106,7 +106,7 @@ impl ReaderState {
         })
     }
 
-    /// [`ParquetGpuReader::decode_on_gpu`](super::ParquetGpuReader::decode_on_gpu).
+    /// [`FileScan::decode_on_gpu`](super::FileScan::decode_on_gpu).
     pub(super) fn decode_on_gpu(
         &self,
         chunks: &DeviceChunks,

@@ -1,4 +1,4 @@
-//! The exact row filter ([`ReaderBuilder::with_row_filter`](super::ReaderBuilder::with_row_filter))
+//! The exact row filter ([`ScanBuilder::with_row_filter`](super::ScanBuilder::with_row_filter))
 //! applied to each wave's batches as they are decoded: host batches by arrow-rs, device
 //! batches by the GPU's predicate and compaction kernels. Batches left with no row are
 //! dropped.

@@ -1,13 +1,16 @@
-//! [`ReaderBuilder`]: the options of a load, each a `with_*` method, defaults from the
-//! environment; [`build`](ReaderBuilder::build) reads the footer and makes the plan.
+//! [`ScanBuilder`]: the sources and options of a scan, each a `with_*` method, defaults from
+//! the environment; [`build`](ScanBuilder::build) lists the sources, reads every footer and
+//! makes every file's plan (and, over several devices, the spread of its passes).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use arrow::datatypes::SchemaRef;
 use parquet::file::metadata::ParquetMetaData;
+use rayon::prelude::*;
 
-use super::{ParquetGpuReader, Progress, ProgressFn, ReaderState, DEFAULT_BATCH_ROWS};
+use super::{FileScan, Progress, ProgressFn, ReaderState, Scan, DEFAULT_BATCH_ROWS};
 use crate::array::Location;
 use crate::config::{CompatMode, IoSettings, Tuning};
 use crate::decode::filter::BatchFilter;
@@ -18,17 +21,17 @@ use crate::error::{Error, Result};
 use crate::io::gpu::GpuReader;
 use crate::io::host::HostReader;
 use crate::io::policy::MachineFacts;
-use crate::metadata::{read_metadata, FileMetadata};
+use crate::metadata::{merge_schemas, read_metadata, FileMetadata};
 use crate::plan::predicate::{fmt_column, parse_predicate, row_filter, Predicate};
 use crate::plan::{plan_with, projected_leaves, CoalesceConfig, ReadPlan, Selection};
 use crate::source::ParquetFile;
 
-/// The variable that sets [`ReaderBuilder::with_max_page_size`].
+/// The variable that sets [`ScanBuilder::with_max_page_size`].
 pub const ENV_MAX_PAGE_SIZE: &str = "CUPARQUET_MAX_PAGE_SIZE";
 
 /// Reads the footer of the file at `path` (with `page_index`, its column and offset indexes
-/// too) as [`ReaderBuilder::build`] does: a footer the parser panics on is an error. Hand it
-/// to [`ReaderBuilder::with_metadata`] to plan a load without reading it twice (an engine
+/// too) as [`ScanBuilder::build`] does: a footer the parser panics on is an error. Hand it
+/// to [`ScanBuilder::with_metadata`] to plan a load without reading it twice (an engine
 /// pruning row groups and pages by the footer first).
 pub fn read_footer(path: impl AsRef<Path>, page_index: bool) -> Result<FileMetadata> {
     read_footer_of(&ParquetFile::open(path)?, page_index)
@@ -46,11 +49,18 @@ fn read_footer_of(file: &ParquetFile, page_index: bool) -> Result<FileMetadata> 
     })?
 }
 
-/// Builds a [`ParquetGpuReader`]. Settings not given come from the `CUPARQUET_*` environment
-/// variables, then from the defaults.
+/// Builds a [`Scan`] ([`Scan::builder`]). Settings not given come from the `CUPARQUET_*`
+/// environment variables, then from the defaults.
 #[derive(Clone)]
-pub struct ReaderBuilder {
+pub struct ScanBuilder {
+    /// The sources as given: files, or directories of `*.parquet` files.
+    pub(super) sources: Vec<PathBuf>,
+    /// The file being built ([`Self::build_file`]).
     pub(super) path: PathBuf,
+    /// Several CUDA devices to spread the scan over ([`Self::with_devices`]).
+    pub(super) devices: Option<Vec<usize>>,
+    /// One access plan per file, in file order ([`Self::with_access_plans`]).
+    pub(super) access_plans: Option<Vec<Option<Vec<crate::plan::RowGroupAccess>>>>,
     selection: Selection,
     device: Device,
     pub(super) batch_rows: usize,
@@ -82,7 +92,7 @@ enum RowFilterExpr {
 }
 
 /// The rows asked for: a selection over the rows of the selected row groups, an access plan
-/// of every row group, or (a pass of a spread load, [`super::SpreadReader`]) the rows of each
+/// of every row group, or (a pass of a spread load, [`super::Scan`]) the rows of each
 /// row group read, as a plan holds them.
 #[derive(Debug, Clone)]
 pub(super) enum RowsAsked {
@@ -91,10 +101,11 @@ pub(super) enum RowsAsked {
     Ranges(crate::plan::RowRanges),
 }
 
-impl std::fmt::Debug for ReaderBuilder {
+impl std::fmt::Debug for ScanBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReaderBuilder")
-            .field("path", &self.path)
+        f.debug_struct("ScanBuilder")
+            .field("sources", &self.sources)
+            .field("devices", &self.devices)
             .field("selection", &self.selection)
             .field("device", &self.device)
             .field("batch_rows", &self.batch_rows)
@@ -103,11 +114,14 @@ impl std::fmt::Debug for ReaderBuilder {
     }
 }
 
-impl ReaderBuilder {
-    /// The defaults, for the file at `path`.
-    pub(super) fn new(path: &Path) -> Self {
-        ReaderBuilder {
-            path: path.to_path_buf(),
+impl ScanBuilder {
+    /// The defaults, for `sources`.
+    pub(super) fn new(sources: Vec<PathBuf>) -> Self {
+        ScanBuilder {
+            path: sources.first().cloned().unwrap_or_default(),
+            sources,
+            devices: None,
+            access_plans: None,
             selection: Selection::default(),
             device: Device::Auto,
             batch_rows: DEFAULT_BATCH_ROWS,
@@ -185,6 +199,38 @@ impl ReaderBuilder {
     /// Where batches go: [`Device::Host`], [`Device::Cuda`] or [`Device::Auto`] (default).
     pub fn with_device(mut self, device: Device) -> Self {
         self.device = device;
+        self.devices = None;
+        self
+    }
+
+    /// Several GPUs: the scan is spread over the CUDA devices `ordinals` (each named once),
+    /// each pass of row groups read, decoded and held by one of them, the batches in load
+    /// order, each on the device that decoded it ([`LoadedBatch::location`](crate::LoadedBatch::location)).
+    /// Each device's budget is [`with_memory_budget`](Self::with_memory_budget) (or
+    /// `CUPARQUET_MEMORY_BUDGET`), else 80% of its free memory. One ordinal is the same as
+    /// [`with_device`](Self::with_device)`(Device::Cuda(n))`. See [`Scan`] for how passes are
+    /// spread; [`crate::device::parse_device_list`] reads a list as users write it.
+    pub fn with_devices(mut self, ordinals: impl IntoIterator<Item = usize>) -> Self {
+        let ordinals: Vec<usize> = ordinals.into_iter().collect();
+        match ordinals[..] {
+            [n] => {
+                self.device = Device::Cuda(n);
+                self.devices = None;
+            }
+            _ => self.devices = Some(ordinals),
+        }
+        self
+    }
+
+    /// One access plan per file, in the order the scan reads its files (`None`: as the
+    /// builder says; see [`with_access_plan`](Self::with_access_plan)) — the per-file plans a
+    /// DataFusion scan hands down. A count other than the scan's files is an error at
+    /// [`build`](Self::build).
+    pub fn with_access_plans(
+        mut self,
+        plans: impl IntoIterator<Item = Option<Vec<crate::plan::RowGroupAccess>>>,
+    ) -> Self {
+        self.access_plans = Some(plans.into_iter().collect());
         self
     }
 
@@ -328,9 +374,9 @@ impl ReaderBuilder {
     /// third or a half of the budget, pipelined like waves: a pass is read once its raw chunks
     /// fit beside what is held (passes read, decoding, or decoded and not yet in the caller's
     /// hands) with room left for the largest decode still to come, and decoded once its
-    /// working set fits ([`ParquetGpuReader::batches`]: a pass is the caller's once it holds
+    /// working set fits ([`Scan::batches`]: a pass is the caller's once it holds
     /// every batch of it;
-    /// [`ParquetGpuReader::load`] returns every batch, so its memory is the whole output). A
+    /// [`Scan::load`] returns every batch, so its memory is the whole output). A
     /// row group larger than the budget is read in pieces cut at page boundaries, each
     /// reading only its pages ([`crate::plan::pieces`]; the page index is read for it when
     /// the file has one); without one, or where a single page range does not fit, it is an
@@ -359,14 +405,48 @@ impl ReaderBuilder {
         self
     }
 
-    /// A callback told of progress during [`ParquetGpuReader::load`].
+    /// A callback told of progress during a load, file by file (each file's own counts).
     pub fn with_progress(mut self, f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
         self.progress = Some(Arc::new(f));
         self
     }
 
-    /// Opens the file, reads the footer, resolves the device and makes the plan.
-    pub fn build(self) -> Result<ParquetGpuReader> {
+    /// Lists the sources (a directory stands for its `*.parquet` files), reads every file's
+    /// footer and makes its plan (several files in parallel), resolves the device, and merges
+    /// the files' schemas: a mismatch is an error naming both files and the field. Over
+    /// several devices, the passes are planned and given to the devices here too.
+    pub fn build(self) -> Result<Scan> {
+        let files = list_sources(&self.sources)?;
+        let access = match &self.access_plans {
+            None => vec![None; files.len()],
+            Some(a) if a.len() == files.len() => a.clone(),
+            Some(a) => {
+                return Err(Error::setting(
+                    "access_plans",
+                    format!("{} plans", a.len()),
+                    format!("one access plan per file: the scan reads {} files", files.len()),
+                ))
+            }
+        };
+        match self.devices.clone() {
+            Some(ordinals) => {
+                crate::config::check_devices(&ordinals)?;
+                let devices = ordinals.into_iter().map(Device::Cuda).collect();
+                super::spread::Spread::open(self, files, access, devices)
+            }
+            None => {
+                let (files, schema) = open_files(&self, &files, &access)?;
+                Ok(Scan {
+                    files,
+                    schema,
+                    spread: None,
+                })
+            }
+        }
+    }
+
+    /// Opens the file at `self.path`, reads its footer, resolves the device and makes its plan.
+    pub(super) fn build_file(self) -> Result<FileScan> {
         let t0 = Instant::now();
         let mut settings = IoSettings::from_env()?;
         if let Some(n) = self.nthreads {
@@ -555,7 +635,7 @@ impl ReaderBuilder {
                     Err(e @ Error::MemoryBudget { .. }) if !self.page_index => {
                         let mut again = self.clone();
                         again.page_index = true;
-                        return match again.build() {
+                        return match again.build_file() {
                             Ok(r) if r.state.passes.is_some() => Ok(r),
                             _ => Err(e),
                         };
@@ -598,7 +678,7 @@ impl ReaderBuilder {
                 })
             }
         };
-        Ok(ParquetGpuReader::from_state(ReaderState {
+        Ok(FileScan::from_state(ReaderState {
             gpu_reader,
             path: Arc::from(self.path.as_path()),
             file,
@@ -618,7 +698,7 @@ impl ReaderBuilder {
             budget: memory_budget,
             progress: self.progress,
             t_setup: t0.elapsed(),
-            setup: crate::reader::SetupTimes {
+            setup: super::SetupTimes {
                 cuda: t_cuda,
                 footer: t_footer,
                 plan: t_plan,
@@ -628,11 +708,51 @@ impl ReaderBuilder {
     }
 }
 
-/// Environment variable for [`ReaderBuilder::with_memory_budget`] (a size: `512MiB`, `2GiB`).
+/// The files of `sources` (files, or directories of `*.parquet` files, listed as
+/// [`crate::source::expand_paths`] lists them); none at all is an error naming the sources.
+fn list_sources(sources: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let files = crate::source::expand_paths(sources)?;
+    if files.is_empty() {
+        return Err(Error::NoFiles {
+            sources: sources.to_vec(),
+        });
+    }
+    Ok(files)
+}
+
+/// Every file of `files` built with `builder`'s options (several in parallel), each read as
+/// its access plan says (`None`: as the builder says), and their schemas merged in file order;
+/// the first error in file order is returned.
+pub(super) fn open_files(
+    builder: &ScanBuilder,
+    files: &[PathBuf],
+    access: &[Option<Vec<crate::plan::RowGroupAccess>>],
+) -> Result<(Vec<FileScan>, SchemaRef)> {
+    let build = |i: usize| {
+        let mut b = builder.clone().with_path(&files[i]);
+        if let Some(a) = access[i].clone() {
+            b = b.with_access_plan(a);
+        }
+        b.build_file()
+    };
+    let readers: Vec<FileScan> = if files.len() == 1 {
+        vec![build(0)?]
+    } else {
+        let built: Vec<Result<FileScan>> = (0..files.len()).into_par_iter().map(build).collect();
+        built.into_iter().collect::<Result<_>>()?
+    };
+    let mut schema = readers[0].schema().clone();
+    for (f, r) in files.iter().zip(&readers).skip(1) {
+        schema = merge_schemas(&[(files[0].clone(), schema), (f.clone(), r.schema().clone())])?;
+    }
+    Ok((readers, schema))
+}
+
+/// Environment variable for [`ScanBuilder::with_memory_budget`] (a size: `512MiB`, `2GiB`).
 pub const ENV_MEMORY_BUDGET: &str = "CUPARQUET_MEMORY_BUDGET";
 
 /// The share of the device's free memory a device load may use by default
-/// ([`ReaderBuilder::with_memory_budget`]): 0.8, leaving room for the caller's own work and
+/// ([`ScanBuilder::with_memory_budget`]): 0.8, leaving room for the caller's own work and
 /// for other processes' allocations made meanwhile.
 pub const DEFAULT_MEMORY_BUDGET_SHARE: f64 = 0.8;
 
@@ -651,7 +771,7 @@ pub(super) fn default_budget(n: usize, small: bool) -> Result<u64> {
 }
 
 /// Device loads whose footer estimate is at most this (1 GiB) are not checked against the
-/// device's free memory when no budget is set ([`ReaderBuilder::with_memory_budget`]).
+/// device's free memory when no budget is set ([`ScanBuilder::with_memory_budget`]).
 pub const SMALL_LOAD_BYTES: u64 = 1 << 30;
 
 /// The footer's estimate of a device load's memory, all of it at once

@@ -11,7 +11,7 @@ use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use bytes::Bytes;
 use rayon::prelude::*;
 
-use super::{Loaded, ReaderState};
+use super::file::{FileLoaded, ReaderState};
 use crate::array::{LoadedBatch, RowSpan};
 use crate::decode::gpu::DeviceChunks;
 use crate::error::{Error, Result};
@@ -281,8 +281,8 @@ impl ReaderState {
     }
 
     /// Reads and decodes the plan into host memory through `reader` (see
-    /// [`ParquetGpuReader::load_with`](super::ParquetGpuReader::load_with)).
-    pub(super) fn load_to_host(&self, reader: &dyn RangeReader, t0: Instant) -> Result<Loaded> {
+    /// [`FileScan::load_with`](super::FileScan::load_with)).
+    pub(super) fn load_to_host(&self, reader: &dyn RangeReader, t0: Instant) -> Result<FileLoaded> {
         let plan = &self.plan;
         let total = plan.request_bytes();
         let n_rg = plan.row_groups.len();
@@ -353,7 +353,7 @@ impl ReaderState {
         Ok(self.loaded(batches, io, decode_time, t0, None))
     }
 
-    /// [`ParquetGpuReader::decode_on_host`](super::ParquetGpuReader::decode_on_host).
+    /// [`FileScan::decode_on_host`](super::FileScan::decode_on_host).
     pub(super) fn decode_on_host(&self, chunks: &DeviceChunks) -> Result<Vec<LoadedBatch>> {
         self.check_chunks(chunks)?;
         let plan = &self.plan;
@@ -404,18 +404,18 @@ mod tests {
     use super::*;
     use crate::device::Device;
     use crate::plan::CoalesceConfig;
-    use crate::reader::tests::int_file;
-    use crate::ParquetGpuReader;
+    use crate::scan::tests::int_file;
+    use crate::scan::Scan;
 
     #[test]
     fn unit_buffers_are_kept_and_released() {
         let f = int_file(&["x"], 10_000, 1 << 20);
         let events = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&events);
-        let reader = ParquetGpuReader::builder(f.path())
+        let reader = Scan::builder(f.path())
             .with_device(Device::Host)
             .with_progress(move |p| sink.lock().unwrap().push(p))
-            .build()
+            .build_file()
             .unwrap();
         for _ in 0..3 {
             assert_eq!(reader.load().unwrap().report.rows, 10_000);
@@ -439,14 +439,14 @@ mod tests {
         let f = int_file(&["a", "b", "c"], 1000, 250);
         let events = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&events);
-        let reader = ParquetGpuReader::builder(f.path())
+        let reader = Scan::builder(f.path())
             .with_device(Device::Host)
             .with_coalescing(CoalesceConfig {
                 unit_target_bytes: 1,
                 ..Default::default()
             })
             .with_progress(move |p| sink.lock().unwrap().push(p))
-            .build()
+            .build_file()
             .unwrap();
         assert_eq!(reader.plan().units.len(), 12, "one unit per field");
         let loaded = reader.load().unwrap();
@@ -458,7 +458,9 @@ mod tests {
         done.sort();
         assert_eq!(done.last(), Some(&4));
         // the four row groups of 250 rows, their fields joined, gathered into one batch
-        let batch = crate::Loaded::to_host(&loaded).unwrap();
+        let batch: Vec<_> = (loaded.batches.iter().map(LoadedBatch::to_host))
+            .collect::<Result<_>>()
+            .unwrap();
         assert_eq!(batch.len(), 1);
         assert_eq!((batch[0].num_columns(), batch[0].num_rows()), (3, 1000));
         let rows: Vec<(usize, std::ops::Range<u64>)> = loaded.batches[0]
@@ -473,7 +475,7 @@ mod tests {
     fn batches_say_which_rows_of_which_row_groups_they_hold() {
         let f = int_file(&["a", "b"], 1000, 250);
         for tiny_units in [false, true] {
-            let mut b = ParquetGpuReader::builder(f.path())
+            let mut b = Scan::builder(f.path())
                 .with_device(Device::Host)
                 .with_batch_rows(100);
             if tiny_units {
@@ -483,7 +485,7 @@ mod tests {
                     ..Default::default()
                 });
             }
-            let loaded = b.build().unwrap().load().unwrap();
+            let loaded = b.build_file().unwrap().load().unwrap();
             let spans: Vec<(usize, std::ops::Range<u64>)> = loaded
                 .batches
                 .iter()

@@ -1,90 +1,46 @@
-//! Several GPUs: a load (of one file or several) spread over devices
-//! ([`ReaderBuilder::build_spread`], [`SpreadReader`]); the workers and their ordering are
-//! [`InOrder`]'s.
+//! Several GPUs: a scan spread over devices ([`ScanBuilder::with_devices`]), each pass of row
+//! groups loaded by one device; the workers and their ordering are [`InOrder`]'s.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow::datatypes::SchemaRef;
 
 use super::in_order::InOrder;
-use super::{LoadReport, ReaderBuilder};
-use crate::array::LoadedBatch;
+use super::{LoadReport, Scan, ScanBuilder};
+use crate::array::{LoadedBatch, Location};
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::io::{IoReport, RangeReader};
 use crate::plan::devices::{spread_passes, DeviceBudget, DeviceSpread};
 
-/// A load spread over several devices ([`ReaderBuilder::build_spread`]).
-///
-/// The load is cut into passes of whole row groups from the footer
-/// ([`crate::plan::passes`]), at least two per device where the row groups allow (so that
-/// each device has its next pass while the caller takes the last one), each within half the
-/// smallest device budget; [`crate::plan::devices::spread_passes`] gives each pass a device.
-/// Each device runs its passes on a thread of its own — a pass is a load of its row groups on
-/// its device under that device's budget, with every other option of the builder — and the
-/// batches come in load order, each on the device that decoded it
-/// ([`LoadedBatch::location`]). A device runs at most one pass ahead of the caller: its
-/// batches not yet taken hold its memory. A pass that fails ends the stream with an error
-/// naming its device and its row groups; nothing after it is yielded.
-///
-/// Row selections and access plans are planned once, over the whole load, and each pass loads
-/// its row groups' selected rows. A row group too large for a pass is cut into pieces at page
-/// boundaries, as a single device's load cuts it ([`crate::plan::pieces`]; the page index is
-/// read when the footer was read without it), and its pieces are spread like any pass.
-#[derive(Clone)]
-pub struct SpreadReader {
-    builder: ReaderBuilder,
+/// How a scan over several devices loads: its passes, each given a device
+/// ([`crate::plan::devices::spread_passes`]), and what each pass reads. See
+/// [`Scan`](super::Scan).
+pub(crate) struct Spread {
+    builder: ScanBuilder,
     /// The files, each with its footer (handed to each of its passes' loads).
     files: Vec<(PathBuf, Arc<crate::metadata::FileMetadata>)>,
-    /// The schema of the batches (the files' merged, as a [`super::Dataset`]'s).
+    /// The schema of the batches (the files' merged).
     schema: SchemaRef,
     devices: Vec<Device>,
-    spread: Arc<DeviceSpread>,
+    spread: DeviceSpread,
     /// Per pass of [`spread`](Self::spread): the rows of each of its row groups it reads,
     /// where not every row (a piece, or a load with a row selection or access plan).
-    pass_rows: Arc<Vec<Option<crate::plan::RowRanges>>>,
+    pass_rows: Vec<Option<crate::plan::RowRanges>>,
 }
 
-impl std::fmt::Debug for SpreadReader {
+impl std::fmt::Debug for Spread {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SpreadReader")
+        f.debug_struct("Spread")
             .field("devices", &self.devices)
             .field("spread", &self.spread)
             .finish()
     }
 }
 
-/// A list of CUDA devices as users write it — `cuda:0,cuda:1` (`gpu:N`, `cuda` for `cuda:0`,
-/// or bare ordinals `0,1`), or `all` for every CUDA device here
-/// ([`crate::device::cuda_devices`]) — as ordinals, each once ([`crate::plan::devices::check_devices`]).
-pub fn parse_device_list(s: &str) -> crate::error::Result<Vec<usize>> {
-    let s = s.trim();
-    if s.eq_ignore_ascii_case("all") {
-        return crate::device::cuda_devices();
-    }
-    let ordinals = s
-        .split(',')
-        .map(|d| {
-            let d = d.trim();
-            if let Ok(n) = d.parse::<usize>() {
-                return Ok(n);
-            }
-            match d.parse::<crate::device::Device>()? {
-                crate::device::Device::Cuda(n) => Ok(n),
-                other => Err(crate::error::Error::setting(
-                    "devices",
-                    s,
-                    format!("{other}: a device list names CUDA devices (cuda:N)"),
-                )),
-            }
-        })
-        .collect::<crate::error::Result<Vec<usize>>>()?;
-    crate::plan::devices::check_devices(&ordinals)?;
-    Ok(ordinals)
-}
-
-/// What one device did in a spread load.
+/// What one device did in a scan spread over several.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct DeviceWork {
     /// The device.
@@ -102,58 +58,19 @@ pub struct DeviceWork {
     pub time: Duration,
 }
 
-/// What [`SpreadReader::load`] produced.
-#[derive(Debug, Clone)]
-pub struct SpreadLoaded {
-    /// The batches, in load order, each on the device that decoded it.
-    pub batches: Vec<LoadedBatch>,
-    /// Their schema.
-    pub schema: SchemaRef,
-    /// Per device, in the order given.
-    pub devices: Vec<DeviceWork>,
-    /// Wall time of the whole load.
-    pub wall: Duration,
-}
-
-impl ReaderBuilder {
-    /// Several GPUs: a reader whose load is spread over the CUDA devices `ordinals` (each named
-    /// once), each pass of row groups read, decoded and held by one of them (see
-    /// [`SpreadReader`]). Each device's budget is [`with_memory_budget`](Self::with_memory_budget)
-    /// (or `CUPARQUET_MEMORY_BUDGET`), else 80% of its free memory. The footer is read and
-    /// the load planned here.
-    pub fn build_spread(self, ordinals: &[usize]) -> Result<SpreadReader> {
-        crate::plan::devices::check_devices(ordinals)?;
-        let files = vec![self.path.clone()];
-        SpreadReader::open(self, files, ordinals.iter().map(|&n| Device::Cuda(n)).collect())
-    }
-
-    /// Several GPUs over several files: [`build_spread`](Self::build_spread) over the files of
-    /// `paths` (files, or directories of `*.parquet` files, as
-    /// [`build_dataset`](Self::build_dataset) lists them and checks their schemas), their
-    /// passes spread as one load, the batches in file order.
-    pub fn build_spread_dataset<P: AsRef<Path>>(
-        self,
-        paths: impl IntoIterator<Item = P>,
-        ordinals: &[usize],
-    ) -> Result<SpreadReader> {
-        crate::plan::devices::check_devices(ordinals)?;
-        let files = super::dataset::dataset_files(paths)?;
-        SpreadReader::open(self, files, ordinals.iter().map(|&n| Device::Cuda(n)).collect())
-    }
-}
-
-impl SpreadReader {
-    /// `devices` may repeat a device (tests spread a load over host decoders).
-    pub(crate) fn open(
-        builder: ReaderBuilder,
+impl Spread {
+    /// The scan of `files` (listed, access plans not yet applied: `access`) spread over
+    /// `devices`, which may repeat a device (tests spread a load over host decoders).
+    pub(super) fn open(
+        builder: ScanBuilder,
         files: Vec<PathBuf>,
+        access: Vec<Option<Vec<crate::plan::RowGroupAccess>>>,
         devices: Vec<Device>,
-    ) -> Result<Self> {
-        // every footer read and plan made (in parallel), the schemas checked, as a dataset's
-        let dataset = builder
-            .clone()
-            .with_device(devices[0])
-            .build_dataset(&files)?;
+    ) -> Result<Scan> {
+        // every footer read and plan made (in parallel), the schemas checked, on the first
+        // device
+        let (readers, schema) =
+            super::builder::open_files(&builder.clone().with_device(devices[0]), &files, &access)?;
         let mut budgets = Vec::with_capacity(devices.len());
         for (i, d) in devices.iter().enumerate() {
             let budget = match (builder.memory_budget, d) {
@@ -173,7 +90,7 @@ impl SpreadReader {
         // passes within half the smallest budget, and at least two a device where the row
         // groups allow
         let (mut total, mut largest) = (0u64, 0u64);
-        for r in dataset.readers() {
+        for r in &readers {
             let (plan, meta) = (r.plan(), &r.metadata().metadata);
             for &rg in &plan.row_groups {
                 let c = crate::plan::passes::row_group_cost(plan, meta, rg);
@@ -185,7 +102,7 @@ impl SpreadReader {
         let pass_budget = (smallest / 2).min(share.max(largest));
         let mut plans = Vec::with_capacity(files.len());
         let mut pass_rows = Vec::new();
-        for (path, r) in files.iter().zip(dataset.readers()) {
+        for ((path, r), file_access) in files.iter().zip(&readers).zip(&access) {
             let passes = match crate::plan::plan_passes(
                 path,
                 r.plan(),
@@ -197,7 +114,7 @@ impl SpreadReader {
                 // a row group too large for a pass: cut into pieces by pages, with the page
                 // index (read now when it was not asked for)
                 Err(Error::MemoryBudget { .. }) if !builder.page_index => {
-                    return Self::open(builder.with_page_index(true), files, devices);
+                    return Self::open(builder.with_page_index(true), files, access, devices);
                 }
                 // passes are planned within a share of the smallest budget: the error names
                 // the budget asked for, and the one whose share would hold the pass
@@ -223,7 +140,7 @@ impl SpreadReader {
                     (Some(piece), _) => piece.rows.clone(),
                     // the selection's rows of the pass's row groups (a filter's page pruning
                     // alone is left to each pass's own plan)
-                    (None, Some(rows)) if builder.rows.is_some() => Some(
+                    (None, Some(rows)) if builder.rows.is_some() || file_access.is_some() => Some(
                         (p.row_groups.iter())
                             .filter_map(|rg| rows.get(rg).map(|v| (*rg, v.clone())))
                             .collect(),
@@ -234,29 +151,37 @@ impl SpreadReader {
             plans.push((path.clone(), passes));
         }
         let spread = spread_passes(&plans, &budgets)?;
-        let files = files
+        let metas = files
             .into_iter()
-            .zip(dataset.readers())
+            .zip(&readers)
             .map(|(p, r)| (p, Arc::new(r.metadata().clone())))
             .collect();
-        Ok(SpreadReader {
+        let me = Spread {
             builder,
-            files,
-            schema: dataset.schema().clone(),
+            files: metas,
+            schema: schema.clone(),
             devices,
-            spread: Arc::new(spread),
-            pass_rows: Arc::new(pass_rows),
+            spread,
+            pass_rows,
+        };
+        Ok(Scan {
+            files: readers,
+            schema,
+            spread: Some(Arc::new(me)),
         })
     }
 
     /// Which device takes each pass.
-    pub fn spread(&self) -> &DeviceSpread {
+    pub(super) fn passes(&self) -> &DeviceSpread {
         &self.spread
     }
 
-    /// The load's Arrow schema (several files': merged, as a [`super::Dataset`]'s).
-    pub fn schema(&self) -> &SchemaRef {
-        &self.schema
+    /// Where the first device's batches land.
+    pub(super) fn location(&self) -> Location {
+        match self.devices.first() {
+            Some(Device::Cuda(n)) => Location::Cuda(*n),
+            _ => Location::Host,
+        }
     }
 
     /// The device of each share of [`spread`](Self::spread), in words (`cuda:N`).
@@ -265,7 +190,11 @@ impl SpreadReader {
     }
 
     /// Runs pass `k` on its device: its row groups' load, with its device's budget.
-    fn run_pass(&self, k: usize) -> Result<(Vec<LoadedBatch>, LoadReport)> {
+    fn run_pass(
+        &self,
+        k: usize,
+        reader: Option<&dyn RangeReader>,
+    ) -> Result<(Vec<LoadedBatch>, LoadReport)> {
         let p = &self.spread.passes[k];
         let share = &self.spread.shares[p.device];
         let device = self.devices[p.device];
@@ -293,8 +222,12 @@ impl SpreadReader {
         if let Some(rows) = &self.pass_rows[k] {
             builder = builder.with_row_ranges(rows.clone());
         }
-        let reader = builder.build().map_err(fail)?;
-        let loaded = reader.load().map_err(fail)?;
+        let file = builder.build_file().map_err(fail)?;
+        let loaded = match reader {
+            Some(r) => file.load_with(r),
+            None => file.load(),
+        }
+        .map_err(fail)?;
         let batches = if self.files.len() > 1 {
             loaded
                 .batches
@@ -307,21 +240,22 @@ impl SpreadReader {
         Ok((batches, loaded.report))
     }
 
-    /// The batches in load order, each pass loaded on its device (see [`SpreadReader`]).
-    pub fn batches(&self) -> SpreadBatches {
+    /// The batches in load order, each pass loaded on its device by a thread of that device,
+    /// reading through `reader` where given.
+    pub(super) fn batches(self: &Arc<Self>, reader: Option<Arc<dyn RangeReader>>) -> SpreadBatches {
         let worker_of: Vec<usize> = self.spread.passes.iter().map(|p| p.device).collect();
-        let me = self.clone();
-        let started = Instant::now();
+        let me = Arc::clone(self);
         let passes = InOrder::start(worker_of, self.device_names(), 1, move |_, k| {
             let t = Instant::now();
-            me.run_pass(k).map(|(b, r)| (b, r, t.elapsed()))
+            me.run_pass(k, reader.as_deref())
+                .map(|(b, r)| (b, r, t.elapsed()))
         });
         SpreadBatches {
             passes,
             pending: Vec::new().into_iter(),
             work: self.empty_work(),
-            spread: Arc::clone(&self.spread),
-            started,
+            reports: Vec::new(),
+            spread: Arc::clone(self),
         }
     }
 
@@ -339,45 +273,70 @@ impl SpreadReader {
             .collect()
     }
 
-    /// Every batch, in load order, and what each device did.
-    pub fn load(&self) -> Result<SpreadLoaded> {
-        let mut s = self.batches();
-        let batches = s.by_ref().collect::<Result<Vec<_>>>()?;
-        Ok(SpreadLoaded {
-            batches,
-            schema: self.schema().clone(),
-            devices: s.work.clone(),
-            wall: s.started.elapsed(),
-        })
-    }
-
-    /// The files, in load order.
-    pub fn files(&self) -> Vec<&Path> {
-        self.files.iter().map(|(p, _)| p.as_path()).collect()
+    /// Every batch, in load order, each pass's report and what each device did. Through a
+    /// borrowed `reader`, the passes are loaded one after another on this thread.
+    pub(super) fn load(
+        self: &Arc<Self>,
+        reader: Option<&dyn RangeReader>,
+    ) -> Result<(Vec<LoadedBatch>, Vec<LoadReport>, Vec<DeviceWork>)> {
+        let Some(reader) = reader else {
+            let mut s = self.batches(None);
+            let batches = s.by_ref().collect::<Result<Vec<_>>>()?;
+            return Ok((batches, std::mem::take(&mut s.reports), s.work.clone()));
+        };
+        let mut work = self.empty_work();
+        let (mut batches, mut reports) = (Vec::new(), Vec::new());
+        for k in 0..self.spread.passes.len() {
+            let t = Instant::now();
+            let (b, r) = self.run_pass(k, Some(reader))?;
+            count(&mut work[self.spread.passes[k].device], &r, t.elapsed());
+            batches.extend(b);
+            reports.push(r);
+        }
+        Ok((batches, reports, work))
     }
 }
 
-/// The stream of [`SpreadReader::batches`].
-pub struct SpreadBatches {
+/// Counts a pass's load into its device's work.
+fn count(w: &mut DeviceWork, report: &LoadReport, took: Duration) {
+    w.passes += 1;
+    w.rows += report.rows;
+    w.bytes_read += report.bytes_read;
+    w.output_bytes += report.output_bytes;
+    w.time += took;
+}
+
+/// The stream of a spread scan: its passes' batches in load order.
+pub(crate) struct SpreadBatches {
     passes: InOrder<(Vec<LoadedBatch>, LoadReport, Duration)>,
     pending: std::vec::IntoIter<LoadedBatch>,
     work: Vec<DeviceWork>,
-    spread: Arc<DeviceSpread>,
-    started: Instant,
+    /// The reports of the passes handed over so far.
+    reports: Vec<LoadReport>,
+    spread: Arc<Spread>,
 }
 
 impl std::fmt::Debug for SpreadBatches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SpreadBatches")
             .field("work", &self.work)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
 impl SpreadBatches {
     /// What each device did so far.
-    pub fn work(&self) -> &[DeviceWork] {
+    pub(super) fn work(&self) -> &[DeviceWork] {
         &self.work
+    }
+
+    /// What the passes handed over so far read.
+    pub(super) fn io_report(&self) -> IoReport {
+        let mut io = IoReport::default();
+        for r in &self.reports {
+            io.absorb(r.io.clone());
+        }
+        io
     }
 }
 
@@ -393,12 +352,8 @@ impl Iterator for SpreadBatches {
                 Ok(v) => v,
                 Err(e) => return Some(Err(e)),
             };
-            let w = &mut self.work[self.spread.passes[k].device];
-            w.passes += 1;
-            w.rows += report.rows;
-            w.bytes_read += report.bytes_read;
-            w.output_bytes += report.output_bytes;
-            w.time += took;
+            count(&mut self.work[self.spread.spread.passes[k].device], &report, took);
+            self.reports.push(report);
             self.pending = batches.into_iter();
         }
     }
@@ -407,7 +362,16 @@ impl Iterator for SpreadBatches {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reader::ParquetGpuReader;
+    use std::path::Path;
+
+    use crate::device::parse_device_list;
+    use crate::scan::Scan;
+
+    /// A scan of `files` spread over `n` host decoders (the same code as over GPUs).
+    fn over_hosts(b: ScanBuilder, files: Vec<PathBuf>, n: usize) -> Result<Scan> {
+        let access = vec![None; files.len()];
+        Spread::open(b, files, access, vec![Device::Host; n])
+    }
 
     #[test]
     fn device_lists_parse_as_users_write_them() {
@@ -436,23 +400,20 @@ mod tests {
     /// "device"): batches in load order, equal to one load, each device's work counted.
     #[test]
     fn a_load_spread_over_decoders_equals_one_load() {
-        let one = ParquetGpuReader::builder(sample())
+        let one = Scan::builder(sample())
             .with_device(Device::Host)
             .with_batch_rows(3000)
             .build()
             .unwrap()
             .load()
             .unwrap();
-        let s = SpreadReader::open(
-            ParquetGpuReader::builder(sample())
+        let s = over_hosts(Scan::builder(sample())
                 .with_batch_rows(3000)
                 .with_memory_budget(4 << 20),
-            vec![sample()],
-            vec![Device::Host, Device::Host],
-        )
+            vec![sample()], 2)
         .unwrap();
         // 4 row groups, ~1.3 MiB each: passes of one row group, alternating
-        let device_of: Vec<usize> = s.spread().passes.iter().map(|p| p.device).collect();
+        let device_of: Vec<usize> = s.spread().unwrap().passes.iter().map(|p| p.device).collect();
         assert_eq!(device_of, [0, 1, 0, 1]);
         let got = s.load().unwrap();
         let rows = |b: &[LoadedBatch]| -> Vec<(usize, u64, u64)> {
@@ -465,10 +426,10 @@ mod tests {
             b.iter().map(|b| b.as_host().unwrap().clone()).collect()
         };
         assert_eq!(host(&got.batches), host(&one.batches));
-        assert_eq!(got.devices.len(), 2);
-        assert_eq!((got.devices[0].passes, got.devices[1].passes), (2, 2));
-        assert_eq!(got.devices[0].rows + got.devices[1].rows, 20_000);
-        assert!(got.devices.iter().all(|d| d.bytes_read > 0 && d.output_bytes > 0));
+        assert_eq!(got.report.devices.len(), 2);
+        assert_eq!((got.report.devices[0].passes, got.report.devices[1].passes), (2, 2));
+        assert_eq!(got.report.devices[0].rows + got.report.devices[1].rows, 20_000);
+        assert!(got.report.devices.iter().all(|d| d.bytes_read > 0 && d.output_bytes > 0));
     }
 
     #[test]
@@ -476,11 +437,8 @@ mod tests {
         // passes are planned within half of each device's budget (the next one is read while
         // one decodes): the error names the budget the caller gave, and what it would need
         let budget = 1 << 20;
-        let e = SpreadReader::open(
-            ParquetGpuReader::builder(sample()).with_memory_budget(budget),
-            vec![sample()],
-            vec![Device::Host, Device::Host],
-        )
+        let e = over_hosts(Scan::builder(sample()).with_memory_budget(budget),
+            vec![sample()], 2)
         .unwrap_err();
         let Error::MemoryBudget {
             budget: b, needed, ..
@@ -492,11 +450,8 @@ mod tests {
         assert!(*needed > budget, "{e}");
         assert!(e.to_string().contains("budget of 1.0 MiB"), "{e}");
         // and that much is enough
-        let s = SpreadReader::open(
-            ParquetGpuReader::builder(sample()).with_memory_budget(*needed),
-            vec![sample()],
-            vec![Device::Host, Device::Host],
-        );
+        let s = over_hosts(Scan::builder(sample()).with_memory_budget(*needed),
+            vec![sample()], 2);
         assert!(s.is_ok(), "{needed}: {:?}", s.err());
     }
 
@@ -512,11 +467,8 @@ mod tests {
                 p
             })
             .collect();
-        let s = SpreadReader::open(
-            ParquetGpuReader::dataset_builder().with_memory_budget(4 << 20),
-            files.clone(),
-            vec![Device::Host, Device::Host, Device::Host],
-        )
+        let s = over_hosts(Scan::builder(Vec::<PathBuf>::new()).with_memory_budget(4 << 20),
+            files.clone(), 3)
         .unwrap();
         assert_eq!(s.files().len(), 3);
         let got = s.load().unwrap();
@@ -529,24 +481,21 @@ mod tests {
         sorted.sort();
         assert_eq!(order, sorted, "batches out of file and row-group order");
         assert_eq!(got.batches.iter().map(|b| b.num_rows() as u64).sum::<u64>(), 60_000);
-        assert!(got.devices.iter().all(|d| d.passes >= 2), "{:?}", got.devices);
+        assert!(got.report.devices.iter().all(|d| d.passes >= 2), "{:?}", got.report.devices);
         assert!(got.batches.iter().all(|b| b.schema() == *s.schema()));
     }
 
     #[test]
     fn a_load_that_selects_nothing_is_empty() {
-        let s = SpreadReader::open(
-            ParquetGpuReader::builder(sample())
+        let s = over_hosts(Scan::builder(sample())
                 .with_filter("l_orderkey < 0")
                 .with_memory_budget(4 << 20),
-            vec![sample()],
-            vec![Device::Host, Device::Host],
-        )
+            vec![sample()], 2)
         .unwrap();
-        assert!(s.spread().passes.is_empty());
+        assert!(s.spread().unwrap().passes.is_empty());
         let got = s.load().unwrap();
         assert!(got.batches.is_empty());
-        assert!(got.devices.iter().all(|d| d.passes == 0));
+        assert!(got.report.devices.iter().all(|d| d.passes == 0));
     }
 
     #[test]
@@ -555,11 +504,8 @@ mod tests {
         // the file vanishes after planning: the first pass fails, naming its device
         let moved = dir.path().join("sample.parquet");
         std::fs::copy(sample(), &moved).unwrap();
-        let s2 = SpreadReader::open(
-            ParquetGpuReader::builder(&moved).with_memory_budget(4 << 20),
-            vec![moved.clone()],
-            vec![Device::Host, Device::Host],
-        )
+        let s2 = over_hosts(Scan::builder(&moved).with_memory_budget(4 << 20),
+            vec![moved.clone()], 2)
         .unwrap();
         std::fs::write(&moved, b"not parquet any more").unwrap();
         let e = s2.load().unwrap_err().to_string();
@@ -583,7 +529,7 @@ mod tests {
         (arrow::compute::concat_batches(&schema, &host).unwrap(), rows)
     }
 
-    fn one_host_load(b: ReaderBuilder) -> Vec<LoadedBatch> {
+    fn one_host_load(b: ScanBuilder) -> Vec<LoadedBatch> {
         b.with_device(Device::Host).build().unwrap().load().unwrap().batches
     }
 
@@ -611,34 +557,34 @@ mod tests {
                 RowGroupAccess::Scan,
             ]
         };
-        type Make<'a> = Box<dyn Fn() -> ReaderBuilder + 'a>;
+        type Make<'a> = Box<dyn Fn() -> ScanBuilder + 'a>;
         let builders: [(&str, Make<'_>); 5] = [
             (
                 "selection",
-                Box::new(|| ParquetGpuReader::builder(sample()).with_row_selection(sel())),
+                Box::new(|| Scan::builder(sample()).with_row_selection(sel())),
             ),
             (
                 "selection over row groups 1..4",
                 Box::new(|| {
-                    ParquetGpuReader::builder(sample())
+                    Scan::builder(sample())
                         .with_row_groups([1, 2, 3])
                         .with_row_selection(sel())
                 }),
             ),
             (
                 "access plan",
-                Box::new(|| ParquetGpuReader::builder(sample()).with_access_plan(access())),
+                Box::new(|| Scan::builder(sample()).with_access_plan(access())),
             ),
             (
                 "row filter",
                 Box::new(|| {
-                    ParquetGpuReader::builder(sample()).with_row_filter("l_quantity < 10")
+                    Scan::builder(sample()).with_row_filter("l_quantity < 10")
                 }),
             ),
             (
                 "row filter over a selection",
                 Box::new(|| {
-                    ParquetGpuReader::builder(sample())
+                    Scan::builder(sample())
                         .with_row_selection(sel())
                         .with_row_filter("l_quantity < 10")
                 }),
@@ -646,16 +592,13 @@ mod tests {
         ];
         for (what, b) in builders {
             let one = one_host_load(b().with_batch_rows(2000));
-            let s = SpreadReader::open(
-                b().with_batch_rows(2000).with_memory_budget(4 << 20),
-                vec![sample()],
-                vec![Device::Host, Device::Host],
-            )
+            let s = over_hosts(b().with_batch_rows(2000).with_memory_budget(4 << 20),
+                vec![sample()], 2)
             .unwrap();
-            assert!(s.spread().passes.len() >= 2, "{what}: {:?}", s.spread());
+            assert!(s.spread().unwrap().passes.len() >= 2, "{what}: {:?}", s.spread().unwrap());
             let got = s.load().unwrap();
             assert_eq!(concat(&got.batches), concat(&one), "{what}");
-            let rows: u64 = got.devices.iter().map(|d| d.rows).sum();
+            let rows: u64 = got.report.devices.iter().map(|d| d.rows).sum();
             assert_eq!(rows, one.iter().map(|b| b.num_rows() as u64).sum::<u64>(), "{what}");
         }
     }
@@ -680,7 +623,7 @@ mod tests {
             .set_write_batch_size(500)
             .set_dictionary_enabled(false)
             .build();
-        crate::reader::tests::written(f, &batch, props)
+        crate::scan::tests::written(f, &batch, props)
     }
 
     #[test]
@@ -695,7 +638,7 @@ mod tests {
         };
         for with_selection in [false, true] {
             let b = || {
-                let b = ParquetGpuReader::builder(&path).with_batch_rows(4096);
+                let b = Scan::builder(&path).with_batch_rows(4096);
                 if with_selection {
                     b.with_row_selection(sel())
                 } else {
@@ -704,16 +647,13 @@ mod tests {
             };
             let one = one_host_load(b());
             // the footer read without the page index: read again with it, to cut the pieces
-            let s = SpreadReader::open(
-                b().with_memory_budget(1 << 20),
-                vec![path.clone()],
-                vec![Device::Host, Device::Host],
-            )
+            let s = over_hosts(b().with_memory_budget(1 << 20),
+                vec![path.clone()], 2)
             .unwrap();
-            let passes = &s.spread().passes;
-            assert!(passes.len() >= 4, "{:?}", s.spread());
+            let passes = &s.spread().unwrap().passes;
+            assert!(passes.len() >= 4, "{:?}", s.spread().unwrap());
             assert!(passes.iter().all(|p| p.row_groups == [0]));
-            assert!(s.spread().shares.iter().all(|d| d.passes.len() >= 2));
+            assert!(s.spread().unwrap().shares.iter().all(|d| d.passes.len() >= 2));
             let got = s.load().unwrap();
             let (batch, rows) = concat(&got.batches);
             assert_eq!((&batch, &rows), (&concat(&one).0, &concat(&one).1));
@@ -721,7 +661,7 @@ mod tests {
             assert_eq!(rows, [want]);
             // each piece read only its own pages (aligned reads round them up): about the
             // file once over, not the row group once a pass
-            let read: u64 = got.devices.iter().map(|d| d.bytes_read).sum();
+            let read: u64 = got.report.devices.iter().map(|d| d.bytes_read).sum();
             let file = std::fs::metadata(&path).unwrap().len();
             assert!(read < 2 * file, "read {read} of a {file}-byte file in {} passes", passes.len());
         }

@@ -1,4 +1,4 @@
-//! The stream of batches ([`ParquetGpuReader::batches`]): the plan read and decoded wave by
+//! The stream of one file's batches ([`FileScan::stream`]): the plan read and decoded wave by
 //! wave by a producer thread (on a device, the pipelined reads and decoders of
 //! [`ReaderState::pipelined`]), each wave's batches handed to the caller, in order, as soon as
 //! the wave before has been. The first wave is small ([`stream_waves`]), so that the first
@@ -13,7 +13,7 @@ use rayon::prelude::*;
 
 use super::budget::{Budgeted, Handed};
 use super::waves::{wave_target, waves, Wave, WaveOut};
-use super::{ParquetGpuReader, ReaderState};
+use super::{FileScan, ReaderState};
 use crate::array::{LoadedBatch, Location};
 use crate::decode::gpu::GpuDecodeReport;
 use crate::error::{Error, Result};
@@ -264,9 +264,9 @@ struct Totals {
     gpu_decode: GpuDecodeReport,
 }
 
-/// A stream of batches: see [`ParquetGpuReader::batches`]. Yields `Err` at most once, then
+/// The stream of one file's batches ([`FileScan::stream`]). Yields `Err` at most once, then
 /// ends. Dropping it stops the reads and decoders (the waves in flight are finished).
-pub struct Batches {
+pub(crate) struct FileBatches {
     rx: Option<Receiver<(usize, Result<WaveOut>)>>,
     producer: Option<std::thread::JoinHandle<()>>,
     /// Waves decoded before the one the caller is waiting for.
@@ -282,9 +282,9 @@ pub struct Batches {
     done: bool,
 }
 
-impl std::fmt::Debug for Batches {
+impl std::fmt::Debug for FileBatches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Batches")
+        f.debug_struct("FileBatches")
             .field("path", &self.path)
             .field("waves", &self.waves.len())
             .field("next_wave", &self.next_wave)
@@ -293,7 +293,7 @@ impl std::fmt::Debug for Batches {
     }
 }
 
-impl Batches {
+impl FileBatches {
     /// Starts the producer of `state`'s batches, reading through `reader` (the state's own
     /// range reader when `None`).
     fn start(state: Arc<ReaderState>, reader: Option<Arc<dyn RangeReader>>) -> Self {
@@ -327,7 +327,7 @@ impl Batches {
             Ok(h) => (Some(rx), Some(h), false),
             Err(_) => (None, None, true),
         };
-        Batches {
+        FileBatches {
             rx,
             producer,
             early: BTreeMap::new(),
@@ -389,12 +389,12 @@ impl Batches {
     }
 
     /// What the waves handed over so far read.
-    pub fn io_report(&self) -> IoReport {
+    pub(crate) fn io_report(&self) -> IoReport {
         self.totals.lock().map(|t| t.io.clone()).unwrap_or_default()
     }
 }
 
-impl Iterator for Batches {
+impl Iterator for FileBatches {
     type Item = Result<LoadedBatch>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -431,46 +431,26 @@ impl Iterator for Batches {
     }
 }
 
-impl Drop for Batches {
+impl Drop for FileBatches {
     fn drop(&mut self) {
         self.stop();
     }
 }
 
-impl ParquetGpuReader {
-    /// The batches of the plan as a stream: read and decoded wave by wave by a thread of the
-    /// stream's own (on a device, the next wave is read while the current one decodes; the
-    /// first wave is small, so the first batch comes early), each batch handed over as soon as
-    /// the ones before it have been. Yields the batches [`load`](Self::load) returns, in the
-    /// same order: at most [`with_batch_rows`](super::ReaderBuilder::with_batch_rows) rows
-    /// each, whole small row groups gathered, large ones cut; each says which rows of which
-    /// row groups it holds ([`LoadedBatch::rows`]). The stream owns what it needs (`'static`,
-    /// `Send`): it may outlive the reader. Dropping it stops the reads.
-    pub fn batches(&self) -> Batches {
-        Batches::start(Arc::clone(&self.state), None)
-    }
-
-    /// Like [`batches`](Self::batches), reading through `reader` (e.g. a recording reader).
-    pub fn batches_with(&self, reader: Arc<dyn RangeReader>) -> Batches {
-        Batches::start(Arc::clone(&self.state), Some(reader))
-    }
-
-    /// The [`batches`](Self::batches) as an Arrow C Device Data Interface stream, for GPU code
-    /// outside Rust (cuDF, nanoarrow, Arrow C++) or the C API: every batch exported without a
-    /// copy as [`LoadedBatch::to_c_device`](crate::LoadedBatch::to_c_device) does, on the
-    /// reader's device (`ARROW_DEVICE_CUDA`) or the host (`ARROW_DEVICE_CPU`). Releasing the
-    /// stream stops its reads. See [`crate::array::c_device`].
-    pub fn c_device_stream(&self) -> crate::array::c_device::ArrowDeviceArrayStream {
-        crate::array::c_device::export_stream(
-            self.schema().clone(),
-            self.device().location,
-            self.batches(),
-        )
+impl FileScan {
+    /// The batches of the file's plan as a stream, read through `reader` (the file's own range
+    /// reader when `None`): read and decoded wave by wave by a thread of the stream's own (on
+    /// a device, the next wave is read while the current one decodes; the first wave is
+    /// small, so the first batch comes early), each batch handed over as soon as the ones
+    /// before it have been, in the order [`load`](FileScan::load) returns them. The stream owns
+    /// what it needs (`'static`, `Send`). Dropping it stops the reads.
+    pub(crate) fn stream(&self, reader: Option<Arc<dyn RangeReader>>) -> FileBatches {
+        FileBatches::start(Arc::clone(&self.state), reader)
     }
 }
 
 impl ReaderState {
-    /// A device load ([`ParquetGpuReader::load_with`]): the waves of [`Self::device_waves`]
+    /// A device load ([`FileScan::load_with`]): the waves of [`Self::device_waves`]
     /// produced and collected in order, with the report. Large loads are pipelined
     /// ([`Self::pipelined`]): the report's `io_time` then sums the reads and `decode_time` the
     /// decoding of every wave; they overlap, so together they can exceed `load_time`.
@@ -478,7 +458,7 @@ impl ReaderState {
         &self,
         reader: &dyn RangeReader,
         t0: Instant,
-    ) -> Result<super::Loaded> {
+    ) -> Result<super::file::FileLoaded> {
         let waves = self.device_waves(false);
         let results: Mutex<Vec<Option<Result<WaveOut>>>> =
             Mutex::new((0..waves.len()).map(|_| None).collect());
@@ -525,13 +505,14 @@ impl ReaderState {
 mod tests {
     use super::*;
     use crate::device::Device;
-    use crate::reader::tests::int_file;
+    use crate::scan::tests::int_file;
+    use crate::scan::Scan;
 
     #[test]
     fn stream_waves_start_small_and_keep_batches_whole() {
         // 40 row groups of 2,500 rows, 3 int64 columns: ~20 KB a row group
         let f = int_file(&["a", "b", "c"], 100_000, 2_500);
-        let reader = ParquetGpuReader::builder(f.path())
+        let reader = Scan::builder(f.path())
             .with_device(Device::Host)
             .with_batch_rows(10_000)
             .with_coalescing(crate::plan::CoalesceConfig {
@@ -539,7 +520,7 @@ mod tests {
                 units_within_row_groups: true,
                 ..Default::default()
             })
-            .build()
+            .build_file()
             .unwrap();
         let s = &reader.state;
         let plan = &s.plan;
@@ -554,7 +535,7 @@ mod tests {
             assert_eq!((x.row_groups.last().unwrap() + 1) % 4, 0, "{w:?}");
         }
         // the stream yields the load's batches
-        let streamed: Vec<LoadedBatch> = reader.batches().collect::<Result<_>>().unwrap();
+        let streamed: Vec<LoadedBatch> = reader.stream(None).collect::<Result<_>>().unwrap();
         let loaded = reader.load().unwrap().batches;
         assert_eq!(streamed.len(), 10);
         assert_eq!(streamed.len(), loaded.len());
@@ -567,15 +548,15 @@ mod tests {
     #[test]
     fn a_dropped_stream_stops_and_a_stream_outlives_its_reader() {
         let f = int_file(&["a"], 50_000, 1_000);
-        let reader = ParquetGpuReader::builder(f.path())
+        let reader = Scan::builder(f.path())
             .with_device(Device::Host)
             .with_batch_rows(1_000)
-            .build()
+            .build_file()
             .unwrap();
-        let mut s = reader.batches();
+        let mut s = reader.stream(None);
         assert_eq!(s.next().unwrap().unwrap().num_rows(), 1_000);
         drop(s); // joins the producer
-        let s = reader.batches();
+        let s = reader.stream(None);
         drop(reader);
         let n: usize = s.map(|b| b.unwrap().num_rows()).sum();
         assert_eq!(n, 50_000);

@@ -516,22 +516,22 @@ fn stream_ended(
 mod tests {
     use super::*;
     use crate::device::Device;
-    use crate::reader::tests::int_file;
-    use crate::ParquetGpuReader;
+    use crate::scan::tests::int_file;
+    use crate::scan::{FileScan, Scan};
 
     /// A host reader of `path` whose reads are coalesced as a device load's (within row
     /// groups), with the page index where `page_index`.
-    fn device_like(path: &std::path::Path, page_index: bool) -> ParquetGpuReader {
+    fn device_like(path: &std::path::Path, page_index: bool) -> FileScan {
         let coalescing = crate::plan::CoalesceConfig {
             unit_target_bytes: crate::plan::coalesce::MAX_REQUEST_SIZE,
             units_within_row_groups: true,
             ..Default::default()
         };
-        ParquetGpuReader::builder(path)
+        Scan::builder(path)
             .with_device(Device::Host)
             .with_page_index(page_index)
             .with_coalescing(coalescing)
-            .build()
+            .build_file()
             .unwrap()
     }
 
@@ -568,9 +568,9 @@ mod tests {
         }
         assert_eq!(at, plan.requests.len());
         // reads merged across row groups cannot be cut into these passes
-        let merged = ParquetGpuReader::builder(f.path())
+        let merged = Scan::builder(f.path())
             .with_device(Device::Host)
-            .build()
+            .build_file()
             .unwrap();
         let plan = merged.plan();
         assert!(plan.requests.iter().any(|r| {
@@ -609,10 +609,10 @@ mod tests {
                 units_within_row_groups: within,
                 ..Default::default()
             };
-            let reader = ParquetGpuReader::builder(f.path())
+            let reader = Scan::builder(f.path())
                 .with_device(Device::Host)
                 .with_coalescing(cfg)
-                .build()
+                .build_file()
                 .unwrap();
             let plan = reader.plan();
             let total = plan.request_bytes();
