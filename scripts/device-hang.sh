@@ -8,7 +8,7 @@
 # libc, libm and libpthread, and py/lib/python3.11 without its tests and site-packages: gdb
 # will not start without Python's standard library), and pack the test binary with its
 # symbols (`strip --strip-debug`, not `strip`), or the stacks have no names.
-# Found with it (2026-12-05, RESULTS (XI)): a budgeted stream's decode waiting for itself.
+# Found with it (benches/history/2026-12-05.md (XI)): a budgeted stream's decode waiting for itself.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh

@@ -25,7 +25,7 @@
 #     files, PAIRS times; then one profiled stream under the first budget (its timeline: each
 #     pass's reads, decodes and live bytes). (Its run of 2026-12-03 compared passes of a half,
 #     a third and a quarter of the budget, and the largest pages split or not, with switches
-#     since removed: benches/RESULTS.md.)
+#     since removed: benches/history/2026-12-03.md.)
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh

@@ -108,7 +108,7 @@ impl SnappyPlacement {
     /// host's cores (a load or stream in several waves): `Auto` becomes `Device`. The model's
     /// host rate assumes idle cores; beside the readers a one-row-group first wave of the
     /// lineitem SNAPPY stream took 17–27 ms on the host's path against ~10 ms on the kernel
-    /// (H200, benches/RESULTS-2026-12-03.md).
+    /// (H200, benches/history/2026-12-03.md).
     pub(crate) fn beside_reads(self) -> Self {
         match self {
             Self::Auto => Self::Device,

@@ -49,7 +49,7 @@ impl Default for GpuScanOptions {
 
 /// Rows per batch of a scan that decodes on the host, where
 /// [`GpuScanOptions::batch_rows`] is not set: 65,536. Measured on a 2-core machine
-/// (benches/RESULTS.md, 2026-12-05 (IV); 4M lineitem rows, 2 partitions, the same run): Q1
+/// (benches/history/2026-12-05.md, (IV); 4M lineitem rows, 2 partitions, the same run): Q1
 /// 216.0 ms against 317.4 in batches of 2^20, Q3 120.7 against 157.5, Q6 75.6 against 112.2,
 /// Q12 104.3 against 103.0 (batches of 8,192 rows measured no faster than 65,536).
 pub const HOST_BATCH_ROWS: usize = 1 << 16;

@@ -187,7 +187,7 @@ impl FileSource for GpuParquetSource {
 
     /// Files are not cut into byte ranges across partitions: each file is one load (its row
     /// groups pipelined on the device), and files are spread over the partitions whole. On the
-    /// H200 (benches/RESULTS-2026-12-01.md, late night) whole files beat byte ranges in every
+    /// H200 (benches/history/2026-12-01.md, late night) whole files beat byte ranges in every
     /// query: Q1 402 ms against 566, Q6 74 against 83 (24M lineitem rows in 8 files, 16
     /// partitions).
     fn supports_repartitioning(&self) -> bool {

@@ -70,7 +70,7 @@ impl WorkerResolver for StaticWorkers {
 /// partitions than files DataFusion puts no round-robin repartition after it, and the operators
 /// above run on as many partitions as a worker has files (on the H200, Q1 on two workers
 /// planned for half the cores took 0.55× the time of one; for all of them, 0.97×:
-/// benches/RESULTS.md, 2026-12-04).
+/// benches/history/2026-12-04.md, "the GPU scan under datafusion-distributed").
 pub fn coordinator_state(config: SessionConfig, workers: impl WorkerResolver) -> SessionState {
     SessionStateBuilder::new()
         .with_default_features()

@@ -324,7 +324,7 @@ pub fn plan_passes(
 /// needs more than half of it; else within half of it, so that passes overlap: the streaming
 /// reader reads a pass while its reads fit beside what is held and the largest decode still to
 /// come, and decodes it once its working set fits (see `reader::budget`). Measured on the H200
-/// (benches/RESULTS-2026-12-03.md, same call, two rounds, the 24M-row lineitem files under
+/// (benches/history/2026-12-03.md, same call, two rounds, the 24M-row lineitem files under
 /// 2 GiB): SNAPPY 53.9–54.5 ms in halves, 59.6–60.2 in thirds, 60.1–64.1 in quarters;
 /// uncompressed 51.2–53.6, 58.7, 62.8–63.5 (thirds had measured 57.0–67.4 ms against 60.3
 /// in halves on 2026-12-02, a noisier call).

@@ -11,7 +11,7 @@
 //!
 //! (Our SNAPPY kernel is not shared so: it decompresses a page about five times faster than
 //! nvCOMP, and with the host beside it the SNAPPY lineitem loads measured slower at every
-//! share, 10 % to 40 %: benches/RESULTS-2026-12-03.md, afternoon.)
+//! share, 10 % to 40 %: benches/history/2026-12-03.md, afternoon.)
 
 use std::sync::Arc;
 
@@ -31,7 +31,7 @@ pub(crate) fn host_share(tuned: Option<u32>, cores: usize) -> u32 {
 
 /// The host's share on the H200 machine's 16 cores: the best measured for ZSTD
 /// and LZ4_RAW lineitem files of both writers (the GZIP kernel takes the same share; its own
-/// sweep is still to be measured) (benches/RESULTS-2026-12-03.md: shares 0, 10,
+/// sweep is still to be measured) (benches/history/2026-12-03.md: shares 0, 10,
 /// 15, 20, 30 and 100 in one call; 15 the fastest on all four files). Below it nvCOMP's call is as long as its largest pages (arrow-rs's 1 MiB
 /// dictionary pages there); above it the host's part is the longer.
 pub(crate) const HOST_SHARE_AT_16: u32 = 15;

@@ -3,7 +3,7 @@
 //! `lz4_hadoop_blocks` kernel, each an LZ4 block for nvCOMP), one batched call per codec over
 //! the pages of a decoder's pass, while the host's cores decompress the largest of those pages beside it (a share of
 //! the bytes, [`beside`](super::beside)). SNAPPY stays with our kernel: through nvCOMP it
-//! measured slower on the H200 (benches/RESULTS-2026-12-02.md, afternoon: SNAPPY lineitem
+//! measured slower on the H200 (benches/history/2026-12-02.md, afternoon: SNAPPY lineitem
 //! 38.9 ms against 33.7).
 //!
 //! The pages go to nvCOMP largest first, as libcudf sends them, so that the large ones do not
@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 /// for the Hadoop-framed LZ4 (its frames found on the device, [`hadoop_blocks`]). (Not GZIP:
 /// nvCOMP 5.3's decompressor wrote past a page's output where the page inflated past its
 /// header's claim — an illegal address on the H200 for a mutated file the host path refuses by
-/// its trailer (benches/RESULTS-2026-12-03.md, afternoon) — so GZIP pages go to our own
+/// its trailer (benches/history/2026-12-03.md, afternoon) — so GZIP pages go to our own
 /// bounded kernel, [`super::inflate`].)
 pub(super) fn nvcomp_codec(codec: parquet::basic::Compression) -> Option<NvcompCodec> {
     use parquet::basic::Compression as C;
