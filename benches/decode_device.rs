@@ -138,7 +138,7 @@ fn device_load(path: &Path) -> (Duration, u64, cuparquet::LoadReport, cuparquet:
     (dt, bytes, loaded.report.loads[0].clone(), loaded)
 }
 
-/// Loads of `path` spread over the devices `ordinals` (`build_spread`), `rounds` times after a
+/// Loads of `path` spread over the devices `ordinals` (`ScanBuilder::with_devices`), `rounds` times after a
 /// warm-up, against the one-device load's `best` (its Arrow `bytes`): best and median, and
 /// what each device did in the last round.
 fn spread_loads(path: &Path, ordinals: &[usize], rounds: usize, bytes: u64, best: Duration) {

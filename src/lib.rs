@@ -25,7 +25,8 @@
 //!   file again: our CUDA kernels on the device, arrow-rs on the host.
 //! * [`array`](mod@array) holds the results: [`LoadedBatch`] (host or device), [`DeviceArray`] and
 //!   [`DeviceRecordBatch`] (Arrow layout in device memory).
-//! * [`reader`] is the facade most users want: [`ParquetGpuReader`].
+//! * [`scan`](mod@scan) is the facade most users want: one [`Scan`] of a file, a directory or a
+//!   list of files, on the host, a GPU or several, and its one stream of batches, [`Batches`].
 //! * [`device`] is the only module that touches CUDA: devices, memory, streams, kernels.
 //! * [`capi`] is the C API over the reader: a file or directory as an Arrow C Device Data
 //!   Interface stream.
@@ -34,21 +35,22 @@
 //!
 //! | you want | use |
 //! |---|---|
-//! | load columns into memory | [`ParquetGpuReader::builder`] … [`build`](ScanBuilder::build) → [`load`](ParquetGpuReader::load) → [`Loaded`] |
-//! | see which bytes a query needs, without reading them | [`metadata::read_metadata`] + [`plan::plan`], or [`ParquetGpuReader::plan`] |
-//! | read byte ranges into a buffer of your own | [`io::host::HostReader`] (host) or [`io::gpu::GpuReader`] (device, per-range path choice) through [`io::RangeReader`]; [`io::recording::RecordingReader`] logs the ranges asked for |
-//! | Arrow batches in GPU memory | [`Device::Cuda`] → [`load`](ParquetGpuReader::load): batches of about `with_batch_rows` rows ([`LoadedBatch::as_device`]), or as a stream ([`batches`](ParquetGpuReader::batches)) |
-//! | a stream of batches, under a device-memory budget | [`ParquetGpuReader::batches`] ([`Batches`]: `'static`, `Send`); [`ScanBuilder::with_memory_budget`] |
-//! | several files or a directory as one | [`ParquetGpuReader::dataset_builder`] … [`build_dataset`](ScanBuilder::build_dataset) → [`Dataset::batches`] / [`Dataset::load`] |
+//! | load columns into memory | [`Scan::builder`] … [`build`](ScanBuilder::build) → [`load`](Scan::load) → [`Loaded`] |
+//! | a stream of batches (under a device-memory budget) | [`Scan::batches`] ([`Batches`]: `'static`, `Send`); [`ScanBuilder::with_memory_budget`] |
+//! | several files or a directory as one | [`Scan::builder`] with a directory or a list of files: the same [`Scan`], one schema |
+//! | several GPUs | [`ScanBuilder::with_devices`]: the same [`Scan`], its passes spread over the devices |
+//! | see which bytes a query needs, without reading them | [`metadata::read_metadata`] + [`plan::plan`], or a built scan's [`FileScan::plan`] ([`Scan::files`]) |
+//! | read byte ranges into a buffer of your own | [`io::host::HostReader`] (host) or [`io::gpu::GpuReader`] (device, per-range path choice) through [`io::RangeReader`]; [`io::recording::RecordingReader`] logs the ranges asked for ([`Scan::batches_with`], [`Scan::load_with`]) |
+//! | Arrow batches in GPU memory | [`Device::Cuda`] → [`load`](Scan::load): batches of about `with_batch_rows` rows ([`LoadedBatch::as_device`]), or as a stream ([`batches`](Scan::batches)) |
 //! | only the rows matching a predicate (SQL's `WHERE`; on the GPU for device loads) | [`ScanBuilder::with_row_filter`] (text), [`ScanBuilder::with_row_predicate`] ([`plan::Predicate`]); [`ScanBuilder::with_filter`] prunes row groups only |
-//! | some rows only (arrow-rs's `RowSelection`, DataFusion's access plan shape) | [`ScanBuilder::with_row_selection`], [`ScanBuilder::with_access_plan`]; with [`ScanBuilder::with_page_index`], only the pages holding those rows are read |
-//! | column chunks in GPU memory, still encoded | [`ParquetGpuReader::load_chunks`] ([`reader::DeviceChunks`]), then [`decode_on_gpu`](ParquetGpuReader::decode_on_gpu) |
+//! | some rows only (arrow-rs's `RowSelection`, DataFusion's access plan shape) | [`ScanBuilder::with_row_selection`], [`ScanBuilder::with_access_plan`] (one per file: [`ScanBuilder::with_access_plans`]); with [`ScanBuilder::with_page_index`], only the pages holding those rows are read |
+//! | column chunks in GPU memory, still encoded | [`FileScan::load_chunks`] ([`scan::DeviceChunks`]), then [`decode_on_gpu`](FileScan::decode_on_gpu) |
 //! | device memory, pinned memory, kernels of your own | [`device::gpu`] → [`device::Gpu`] (`alloc`, `pinned`, `load_module`) |
 //! | Arrow arrays / batches in device memory | [`DeviceArray`], [`DeviceRecordBatch`] (`upload`, `to_host`) |
-//! | hand batches to other GPU code (cuDF, nanoarrow, Arrow C++) without a copy | [`LoadedBatch::to_c_device`], [`ParquetGpuReader::c_device_stream`], [`Dataset::c_device_stream`]: the Arrow C Device Data Interface ([`array::c_device`]) |
+//! | hand batches to other GPU code (cuDF, nanoarrow, Arrow C++) without a copy | [`LoadedBatch::to_c_device`], [`Scan::c_device_stream`]: the Arrow C Device Data Interface ([`array::c_device`]) |
 //! | read Parquet from C, C++ or Python | the C API ([`capi`], `include/cuparquet.h`; a shared library with the `capi` feature) |
-//! | know where batches went and why | [`LoadReport`] (`device`, per-request `io` records, `gpu_decode`) |
-//! | what this machine offers, which path a range would take | [`doctor::run`] (`cuparquet doctor`), [`io::cufile::machine_facts`] |
+//! | know where batches went and why | [`ScanReport`]: a [`LoadReport`] per file (`device`, per-request `io` records, `gpu_decode`) |
+//! | what this machine offers, which path a range would take | `cuparquet doctor`, [`io::cufile::machine_facts`] |
 //! | settings and experiments | [`config::IoSettings`], [`config::Tuning`] |
 //!
 //! ## Example
@@ -59,7 +61,7 @@
 //! // Arrow types through cuparquet's re-export: the versions its batches hold
 //! use cuparquet::arrow::array::{ArrayRef, Int64Array, StringArray};
 //! use cuparquet::arrow::record_batch::RecordBatch;
-//! use cuparquet::{Device, ParquetGpuReader};
+//! use cuparquet::{Device, Scan};
 //!
 //! // A small file with two row groups.
 //! let path = std::env::temp_dir().join(format!("cuparquet-doc-{}.parquet", std::process::id()));
@@ -75,17 +77,17 @@
 //! w.write(&batch)?;
 //! w.close()?;
 //!
-//! let reader = ParquetGpuReader::builder(&path)
+//! let scan = Scan::builder(&path)    // a file, a directory, or a list of files
 //!     .with_columns(["id"])
 //!     .with_filter("id >= 60")        // prunes row group 0 by its statistics
 //!     .with_device(Device::Host)      // or Device::Auto: a GPU when one can be used
 //!     .build()?;
-//! assert_eq!(reader.plan().row_groups, vec![1]);
-//! let loaded = reader.load()?;
+//! assert_eq!(scan.files()[0].plan().row_groups, vec![1]);
+//! let loaded = scan.load()?;
 //! let rows: usize = loaded.batches.iter().map(|b| b.num_rows()).sum();
 //! assert_eq!(rows, 50);                // the whole row group: rows are not filtered
 //! // a row filter keeps only the rows where it is true
-//! let exact = ParquetGpuReader::builder(&path)
+//! let exact = Scan::builder(&path)
 //!     .with_columns(["name"])
 //!     .with_row_filter("id >= 60 AND id < 65")
 //!     .with_device(Device::Host)
@@ -206,7 +208,6 @@ with_cuda_bindings! {
     mod decode;
     #[allow(unsafe_code)] // the CUDA driver and NVRTC (see the module docs)
     pub mod device;
-    pub mod doctor;
     pub mod error;
     pub mod io;
     pub mod metadata;

@@ -30,7 +30,7 @@ pub const FORMAT_NAME: &str = "gpuparquet";
 /// DataFusion's own Parquet format — string and binary columns as views (`Utf8View`,
 /// `BinaryView`) where the session's `datafusion.execution.parquet.schema_force_view_types`
 /// says so (DataFusion's default), which cuparquet's batches then hold too
-/// (`ReaderBuilder::with_string_views`); scans go through [`GpuParquetSource`].
+/// (`ScanBuilder::with_string_views`); scans go through [`GpuParquetSource`].
 #[derive(Debug)]
 pub struct GpuParquetFormat {
     options: GpuScanOptions,

@@ -33,7 +33,7 @@
 //! Every pushed filter prunes row groups and pages. Those cuparquet evaluates exactly as
 //! DataFusion does (comparisons with literals, `IN`, `IS [NOT] NULL`, `AND`/`OR`/`NOT` over
 //! integer, boolean, string, date, timestamp and decimal columns) are applied to the rows by
-//! the reader's row filter ([`cuparquet::ReaderBuilder::with_row_predicate`]; on the GPU for
+//! the reader's row filter ([`cuparquet::ScanBuilder::with_row_predicate`]; on the GPU for
 //! device scans) and are `Exact`; the others stay `Inexact`, under DataFusion's own
 //! `FilterExec` ([`GpuScanOptions::row_filter`]). `LIMIT` without a filter reads only the row groups it
 //! needs, and the stream stops once DataFusion has its rows.
@@ -71,6 +71,9 @@ mod options;
 mod prune;
 mod row_filter;
 mod source;
+/// Not part of the API: TPC-H-like test data for this workspace's tests, examples and
+/// benchmarks. Anything in it may change or go at any time.
+#[doc(hidden)]
 pub mod tpch;
 
 use std::sync::Arc;

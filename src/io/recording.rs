@@ -4,11 +4,13 @@ use std::ops::Range;
 use std::sync::Mutex;
 
 use crate::error::Result;
-use crate::io::{Dest, IoReport, RangeReader};
+use crate::io::{Dest, IoReport, RangeReader, StreamDest};
 use crate::plan::IoRequest;
 use crate::source::ParquetFile;
 
-/// Wraps another [`RangeReader`] and records each request's file range and destination.
+/// Wraps another [`RangeReader`] and records each request's file range and destination. It
+/// forwards every method, so a load through it takes the path the same load takes without it
+/// (a streamed read is logged once the stream returns, its requests in part order).
 #[derive(Debug)]
 pub struct RecordingReader<R> {
     inner: R,
@@ -63,6 +65,28 @@ impl<R: RangeReader> RangeReader for RecordingReader<R> {
             log.extend(requests.iter().map(|q| (q.range.clone(), q.dest_offset)));
         }
         self.inner.read_beside(file, requests, dest)
+    }
+
+    fn read_stream(
+        &self,
+        file: &ParquetFile,
+        requests: &[IoRequest],
+        parts: &[Vec<usize>],
+        dest: StreamDest<'_>,
+        done: &(dyn Fn(usize, IoReport) + Sync),
+    ) -> Option<Result<()>> {
+        // the parts' requests, in the order the stream reads them
+        let streamed = self.inner.read_stream(file, requests, parts, dest, done)?;
+        if let Ok(mut log) = self.log.lock() {
+            log.extend(
+                parts
+                    .iter()
+                    .flatten()
+                    .filter_map(|&i| requests.get(i))
+                    .map(|q| (q.range.clone(), q.dest_offset)),
+            );
+        }
+        Some(streamed)
     }
 
     fn name(&self) -> &'static str {
