@@ -10,7 +10,7 @@
 //! - `CUPARQUET_BENCH_BATCH_ROWS`: batch sizes to measure `batches()` with (default the
 //!   reader's default);
 //! - `CUPARQUET_BENCH_EXTRA`: more files to measure, `name=path` pairs separated by commas
-//!   (e.g. the pyarrow-written twin of `small-row-groups` from `scripts/cudf_compare.py`);
+//!   (e.g. the pyarrow-written twin of `small-row-groups` from `scripts/py/cudf_compare.py`);
 //! - `CUPARQUET_BENCH_BUDGETS`: memory budgets for the consumer-drops-each-batch runs
 //!   (default `512MiB,2GiB`; `none` for none).
 //!

@@ -17,6 +17,7 @@ rows=$(echo "$out" | sed -n 's/^rows: \([0-9]*\) in .*/\1/p')
 sum=$(echo "$out" | sed -n 's/^sum(l_orderkey) = \(-\?[0-9]*\)$/\1/p')
 cli=$(cargo run -q -- load "$sample" --columns l_orderkey --where "$where" --device host)
 want_rows=$(echo "$cli" | sed -n 's/^  rows \([0-9]*\),.*/\1/p')
+# shellcheck disable=SC2015  # either test failing is the error
 [ -n "$rows" ] && [ "$rows" = "$want_rows" ] || { echo "C example: $rows rows, the CLI: $want_rows"; exit 1; }
 # errors: a missing file exits 1 with the C API's message
 if target/c-stream no-such-file.parquet 2>target/c-stream.err; then echo "no error"; exit 1; fi

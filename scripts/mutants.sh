@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The structured-mutation harness's full run (issue 18): pyarrow, DuckDB and Polars files
-# (scripts/writers.py, which installs them with pip) and the harness's own, N mutants per class
+# (scripts/py/writers.py, which installs them with pip) and the harness's own, N mutants per class
 # and file (default 3; real bombs inflate to 64 MiB), through the host backend and, with
 # DEVICE=cuda:0, the GPU; then pyarrow reads every mutant as a second oracle:
 #   - a mutant we load that arrow-rs AND pyarrow refuse is a defect (the harness already fails
@@ -8,10 +8,10 @@
 #   - the table counts, per class, where pyarrow agrees with our refusals.
 # Usage: bash scripts/mutants.sh [OUT_DIR]     (N=3 DEVICE=cuda:0 SEED=... as environment)
 set -u -o pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 out=${1:-target/mutants}
 rm -rf "$out"; mkdir -p "$out/files" "$out/kept"
-python3 scripts/writers.py "$out/files" --rows "${ROWS:-5000}" >/dev/null
+python3 scripts/py/writers.py "$out/files" --rows "${ROWS:-5000}" >/dev/null
 CUPARQUET_MUTANTS=${N:-3} CUPARQUET_MUTANTS_FILES="$out/files" CUPARQUET_MUTANTS_KEEP="$out/kept" \
   CUPARQUET_MUTANTS_DEVICE=${DEVICE:-} ${SEED:+CUPARQUET_MUTANTS_SEED=$SEED} \
   cargo test --release --test mutants mutants_load -- --nocapture 2>&1 | grep -vE "^test .* ok$|^\s*$" | tail -60

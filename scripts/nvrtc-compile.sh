@@ -22,6 +22,7 @@ if [ "${REGISTERS:-0}" = 1 ]; then
     snappy) files="snappy.cu inflate.cu" ;;
     *) files="common.cuh ${MODULE}.cu" ;;
   esac
+  # shellcheck disable=SC2086  # $files: several names
   (cd src/decode/gpu/kernels && cat $files) > $dir/module.cu
   python3 - "$dir/lib/libnvrtc.so" "$dir/module.cu" <<'PY'
 import ctypes, sys

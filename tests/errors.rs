@@ -773,7 +773,7 @@ fn schema_contradictions_are_refused() {
         (
             "arrow-hint.parquet",
             // pyarrow's INT96 timestamps, the physical type changed to INT32
-            // (scripts/contradictions.py)
+            // (scripts/py/contradictions.py)
             std::fs::read(
                 PathBuf::from(env!("CARGO_MANIFEST_DIR"))
                     .join("testdata/contradiction-arrow-hint.parquet"),

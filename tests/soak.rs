@@ -3,7 +3,7 @@
 //! refuses too), and the device memory the loads leave behind steady: the live bytes after
 //! are those before, the pool's high-water reported. `cargo test` runs a short soak (host
 //! target without a GPU); `CUPARQUET_SOAK=N` runs N loads (1,000 on the GPU machine),
-//! `CUPARQUET_SOAK_FILES=DIR` adds DIR's `*.parquet` files (`scripts/writers.py`).
+//! `CUPARQUET_SOAK_FILES=DIR` adds DIR's `*.parquet` files (`scripts/py/writers.py`).
 
 mod common;
 

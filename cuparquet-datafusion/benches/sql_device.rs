@@ -28,7 +28,7 @@
 //! costs over each input.
 //!
 //! The queries' SQL is also written to `<dir>/queries.json` for other engines (DuckDB:
-//! `scripts/duckdb_tpch.py`).
+//! `scripts/py/duckdb_tpch.py`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

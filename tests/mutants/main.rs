@@ -8,7 +8,7 @@
 //! - `CUPARQUET_MUTANTS=N`: mutants per class and file (default 1; from 2 on, the real
 //!   decompression bombs inflate to 64 MiB instead of 4 MiB);
 //! - `CUPARQUET_MUTANTS_FILES=DIR`: mutate the `*.parquet` files of DIR as well
-//!   (`scripts/writers.py` writes pyarrow, DuckDB and Polars files);
+//!   (`scripts/py/writers.py` writes pyarrow, DuckDB and Polars files);
 //! - `CUPARQUET_MUTANTS_DEVICE=cuda:0`: load through that device too (skipped, saying so,
 //!   without one);
 //! - `CUPARQUET_MUTANTS_KEEP=DIR`: keep every mutant there, with `mutants.tsv` (name, class,

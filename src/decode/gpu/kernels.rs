@@ -876,7 +876,8 @@ mod tests {
     }
 
     /// Compiles every kernel module with NVRTC for the H200's architecture, where NVRTC is
-    /// installed (no GPU needed); prints why it is skipped elsewhere.
+    /// installed (no GPU needed); prints why it is skipped elsewhere. `scripts/nvrtc-compile.sh`
+    /// runs it with NVRTC from its pip wheel (and prints each kernel's registers and spills).
     #[test]
     fn kernels_compile_with_nvrtc() {
         if let Err(e) = crate::device::nvrtc::nvrtc_version() {

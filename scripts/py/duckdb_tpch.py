@@ -1,7 +1,7 @@
 """GPU machine (or anywhere with duckdb): the TPC-H-like queries of bench-sql_device over the
 same Parquet files, with DuckDB, best and median of ROUNDS after a warm-up.
 
-  python3 scripts/duckdb_tpch.py DIR [ROUNDS]
+  python3 scripts/py/duckdb_tpch.py DIR [ROUNDS]
 
 DIR is bench-sql_device's tpch-<orders> directory: lineitem/, orders/, customer/ and
 queries.json (written by the bench). DuckDB reads the files in place (views over

@@ -12,7 +12,7 @@ writes (flat, string, decimal, timestamp, date, boolean, nested and nullable col
   cuDF released every array it took, and the release freed it.
 
 Run on the GPU machine (pylibcudf on PYTHONPATH: ../shared/device/README.md):
-    python3 scripts/cudf_c_device.py LIBCUPARQUET.so DIR
+    python3 scripts/py/cudf_c_device.py LIBCUPARQUET.so DIR
 """
 
 import ctypes

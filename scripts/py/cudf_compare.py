@@ -1,11 +1,11 @@
 """GPU machine: cuDF's `read_parquet` on the files cuparquet's benchmarks measure, in the same run.
 
-    python3 scripts/cudf_compare.py write DIR     # the pyarrow-written bench files (pyarrow defaults)
-    python3 scripts/cudf_compare.py write-delta DIR  # the DELTA / BYTE_STREAM_SPLIT file
-    python3 scripts/cudf_compare.py write-nested DIR # the nested file (lists, a struct)
-    python3 scripts/cudf_compare.py write-categorical DIR # the categorical-string file
-    python3 scripts/cudf_compare.py write-codecs SRC DIR [CODEC...] # SRC's rows rewritten by pyarrow
-    python3 scripts/cudf_compare.py time FILE...  # cuDF read_parquet, best / median ms of ROUNDS
+    python3 scripts/py/cudf_compare.py write DIR        # the pyarrow-written bench files
+    python3 scripts/py/cudf_compare.py write-delta DIR  # the DELTA / BYTE_STREAM_SPLIT file
+    python3 scripts/py/cudf_compare.py write-nested DIR # the nested file (lists, a struct)
+    python3 scripts/py/cudf_compare.py write-categorical DIR    # the categorical-string file
+    python3 scripts/py/cudf_compare.py write-codecs SRC DIR [CODEC...]  # SRC's rows by pyarrow
+    python3 scripts/py/cudf_compare.py time FILE...     # cuDF read_parquet: best, median ms
 
 `write` makes `small-row-groups-pyarrow.parquet` in DIR: 8,000,000 rows in 800 row groups of
 10,000 rows (int64 key, random int64, double, a string from 20,000 distinct values), written by

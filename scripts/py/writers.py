@@ -5,10 +5,11 @@ DELTA / BYTE_STREAM_SPLIT encodings, data page v2, small row groups; DuckDB's ZS
 nested columns, nulls, low- and high-cardinality strings, strings longer than the GPU walk's
 4 KiB window, decimals, dates and timestamps.
 
-Used by the hardening work (issue 18): the mutation harness's full run (tests/mutants.rs with
-CUPARQUET_MUTANTS_FILES) and compute-sanitizer racecheck on the GPU (scripts/device-racecheck.sh).
+Used by the hardening work (issue 18): the mutation harness's full run (tests/mutants with
+CUPARQUET_MUTANTS_FILES) and compute-sanitizer racecheck on the GPU (`bash scripts/pack.sh
+writers`, then `bash scripts/device.sh sanitize race` or `hardening` there).
 
-    python3 scripts/writers.py OUT_DIR [--rows N]
+    python3 scripts/py/writers.py OUT_DIR [--rows N]
 
 Installs pyarrow, duckdb and polars with pip when they are missing. Deterministic (seeded).
 """

@@ -6,7 +6,7 @@ timestamps with and without a time zone, decimals, several row groups), then for
 loads the file with `cuparquet load --where P --output` and checks the rows equal what pyarrow
 (`pyarrow.parquet.read_table(filters=...)`) and DuckDB (`SELECT * ... WHERE ...`) return.
 
-Usage: python3 scripts/row_filter_oracle.py [--device host|cuda:0] [--bin PATH]
+Usage: python3 scripts/py/row_filter_oracle.py [--device host|cuda:0] [--bin PATH]
 Installs pyarrow and duckdb with pip (into /tmp/cuparquet-oracle-site) when they are missing.
 The binary: --bin, else $CUPARQUET_BIN, else target/release/cuparquet or target/debug/cuparquet.
 Exit status 0 when every case agrees.

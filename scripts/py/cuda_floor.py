@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The floor of a device load's fixed cost: cuInit plus the device's primary context, timed
 through ctypes after Python has started (nothing else loaded). Prints one line of milliseconds.
-Run it in a fresh process each time: python3 scripts/cuda_floor.py"""
+Run it in a fresh process each time: python3 scripts/py/cuda_floor.py"""
 import ctypes
 import time
 

@@ -2,7 +2,7 @@
 INT96 timestamp column, its physical type then changed to INT32 in the schema and the column
 metadata alike, so that only the embedded Arrow schema (ARROW:schema, still saying timestamp)
 contradicts it. arrow-rs would label the 32-bit values as timestamps; the load must refuse it.
-Installs pyarrow with pip when it is missing.  Usage: python3 scripts/contradictions.py"""
+Installs pyarrow with pip when it is missing.  Usage: python3 scripts/py/contradictions.py"""
 import os
 import subprocess
 import sys
@@ -15,7 +15,9 @@ except ImportError:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-out = os.path.join(os.path.dirname(__file__), "..", "testdata", "contradiction-arrow-hint.parquet")
+out = os.path.join(
+    os.path.dirname(__file__), "..", "..", "testdata", "contradiction-arrow-hint.parquet"
+)
 t = pa.table({"ts": pa.array([1, 2, 3], pa.timestamp("ns"))})
 pq.write_table(t, out, use_deprecated_int96_timestamps=True, compression="none")
 b = bytearray(open(out, "rb").read())
