@@ -1,0 +1,260 @@
+//! Several files read as one: a directory (or a list of files) streams as one sequence of
+//! batches equal to the files read one by one with arrow-rs, in order; files whose schemas
+//! disagree are a clear error naming both; `cuparquet load DIR` loads them all.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, Int64Array, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::record_batch::RecordBatch;
+use common::*;
+use cuparquet::{Device, LoadedBatch, ParquetGpuReader};
+use parquet::file::properties::WriterProperties;
+
+fn devices() -> Vec<Device> {
+    let mut v = vec![Device::Host];
+    if gpu_available("datasets on cuda:0") {
+        v.push(Device::Cuda(0));
+    }
+    v
+}
+
+/// A file of `rows` rows from `start` (id, an optional string), in row groups of `rg_rows`;
+/// `nullable`: whether the id field is nullable.
+fn part(path: &Path, start: i64, rows: i64, rg_rows: usize, nullable: bool) {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, nullable),
+        Field::new("s", DataType::Utf8, true),
+    ]));
+    let id: ArrayRef = Arc::new(Int64Array::from_iter_values(start..start + rows));
+    let s: ArrayRef = Arc::new(StringArray::from_iter(
+        (start..start + rows).map(|i| (i % 7 != 0).then(|| format!("v{}", i % 300))),
+    ));
+    let b = RecordBatch::try_new(schema, vec![id, s]).unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(rg_rows))
+        .build();
+    write(path, &[b], props);
+}
+
+/// A directory of three parts (different row-group layouts, the second with a nullable id),
+/// and files the directory listing skips.
+fn dataset_dir() -> (tempfile::TempDir, Vec<PathBuf>) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let files = vec![
+        d.join("part-0.parquet"),
+        d.join("part-1.parquet"),
+        d.join("part-2.parquet"),
+    ];
+    part(&files[0], 0, 5000, 1000, false);
+    part(&files[1], 5000, 3000, 3000, true);
+    part(&files[2], 8000, 700, 100, false);
+    // skipped: metadata, hidden and other files
+    part(&d.join("_common_metadata.parquet"), 0, 10, 10, false);
+    part(&d.join(".hidden.parquet"), 0, 10, 10, false);
+    std::fs::write(d.join("notes.txt"), "not parquet").unwrap();
+    (dir, files)
+}
+
+fn host(batches: &[LoadedBatch]) -> Vec<RecordBatch> {
+    batches.iter().map(|b| b.to_host().unwrap()).collect()
+}
+
+#[test]
+fn a_directory_streams_as_its_files_read_one_by_one() {
+    let (dir, files) = dataset_dir();
+    // the oracle: each file with arrow-rs, in name order, with the merged (nullable) schema
+    let wants: Vec<RecordBatch> = files
+        .iter()
+        .map(|f| oracle(f, &Projection::All, None).unwrap())
+        .collect();
+    let merged = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, true),
+        Field::new("s", DataType::Utf8, true),
+    ]));
+    let want = arrow::compute::concat_batches(&merged, &wants).unwrap();
+    for device in devices() {
+        let ds = ParquetGpuReader::dataset_builder()
+            .with_device(device)
+            .with_batch_rows(1500)
+            .build_dataset([dir.path()])
+            .unwrap();
+        assert_eq!(
+            ds.files(),
+            files.as_slice(),
+            "{device}: listed, sorted, skipped"
+        );
+        let streamed: Vec<LoadedBatch> = ds.batches().collect::<cuparquet::Result<_>>().unwrap();
+        // file order, each batch within the size and of one file
+        let order: Vec<&Path> = streamed.iter().map(|b| b.file()).collect();
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(order, sorted, "{device}");
+        assert!(streamed.iter().all(|b| b.num_rows() <= 1500));
+        assert!(
+            streamed.iter().all(|b| b.schema() == merged),
+            "{device}: merged schema"
+        );
+        let got = concat(&merged, &host(&streamed));
+        assert_same(&format!("{device} stream"), &got, &want);
+        // load(): the same batches, a report per file
+        let loaded = ds.load().unwrap();
+        assert_eq!(loaded.reports.len(), 3);
+        assert_eq!(loaded.reports.iter().map(|r| r.rows).sum::<u64>(), 8700);
+        assert_eq!(loaded.batches.len(), streamed.len());
+        let got = concat(&merged, &host(&loaded.batches));
+        assert_same(&format!("{device} load"), &got, &want);
+        // a list of files, in the order given
+        let ds = ParquetGpuReader::dataset_builder()
+            .with_device(device)
+            .with_columns(["s"])
+            .build_dataset([&files[2], &files[0]])
+            .unwrap();
+        let got: Vec<LoadedBatch> = ds.batches().collect::<cuparquet::Result<_>>().unwrap();
+        let rows: usize = got.iter().map(|b| b.num_rows()).sum();
+        assert_eq!(rows, 5700);
+        assert_eq!(got[0].file(), files[2].as_path());
+        assert_eq!(got[0].num_columns(), 1);
+    }
+}
+
+#[test]
+fn mismatched_schemas_are_an_error_naming_both_files_and_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.parquet");
+    let b = dir.path().join("b.parquet");
+    part(&a, 0, 100, 50, false);
+    // the same names, id as a string
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("s", DataType::Utf8, true),
+    ]));
+    let id: ArrayRef = Arc::new(StringArray::from(vec!["x"; 10]));
+    let s: ArrayRef = Arc::new(StringArray::from(vec![Some("y"); 10]));
+    write(
+        &b,
+        &[RecordBatch::try_new(schema, vec![id, s]).unwrap()],
+        WriterProperties::default(),
+    );
+    // every footer is read when the dataset is built: the error comes before any batch
+    let e = ParquetGpuReader::dataset_builder()
+        .with_device(Device::Host)
+        .build_dataset([dir.path()])
+        .unwrap_err()
+        .to_string();
+    for needle in ["a.parquet", "b.parquet", "id"] {
+        assert!(e.contains(needle), "{e}");
+    }
+    // an empty directory is an error too
+    let empty = tempfile::tempdir().unwrap();
+    let e = ParquetGpuReader::dataset_builder()
+        .build_dataset([empty.path()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no *.parquet file"), "{e}");
+}
+
+#[test]
+fn cli_loads_a_directory() {
+    let (dir, _) = dataset_dir();
+    let out = std::process::Command::new(cuparquet_bin())
+        .args(["load", "--device", "host", "--json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["rows"], 8700);
+    assert_eq!(v["files"].as_array().unwrap().len(), 3);
+    let ipc = dir.path().join("all.arrow");
+    let out = std::process::Command::new(cuparquet_bin())
+        .args(["load", "--device", "host", "--output"])
+        .arg(&ipc)
+        .arg(dir.path().join("part-0.parquet"))
+        .arg(dir.path().join("part-2.parquet"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("2 files, one schema of 2 columns: 5700 rows"),
+        "{text}"
+    );
+    let r =
+        arrow::ipc::reader::FileReader::try_new(std::fs::File::open(&ipc).unwrap(), None).unwrap();
+    let rows: usize = r.map(|b| b.unwrap().num_rows()).sum();
+    assert_eq!(rows, 5700);
+}
+
+#[test]
+fn per_file_access_plans_read_what_each_says() {
+    use cuparquet::plan::{RowGroupAccess, RowSelector};
+    let (_dir, files) = dataset_dir();
+    // part-0: row groups 1 and 3 of its 5; part-1: rows 10..20 of its one; part-2 as it is
+    let a0: Vec<RowGroupAccess> = (0..5)
+        .map(|i| {
+            if i % 2 == 1 {
+                RowGroupAccess::Scan
+            } else {
+                RowGroupAccess::Skip
+            }
+        })
+        .collect();
+    let a1 = vec![RowGroupAccess::Selection(
+        vec![
+            RowSelector::skip(10),
+            RowSelector::select(10),
+            RowSelector::skip(2980),
+        ]
+        .into(),
+    )];
+    for device in devices() {
+        let ds = ParquetGpuReader::dataset_builder()
+            .with_device(device)
+            .build_dataset_with_access(vec![
+                (files[0].clone(), Some(a0.clone())),
+                (files[1].clone(), Some(a1.clone())),
+                (files[2].clone(), None),
+            ])
+            .unwrap();
+        let got: Vec<LoadedBatch> = ds.batches().collect::<cuparquet::Result<_>>().unwrap();
+        let ids: Vec<i64> = host(&got)
+            .iter()
+            .flat_map(|b| {
+                b.column(0)
+                    .as_any()
+                    .downcast_ref::<Int64Array>()
+                    .unwrap()
+                    .values()
+                    .to_vec()
+            })
+            .collect();
+        let want: Vec<i64> = (1000..2000)
+            .chain(3000..4000)
+            .chain(5010..5020)
+            .chain(8000..8700)
+            .collect();
+        assert_eq!(ids, want, "{device}");
+        assert_eq!(
+            ds.load()
+                .unwrap()
+                .batches
+                .iter()
+                .map(|b| b.num_rows())
+                .sum::<usize>(),
+            want.len()
+        );
+    }
+}

@@ -1,0 +1,569 @@
+//! Row selections: what a load with arrow-rs's `RowSelection` (or an access plan of skip / scan
+//! / select per row group, DataFusion's shape) returns equals arrow-rs reading with the same
+//! selection; row groups with no selected row are not read; bad selections are clear errors.
+//! On the host and, where there is one, on the GPU.
+
+use crate::common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::record_batch::{RecordBatch, RecordBatchReader};
+use common::*;
+use cuparquet::plan::{RowGroupAccess, RowSelection, RowSelector};
+use cuparquet::{Device, LoadedBatch, ParquetGpuReader};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::file::properties::WriterProperties;
+
+fn devices() -> Vec<Device> {
+    let mut v = vec![Device::Host];
+    if gpu_available("row selections on cuda:0") {
+        v.push(Device::Cuda(0));
+    }
+    v
+}
+
+/// arrow-rs's read of `row_groups` (ascending) with `sel`.
+fn arrow_rs(path: &Path, row_groups: Option<&[usize]>, sel: &RowSelection) -> RecordBatch {
+    let f = std::fs::File::open(path).unwrap();
+    let mut b = ParquetRecordBatchReaderBuilder::try_new(f).unwrap();
+    if let Some(r) = row_groups {
+        b = b.with_row_groups(r.to_vec());
+    }
+    let r = b.with_row_selection(sel.clone()).build().unwrap();
+    let schema = r.schema();
+    let batches: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
+    concat(&schema, &batches)
+}
+
+/// A random selection of `total` rows: runs of skips and selects of random lengths (long
+/// skips now and then, so whole pages and row groups drop out).
+fn random_selection(r: &mut Rng, total: usize) -> RowSelection {
+    let mut v = Vec::new();
+    let mut at = 0;
+    let mut skip = r.below(2) == 0;
+    while at < total {
+        let n = if r.below(5) == 0 {
+            1 + r.below(3000) as usize
+        } else {
+            1 + r.below(300) as usize
+        }
+        .min(total - at);
+        v.push(if skip {
+            RowSelector::skip(n)
+        } else {
+            RowSelector::select(n)
+        });
+        at += n;
+        skip = !skip;
+    }
+    v.into()
+}
+
+fn file(dir: &Path, rows: usize, rg_rows: usize) -> std::path::PathBuf {
+    let path = dir.join(format!("sel_{rows}_{rg_rows}.parquet"));
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(rg_rows))
+        .set_data_page_row_count_limit(500)
+        .set_write_batch_size(100)
+        .build();
+    write(&path, &[flat_batch(rows, 11)], props);
+    path
+}
+
+fn to_host(batches: &[LoadedBatch]) -> Vec<RecordBatch> {
+    batches.iter().map(|b| b.to_host().unwrap()).collect()
+}
+
+#[test]
+fn random_row_selections_equal_arrow_rs() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        file(dir.path(), 12_000, 2_000),
+        file(dir.path(), 9_000, 9_000),
+    ];
+    let mut r = Rng(0x5eed);
+    // with the page index, the pages without a selected row are not read
+    let mut fewer_bytes = 0;
+    for (device, page_index) in devices().into_iter().flat_map(|d| [(d, false), (d, true)]) {
+        for f in &files {
+            let md = ParquetGpuReader::builder(f)
+                .with_device(Device::Host)
+                .build()
+                .unwrap()
+                .metadata()
+                .metadata
+                .clone();
+            let n_rg = md.num_row_groups();
+            for case in 0..6 {
+                // every row group, or an ascending subset of them
+                let rgs: Option<Vec<usize>> =
+                    (case % 2 == 1 && n_rg > 1).then(|| (0..n_rg).filter(|i| i % 2 == 0).collect());
+                let total: usize = match &rgs {
+                    Some(v) => v.iter().map(|&g| md.row_group(g).num_rows() as usize).sum(),
+                    None => md.file_metadata().num_rows() as usize,
+                };
+                let sel = random_selection(&mut r, total);
+                let want = arrow_rs(f, rgs.as_deref(), &sel);
+                for batch_rows in [700usize, 1 << 20] {
+                    let what = format!(
+                        "{} on {device}, case {case}, batches of {batch_rows}, page index \
+                         {page_index}",
+                        f.display()
+                    );
+                    let builder = || {
+                        let mut b = ParquetGpuReader::builder(f)
+                            .with_device(device)
+                            .with_batch_rows(batch_rows)
+                            .with_page_index(page_index);
+                        if let Some(g) = &rgs {
+                            b = b.with_row_groups(g.iter().copied());
+                        }
+                        b
+                    };
+                    let reader = builder().with_row_selection(sel.clone()).build().unwrap();
+                    assert_eq!(reader.plan().num_rows, sel.row_count() as u64, "{what}");
+                    let whole = builder().build().unwrap().plan().request_bytes();
+                    let read = reader.plan().request_bytes();
+                    if page_index {
+                        assert!(read <= whole, "{what}: {read} > {whole}");
+                        fewer_bytes += usize::from(read < whole);
+                    }
+                    let streamed: Vec<LoadedBatch> =
+                        reader.batches().collect::<cuparquet::Result<_>>().unwrap();
+                    assert!(
+                        streamed.iter().all(|b| b.num_rows() <= batch_rows),
+                        "{what}"
+                    );
+                    let n: u64 = streamed
+                        .iter()
+                        .flat_map(|b| b.rows().iter().map(|r| r.rows.end - r.rows.start))
+                        .sum();
+                    assert_eq!(
+                        n,
+                        sel.row_count() as u64,
+                        "{what}: rows() count the selected rows"
+                    );
+                    assert_same(&what, &concat(reader.schema(), &to_host(&streamed)), &want);
+                    let loaded = reader.load().unwrap();
+                    assert_same(
+                        &what,
+                        &concat(reader.schema(), &to_host(&loaded.batches)),
+                        &want,
+                    );
+                    assert_eq!(loaded.report.bytes_read, read, "{what}");
+                }
+            }
+        }
+    }
+    assert!(
+        fewer_bytes > 0,
+        "no selection read fewer bytes with the page index"
+    );
+}
+
+#[test]
+fn access_plans_skip_scan_and_select_per_row_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = file(dir.path(), 10_000, 2_000); // 5 row groups
+    let access = vec![
+        RowGroupAccess::Scan,
+        RowGroupAccess::Skip,
+        RowGroupAccess::Selection(
+            vec![
+                RowSelector::skip(10),
+                RowSelector::select(990),
+                RowSelector::skip(1000),
+            ]
+            .into(),
+        ),
+        RowGroupAccess::Skip,
+        RowGroupAccess::Selection(vec![RowSelector::select(5), RowSelector::skip(1995)].into()),
+    ];
+    // the same rows as one selection over row groups 0, 2 and 4
+    let sel: RowSelection = vec![
+        RowSelector::select(2000),
+        RowSelector::skip(10),
+        RowSelector::select(990),
+        RowSelector::skip(1000),
+        RowSelector::select(5),
+        RowSelector::skip(1995),
+    ]
+    .into();
+    let want = arrow_rs(&f, Some(&[0, 2, 4]), &sel);
+    let whole = ParquetGpuReader::builder(&f)
+        .with_device(Device::Host)
+        .build()
+        .unwrap()
+        .plan()
+        .request_bytes();
+    for device in devices() {
+        let reader = ParquetGpuReader::builder(&f)
+            .with_device(device)
+            .with_access_plan(access.clone())
+            .build()
+            .unwrap();
+        // skipped row groups are not read
+        assert_eq!(reader.plan().row_groups, vec![0, 2, 4], "{device}");
+        assert!(reader.plan().request_bytes() < whole);
+        let got: Vec<LoadedBatch> = reader.batches().collect::<cuparquet::Result<_>>().unwrap();
+        assert_same(
+            &format!("{device} access plan"),
+            &concat(reader.schema(), &to_host(&got)),
+            &want,
+        );
+    }
+    // errors: an access plan of the wrong length, a selection longer than the rows
+    let e = ParquetGpuReader::builder(&f)
+        .with_device(Device::Host)
+        .with_access_plan(vec![RowGroupAccess::Scan])
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("1 entries") && e.contains("5 row groups"), "{e}");
+    let e = ParquetGpuReader::builder(&f)
+        .with_device(Device::Host)
+        .with_row_selection(vec![RowSelector::select(10_001)].into())
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("10001 rows") && e.contains(&f.display().to_string()),
+        "{e}"
+    );
+    let e = ParquetGpuReader::builder(&f)
+        .with_device(Device::Host)
+        .with_access_plan(vec![
+            RowGroupAccess::Skip,
+            RowGroupAccess::Skip,
+            RowGroupAccess::Selection(vec![RowSelector::select(2001)].into()),
+            RowGroupAccess::Skip,
+            RowGroupAccess::Skip,
+        ])
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("row group 2") && e.contains("2001"), "{e}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exact row filters (`with_row_filter`): the rows arrow-rs's compute kernels keep.
+
+use arrow::array::{
+    Array, ArrayRef, BooleanArray, Date64Array, Decimal128Array, Decimal256Array, Decimal32Array,
+    Decimal64Array, Float32Array, Float64Array, Int16Array, Int32Array, Int64Array, Scalar,
+    StringArray, TimestampMicrosecondArray, TimestampMillisecondArray, TimestampSecondArray,
+    UInt32Array, UInt64Array,
+};
+use arrow::compute::kernels::cmp::{eq, gt, gt_eq, lt, lt_eq, neq};
+use arrow::compute::{and_kleene, filter_record_batch, is_not_null, is_null, not, or_kleene};
+use arrow::datatypes::i256;
+use cuparquet::plan::{CmpOp, Literal, Predicate};
+use parquet::arrow::ProjectionMask;
+
+type Oracle = fn(&RecordBatch) -> BooleanArray;
+
+fn col<'a>(b: &'a RecordBatch, name: &str) -> &'a ArrayRef {
+    b.column_by_name(name).unwrap()
+}
+
+fn and(a: BooleanArray, b: BooleanArray) -> BooleanArray {
+    and_kleene(&a, &b).unwrap()
+}
+
+fn or(a: BooleanArray, b: BooleanArray) -> BooleanArray {
+    or_kleene(&a, &b).unwrap()
+}
+
+fn scalar<A: Array>(a: A) -> Scalar<A> {
+    Scalar::new(a)
+}
+
+/// arrow-rs's read of `path` (the leaves of `columns`, or every column), and of every column.
+fn read_all(path: &Path, columns: Option<&[&str]>) -> (RecordBatch, RecordBatch) {
+    let read = |cols: Option<&[&str]>| {
+        let f = std::fs::File::open(path).unwrap();
+        let mut b = ParquetRecordBatchReaderBuilder::try_new(f).unwrap();
+        if let Some(c) = cols {
+            let mask = ProjectionMask::columns(b.parquet_schema(), c.iter().copied());
+            b = b.with_projection(mask);
+        }
+        let r = b.build().unwrap();
+        let schema = r.schema();
+        let batches: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
+        concat(&schema, &batches)
+    };
+    (read(columns), read(None))
+}
+
+/// Loads `path` with row filter `expr` (projection `columns`) on `device` and checks the
+/// result against `oracle` over arrow-rs's read; returns the rows kept.
+fn check_row_filter(
+    path: &Path,
+    device: Device,
+    expr: &str,
+    oracle: Oracle,
+    columns: Option<&[&str]>,
+    page_index: bool,
+) -> usize {
+    let (asked, full) = read_all(path, columns);
+    let mask = oracle(&full);
+    let expected = filter_record_batch(&asked, &mask).unwrap();
+    let mut b = ParquetGpuReader::builder(path)
+        .with_device(device)
+        .with_batch_rows(4096)
+        .with_page_index(page_index)
+        .with_row_filter(expr);
+    if let Some(c) = columns {
+        b = b.with_columns(c.iter().copied());
+    }
+    let reader = b.build().unwrap_or_else(|e| panic!("{expr}: {e}"));
+    let loaded = reader
+        .load()
+        .unwrap_or_else(|e| panic!("{expr} on {device:?}: {e}"));
+    let got = concat(reader.schema(), &to_host(&loaded.batches));
+    let ctx = format!("`{expr}` on {device:?}, columns {columns:?}, page index {page_index}");
+    assert_eq!(got.num_rows(), expected.num_rows(), "{ctx}: rows");
+    assert_eq!(got.num_columns(), expected.num_columns(), "{ctx}: columns");
+    for (i, f) in expected.schema().fields().iter().enumerate() {
+        assert_eq!(reader.schema().field(i).name(), f.name(), "{ctx}");
+        assert_eq!(
+            got.column(i).as_ref(),
+            expected.column(i).as_ref(),
+            "{ctx}: column {}",
+            f.name()
+        );
+    }
+    assert!(
+        loaded.batches.iter().all(|b| b.num_rows() > 0),
+        "{ctx}: an empty batch"
+    );
+    expected.num_rows()
+}
+
+fn row_filter_cases() -> Vec<(&'static str, Oracle)> {
+    vec![
+        ("i32 > 1000 AND i32 <= 30000", |b| {
+            and(
+                gt(col(b, "i32"), &Int32Array::new_scalar(1000)).unwrap(),
+                lt_eq(col(b, "i32"), &Int32Array::new_scalar(30000)).unwrap(),
+            )
+        }),
+        ("i64 < 0 OR utf8 = 's7'", |b| {
+            or(
+                lt(col(b, "i64"), &Int64Array::new_scalar(0)).unwrap(),
+                eq(col(b, "utf8"), &StringArray::new_scalar("s7")).unwrap(),
+            )
+        }),
+        ("NOT f64 < 100000", |b| {
+            not(&lt(col(b, "f64"), &Float64Array::new_scalar(100000.0)).unwrap()).unwrap()
+        }),
+        ("f32 != 3 AND f64 >= 1000.5", |b| {
+            and(
+                neq(col(b, "f32"), &Float32Array::new_scalar(3.0)).unwrap(),
+                gt_eq(col(b, "f64"), &Float64Array::new_scalar(1000.5)).unwrap(),
+            )
+        }),
+        ("utf8 IN ('s1', 's2', 's3') AND NOT i8 IS NULL", |b| {
+            let s = |v| eq(col(b, "utf8"), &StringArray::new_scalar(v)).unwrap();
+            and(
+                or(or(s("s1"), s("s2")), s("s3")),
+                is_not_null(col(b, "i8")).unwrap(),
+            )
+        }),
+        ("i8 IS NULL", |b| is_null(col(b, "i8")).unwrap()),
+        ("bool = true AND u32 != 5", |b| {
+            and(
+                eq(col(b, "bool"), &BooleanArray::new_scalar(true)).unwrap(),
+                neq(col(b, "u32"), &UInt32Array::new_scalar(5)).unwrap(),
+            )
+        }),
+        ("u64 > 100000000000", |b| {
+            gt(col(b, "u64"), &UInt64Array::new_scalar(100_000_000_000)).unwrap()
+        }),
+        ("i16 < 2.5", |b| {
+            lt_eq(col(b, "i16"), &Int16Array::new_scalar(2)).unwrap()
+        }),
+        ("i32 = 0.5", |b| {
+            eq(col(b, "i32"), &Int32Array::new_scalar(i32::MIN)).unwrap()
+        }),
+        ("date32 >= '2019-06-01'", |b| {
+            gt_eq(
+                col(b, "date32"),
+                &arrow::array::Date32Array::new_scalar(18048),
+            )
+            .unwrap()
+        }),
+        // arrow-rs writes Date64 as a plain INT64 (milliseconds)
+        ("date64 > 86400000 AND time32s < 40000", |b| {
+            let t = arrow::array::Time32SecondArray::new_scalar(40000);
+            and(
+                gt(col(b, "date64"), &Date64Array::new_scalar(86_400_000)).unwrap(),
+                lt(col(b, "time32s"), &t).unwrap(),
+            )
+        }),
+        ("date64 > 86400000", |b| {
+            gt(col(b, "date64"), &Date64Array::new_scalar(86_400_000)).unwrap()
+        }),
+        // arrow-rs writes second timestamps as a plain INT64
+        ("ts_s < 1641600", |b| {
+            lt(col(b, "ts_s"), &TimestampSecondArray::new_scalar(1_641_600)).unwrap()
+        }),
+        ("ts_ms_utc >= '1970-01-01T01:00:00Z'", |b| {
+            let v = TimestampMillisecondArray::from(vec![3_600_000]).with_timezone("UTC");
+            gt_eq(col(b, "ts_ms_utc"), &scalar(v)).unwrap()
+        }),
+        ("ts_us < '1970-01-02T00:00:00+02:00'", |b| {
+            let v = TimestampMicrosecondArray::from(vec![79_200_000_000]).with_timezone("+02:00");
+            lt(col(b, "ts_us"), &scalar(v)).unwrap()
+        }),
+        ("dec128 > 12.5", |b| {
+            let v = Decimal128Array::from(vec![125_000_000_000i128])
+                .with_precision_and_scale(38, 10)
+                .unwrap();
+            gt(col(b, "dec128"), &scalar(v)).unwrap()
+        }),
+        ("dec32 <= -1.5", |b| {
+            let v = Decimal32Array::from(vec![-150])
+                .with_precision_and_scale(7, 2)
+                .unwrap();
+            lt_eq(col(b, "dec32"), &scalar(v)).unwrap()
+        }),
+        ("dec64 < 100", |b| {
+            let v = Decimal64Array::from(vec![100_000])
+                .with_precision_and_scale(15, 3)
+                .unwrap();
+            lt(col(b, "dec64"), &scalar(v)).unwrap()
+        }),
+        ("dec256 > -1000", |b| {
+            let v = Decimal256Array::from(vec![i256::from_i128(-100_000_000)])
+                .with_precision_and_scale(50, 5)
+                .unwrap();
+            gt(col(b, "dec256"), &scalar(v)).unwrap()
+        }),
+        ("dict_utf8 = 'red' OR dict_utf8 IS NULL", |b| {
+            let d = arrow::compute::cast(col(b, "dict_utf8"), &arrow::datatypes::DataType::Utf8)
+                .unwrap();
+            or(
+                eq(&d, &StringArray::new_scalar("red")).unwrap(),
+                is_null(&d).unwrap(),
+            )
+        }),
+    ]
+}
+
+#[test]
+fn row_filters_equal_arrow_rs_compute_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("row_filter.parquet");
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(6000))
+        .set_data_page_row_count_limit(500)
+        .set_write_batch_size(100)
+        .build();
+    write(&path, &[flat_batch(20_000, 5)], props);
+    let (mut some, mut total) = (0, 0);
+    for device in devices() {
+        for (expr, oracle) in row_filter_cases() {
+            for page_index in [false, true] {
+                let n = check_row_filter(&path, device, expr, oracle, None, page_index);
+                some += (n > 0 && n < 20_000) as usize;
+                total += 1;
+            }
+            // the filter's columns left out of the output
+            check_row_filter(&path, device, expr, oracle, Some(&["utf8", "f64"]), false);
+        }
+    }
+    // the cases are not trivial: most keep some rows and drop others
+    assert!(
+        some * 10 >= total * 8,
+        "{some} of {total} cases kept some rows"
+    );
+}
+
+/// Field `i` of struct column `s`, null where `s` is (SQL: a field of a null struct is null).
+fn s_field(b: &RecordBatch, i: usize) -> (ArrayRef, BooleanArray) {
+    let s = col(b, "s")
+        .as_any()
+        .downcast_ref::<arrow::array::StructArray>()
+        .unwrap();
+    (Arc::clone(s.column(i)), is_not_null(s).unwrap())
+}
+
+fn struct_oracle(b: &RecordBatch) -> BooleanArray {
+    let (a, valid) = s_field(b, 0);
+    let (sb, _) = s_field(b, 1);
+    and(
+        and(
+            gt(&a, &Int32Array::new_scalar(100)).unwrap(),
+            neq(&sb, &StringArray::new_scalar("b5")).unwrap(),
+        ),
+        valid,
+    )
+}
+
+fn null_oracle(b: &RecordBatch) -> BooleanArray {
+    let (sb, valid) = s_field(b, 1);
+    or(is_null(&sb).unwrap(), not(&valid).unwrap())
+}
+
+#[test]
+fn row_filters_on_struct_fields_and_beside_nested_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("row_filter_nested.parquet");
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(700))
+        .build();
+    write(&path, &[nested_batch(3000)], props);
+    for device in devices() {
+        for columns in [None, Some(&["s.b", "list_i32"][..]), Some(&["id", "m"][..])] {
+            let expr = "s.a > 100 AND s.b != 'b5'";
+            let n = check_row_filter(&path, device, expr, struct_oracle, columns, false);
+            assert!(n > 0 && n < 3000, "{expr}: {n}");
+            let n = check_row_filter(&path, device, "s.b IS NULL", null_oracle, columns, false);
+            assert!(n > 0 && n < 3000, "s.b IS NULL: {n}");
+        }
+    }
+}
+
+#[test]
+fn typed_row_predicates_equal_their_text_and_bad_filters_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(dir.path(), 5000, 1000);
+    let typed = Predicate::And(
+        Box::new(Predicate::Cmp {
+            column: vec!["i32".into()],
+            op: CmpOp::Ge,
+            value: Literal::Int(500),
+        }),
+        Box::new(Predicate::Not(Box::new(Predicate::IsNull {
+            column: vec!["utf8".into()],
+            negated: false,
+        }))),
+    );
+    for device in devices() {
+        let load = |b: cuparquet::ReaderBuilder| {
+            let r = b.with_device(device).build().unwrap();
+            concat(r.schema(), &to_host(&r.load().unwrap().batches))
+        };
+        let a = load(ParquetGpuReader::builder(&path).with_row_predicate(typed.clone()));
+        let b = load(
+            ParquetGpuReader::builder(&path).with_row_filter("i32 >= 500 AND utf8 IS NOT NULL"),
+        );
+        assert!(a.num_rows() > 0 && a.num_rows() < 5000);
+        assert_eq!(a, b);
+    }
+    for (expr, says) in [
+        ("nope > 1", "unknown column 'nope'"),
+        ("i32 > 'x'", "cannot compare column 'i32'"),
+        ("i32 >", "expected"),
+    ] {
+        let e = ParquetGpuReader::builder(&path)
+            .with_device(Device::Host)
+            .with_row_filter(expr)
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says), "{expr}: {e}");
+    }
+}
