@@ -20,7 +20,7 @@ use cuparquet::io::host::HostReader;
 use cuparquet::io::{Dest, IoReport, RangeReader};
 use cuparquet::plan::IoRequest;
 use cuparquet::source::ParquetFile;
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 
 /// Forwards to a host reader; fails the `fail_at`-th call (1-based) with EIO.
 #[derive(Debug)]
@@ -55,7 +55,7 @@ impl RangeReader for FailingReader {
 }
 
 fn load(path: &Path, device: Device) -> cuparquet::Result<RecordBatch> {
-    let loaded = ParquetGpuReader::builder(path)
+    let loaded = Scan::builder(path)
         .with_device(device)
         .with_batch_rows(4096)
         .build()?
@@ -78,7 +78,7 @@ fn assert_clear(path: &Path, what: &str, e: &cuparquet::Error, want: &[&str]) {
 /// The stream's batches until the first error: each must be rows of `want` in order, whole;
 /// returns (rows before the error, the error).
 fn stream_until_error(
-    reader: &ParquetGpuReader,
+    reader: &Scan,
     via: Option<Arc<dyn RangeReader>>,
     want: &RecordBatch,
 ) -> (usize, Option<cuparquet::Error>) {
@@ -134,7 +134,7 @@ fn faults_fail_loads_clearly_and_the_next_load_works() {
             (Site::ShortRead, &["ended"][..]),
         ] {
             for nth in [1, 2, 5] {
-                let reader = ParquetGpuReader::builder(&path)
+                let reader = Scan::builder(&path)
                     .with_device(device)
                     .with_batch_rows(4096)
                     .build()
@@ -153,7 +153,7 @@ fn faults_fail_loads_clearly_and_the_next_load_works() {
             }
         }
         // the stream: batches before the failure whole and right, then one error, then the end
-        let reader = ParquetGpuReader::builder(&path)
+        let reader = Scan::builder(&path)
             .with_device(device)
             .with_batch_rows(2_500)
             .build()
@@ -172,7 +172,7 @@ fn faults_fail_loads_clearly_and_the_next_load_works() {
     // the RangeReader seam: a reader whose n-th call fails (host target)
     let host = HostReader::new(IoSettings::default()).unwrap();
     for fail_at in [1, 2, 4] {
-        let reader = ParquetGpuReader::builder(&path)
+        let reader = Scan::builder(&path)
             .with_device(Device::Host)
             .with_batch_rows(2_500)
             .build()
@@ -208,10 +208,7 @@ fn faults_fail_loads_clearly_and_the_next_load_works() {
     // the file truncated after the footer was read: the data reads run past its end
     let bytes = std::fs::read(&path).unwrap();
     for &device in &devices {
-        let reader = ParquetGpuReader::builder(&path)
-            .with_device(device)
-            .build()
-            .unwrap();
+        let reader = Scan::builder(&path).with_device(device).build().unwrap();
         let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         f.set_len(bytes.len() as u64 / 2).unwrap();
         let e = reader.load().expect_err("half the file is gone");
@@ -243,7 +240,7 @@ fn faults_fail_loads_clearly_and_the_next_load_works() {
         }
         // cuFile only where the policy sends ranges to it (a threshold of 0: every range)
         let via_cufile = || {
-            ParquetGpuReader::builder(&path)
+            Scan::builder(&path)
                 .with_device(Device::Cuda(0))
                 .with_gds_threshold(0)
                 .build()

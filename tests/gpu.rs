@@ -21,7 +21,7 @@ use cuparquet::io::staged::StagedReader;
 use cuparquet::io::{Dest, IoPath, RangeReader};
 use cuparquet::plan::IoRequest;
 use cuparquet::source::ParquetFile;
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 
 const MIB: u64 = 1 << 20;
 
@@ -370,7 +370,7 @@ fn gpu_sixteen_threads_load_concurrently() {
             s.spawn(move || {
                 for k in 0..files.len() {
                     let i = (k + t) % files.len();
-                    let reader = ParquetGpuReader::builder(&files[i])
+                    let reader = Scan::builder(&files[i])
                         .with_device(Device::Cuda(0))
                         .with_nthreads(4)
                         .build()
@@ -401,12 +401,12 @@ fn gpu_device_chunks_match_the_file() {
     }
     let path = corpus_dir().join("data/alltypes_plain.parquet");
     let bytes = std::fs::read(&path).unwrap();
-    let reader = ParquetGpuReader::builder(&path)
+    let reader = Scan::builder(&path)
         .with_device(Device::Cuda(0))
         .build()
         .unwrap();
-    let (chunks, io) = reader.load_chunks().unwrap();
-    assert_eq!(chunks.chunks().len(), reader.plan().chunks.len());
+    let (chunks, io) = reader.files()[0].load_chunks().unwrap();
+    assert_eq!(chunks.chunks().len(), reader.files()[0].plan().chunks.len());
     for (i, c) in chunks.chunks().iter().enumerate() {
         let got = chunks.chunk_to_host(i).unwrap();
         assert_eq!(
@@ -423,7 +423,7 @@ fn gpu_device_chunks_match_the_file() {
     assert!(!io.decisions.is_empty());
     assert!(chunks.chunk_to_host(10_000).is_err());
     // the same chunks decoded on the host equal a host load
-    let on_host: Vec<_> = reader
+    let on_host: Vec<_> = reader.files()[0]
         .decode_on_host(&chunks)
         .unwrap()
         .iter()
@@ -438,7 +438,7 @@ fn gpu_device_chunks_match_the_file() {
     // a device load: batches on the device, report says so
     let loaded = reader.load().unwrap();
     assert_eq!(
-        loaded.report.device.location,
+        loaded.report.loads[0].device.location,
         cuparquet::array::Location::Cuda(0)
     );
     assert!(loaded
@@ -451,14 +451,18 @@ fn gpu_device_chunks_match_the_file() {
         .iter()
         .flat_map(|b| b.rows().iter().map(|r| (r.row_group, r.rows.clone())))
         .collect();
-    let want_spans: Vec<(usize, std::ops::Range<u64>)> = reader
+    let want_spans: Vec<(usize, std::ops::Range<u64>)> = reader.files()[0]
         .plan()
         .row_groups
         .iter()
         .map(|&rg| {
             (
                 rg,
-                0..reader.metadata().metadata.row_group(rg).num_rows() as u64,
+                0..reader.files()[0]
+                    .metadata()
+                    .metadata
+                    .row_group(rg)
+                    .num_rows() as u64,
             )
         })
         .collect();
@@ -469,7 +473,7 @@ fn gpu_device_chunks_match_the_file() {
         &concat(&loaded.schema, &loaded.to_host().unwrap()),
         &want,
     );
-    let g = loaded.report.gpu_decode.as_ref().unwrap();
+    let g = loaded.report.loads[0].gpu_decode.as_ref().unwrap();
     assert_eq!(g.fields.len(), want.num_columns());
     assert!(g.fields.iter().all(|f| f.on_gpu), "{g:?}");
 }
@@ -599,13 +603,10 @@ fn gpu_page_headers_match_the_host_twin() {
     let (files, _dir) = all_files(true);
     let (mut files_ok, mut pages_ok, mut both_fail) = (0, 0, 0);
     for f in &files {
-        let Ok(r) = ParquetGpuReader::builder(f)
-            .with_device(Device::Cuda(0))
-            .build()
-        else {
+        let Ok(r) = Scan::builder(f).with_device(Device::Cuda(0)).build() else {
             continue;
         };
-        let Ok((chunks, _)) = r.load_chunks() else {
+        let Ok((chunks, _)) = r.files()[0].load_chunks() else {
             continue;
         };
         let chunks = &chunks;
@@ -782,11 +783,11 @@ fn gpu_large_pages_equal_arrow_rs() {
                         // the report says where each field's pages were decompressed: SNAPPY
                         // by our kernel, GZIP by our kernel and ZSTD by nvCOMP where it is
                         // installed (with a share, the host beside them), else on the host
-                        let g = l.report.gpu_decode.clone().unwrap();
+                        let g = l.report.loads[0].gpu_decode.clone().unwrap();
                         let nv = cuparquet::device::nvcomp::nvcomp().unwrap().is_some();
                         let compressed = codec != Compression::UNCOMPRESSED;
                         assert_eq!(g.decompressed.len(), 6 * compressed as usize, "{g:?}");
-                        let device = |p: &cuparquet::reader::PageCounts| match codec {
+                        let device = |p: &cuparquet::scan::PageCounts| match codec {
                             Compression::SNAPPY | Compression::GZIP(_) => p.kernel,
                             _ if nv => p.nvcomp,
                             _ => 0,
@@ -818,7 +819,7 @@ fn gpu_large_pages_equal_arrow_rs() {
             }
             for c in 0..want.num_columns() {
                 let name = want.schema().field(c).name().clone();
-                let got = ParquetGpuReader::builder(&p)
+                let got = Scan::builder(&p)
                     .with_device(Device::Cuda(0))
                     .with_columns([name.as_str()])
                     .build()
@@ -850,7 +851,7 @@ fn gpu_loads_do_not_leak_device_memory() {
         corpus_dir().join("data/delta_byte_array.parquet"),
     ];
     let load = |f: &Path| {
-        let l = ParquetGpuReader::builder(f)
+        let l = Scan::builder(f)
             .with_device(Device::Cuda(0))
             .build()
             .unwrap()
@@ -941,7 +942,7 @@ fn gpu_nested_fields_in_batches_that_cut_row_groups() {
                 "{name}, batches of {batch_rows}, selection {}, page index {page_index}",
                 sel.is_some()
             );
-            let mut b = ParquetGpuReader::builder(&path)
+            let mut b = Scan::builder(&path)
                 .with_device(Device::Cuda(0))
                 .with_page_index(page_index)
                 .with_batch_rows(batch_rows);
@@ -955,7 +956,7 @@ fn gpu_nested_fields_in_batches_that_cut_row_groups() {
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
             let got = concat(&loaded.schema, &loaded.to_host().unwrap());
             assert_same(&what, &got, &oracle_with(sel));
-            let g = loaded.report.gpu_decode.as_ref().unwrap();
+            let g = loaded.report.loads[0].gpu_decode.as_ref().unwrap();
             for f in &g.fields {
                 assert!(f.on_gpu, "{what}: {f:?}");
             }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use common::*;
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 
 #[test]
 fn many_loads_from_many_threads_leave_memory_steady() {
@@ -57,7 +57,7 @@ fn many_loads_from_many_threads_leave_memory_steady() {
     };
     // one warm-up pass: the pools fill to their working size
     for f in files.iter().take(4) {
-        let _ = ParquetGpuReader::builder(f)
+        let _ = Scan::builder(f)
             .with_device(device)
             .build()
             .map(|r| r.load());
@@ -80,7 +80,7 @@ fn many_loads_from_many_threads_leave_memory_steady() {
                 }
                 let k = (i * 7919) % files.len();
                 let f = &files[k];
-                let got = ParquetGpuReader::builder(f)
+                let got = Scan::builder(f)
                     .with_device(device)
                     .build()
                     .and_then(|r| r.load())

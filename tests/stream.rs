@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use cuparquet::{Device, LoadedBatch, ParquetGpuReader};
+use cuparquet::{Device, LoadedBatch, Scan};
 use parquet::file::properties::WriterProperties;
 
 /// Held by every test of this file: the memory-budget test reads the device's live bytes, which
@@ -69,7 +69,7 @@ fn the_stream_yields_the_batches_load_returns_within_the_batch_size() {
             let one = (device == Device::Host).then_some(1usize);
             for batch_rows in one.into_iter().chain([7, 333, 1000, 2600, 1 << 20]) {
                 let what = format!("{} on {device}, batches of {batch_rows}", f.display());
-                let reader = ParquetGpuReader::builder(f)
+                let reader = Scan::builder(f)
                     .with_device(device)
                     .with_batch_rows(batch_rows)
                     .build()
@@ -78,7 +78,7 @@ fn the_stream_yields_the_batches_load_returns_within_the_batch_size() {
                     reader.batches().collect::<cuparquet::Result<_>>().unwrap();
                 let loaded = reader.load().unwrap();
                 assert_eq!(spans(&streamed), spans(&loaded.batches), "{what}");
-                let md = reader.metadata().metadata.clone();
+                let md = reader.files()[0].metadata().metadata.clone();
                 for b in &streamed {
                     assert!(b.num_rows() <= batch_rows, "{what}: {} rows", b.num_rows());
                     assert_eq!(b.file(), f.as_path());
@@ -121,7 +121,7 @@ fn kept_dictionaries_never_span_row_groups() {
     let dir = tempfile::tempdir().unwrap();
     let f = flat_file(dir.path(), 3000, 250, true);
     for device in devices() {
-        let reader = ParquetGpuReader::builder(&f)
+        let reader = Scan::builder(&f)
             .with_device(device)
             .with_keep_dictionaries(true)
             .build()
@@ -136,10 +136,7 @@ fn kept_dictionaries_never_span_row_groups() {
 fn a_stream_ends_after_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let f = flat_file(dir.path(), 3000, 250, false);
-    let reader = ParquetGpuReader::builder(&f)
-        .with_device(Device::Host)
-        .build()
-        .unwrap();
+    let reader = Scan::builder(&f).with_device(Device::Host).build().unwrap();
     // the file cut short after the footer was read: the first step's reads fail
     let bytes = std::fs::read(&f).unwrap();
     std::fs::write(&f, &bytes[..bytes.len() / 2]).unwrap();
@@ -161,13 +158,13 @@ fn gpu_memory_budget_bounds_the_live_device_memory() {
     let want = oracle(&f, &Projection::All, None).unwrap();
     // the footer's estimate of the whole load, and of its largest row group with the reads
     // of the next
-    let r = ParquetGpuReader::builder(&f)
+    let r = Scan::builder(&f)
         .with_device(Device::Cuda(0))
         .build()
         .unwrap();
-    let md = r.metadata().metadata.clone();
+    let md = r.files()[0].metadata().metadata.clone();
     let costs: Vec<_> = (0..md.num_row_groups())
-        .map(|rg| cuparquet::plan::passes::row_group_cost(r.plan(), &md, rg))
+        .map(|rg| cuparquet::plan::passes::row_group_cost(r.files()[0].plan(), &md, rg))
         .collect();
     let total: u64 = costs.iter().map(|c| c.device_bytes).sum();
     let least = costs
@@ -178,16 +175,17 @@ fn gpu_memory_budget_bounds_the_live_device_memory() {
         .max(costs.last().unwrap().device_bytes);
     let g = cuparquet::device::gpu(0).unwrap();
     for budget in [least, least * 3, total / 2] {
-        let reader = ParquetGpuReader::builder(&f)
+        let reader = Scan::builder(&f)
             .with_device(Device::Cuda(0))
             .with_memory_budget(budget)
             .with_batch_rows(4000)
             .build()
             .unwrap();
-        let passes = cuparquet::plan::plan_passes(&f, reader.plan(), &md, budget, 4000, false)
-            .unwrap()
-            .passes
-            .len();
+        let passes =
+            cuparquet::plan::plan_passes(&f, reader.files()[0].plan(), &md, budget, 4000, false)
+                .unwrap()
+                .passes
+                .len();
         assert!(passes > 1, "budget {budget}: {passes} passes");
         let base = g.live_bytes();
         g.reset_peak_live_bytes();
@@ -215,7 +213,7 @@ fn gpu_memory_budget_bounds_the_live_device_memory() {
         .set_offset_index_disabled(true)
         .build();
     write(&g, &[flat_batch(60_000, 3)], props);
-    let e = ParquetGpuReader::builder(&g)
+    let e = Scan::builder(&g)
         .with_device(Device::Cuda(0))
         .with_memory_budget(least / 2)
         .build()
@@ -251,17 +249,17 @@ fn gpu_a_row_group_larger_than_the_budget_loads_in_pieces() {
         .build();
     write(&f, &[flat_batch(60_000, 5)], props);
     let want = oracle(&f, &Projection::All, None).unwrap();
-    let r = ParquetGpuReader::builder(&f)
+    let r = Scan::builder(&f)
         .with_device(Device::Cuda(0))
         .with_page_index(true)
         .build()
         .unwrap();
-    let md = r.metadata().metadata.clone();
-    let whole = cuparquet::plan::passes::row_group_cost(r.plan(), &md, 0).device_bytes;
+    let md = r.files()[0].metadata().metadata.clone();
+    let whole = cuparquet::plan::passes::row_group_cost(r.files()[0].plan(), &md, 0).device_bytes;
     let g = cuparquet::device::gpu(0).unwrap();
     for (parts, page_index) in [(2u64, false), (4, true), (8, false)] {
         let budget = whole / parts;
-        let reader = ParquetGpuReader::builder(&f)
+        let reader = Scan::builder(&f)
             .with_device(Device::Cuda(0))
             .with_page_index(page_index)
             .with_memory_budget(budget)
@@ -324,7 +322,7 @@ fn as_views(batch: &arrow::record_batch::RecordBatch) -> arrow::record_batch::Re
         .unwrap()
 }
 
-/// String views ([`cuparquet::ReaderBuilder::with_string_views`]): Utf8, LargeUtf8, Binary
+/// String views ([`cuparquet::ScanBuilder::with_string_views`]): Utf8, LargeUtf8, Binary
 /// and LargeBinary columns (nulls, short values inline, long ones in the data buffer, PLAIN
 /// and dictionary pages) come as `Utf8View` / `BinaryView` holding the values arrow-rs reads —
 /// streamed, loaded, after a row filter, in several batches — on the host and on the GPU.
@@ -366,7 +364,7 @@ fn string_views_hold_the_values_arrow_rs_reads() {
             let want = as_views(&oracle(f, &Projection::All, None).unwrap());
             for batch_rows in [1000usize, 1 << 20] {
                 let what = format!("{} on {device}, batches of {batch_rows}", f.display());
-                let reader = ParquetGpuReader::builder(f)
+                let reader = Scan::builder(f)
                     .with_device(device)
                     .with_batch_rows(batch_rows)
                     .with_string_views(true)
@@ -385,7 +383,7 @@ fn string_views_hold_the_values_arrow_rs_reads() {
                 assert_same(&what, &concat(reader.schema(), &loaded), &want);
             }
             // after the row filter: the rows it keeps, the filter's own column left out
-            let reader = ParquetGpuReader::builder(f)
+            let reader = Scan::builder(f)
                 .with_device(device)
                 .with_columns(["utf8", "binary", "large_utf8"])
                 .with_row_filter("i32 >= 2000")

@@ -207,18 +207,12 @@ impl ScanBuilder {
     /// each pass of row groups read, decoded and held by one of them, the batches in load
     /// order, each on the device that decoded it ([`LoadedBatch::location`](crate::LoadedBatch::location)).
     /// Each device's budget is [`with_memory_budget`](Self::with_memory_budget) (or
-    /// `CUPARQUET_MEMORY_BUDGET`), else 80% of its free memory. One ordinal is the same as
-    /// [`with_device`](Self::with_device)`(Device::Cuda(n))`. See [`Scan`] for how passes are
-    /// spread; [`crate::device::parse_device_list`] reads a list as users write it.
+    /// `CUPARQUET_MEMORY_BUDGET`), else 80% of its free memory. A list of one device spreads
+    /// over it alone: passes within half its budget, one ahead of the caller. See [`Scan`] for
+    /// how passes are spread; [`crate::device::parse_device_list`] reads a list as users write
+    /// it.
     pub fn with_devices(mut self, ordinals: impl IntoIterator<Item = usize>) -> Self {
-        let ordinals: Vec<usize> = ordinals.into_iter().collect();
-        match ordinals[..] {
-            [n] => {
-                self.device = Device::Cuda(n);
-                self.devices = None;
-            }
-            _ => self.devices = Some(ordinals),
-        }
+        self.devices = Some(ordinals.into_iter().collect());
         self
     }
 

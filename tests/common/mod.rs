@@ -856,8 +856,8 @@ pub fn arrow_rs_chunk(path: &Path, rg: usize, leaf: usize) -> Option<arrow::arra
 
 /// A cuda:0 load of `p` with SNAPPY on our kernel and a `share` percent of nvCOMP's codecs'
 /// bytes (the largest pages) on the host's cores beside it.
-pub fn cuda_with_host_share(p: &Path, share: u32) -> cuparquet::ReaderBuilder {
-    cuparquet::ParquetGpuReader::builder(p)
+pub fn cuda_with_host_share(p: &Path, share: u32) -> cuparquet::ScanBuilder {
+    cuparquet::Scan::builder(p)
         .with_device(cuparquet::Device::Cuda(0))
         .with_tuning(cuparquet::config::Tuning {
             snappy: cuparquet::config::SnappyPlacement::Device,

@@ -7,7 +7,7 @@ use crate::common;
 use crate::reference_decoder;
 
 use common::*;
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 
 #[test]
 fn gpu_flat_columns_equal_the_reference_decoder() {
@@ -19,30 +19,32 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
     let (files, _dir) = all_files(false);
     let (mut cols_ok, mut rejected, mut failures) = (0, Vec::new(), Vec::new());
     for f in &files {
-        let Ok(r) = ParquetGpuReader::builder(f)
-            .with_device(Device::Cuda(0))
-            .build()
-        else {
+        let Ok(r) = Scan::builder(f).with_device(Device::Cuda(0)).build() else {
             continue;
         };
-        let md = r.metadata().metadata.clone();
+        let md = r.files()[0].metadata().metadata.clone();
         let fields = r.schema().fields().to_vec();
-        let gpu_cols: Vec<_> = place_columns(&md, &fields, &r.plan().leaves, &r.plan().row_groups)
-            .into_iter()
-            .filter_map(|p| match p {
-                Placement::Gpu(c)
-                    if conversion_code(c.conversion).is_some()
-                        || c.conversion == cuparquet::internals::gpu_plan::Conversion::Bytes =>
-                {
-                    Some(c)
-                }
-                _ => None,
-            })
-            .collect();
+        let gpu_cols: Vec<_> = place_columns(
+            &md,
+            &fields,
+            &r.files()[0].plan().leaves,
+            &r.files()[0].plan().row_groups,
+        )
+        .into_iter()
+        .filter_map(|p| match p {
+            Placement::Gpu(c)
+                if conversion_code(c.conversion).is_some()
+                    || c.conversion == cuparquet::internals::gpu_plan::Conversion::Bytes =>
+            {
+                Some(c)
+            }
+            _ => None,
+        })
+        .collect();
         if gpu_cols.is_empty() {
             continue;
         }
-        let Ok((chunks, _)) = r.load_chunks() else {
+        let Ok((chunks, _)) = r.files()[0].load_chunks() else {
             continue;
         };
         let chunks = &chunks;
@@ -68,7 +70,7 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
             })
             .collect();
         // one batch per row group, so that each output column is one chunk's
-        let batches: Vec<cuparquet::plan::BatchSpan> = r
+        let batches: Vec<cuparquet::plan::BatchSpan> = r.files()[0]
             .plan()
             .row_groups
             .iter()
@@ -115,7 +117,7 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
         for d in &got {
             let col = gpu_cols.iter().find(|c| c.field == d.field).unwrap();
             let rg = batches[d.batch].parts[0].row_group;
-            let c = r
+            let c = r.files()[0]
                 .plan()
                 .chunks
                 .iter()

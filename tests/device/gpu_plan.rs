@@ -9,19 +9,16 @@ use std::path::Path;
 
 use common::*;
 use cuparquet::internals::gpu_plan::{place_columns, Placement};
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 
 fn placements(path: &Path) -> Option<Vec<Placement>> {
-    let r = ParquetGpuReader::builder(path)
-        .with_device(Device::Host)
-        .build()
-        .ok()?;
+    let r = Scan::builder(path).with_device(Device::Host).build().ok()?;
     let fields = r.schema().fields().to_vec();
     let p = place_columns(
-        &r.metadata().metadata,
+        &r.files()[0].metadata().metadata,
         &fields,
-        &r.plan().leaves,
-        &r.plan().row_groups,
+        &r.files()[0].plan().leaves,
+        &r.files()[0].plan().row_groups,
     );
     assert_eq!(p.len(), fields.len(), "{}", path.display());
     for (i, x) in p.iter().enumerate() {

@@ -9,7 +9,7 @@ use crate::common;
 use std::io::Write as _;
 
 use common::*;
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 
 /// Whether nvCOMP is installed for the nvCOMP tests; without it, prints why `what` is skipped
 /// — or panics when `CUPARQUET_REQUIRE_NVCOMP=1` (set on the GPU machine when the wheel was
@@ -148,7 +148,7 @@ fn gpu_nvcomp_decompresses_its_codecs() {
             loads += 1;
             let bad = dir.path().join("damaged.parquet");
             std::fs::write(&bad, &bytes).unwrap();
-            let got = ParquetGpuReader::builder(&bad)
+            let got = Scan::builder(&bad)
                 .with_device(Device::Cuda(0))
                 .build()
                 .and_then(|r| r.load())
@@ -195,7 +195,7 @@ fn load_checked(
     want: &arrow::record_batch::RecordBatch,
     what: &str,
     failures: &mut Vec<String>,
-) -> Option<Vec<cuparquet::reader::Decompressed>> {
+) -> Option<Vec<cuparquet::scan::Decompressed>> {
     let got = cuda_with_host_share(p, share)
         .build()
         .and_then(|r| r.load());
@@ -206,7 +206,7 @@ fn load_checked(
             return None;
         }
     };
-    let g = l.report.gpu_decode.clone().unwrap();
+    let g = l.report.loads[0].gpu_decode.clone().unwrap();
     if g.decompressed.is_empty() {
         failures.push(format!("{what}: no pages reported decompressed"));
     }

@@ -422,20 +422,17 @@ fn emulated_page_header_kernel_agrees_with_the_host_twin() {
         return;
     };
     use cuparquet::internals::page_header::page_table;
-    use cuparquet::{Device, ParquetGpuReader};
+    use cuparquet::{Device, Scan};
     let dir = tempfile::tempdir().unwrap();
     let mut files = corpus_files("data", &[".parquet"]);
     files.extend(generate_corpus(dir.path()).into_iter().map(|(_, p)| p));
     let mut chunks: Vec<Vec<u8>> = Vec::new();
     for f in &files {
-        let Ok(r) = ParquetGpuReader::builder(f)
-            .with_device(Device::Host)
-            .build()
-        else {
+        let Ok(r) = Scan::builder(f).with_device(Device::Host).build() else {
             continue;
         };
         let bytes = std::fs::read(f).unwrap();
-        for c in &r.plan().chunks {
+        for c in &r.files()[0].plan().chunks {
             if c.len() <= 4 << 20 {
                 chunks.push(bytes[c.range.start as usize..c.range.end as usize].to_vec());
             }

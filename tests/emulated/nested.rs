@@ -498,7 +498,7 @@ fn emulated_nested_levels_equal_the_parquet_crates() {
 fn emulated_fixed_width_kernel_decodes_nested_leaves_per_entry() {
     use cuparquet::internals::gpu::{conversion_code, physical_code};
     use cuparquet::internals::gpu_plan::{place_columns, Conversion, Placement};
-    use cuparquet::{Device, ParquetGpuReader};
+    use cuparquet::{Device, Scan};
     use parquet::file::properties::{WriterProperties, WriterVersion};
     let Some(emu) = emulator("decode_fixed") else {
         return;
@@ -518,14 +518,19 @@ fn emulated_fixed_width_kernel_decodes_nested_leaves_per_entry() {
     ] {
         let path = dir.path().join(format!("{name}.parquet"));
         write(&path, &[deep_nested_batch(1200)], props);
-        let r = ParquetGpuReader::builder(&path)
+        let r = Scan::builder(&path)
             .with_device(Device::Host)
             .build()
             .unwrap();
-        let md = r.metadata().metadata.clone();
+        let md = r.files()[0].metadata().metadata.clone();
         let fields = r.schema().fields().to_vec();
         let bytes = std::fs::read(&path).unwrap();
-        let placed = place_columns(&md, &fields, &r.plan().leaves, &r.plan().row_groups);
+        let placed = place_columns(
+            &md,
+            &fields,
+            &r.files()[0].plan().leaves,
+            &r.files()[0].plan().row_groups,
+        );
         // the leaves whose stored bytes are their Arrow values: copies of the same width
         let leaves: Vec<_> = placed
             .iter()

@@ -26,7 +26,7 @@ fn device_high_water(file: &Path, device: &str) -> Option<u64> {
     let gpu = cuparquet::device::gpu(ordinal).unwrap();
     let before = gpu.live_bytes();
     gpu.reset_peak_live_bytes();
-    let loaded = cuparquet::ParquetGpuReader::builder(file)
+    let loaded = cuparquet::Scan::builder(file)
         .with_device(cuparquet::Device::Cuda(ordinal))
         .build()
         .and_then(|r| r.load());

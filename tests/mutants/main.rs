@@ -35,7 +35,7 @@ use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 use classes::{Mutant, Rng, CLASSES};
 use common::{concat, generate_corpus, oracle, scratch_dir, Projection};
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 
 /// What one load of one mutant came to.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -217,7 +217,7 @@ fn ours(
     let p = path.to_path_buf();
     std::thread::spawn(move || {
         let r = std::panic::catch_unwind(move || -> Result<RecordBatch, cuparquet::Error> {
-            let mut b = ParquetGpuReader::builder(&p).with_device(device);
+            let mut b = Scan::builder(&p).with_device(device);
             if let Some(c) = column {
                 b = b.with_columns([c]);
             }

@@ -18,7 +18,7 @@ use cuparquet::array::c_device::{
     DeviceStreamReader, ARROW_DEVICE_CPU, ARROW_DEVICE_CUDA,
 };
 use cuparquet::capi;
-use cuparquet::{Device, LoadedBatch, ParquetGpuReader};
+use cuparquet::{Device, LoadedBatch, Scan};
 
 fn devices() -> Vec<Device> {
     let mut v = vec![Device::Host];
@@ -103,7 +103,7 @@ fn every_batch_of_every_file_round_trips_equal_to_arrow_rs() {
             let Ok(want) = oracle(path, &Projection::All, None) else {
                 continue;
             };
-            let Ok(reader) = ParquetGpuReader::builder(path)
+            let Ok(reader) = Scan::builder(path)
                 .with_device(device)
                 .with_batch_rows(4000)
                 .build()
@@ -137,7 +137,7 @@ fn release_gives_every_share_back_once_from_any_thread() {
         parquet::file::properties::WriterProperties::builder().build(),
     );
     for device in devices() {
-        let loaded = ParquetGpuReader::builder(&path)
+        let loaded = Scan::builder(&path)
             .with_device(device)
             .build()
             .unwrap()
@@ -199,7 +199,7 @@ fn streams_of_files_and_directories_equal_their_loads() {
     }
     let file = dir.path().join("part-1.parquet");
     for device in devices() {
-        let reader = ParquetGpuReader::builder(&file)
+        let reader = Scan::builder(&file)
             .with_device(device)
             .with_batch_rows(1500)
             .build()
@@ -215,9 +215,9 @@ fn streams_of_files_and_directories_equal_their_loads() {
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             assert_same(&format!("{device}: batch {i}"), g, w);
         }
-        let ds = ParquetGpuReader::dataset_builder()
+        let ds = Scan::builder([dir.path()])
             .with_device(device)
-            .build_dataset([dir.path()])
+            .build()
             .unwrap();
         let want = ds.load().unwrap();
         let want: Vec<RecordBatch> = want.batches.iter().map(|b| b.to_host().unwrap()).collect();
@@ -240,7 +240,7 @@ fn broken_file(dir: &Path) -> std::path::PathBuf {
         &[flat_batch(3000, 1)],
         parquet::file::properties::WriterProperties::builder().build(),
     );
-    let meta = cuparquet::reader::read_footer(&good, false).unwrap();
+    let meta = cuparquet::scan::read_footer(&good, false).unwrap();
     let start = meta.metadata.row_group(0).column(0).byte_range().0 as usize;
     let mut bytes = std::fs::read(&good).unwrap();
     bytes[start..start + 24].fill(0xff);
@@ -254,10 +254,7 @@ fn a_failing_stream_says_why_through_get_last_error() {
     let dir = scratch_dir();
     let bad = broken_file(dir.path());
     for device in devices() {
-        let reader = ParquetGpuReader::builder(&bad)
-            .with_device(device)
-            .build()
-            .unwrap();
+        let reader = Scan::builder(&bad).with_device(device).build().unwrap();
         let mut stream = reader.c_device_stream();
         let mut array = ArrowDeviceArray::empty();
         let get_next = stream.get_next.unwrap();
@@ -328,7 +325,7 @@ fn the_c_api_reads_with_columns_filter_and_device() {
         // SAFETY: opened above, closed once
         unsafe { capi::cuparquet_close(reader) };
         let (_, got) = read_stream(stream);
-        let want = ParquetGpuReader::builder(sample)
+        let want = Scan::builder(sample)
             .with_columns(["l_orderkey", "l_quantity"])
             .with_row_filter("l_quantity < 10")
             .with_device(Device::Host)

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use arrow::array::RecordBatchReader;
 use common::*;
 use cuparquet::config::{SnappyPlacement, Tuning};
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 
 /// Files both readers refuse, with the reason asserted in `documented_failures`.
 const BOTH_FAIL: &[&str] = &[
@@ -141,7 +141,7 @@ fn load(
 ) -> cuparquet::Result<arrow::record_batch::RecordBatch> {
     let backend = backend.into();
     let batch_rows = backend.stream.unwrap_or(1000);
-    let mut b = ParquetGpuReader::builder(path)
+    let mut b = Scan::builder(path)
         .with_device(backend.device)
         .with_batch_rows(batch_rows);
     let mut tuning = Tuning {
@@ -344,17 +344,18 @@ fn nested_paths_select_leaves() {
         (vec!["list_struct.item.y"], vec!["list_struct.list.item.y"]),
         (vec!["s"], vec!["s.a", "s.b"]),
     ] {
-        let r = ParquetGpuReader::builder(&p)
+        let r = Scan::builder(&p)
             .with_device(Device::Host)
             .with_columns(cols.clone())
             .build()
             .unwrap();
-        let got: Vec<String> = r
+        let got: Vec<String> = r.files()[0]
             .plan()
             .leaves
             .iter()
             .map(|&l| {
-                r.metadata()
+                r.files()[0]
+                    .metadata()
                     .metadata
                     .file_metadata()
                     .schema_descr()
@@ -371,14 +372,14 @@ fn nested_paths_select_leaves() {
         let b = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).unwrap();
         let mask = parquet::arrow::ProjectionMask::leaves(
             b.parquet_schema(),
-            r.plan().leaves.iter().copied(),
+            r.files()[0].plan().leaves.iter().copied(),
         );
         let rd = b.with_projection(mask).build().unwrap();
         let schema = rd.schema();
         let want: Vec<_> = rd.map(|b| b.unwrap()).collect();
         assert_same(&format!("{cols:?}"), &got, &concat(&schema, &want));
     }
-    let e = ParquetGpuReader::builder(&p)
+    let e = Scan::builder(&p)
         .with_device(Device::Host)
         .with_columns(["s.zzz"])
         .build()
@@ -501,7 +502,7 @@ fn kept_dictionaries_equal_arrow_rs_dictionary_reads() {
     ]));
     let want = read_as(&p, &want_schema);
     for backend in backends() {
-        let reader = ParquetGpuReader::builder(&p)
+        let reader = Scan::builder(&p)
             .with_device(backend.device)
             .with_keep_dictionaries(true)
             .build()
@@ -530,7 +531,7 @@ fn kept_dictionaries_equal_arrow_rs_dictionary_reads() {
             &got,
             &want,
         );
-        if let Some(g) = &loaded.report.gpu_decode {
+        if let Some(g) = &loaded.report.loads[0].gpu_decode {
             // keys and dictionaries built on the device, a dictionary per row group
             for name in ["city", "blob"] {
                 let f = g.fields.iter().find(|f| f.name == name).unwrap();
@@ -538,7 +539,7 @@ fn kept_dictionaries_equal_arrow_rs_dictionary_reads() {
             }
         }
         // a projection keeps the dictionary too (columns in the file's order)
-        let proj = ParquetGpuReader::builder(&p)
+        let proj = Scan::builder(&p)
             .with_device(backend.device)
             .with_columns(["k", "city"])
             .with_keep_dictionaries(true)
@@ -551,10 +552,7 @@ fn kept_dictionaries_equal_arrow_rs_dictionary_reads() {
         assert_eq!(got.column(1).as_ref(), want.column(3).as_ref());
     }
     // off (the default): decoded values
-    let plain = ParquetGpuReader::builder(&p)
-        .with_device(Device::Host)
-        .build()
-        .unwrap();
+    let plain = Scan::builder(&p).with_device(Device::Host).build().unwrap();
     assert_eq!(plain.schema().field(0).data_type(), &DataType::Utf8);
 
     // a dictionary that outgrows the writer's page limit: the rest of the chunk is PLAIN
@@ -582,7 +580,7 @@ fn kept_dictionaries_equal_arrow_rs_dictionary_reads() {
     let want = read_as(&p, &want_schema);
     for backend in backends() {
         for batch_rows in [1 << 20, 700] {
-            let loaded = ParquetGpuReader::builder(&p)
+            let loaded = Scan::builder(&p)
                 .with_device(backend.device)
                 .with_keep_dictionaries(true)
                 .with_batch_rows(batch_rows)
@@ -593,7 +591,7 @@ fn kept_dictionaries_equal_arrow_rs_dictionary_reads() {
             let got = concat(&loaded.schema, &loaded.to_host().unwrap());
             let what = format!("{} fallback, batches of {batch_rows}", backend.device);
             assert_same(&what, &got, &want);
-            if let Some(g) = &loaded.report.gpu_decode {
+            if let Some(g) = &loaded.report.loads[0].gpu_decode {
                 let wide = g.fields.iter().find(|f| f.name == "wide").unwrap();
                 assert!(
                     !wide.on_gpu && wide.reason.contains("fallback"),
@@ -702,7 +700,7 @@ fn kept_dictionaries_of_every_key_type() {
     let values_schema = want.schema();
     for backend in backends() {
         for batch_rows in [1 << 20, 2000, 1500] {
-            let loaded = ParquetGpuReader::builder(&p)
+            let loaded = Scan::builder(&p)
                 .with_device(backend.device)
                 .with_batch_rows(batch_rows)
                 .build()
@@ -717,7 +715,7 @@ fn kept_dictionaries_of_every_key_type() {
             // compared as values: the batches' dictionaries together may outgrow Int8 keys
             let got = concat(&values_schema, &as_values(&loaded.to_host().unwrap()));
             assert_same(&what, &got, &want);
-            if let Some(g) = &loaded.report.gpu_decode {
+            if let Some(g) = &loaded.report.loads[0].gpu_decode {
                 for f in &g.fields {
                     // only the batch of three row groups outgrows the spill column's Int8 keys
                     let spills = f.name == "spill" && batch_rows > 2000;

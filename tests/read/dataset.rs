@@ -11,7 +11,7 @@ use arrow::array::{ArrayRef, Int64Array, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use common::*;
-use cuparquet::{Device, LoadedBatch, ParquetGpuReader};
+use cuparquet::{Device, LoadedBatch, Scan};
 use parquet::file::properties::WriterProperties;
 
 fn devices() -> Vec<Device> {
@@ -78,14 +78,14 @@ fn a_directory_streams_as_its_files_read_one_by_one() {
     ]));
     let want = arrow::compute::concat_batches(&merged, &wants).unwrap();
     for device in devices() {
-        let ds = ParquetGpuReader::dataset_builder()
+        let ds = Scan::builder([dir.path()])
             .with_device(device)
             .with_batch_rows(1500)
-            .build_dataset([dir.path()])
+            .build()
             .unwrap();
         assert_eq!(
-            ds.files(),
-            files.as_slice(),
+            ds.files().iter().map(|f| f.path()).collect::<Vec<_>>(),
+            files.iter().map(|f| f.as_path()).collect::<Vec<_>>(),
             "{device}: listed, sorted, skipped"
         );
         let streamed: Vec<LoadedBatch> = ds.batches().collect::<cuparquet::Result<_>>().unwrap();
@@ -103,16 +103,19 @@ fn a_directory_streams_as_its_files_read_one_by_one() {
         assert_same(&format!("{device} stream"), &got, &want);
         // load(): the same batches, a report per file
         let loaded = ds.load().unwrap();
-        assert_eq!(loaded.reports.len(), 3);
-        assert_eq!(loaded.reports.iter().map(|r| r.rows).sum::<u64>(), 8700);
+        assert_eq!(loaded.report.loads.len(), 3);
+        assert_eq!(
+            loaded.report.loads.iter().map(|r| r.rows).sum::<u64>(),
+            8700
+        );
         assert_eq!(loaded.batches.len(), streamed.len());
         let got = concat(&merged, &host(&loaded.batches));
         assert_same(&format!("{device} load"), &got, &want);
         // a list of files, in the order given
-        let ds = ParquetGpuReader::dataset_builder()
+        let ds = Scan::builder([&files[2], &files[0]])
             .with_device(device)
             .with_columns(["s"])
-            .build_dataset([&files[2], &files[0]])
+            .build()
             .unwrap();
         let got: Vec<LoadedBatch> = ds.batches().collect::<cuparquet::Result<_>>().unwrap();
         let rows: usize = got.iter().map(|b| b.num_rows()).sum();
@@ -141,9 +144,9 @@ fn mismatched_schemas_are_an_error_naming_both_files_and_the_field() {
         WriterProperties::default(),
     );
     // every footer is read when the dataset is built: the error comes before any batch
-    let e = ParquetGpuReader::dataset_builder()
+    let e = Scan::builder([dir.path()])
         .with_device(Device::Host)
-        .build_dataset([dir.path()])
+        .build()
         .unwrap_err()
         .to_string();
     for needle in ["a.parquet", "b.parquet", "id"] {
@@ -151,8 +154,8 @@ fn mismatched_schemas_are_an_error_naming_both_files_and_the_field() {
     }
     // an empty directory is an error too
     let empty = tempfile::tempdir().unwrap();
-    let e = ParquetGpuReader::dataset_builder()
-        .build_dataset([empty.path()])
+    let e = Scan::builder([empty.path()])
+        .build()
         .unwrap_err()
         .to_string();
     assert!(e.contains("no *.parquet file"), "{e}");
@@ -221,13 +224,10 @@ fn per_file_access_plans_read_what_each_says() {
         .into(),
     )];
     for device in devices() {
-        let ds = ParquetGpuReader::dataset_builder()
+        let ds = Scan::builder(&files)
             .with_device(device)
-            .build_dataset_with_access(vec![
-                (files[0].clone(), Some(a0.clone())),
-                (files[1].clone(), Some(a1.clone())),
-                (files[2].clone(), None),
-            ])
+            .with_access_plans([Some(a0.clone()), Some(a1.clone()), None])
+            .build()
             .unwrap();
         let got: Vec<LoadedBatch> = ds.batches().collect::<cuparquet::Result<_>>().unwrap();
         let ids: Vec<i64> = host(&got)

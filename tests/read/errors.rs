@@ -7,7 +7,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataWriter};
 
 fn load(path: &Path) -> cuparquet::Result<arrow::record_batch::RecordBatch> {
@@ -15,9 +15,7 @@ fn load(path: &Path) -> cuparquet::Result<arrow::record_batch::RecordBatch> {
 }
 
 fn load_on(path: &Path, device: Device) -> cuparquet::Result<arrow::record_batch::RecordBatch> {
-    let reader = ParquetGpuReader::builder(path)
-        .with_device(device)
-        .build()?;
+    let reader = Scan::builder(path).with_device(device).build()?;
     let loaded = reader.load()?;
     Ok(concat(&loaded.schema, &loaded.to_host()?))
 }
@@ -228,12 +226,12 @@ fn dictionary_offset_zero_is_ignored() {
         with_chunk(&plain, |c| c.set_dictionary_page_offset(Some(0))),
     )
     .unwrap();
-    let r = ParquetGpuReader::builder(&q)
-        .with_device(Device::Host)
-        .build()
-        .unwrap();
-    assert_eq!(r.plan().chunks[0].ignored_dictionary_offset, Some(0));
-    assert!(r.plan().chunks[0].range.start >= 4);
+    let r = Scan::builder(&q).with_device(Device::Host).build().unwrap();
+    assert_eq!(
+        r.files()[0].plan().chunks[0].ignored_dictionary_offset,
+        Some(0)
+    );
+    assert!(r.files()[0].plan().chunks[0].range.start >= 4);
     let loaded = r.load().unwrap();
     assert_same(
         "dict0",
@@ -450,7 +448,7 @@ fn a_snappy_copy_before_the_start_is_refused_on_every_path() {
     let mut tries: Vec<(String, cuparquet::Result<()>)> =
         vec![("host".into(), load(&path).map(|_| ()))];
     if gpu_available("SNAPPY copy test on the device") {
-        let got = ParquetGpuReader::builder(&path)
+        let got = Scan::builder(&path)
             .with_device(Device::Cuda(0))
             .with_tuning(cuparquet::config::Tuning {
                 snappy: cuparquet::config::SnappyPlacement::Device,
@@ -500,7 +498,7 @@ fn gpu_load_refuses_pages_over_the_page_cap() {
         let props = WriterProperties::builder().set_compression(codec).build();
         write(&p, std::slice::from_ref(&batch), props);
         for device in [Device::Cuda(0), Device::Host] {
-            let e = ParquetGpuReader::builder(&p)
+            let e = Scan::builder(&p)
                 .with_device(device)
                 .with_max_page_size(4096)
                 .build()
@@ -517,7 +515,7 @@ fn gpu_load_refuses_pages_over_the_page_cap() {
             );
         }
         // the default cap reads it
-        let l = ParquetGpuReader::builder(&p)
+        let l = Scan::builder(&p)
             .with_device(Device::Cuda(0))
             .build()
             .and_then(|r| r.load())

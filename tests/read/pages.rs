@@ -12,7 +12,7 @@ use arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray};
 use arrow::record_batch::{RecordBatch, RecordBatchReader};
 use common::*;
 use cuparquet::plan::{RowSelection, RowSelector};
-use cuparquet::{Device, LoadedBatch, ParquetGpuReader};
+use cuparquet::{Device, LoadedBatch, Scan};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::properties::WriterProperties;
 
@@ -48,10 +48,11 @@ fn sorted_file(path: &Path) {
 fn arrow_rs_rows(path: &Path, plan: &cuparquet::plan::ReadPlan) -> RecordBatch {
     let rows = plan.rows.as_ref().expect("pages pruned: the plan's rows");
     let mut sel = Vec::new();
-    let md = ParquetGpuReader::builder(path)
+    let md = Scan::builder(path)
         .with_device(Device::Host)
         .build()
         .unwrap()
+        .files()[0]
         .metadata()
         .metadata
         .clone();
@@ -90,14 +91,14 @@ fn pages_the_filter_rules_out_are_dropped() {
     let (lo, hi) = (3210i64, 7777i64);
     let filter = format!("k >= {lo} AND k < {hi}");
     for device in devices() {
-        let reader = ParquetGpuReader::builder(&f)
+        let reader = Scan::builder(&f)
             .with_device(device)
             .with_page_index(true)
             .with_filter(filter.clone())
             .with_batch_rows(1000)
             .build()
             .unwrap();
-        let plan = reader.plan();
+        let plan = reader.files()[0].plan();
         // row groups 0 and 1 hold matches (rows 3210..4999 and 5000..7776); 2 and 3 pruned
         assert_eq!(plan.row_groups, vec![0, 1], "{device}");
         let rows = plan.rows.as_ref().unwrap();
@@ -127,13 +128,15 @@ fn pages_the_filter_rules_out_are_dropped() {
         assert_eq!(matching as i64, hi - lo, "{device}");
     }
     // without the page index: row groups only
-    let reader = ParquetGpuReader::builder(&f)
+    let reader = Scan::builder(&f)
         .with_device(Device::Host)
         .with_filter(filter)
         .build()
         .unwrap();
-    assert!(reader.plan().rows.is_none() && reader.plan().page_pruning.is_empty());
-    assert_eq!(reader.plan().num_rows, 10_000);
+    assert!(
+        reader.files()[0].plan().rows.is_none() && reader.files()[0].plan().page_pruning.is_empty()
+    );
+    assert_eq!(reader.files()[0].plan().num_rows, 10_000);
 }
 
 #[test]
@@ -149,14 +152,14 @@ fn page_pruning_and_a_row_selection_combine() {
     ]
     .into();
     for device in devices() {
-        let reader = ParquetGpuReader::builder(&f)
+        let reader = Scan::builder(&f)
             .with_device(device)
             .with_page_index(true)
             .with_filter("k >= 5500 AND k < 5600")
             .with_row_selection(sel.clone())
             .build()
             .unwrap();
-        let plan = reader.plan();
+        let plan = reader.files()[0].plan();
         assert_eq!(plan.row_groups, vec![1], "{device}");
         assert_eq!(plan.rows.as_ref().unwrap()[&1], vec![500..1000], "{device}");
         let got: Vec<LoadedBatch> = reader.batches().collect::<cuparquet::Result<_>>().unwrap();
@@ -197,18 +200,18 @@ fn a_narrow_filter_reads_only_the_kept_pages() {
     write(&f, &[b], props);
     let filter = "k >= 123450 AND k < 124000";
     for device in devices() {
-        let with_index = ParquetGpuReader::builder(&f)
+        let with_index = Scan::builder(&f)
             .with_device(device)
             .with_page_index(true)
             .with_filter(filter)
             .build()
             .unwrap();
-        let without = ParquetGpuReader::builder(&f)
+        let without = Scan::builder(&f)
             .with_device(device)
             .with_filter(filter)
             .build()
             .unwrap();
-        let plan = with_index.plan();
+        let plan = with_index.files()[0].plan();
         assert_eq!(
             plan.rows.as_ref().unwrap()[&0],
             vec![120_000..130_000],
@@ -228,7 +231,10 @@ fn a_narrow_filter_reads_only_the_kept_pages() {
                 _ => assert_eq!(read[..], [want], "{device} {}", c.path),
             }
         }
-        let (a, b) = (plan.request_bytes(), without.plan().request_bytes());
+        let (a, b) = (
+            plan.request_bytes(),
+            without.files()[0].plan().request_bytes(),
+        );
         assert!(
             a * 10 < b,
             "{device}: {a} bytes read with the page index, {b} without"
@@ -239,7 +245,7 @@ fn a_narrow_filter_reads_only_the_kept_pages() {
             "{plan}"
         );
         let loaded = with_index.load().unwrap();
-        assert_eq!(loaded.report.bytes_read, a, "{device}");
+        assert_eq!(loaded.report.loads[0].bytes_read, a, "{device}");
         let host: Vec<RecordBatch> = loaded
             .batches
             .iter()

@@ -16,7 +16,7 @@ use cuparquet::io::recording::RecordingReader;
 use cuparquet::metadata::read_metadata;
 use cuparquet::plan::{plan, Selection};
 use cuparquet::source::ParquetFile;
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 use parquet::arrow::push_decoder::ParquetPushDecoderBuilder;
 use parquet::arrow::ProjectionMask;
@@ -170,12 +170,12 @@ fn pruning_file(dir: &Path) -> std::path::PathBuf {
 }
 
 fn kept(path: &Path, filter: &str) -> Vec<usize> {
-    let r = ParquetGpuReader::builder(path)
+    let r = Scan::builder(path)
         .with_device(Device::Host)
         .with_filter(filter)
         .build()
         .unwrap_or_else(|e| panic!("{filter}: {e}"));
-    r.plan().row_groups.clone()
+    r.files()[0].plan().row_groups.clone()
 }
 
 #[test]
@@ -265,7 +265,7 @@ fn filter_errors_are_clear() {
         ("d = '2023-02-30'", "is not a date"),
         ("id >", "expected a literal"),
     ] {
-        let e = ParquetGpuReader::builder(&p)
+        let e = Scan::builder(&p)
             .with_device(Device::Host)
             .with_filter(f)
             .build()
@@ -315,13 +315,13 @@ fn page_locations_are_recorded_with_the_page_index() {
     let dir = tempfile::tempdir().unwrap();
     let files = generate_corpus(dir.path());
     let p = &files.iter().find(|(n, _)| n == "page_index").unwrap().1;
-    let r = ParquetGpuReader::builder(p)
+    let r = Scan::builder(p)
         .with_device(Device::Host)
         .with_page_index(true)
         .with_columns(["i32"])
         .build()
         .unwrap();
-    for c in &r.plan().chunks {
+    for c in &r.files()[0].plan().chunks {
         let pages = c.pages.as_ref().expect("pages recorded");
         assert!(pages.len() >= 10, "{} pages", pages.len());
         assert!(pages
@@ -329,11 +329,8 @@ fn page_locations_are_recorded_with_the_page_index() {
             .all(|pg| pg.offset >= c.range.start && pg.offset + pg.compressed_size <= c.range.end));
         assert_eq!(pages[0].first_row_index, 0);
     }
-    let r = ParquetGpuReader::builder(p)
-        .with_device(Device::Host)
-        .build()
-        .unwrap();
-    assert!(r.plan().chunks.iter().all(|c| c.pages.is_none()));
+    let r = Scan::builder(p).with_device(Device::Host).build().unwrap();
+    assert!(r.files()[0].plan().chunks.iter().all(|c| c.pages.is_none()));
 }
 
 #[test]
@@ -390,16 +387,16 @@ fn io_pattern_snapshot() {
         .find(|(n, _)| n == "many_small_row_groups")
         .unwrap()
         .1;
-    let reader = ParquetGpuReader::builder(path)
+    let reader = Scan::builder(path)
         .with_device(Device::Host)
         .with_columns(["i32", "utf8"])
         .with_row_groups([0, 1, 2, 20, 21, 40])
         .build()
         .unwrap();
-    let rec = RecordingReader::new(HostReader::new(reader.settings().clone()).unwrap());
+    let rec = RecordingReader::new(HostReader::new(reader.files()[0].settings().clone()).unwrap());
     let loaded = reader.load_with(&rec).unwrap();
-    assert_eq!(loaded.report.rows, 5 * 37 + 20); // 1500 rows: the last group has 20
-    assert_eq!(rec.log().len(), reader.plan().requests.len());
+    assert_eq!(loaded.report.loads[0].rows, 5 * 37 + 20); // 1500 rows: the last group has 20
+    assert_eq!(rec.log().len(), reader.files()[0].plan().requests.len());
     insta::assert_snapshot!("many_small_row_groups_io", rec.log_text());
 }
 
@@ -497,7 +494,7 @@ fn a_path_into_a_map_takes_the_whole_map() {
         format!("{top}.key_value.key"),
         format!("{top}.key_value.value"),
     ] {
-        let reader = ParquetGpuReader::builder(&f)
+        let reader = Scan::builder(&f)
             .with_device(Device::Host)
             .with_columns([path.clone()])
             .build()

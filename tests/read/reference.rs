@@ -9,21 +9,23 @@ use std::path::Path;
 
 use common::*;
 use cuparquet::internals::gpu_plan::{place_columns, Placement};
-use cuparquet::{Device, ParquetGpuReader};
+use cuparquet::{Device, Scan};
 use reference_decoder::decode_chunk;
 
 /// Checks every GPU-placed column chunk of `path`; returns the chunks compared.
 fn check(path: &Path) -> usize {
     let name = path.display().to_string();
-    let Ok(r) = ParquetGpuReader::builder(path)
-        .with_device(Device::Host)
-        .build()
-    else {
+    let Ok(r) = Scan::builder(path).with_device(Device::Host).build() else {
         return 0;
     };
-    let md = &r.metadata().metadata;
+    let md = &r.files()[0].metadata().metadata;
     let fields = r.schema().fields().to_vec();
-    let placements = place_columns(md, &fields, &r.plan().leaves, &r.plan().row_groups);
+    let placements = place_columns(
+        md,
+        &fields,
+        &r.files()[0].plan().leaves,
+        &r.files()[0].plan().row_groups,
+    );
     let bytes = std::fs::read(path).unwrap();
     let mut n = 0;
     for p in placements {
@@ -34,7 +36,12 @@ fn check(path: &Path) -> usize {
         if col.via_bytes {
             continue;
         }
-        for c in r.plan().chunks.iter().filter(|c| c.column == col.leaf) {
+        for c in r.files()[0]
+            .plan()
+            .chunks
+            .iter()
+            .filter(|c| c.column == col.leaf)
+        {
             use parquet::basic::Encoding as E;
             let mut encodings = md.row_group(c.row_group).column(c.column).encodings();
             if encodings.any(|e| {
@@ -123,16 +130,21 @@ fn corrupted_chunks_are_errors_not_panics() {
     let mut s = Rng(0x2545_f491_4f6c_dd1d);
     let mut errors = 0;
     for path in &files {
-        let r = ParquetGpuReader::builder(path)
+        let r = Scan::builder(path)
             .with_device(Device::Host)
             .build()
             .unwrap();
-        let md = &r.metadata().metadata;
+        let md = &r.files()[0].metadata().metadata;
         let fields = r.schema().fields().to_vec();
         let bytes = std::fs::read(path).unwrap();
-        for p in place_columns(md, &fields, &r.plan().leaves, &r.plan().row_groups) {
+        for p in place_columns(
+            md,
+            &fields,
+            &r.files()[0].plan().leaves,
+            &r.files()[0].plan().row_groups,
+        ) {
             let Placement::Gpu(col) = p else { continue };
-            let c = r
+            let c = r.files()[0]
                 .plan()
                 .chunks
                 .iter()

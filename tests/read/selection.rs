@@ -11,7 +11,7 @@ use std::sync::Arc;
 use arrow::record_batch::{RecordBatch, RecordBatchReader};
 use common::*;
 use cuparquet::plan::{RowGroupAccess, RowSelection, RowSelector};
-use cuparquet::{Device, LoadedBatch, ParquetGpuReader};
+use cuparquet::{Device, LoadedBatch, Scan};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::properties::WriterProperties;
 
@@ -87,10 +87,11 @@ fn random_row_selections_equal_arrow_rs() {
     let mut fewer_bytes = 0;
     for (device, page_index) in devices().into_iter().flat_map(|d| [(d, false), (d, true)]) {
         for f in &files {
-            let md = ParquetGpuReader::builder(f)
+            let md = Scan::builder(f)
                 .with_device(Device::Host)
                 .build()
                 .unwrap()
+                .files()[0]
                 .metadata()
                 .metadata
                 .clone();
@@ -112,7 +113,7 @@ fn random_row_selections_equal_arrow_rs() {
                         f.display()
                     );
                     let builder = || {
-                        let mut b = ParquetGpuReader::builder(f)
+                        let mut b = Scan::builder(f)
                             .with_device(device)
                             .with_batch_rows(batch_rows)
                             .with_page_index(page_index);
@@ -122,9 +123,13 @@ fn random_row_selections_equal_arrow_rs() {
                         b
                     };
                     let reader = builder().with_row_selection(sel.clone()).build().unwrap();
-                    assert_eq!(reader.plan().num_rows, sel.row_count() as u64, "{what}");
-                    let whole = builder().build().unwrap().plan().request_bytes();
-                    let read = reader.plan().request_bytes();
+                    assert_eq!(
+                        reader.files()[0].plan().num_rows,
+                        sel.row_count() as u64,
+                        "{what}"
+                    );
+                    let whole = builder().build().unwrap().files()[0].plan().request_bytes();
+                    let read = reader.files()[0].plan().request_bytes();
                     if page_index {
                         assert!(read <= whole, "{what}: {read} > {whole}");
                         fewer_bytes += usize::from(read < whole);
@@ -151,7 +156,7 @@ fn random_row_selections_equal_arrow_rs() {
                         &concat(reader.schema(), &to_host(&loaded.batches)),
                         &want,
                     );
-                    assert_eq!(loaded.report.bytes_read, read, "{what}");
+                    assert_eq!(loaded.report.loads[0].bytes_read, read, "{what}");
                 }
             }
         }
@@ -191,21 +196,26 @@ fn access_plans_skip_scan_and_select_per_row_group() {
     ]
     .into();
     let want = arrow_rs(&f, Some(&[0, 2, 4]), &sel);
-    let whole = ParquetGpuReader::builder(&f)
+    let whole = Scan::builder(&f)
         .with_device(Device::Host)
         .build()
         .unwrap()
+        .files()[0]
         .plan()
         .request_bytes();
     for device in devices() {
-        let reader = ParquetGpuReader::builder(&f)
+        let reader = Scan::builder(&f)
             .with_device(device)
             .with_access_plan(access.clone())
             .build()
             .unwrap();
         // skipped row groups are not read
-        assert_eq!(reader.plan().row_groups, vec![0, 2, 4], "{device}");
-        assert!(reader.plan().request_bytes() < whole);
+        assert_eq!(
+            reader.files()[0].plan().row_groups,
+            vec![0, 2, 4],
+            "{device}"
+        );
+        assert!(reader.files()[0].plan().request_bytes() < whole);
         let got: Vec<LoadedBatch> = reader.batches().collect::<cuparquet::Result<_>>().unwrap();
         assert_same(
             &format!("{device} access plan"),
@@ -214,14 +224,14 @@ fn access_plans_skip_scan_and_select_per_row_group() {
         );
     }
     // errors: an access plan of the wrong length, a selection longer than the rows
-    let e = ParquetGpuReader::builder(&f)
+    let e = Scan::builder(&f)
         .with_device(Device::Host)
         .with_access_plan(vec![RowGroupAccess::Scan])
         .build()
         .unwrap_err()
         .to_string();
     assert!(e.contains("1 entries") && e.contains("5 row groups"), "{e}");
-    let e = ParquetGpuReader::builder(&f)
+    let e = Scan::builder(&f)
         .with_device(Device::Host)
         .with_row_selection(vec![RowSelector::select(10_001)].into())
         .build()
@@ -231,7 +241,7 @@ fn access_plans_skip_scan_and_select_per_row_group() {
         e.contains("10001 rows") && e.contains(&f.display().to_string()),
         "{e}"
     );
-    let e = ParquetGpuReader::builder(&f)
+    let e = Scan::builder(&f)
         .with_device(Device::Host)
         .with_access_plan(vec![
             RowGroupAccess::Skip,
@@ -309,7 +319,7 @@ fn check_row_filter(
     let (asked, full) = read_all(path, columns);
     let mask = oracle(&full);
     let expected = filter_record_batch(&asked, &mask).unwrap();
-    let mut b = ParquetGpuReader::builder(path)
+    let mut b = Scan::builder(path)
         .with_device(device)
         .with_batch_rows(4096)
         .with_page_index(page_index)
@@ -542,14 +552,12 @@ fn typed_row_predicates_equal_their_text_and_bad_filters_are_errors() {
         }))),
     );
     for device in devices() {
-        let load = |b: cuparquet::ReaderBuilder| {
+        let load = |b: cuparquet::ScanBuilder| {
             let r = b.with_device(device).build().unwrap();
             concat(r.schema(), &to_host(&r.load().unwrap().batches))
         };
-        let a = load(ParquetGpuReader::builder(&path).with_row_predicate(typed.clone()));
-        let b = load(
-            ParquetGpuReader::builder(&path).with_row_filter("i32 >= 500 AND utf8 IS NOT NULL"),
-        );
+        let a = load(Scan::builder(&path).with_row_predicate(typed.clone()));
+        let b = load(Scan::builder(&path).with_row_filter("i32 >= 500 AND utf8 IS NOT NULL"));
         assert!(a.num_rows() > 0 && a.num_rows() < 5000);
         assert_eq!(a, b);
     }
@@ -558,7 +566,7 @@ fn typed_row_predicates_equal_their_text_and_bad_filters_are_errors() {
         ("i32 > 'x'", "cannot compare column 'i32'"),
         ("i32 >", "expected"),
     ] {
-        let e = ParquetGpuReader::builder(&path)
+        let e = Scan::builder(&path)
             .with_device(Device::Host)
             .with_row_filter(expr)
             .build()

@@ -1,4 +1,4 @@
-//! Several GPUs (`ReaderBuilder::build_spread`): a load's passes spread over CUDA devices, the
+//! Several GPUs (`ScanBuilder::with_devices`): a load's passes spread over CUDA devices, the
 //! batches equal to arrow-rs, in order, each on the device that decoded it. The one-device
 //! case runs wherever there is a GPU (skipped with a printed reason where there is none,
 //! failing under `CUPARQUET_REQUIRE_GPU=1`); the two-device case where there are two (skipped
@@ -10,7 +10,7 @@ use std::io::Write as _;
 
 use common::*;
 use cuparquet::array::Location;
-use cuparquet::ParquetGpuReader;
+use cuparquet::Scan;
 
 /// A file of 8 row groups of 25,000 rows (SNAPPY, dictionaries).
 fn file(dir: &std::path::Path) -> std::path::PathBuf {
@@ -29,11 +29,12 @@ fn file(dir: &std::path::Path) -> std::path::PathBuf {
 /// arrow-rs, on the device of its pass; each device did its passes.
 fn check(p: &std::path::Path, ordinals: &[usize], budget: u64) {
     let want = oracle(p, &Projection::All, None).unwrap();
-    let s = ParquetGpuReader::builder(p)
+    let s = Scan::builder(p)
         .with_memory_budget(budget)
-        .build_spread(ordinals)
+        .with_devices(ordinals.iter().copied())
+        .build()
         .unwrap();
-    let spread = s.spread().clone();
+    let spread = s.spread().unwrap().clone();
     assert!(spread.passes.len() >= 2 * ordinals.len(), "{spread}");
     let got = s.load().unwrap();
     // each batch on the device its pass went to, in row-group order
@@ -56,7 +57,7 @@ fn check(p: &std::path::Path, ordinals: &[usize], budget: u64) {
         got.batches.iter().map(|b| b.to_host().unwrap()).collect();
     let all = concat(&want.schema(), &host);
     assert_eq!(all.columns(), want.columns());
-    for (w, share) in got.devices.iter().zip(&spread.shares) {
+    for (w, share) in got.report.devices.iter().zip(&spread.shares) {
         assert_eq!(w.passes, share.passes.len(), "{w:?}");
         assert_eq!(w.rows, share.rows, "{w:?}");
     }
@@ -64,8 +65,8 @@ fn check(p: &std::path::Path, ordinals: &[usize], budget: u64) {
         std::io::stderr().lock(),
         "spread over {ordinals:?}: {} passes in {:.1} ms; {:?}",
         spread.passes.len(),
-        got.wall.as_secs_f64() * 1e3,
-        got.devices
+        got.report.wall.as_secs_f64() * 1e3,
+        got.report.devices
     );
 }
 
@@ -79,9 +80,10 @@ fn gpu_spread_over_one_device_equals_arrow_rs() {
     check(&p, &[0], 1 << 30);
     // two files as one load: batches in file order, on the device
     std::fs::copy(&p, dir.path().join("spread-2.parquet")).unwrap();
-    let s = ParquetGpuReader::dataset_builder()
+    let s = Scan::builder([dir.path()])
         .with_memory_budget(1 << 30)
-        .build_spread_dataset([dir.path()], &[0])
+        .with_devices([0])
+        .build()
         .unwrap();
     let got = s.load().unwrap();
     let files: Vec<String> = got
@@ -113,7 +115,7 @@ fn gpu_spread_over_one_device_equals_arrow_rs() {
             RowSelector::select(3),
         ])
     };
-    let want = ParquetGpuReader::builder(&p)
+    let want = Scan::builder(&p)
         .with_device(cuparquet::Device::Host)
         .with_row_selection(sel())
         .build()
@@ -129,28 +131,29 @@ fn gpu_spread_over_one_device_equals_arrow_rs() {
             .collect::<Vec<_>>(),
     );
     for budget in [1 << 30, 32 << 20] {
-        let s = ParquetGpuReader::builder(&p)
+        let s = Scan::builder(&p)
             .with_row_selection(sel())
             .with_memory_budget(budget)
-            .build_spread(&[0])
+            .with_devices([0])
+            .build()
             .unwrap();
         let got = s.load().unwrap();
         let host: Vec<_> = got.batches.iter().map(|b| b.to_host().unwrap()).collect();
         assert_eq!(concat(&want.schema(), &host), want, "budget {budget}");
-        let pieces = (s.spread().passes.windows(2))
+        let pieces = (s.spread().unwrap().passes.windows(2))
             .filter(|w| w[0].row_groups == w[1].row_groups)
             .count();
         assert_eq!(
             pieces > 0,
             budget < 1 << 30,
             "budget {budget}: {}",
-            s.spread()
+            s.spread().unwrap()
         );
         let _ = writeln!(
             std::io::stderr().lock(),
             "a row selection spread over cuda:0 under {budget} bytes: {} passes, {pieces} of \
              them pieces of a row group",
-            s.spread().passes.len(),
+            s.spread().unwrap().passes.len(),
         );
     }
 }

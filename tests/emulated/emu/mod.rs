@@ -250,25 +250,27 @@ pub(crate) fn flat_chunks(
     use cuparquet::internals::decompress::decompress_pages;
     use cuparquet::internals::gpu_plan::{place_columns, Placement};
     use cuparquet::internals::page_header::page_table;
-    use cuparquet::{Device, ParquetGpuReader};
+    use cuparquet::{Device, Scan};
     let dir = tempfile::tempdir().unwrap();
     let mut files = corpus_files("data", &[".parquet"]);
     files.extend(generate_corpus(dir.path()).into_iter().map(|(_, p)| p));
     let mut out = Vec::new();
     for f in files {
-        let Ok(r) = ParquetGpuReader::builder(&f)
-            .with_device(Device::Host)
-            .build()
-        else {
+        let Ok(r) = Scan::builder(&f).with_device(Device::Host).build() else {
             continue;
         };
-        let md = r.metadata().metadata.clone();
+        let md = r.files()[0].metadata().metadata.clone();
         let fields = r.schema().fields().to_vec();
         let bytes = std::fs::read(&f).unwrap();
-        let placed = place_columns(&md, &fields, &r.plan().leaves, &r.plan().row_groups);
+        let placed = place_columns(
+            &md,
+            &fields,
+            &r.files()[0].plan().leaves,
+            &r.files()[0].plan().row_groups,
+        );
         let mut chunks = Vec::new();
         let mut pages = 0;
-        for c in &r.plan().chunks {
+        for c in &r.files()[0].plan().chunks {
             let Some(col) = placed.iter().find_map(|p| match p {
                 Placement::Gpu(g) if g.leaf == c.column && keep(g) => Some(g.clone()),
                 _ => None,
