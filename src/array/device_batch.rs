@@ -8,10 +8,10 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayData, ArrayRef, MutableArrayData};
+use arrow::array::{Array, ArrayData, MutableArrayData};
 use arrow::buffer::{Buffer, NullBuffer};
 use arrow::datatypes::{DataType, SchemaRef};
-use arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use arrow::record_batch::RecordBatch;
 
 use crate::device::{DeviceBuffer, Gpu};
 use crate::error::{Error, Result};
@@ -148,15 +148,6 @@ impl DeviceArray {
         })
     }
 
-    /// The array in host memory: its buffers copied into pinned memory that arrow's buffers
-    /// then use without another copy.
-    pub fn to_host(&self) -> Result<ArrayRef> {
-        let mut v = super::download::download(std::slice::from_ref(self))?;
-        v.pop().ok_or_else(|| Error::Device {
-            device: "device array".into(),
-            reason: "nothing came back from the device".into(),
-        })
-    }
 }
 
 /// A record batch in device memory.
@@ -189,19 +180,6 @@ impl DeviceRecordBatch {
         self.columns.iter().map(DeviceArray::device_bytes).sum()
     }
 
-    /// The batch in host memory: every buffer copied into one pinned buffer by asynchronous
-    /// copies and handed to arrow without another copy (the pinned memory goes back to the
-    /// device's pool when the last array using it is dropped).
-    pub fn to_host(&self) -> Result<RecordBatch> {
-        let cols = super::download::download(&self.columns)?;
-        let opts = RecordBatchOptions::new().with_row_count(Some(self.num_rows));
-        RecordBatch::try_new_with_options(self.schema.clone(), cols, &opts).map_err(|e| {
-            Error::Device {
-                device: "device batch".into(),
-                reason: format!("the device batch does not match its schema: {e}"),
-            }
-        })
-    }
 }
 
 #[cfg(test)]

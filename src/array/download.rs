@@ -13,7 +13,9 @@ use arrow::array::{make_array, ArrayData, ArrayRef, ByteView, MAX_INLINE_VIEW_LE
 use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer};
 use arrow::datatypes::DataType;
 
-use super::device_batch::DeviceArray;
+use arrow::record_batch::{RecordBatch, RecordBatchOptions};
+
+use super::device_batch::{DeviceArray, DeviceRecordBatch};
 use crate::device::{DeviceBuffer, PinnedBuffer};
 use crate::error::{Error, Result};
 
@@ -33,17 +35,17 @@ impl Drop for PinnedOwner {
 }
 
 /// One device buffer to copy: its bytes `0..len`.
-struct Piece<'a> {
+struct BufferCopy<'a> {
     buf: &'a DeviceBuffer,
     len: usize,
     at: usize,
 }
 
-fn pieces<'a>(a: &'a DeviceArray, out: &mut Vec<Piece<'a>>, end: &mut usize) {
+fn copies<'a>(a: &'a DeviceArray, out: &mut Vec<BufferCopy<'a>>, end: &mut usize) {
     let mut add = |buf: &'a DeviceBuffer, len: usize| {
         let at = end.next_multiple_of(ALIGN);
         *end = at + len;
-        out.push(Piece { buf, len, at });
+        out.push(BufferCopy { buf, len, at });
     };
     if let Some(v) = &a.validity {
         add(v, a.len.div_ceil(8).min(v.len()));
@@ -52,10 +54,38 @@ fn pieces<'a>(a: &'a DeviceArray, out: &mut Vec<Piece<'a>>, end: &mut usize) {
         add(b, *n);
     }
     for c in &a.children {
-        pieces(c, out, end);
+        copies(c, out, end);
     }
     if let Some(d) = &a.dictionary {
-        pieces(d, out, end);
+        copies(d, out, end);
+    }
+}
+
+impl DeviceArray {
+    /// The array in host memory: its buffers copied into pinned memory that arrow's buffers
+    /// then use without another copy.
+    pub fn to_host(&self) -> Result<ArrayRef> {
+        let mut v = download(std::slice::from_ref(self))?;
+        v.pop().ok_or_else(|| Error::Device {
+            device: "device array".into(),
+            reason: "nothing came back from the device".into(),
+        })
+    }
+}
+
+impl DeviceRecordBatch {
+    /// The batch in host memory: every buffer copied into one pinned buffer by asynchronous
+    /// copies and handed to arrow without another copy (the pinned memory goes back to the
+    /// device's pool when the last array using it is dropped).
+    pub fn to_host(&self) -> Result<RecordBatch> {
+        let cols = download(&self.columns)?;
+        let opts = RecordBatchOptions::new().with_row_count(Some(self.num_rows));
+        RecordBatch::try_new_with_options(self.schema.clone(), cols, &opts).map_err(|e| {
+            Error::Device {
+                device: "device batch".into(),
+                reason: format!("the device batch does not match its schema: {e}"),
+            }
+        })
     }
 }
 
@@ -64,7 +94,7 @@ pub(super) fn download(columns: &[DeviceArray]) -> Result<Vec<ArrayRef>> {
     let mut list = Vec::new();
     let mut total = 0usize;
     for c in columns {
-        pieces(c, &mut list, &mut total);
+        copies(c, &mut list, &mut total);
     }
     let Some(first) = list.first() else {
         // no buffer at all (empty or null-typed columns): nothing to copy

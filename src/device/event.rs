@@ -84,3 +84,26 @@ impl Drop for Event {
         let _ = unsafe { cu::event::destroy(self.raw) };
     }
 }
+
+impl Gpu {
+    /// A new event for memory whose writes the host has already waited for (handed-over
+    /// batches: their decode was synchronized before they were yielded), to give a consumer
+    /// that orders its own streams by events: recorded on a stream that carries no work, so it
+    /// is complete at once and ties the consumer to none of the loads still running.
+    pub fn event_for_written(&self) -> Result<Event> {
+        let e = self.event()?;
+        e.record(&self.idle)?;
+        Ok(e)
+    }
+
+    /// A new event.
+    pub fn event(&self) -> Result<Event> {
+        self.bind()?;
+        let raw = cu::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+            .map_err(|e| driver_error(self.ordinal(), "cuEventCreate", e))?;
+        Ok(Event {
+            raw,
+            ordinal: self.ordinal(),
+        })
+    }
+}

@@ -13,7 +13,6 @@ use cudarc::driver::result as cu;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, DriverError};
 
-use super::event::Event;
 use crate::config::{HostWait, Tuning};
 use crate::device::probe_cuda;
 use crate::error::{Error, Result};
@@ -167,7 +166,7 @@ pub struct Gpu {
     downloads: Vec<Stream>,
     next_download: std::sync::atomic::AtomicUsize,
     /// A stream that never carries work, where [`Gpu::event_for_written`] records.
-    idle: Stream,
+    pub(super) idle: Stream,
     /// Bytes of pinned host memory this device allocated and not freed ([`Gpu::pinned_bytes`]).
     pinned_bytes: std::sync::atomic::AtomicU64,
     /// cuparquet's own stream-ordered memory pool and the stream its allocations and frees are
@@ -476,27 +475,6 @@ impl Gpu {
         // SAFETY: the per-thread default stream is a handle the driver defines, always valid.
         unsafe { cu::stream::synchronize(PER_THREAD_STREAM) }
             .map_err(|e| driver_error(self.ordinal, "cuStreamSynchronize(per-thread)", e))
-    }
-
-    /// A new event for memory whose writes the host has already waited for (handed-over
-    /// batches: their decode was synchronized before they were yielded), to give a consumer
-    /// that orders its own streams by events: recorded on a stream that carries no work, so it
-    /// is complete at once and ties the consumer to none of the loads still running.
-    pub fn event_for_written(&self) -> Result<Event> {
-        let e = self.event()?;
-        e.record(&self.idle)?;
-        Ok(e)
-    }
-
-    /// A new event.
-    pub fn event(&self) -> Result<Event> {
-        self.bind()?;
-        let raw = cu::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
-            .map_err(|e| driver_error(self.ordinal, "cuEventCreate", e))?;
-        Ok(Event {
-            raw,
-            ordinal: self.ordinal,
-        })
     }
 
     /// Allocates `len` bytes of device memory (uninitialised), padded to a multiple of

@@ -72,7 +72,7 @@ pub(crate) fn shared_pool(n: usize) -> Result<Arc<rayon::ThreadPool>> {
     Ok(pool)
 }
 
-struct Piece<'a> {
+struct ReadSlice<'a> {
     request: usize,
     offset: u64,
     buf: &'a mut [u8],
@@ -94,7 +94,7 @@ impl RangeReader for HostReader {
 
         // Carve the destination into one disjoint slice per piece.
         let task = self.settings.task_size.max(1);
-        let mut pieces: Vec<Piece<'_>> = Vec::new();
+        let mut pieces: Vec<ReadSlice<'_>> = Vec::new();
         let mut rest: &mut [u8] = buf;
         let mut consumed = 0u64;
         for &i in &order {
@@ -108,7 +108,7 @@ impl RangeReader for HostReader {
             while !mine.is_empty() {
                 let n = (task as usize).min(mine.len());
                 let (head, t) = std::mem::take(&mut mine).split_at_mut(n);
-                pieces.push(Piece {
+                pieces.push(ReadSlice {
                     request: i,
                     offset: off,
                     buf: head,

@@ -11,15 +11,14 @@
 //! row group (a row selection, or the pages the predicate keeps) reads only the pages holding
 //! them ([`ColumnChunkPlan::read`]). The parts: `rows` (row selections and access plans),
 //! `page_reads` (the pages a chunk reads), [`passes`] (passes and batches under a memory
-//! budget), [`devices`] (those passes spread over several GPUs), [`pieces`] (a row group
-//! larger than the budget, in pieces), [`coalesce`], `display` (`cuparquet plan`'s text).
+//! budget, a row group larger than it in pieces), [`devices`] (those passes spread over several
+//! GPUs), [`coalesce`], `display` (`cuparquet plan`'s text).
 
 pub mod coalesce;
 pub mod devices;
 mod display;
 mod page_reads;
 pub mod passes;
-pub mod pieces;
 pub mod predicate;
 pub(crate) mod projection;
 mod rows;

@@ -17,6 +17,12 @@
 //! nvCOMP's temporary memory for ZSTD pages.
 //! It is meant as an upper bound; the streaming reader measures its real high-water mark
 //! against it. [`plan_passes`] is pure: `cuparquet plan --memory-budget` prints it.
+//!
+//! A row group larger than the budget is read and decoded in **pieces**: row ranges cut at page
+//! boundaries (the page index's first rows), each piece reading only the pages that hold its
+//! rows ([`ColumnChunkPlan::read`](super::ColumnChunkPlan::read)), so that its raw chunks,
+//! decompressed pages and decoded buffers fit the budget: [`split_row_group`] gives each piece
+//! its own [`ReadPlan`] ([`piece_plan`]), and a pass per piece.
 
 use std::fmt;
 use std::ops::Range;
@@ -26,7 +32,8 @@ use parquet::basic::{Compression, Encoding, Type as PhysicalType};
 use parquet::file::metadata::ParquetMetaData;
 
 use super::display::fmt_index_list;
-use super::{human_bytes, ReadPlan, RowRanges};
+use super::rows::intersect;
+use super::{coalesce_units, human_bytes, page_reads, ReadPart, ReadPlan, RowRanges};
 use crate::error::{Error, Result};
 
 /// Scratch bytes per row of a fixed-width column in the GPU decoder (a definition level and a
@@ -188,7 +195,7 @@ pub struct PlannedPass {
     pub device_bytes: u64,
     /// The batches the pass yields, in order.
     pub batches: Vec<BatchSpan>,
-    /// A piece of a row group too large for the budget ([`super::pieces`]): the plan of the
+    /// A piece of a row group too large for the budget ([`split_row_group`]): the plan of the
     /// piece alone, which reads only the pages holding its rows; `chunks` then index its
     /// chunks. `None`: whole row groups of the load's plan.
     #[serde(skip)]
@@ -214,7 +221,7 @@ pub struct PassPlan {
 /// takes the next row groups while it and the raw chunks of the row group after them fit the
 /// budget. Where a row group does not fit beside the next one's reads, the row groups that
 /// need more than half the budget are cut into pieces at page boundaries when the page index
-/// is loaded ([`super::pieces`]: a pass per piece, each reading only its pages); without the
+/// is loaded ([`split_row_group`]: a pass per piece, each reading only its pages); without the
 /// page index, or when a single page range does not fit, an error names the row group and
 /// the budget it needs. `path` names the file.
 pub fn plan_passes(
@@ -271,9 +278,9 @@ pub fn plan_passes(
                 let rg = costs[i].row_group;
                 // pieces within half the budget (the next one is read while one decodes), or
                 // within all of it where pages are too large for that
-                let pieces = match super::pieces::split_row_group(path, plan, md, rg, budget / 2) {
+                let pieces = match split_row_group(path, plan, md, rg, budget / 2) {
                     Err(Error::MemoryBudget { .. }) => {
-                        super::pieces::split_row_group(path, plan, md, rg, budget)
+                        split_row_group(path, plan, md, rg, budget)
                     }
                     other => other,
                 };
@@ -583,6 +590,129 @@ fn short_list(v: &[String]) -> String {
         return v.join(", ");
     }
     format!("{}, … ({} in all)", v[..6].join(", "), v.len())
+}
+
+/// The plan of the rows `rows` of row group `rg` of `plan` alone (ascending, non-empty,
+/// within the rows `plan` reads of it): its chunks, each reading only the pages holding those
+/// rows, coalesced as `plan` was. `md` is the footer `plan` was made from.
+pub fn piece_plan(
+    path: &Path,
+    plan: &ReadPlan,
+    md: &ParquetMetaData,
+    rg: usize,
+    rows: Vec<Range<u64>>,
+) -> Result<ReadPlan> {
+    let all = md.row_group(rg).num_rows().max(0) as u64;
+    let mut chunks = plan.chunks[plan.chunk_range_of(rg)].to_vec();
+    for c in &mut chunks {
+        c.dest_offset = 0;
+        c.read = match &c.pages {
+            Some(pages) if !c.is_empty() => page_reads::page_reads(&c.range, pages, &rows, all)
+                .map_err(|e| Error::BadColumnChunk {
+                    path: path.to_path_buf(),
+                    row_group: rg,
+                    column: c.path.clone(),
+                    range: Some(c.range.clone()),
+                    reason: e,
+                })?
+                .map(|parts| {
+                    (parts.into_iter())
+                        .map(|file| ReadPart { file, dest: 0 })
+                        .collect()
+                }),
+            _ => None,
+        };
+    }
+    let (requests, units) = coalesce_units(&mut chunks, plan.file_len, &plan.coalesce);
+    let num_rows = rows.iter().map(|r| r.end - r.start).sum();
+    Ok(ReadPlan {
+        file_len: plan.file_len,
+        leaves: plan.leaves.clone(),
+        row_groups: vec![rg],
+        num_rows,
+        rows: Some(RowRanges::from([(rg, rows)])),
+        page_pruning: Vec::new(),
+        pruned: Vec::new(),
+        filter: plan.filter.clone(),
+        chunks,
+        requests,
+        units,
+        coalesce: plan.coalesce,
+    })
+}
+
+/// Row group `rg` of `plan` cut into pieces at page boundaries, each estimated within `limit`
+/// device bytes ([`row_group_cost`] of its [`piece_plan`]), greedily: each piece as long as
+/// fits. `Ok(None)` when a chunk of the row group has no page index (the page index was not
+/// loaded, or the writer wrote none). An error naming the row group and the bytes its smallest
+/// piece needs when even that does not fit.
+pub fn split_row_group(
+    path: &Path,
+    plan: &ReadPlan,
+    md: &ParquetMetaData,
+    rg: usize,
+    limit: u64,
+) -> Result<Option<Vec<(ReadPlan, RowGroupCost)>>> {
+    let all = md.row_group(rg).num_rows().max(0) as u64;
+    let chunks = &plan.chunks[plan.chunk_range_of(rg)];
+    if chunks.iter().any(|c| !c.is_empty() && c.pages.is_none()) {
+        return Ok(None);
+    }
+    let read: Vec<Range<u64>> = match plan.rows.as_ref().and_then(|r| r.get(&rg)) {
+        Some(r) => r.clone(),
+        None => vec![0..all],
+    };
+    // where a piece may end: where any chunk's page begins, and the row group's end
+    let mut ends: Vec<u64> = chunks
+        .iter()
+        .flat_map(|c| c.pages.iter().flatten().map(|p| p.first_row_index))
+        .filter(|&r| r > 0 && r < all)
+        .collect();
+    ends.push(all);
+    ends.sort_unstable();
+    ends.dedup();
+    let piece = |from: u64, to: u64| -> Result<Option<(ReadPlan, RowGroupCost)>> {
+        let rows = intersect(&read, &[from..to]);
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let p = piece_plan(path, plan, md, rg, rows)?;
+        let cost = row_group_cost(&p, md, rg);
+        Ok(Some((p, cost)))
+    };
+    let mut out = Vec::new();
+    let mut from = 0u64;
+    let mut i = 0usize; // the first end after `from`
+    while i < ends.len() {
+        // the furthest end whose piece fits (costs grow with the rows a piece holds)
+        let fits = |k: usize| -> Result<bool> {
+            Ok(piece(from, ends[k])?.is_none_or(|(_, c)| c.device_bytes <= limit))
+        };
+        if !fits(i)? {
+            let needed = piece(from, ends[i])?.map_or(0, |(_, c)| c.device_bytes);
+            return Err(Error::MemoryBudget {
+                path: path.to_path_buf(),
+                row_group: rg,
+                needed,
+                budget: limit,
+            });
+        }
+        let (mut lo, mut hi) = (i, ends.len() - 1);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if fits(mid)? {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        if let Some(p) = piece(from, ends[lo])? {
+            out.push(p);
+        }
+        from = ends[lo];
+        i = lo + 1;
+    }
+    Ok(Some(out))
 }
 
 #[cfg(test)]

@@ -372,7 +372,7 @@ impl ScanBuilder {
     /// every batch of it;
     /// [`Scan::load`] returns every batch, so its memory is the whole output). A
     /// row group larger than the budget is read in pieces cut at page boundaries, each
-    /// reading only its pages ([`crate::plan::pieces`]; the page index is read for it when
+    /// reading only its pages ([`crate::plan::passes::split_row_group`]; the page index is read for it when
     /// the file has one); without one, or where a single page range does not fit, it is an
     /// error at [`build`](Self::build) naming the row group and the budget it needs. Host
     /// loads ignore it.

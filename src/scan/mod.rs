@@ -154,7 +154,7 @@ impl<P: AsRef<Path>, const N: usize> IntoSources for [P; N] {
 /// ([`LoadedBatch::location`]). A device runs at most one pass ahead of the caller. A pass that
 /// fails ends the stream with an error naming its device and its row groups. Row selections
 /// and access plans are planned once over the whole scan; a row group too large for a pass is
-/// cut into pieces at page boundaries ([`crate::plan::pieces`]).
+/// cut into pieces at page boundaries ([`crate::plan::passes::split_row_group`]).
 ///
 /// Cheap to clone.
 #[derive(Debug, Clone)]

@@ -35,13 +35,13 @@ pub(super) struct Wave {
     pub(super) bytes: u64,
     /// A piece of a row group too large for the memory budget: its own plan and batches;
     /// `chunks` and `requests` then index the piece's plan.
-    pub(super) piece: Option<Arc<Piece>>,
+    pub(super) piece: Option<Arc<RowGroupPiece>>,
 }
 
-/// A piece of a row group ([`crate::plan::pieces`]): its plan, which reads only the pages
+/// A piece of a row group ([`crate::plan::passes::split_row_group`]): its plan, which reads only the pages
 /// holding its rows, and its batches.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct Piece {
+pub(super) struct RowGroupPiece {
     pub(super) plan: Arc<ReadPlan>,
     pub(super) spans: Vec<crate::plan::BatchSpan>,
     /// The row group's last piece: with it, the row group is done.
@@ -104,7 +104,7 @@ pub(super) fn pass_waves(
                 chunks: 0..piece.chunks.len(),
                 requests: 0..piece.requests.len(),
                 bytes: piece.request_bytes(),
-                piece: Some(Arc::new(Piece {
+                piece: Some(Arc::new(RowGroupPiece {
                     plan: Arc::clone(piece),
                     spans: p.batches.clone(),
                     last,

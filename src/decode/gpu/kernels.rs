@@ -5,6 +5,7 @@
 //! meaning of the error bits they set. Unit tests parse the sources and check both declarations
 //! against them.
 
+pub(crate) use super::launch::CStruct;
 use super::launch::{Const, Kernel, KernelModule, Mut, Pointee};
 
 /// Page headers parsed on the device (the twin of [`page_header`](crate::decode::page_header)).
@@ -318,30 +319,6 @@ macro_rules! c_field {
 }
 c_field!(u64 => "u64", i64 => "i64", i32 => "int");
 
-/// A structure shared with the kernels, in its C layout (fields in order, each at its natural
-/// alignment, zero padding up to `SIZE`).
-pub(crate) trait CStruct: Sized {
-    /// The C structure's name (for the layout test, like `FIELDS`).
-    #[cfg(test)]
-    const NAME: &'static str;
-    /// `sizeof` in C.
-    const SIZE: usize;
-    /// (name, C type) of each field, in order (padding left out).
-    #[cfg(test)]
-    const FIELDS: &'static [(&'static str, &'static str)];
-    /// Writes the C layout into `out[..SIZE]` (padding untouched).
-    fn write_to(&self, out: &mut [u8]);
-    /// Reads the C layout from `b[..SIZE]`.
-    fn from_bytes(b: &[u8]) -> Self;
-
-    /// The `SIZE` bytes the kernels read.
-    #[cfg(test)]
-    fn to_bytes(&self) -> Vec<u8> {
-        let mut b = vec![0; Self::SIZE];
-        self.write_to(&mut b);
-        b
-    }
-}
 
 /// The offset of a field of `size` bytes placed after `end` bytes, naturally aligned.
 const fn field_at(end: usize, size: usize) -> usize {

@@ -302,8 +302,33 @@ pub(super) fn upload(gpu: &Arc<Gpu>, bytes: &[u8]) -> Result<DeviceBuffer> {
     Ok(b)
 }
 
+/// A structure shared with the kernels, in its C layout (fields in order, each at its natural
+/// alignment, zero padding up to `SIZE`).
+pub(crate) trait CStruct: Sized {
+    /// The C structure's name (for the layout test, like `FIELDS`).
+    #[cfg(test)]
+    const NAME: &'static str;
+    /// `sizeof` in C.
+    const SIZE: usize;
+    /// (name, C type) of each field, in order (padding left out).
+    #[cfg(test)]
+    const FIELDS: &'static [(&'static str, &'static str)];
+    /// Writes the C layout into `out[..SIZE]` (padding untouched).
+    fn write_to(&self, out: &mut [u8]);
+    /// Reads the C layout from `b[..SIZE]`.
+    fn from_bytes(b: &[u8]) -> Self;
+
+    /// The `SIZE` bytes the kernels read.
+    #[cfg(test)]
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut b = vec![0; Self::SIZE];
+        self.write_to(&mut b);
+        b
+    }
+}
+
 /// Uploads a table of kernel jobs, each in its C layout.
-pub(super) fn upload_table<T: super::kernels::CStruct>(
+pub(super) fn upload_table<T: CStruct>(
     gpu: &Arc<Gpu>,
     items: &[T],
 ) -> Result<DeviceBuffer> {
