@@ -1,8 +1,12 @@
-//! Settings of the range reader.
+//! Settings: every environment variable cuparquet reads is read here ([`env`]).
 //!
-//! Each setting has a default, an environment variable that overrides the default, and a
-//! builder method that overrides both. An invalid environment value is an error naming the
-//! variable; it is never silently ignored.
+//! Each setting has a default, an environment variable that overrides the default, and (where
+//! it belongs to one load) a builder method that overrides both. An invalid environment value
+//! is an error naming the variable; it is never silently ignored. Only the variables of other
+//! programs that cuparquet looks through for libraries (`LD_LIBRARY_PATH`, `CUDA_HOME`,
+//! Python's directories) and cuFile's own (`CUFILE_*`) are read where they are used.
+
+use std::path::PathBuf;
 
 use crate::error::{Error, Result};
 
@@ -21,6 +25,119 @@ pub const ENV_GDS_THRESHOLD: &str = "CUPARQUET_GDS_THRESHOLD";
 pub const ENV_BOUNCE_BUFFER_SIZE: &str = "CUPARQUET_BOUNCE_BUFFER_SIZE";
 /// Environment variable for [`Tuning`]: `key=value` pairs separated by commas.
 pub const ENV_TUNING: &str = "CUPARQUET_TUNING";
+/// Environment variable for `ScanBuilder::with_max_page_size` (a size).
+pub const ENV_MAX_PAGE_SIZE: &str = "CUPARQUET_MAX_PAGE_SIZE";
+/// Environment variable for `ScanBuilder::with_memory_budget` (a size: `512MiB`, `2GiB`).
+pub const ENV_MEMORY_BUDGET: &str = "CUPARQUET_MEMORY_BUDGET";
+/// Environment variable for nvCOMP: `auto` (the default: search for it), `off`, or the path
+/// of the library or of its directory ([`env::nvcomp`]).
+pub const ENV_NVCOMP: &str = "CUPARQUET_NVCOMP";
+/// Environment variable naming the on-disk kernel cache directory ([`env::kernel_cache_dir`]).
+pub const ENV_KERNEL_CACHE: &str = "CUPARQUET_KERNEL_CACHE";
+/// Environment variable asking for stage times of device loads ([`env::profile`]).
+pub const ENV_PROFILE: &str = "CUPARQUET_PROFILE";
+/// Environment variable arming injected faults, `site=n[,site=n…]` ([`env::faults`]).
+pub const ENV_FAULTS: &str = "CUPARQUET_FAULTS";
+
+/// The environment: one function per variable, each with the variable's parse rules; an
+/// invalid value is an error naming the variable. Every read of the process's environment
+/// made by cuparquet goes through here.
+pub mod env {
+    use super::*;
+
+    /// The value of `name`, if set (a value that is not UTF-8 counts as unset).
+    pub fn var(name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+
+    /// `CUPARQUET_MAX_PAGE_SIZE`: the largest uncompressed page a load decodes, if set.
+    pub fn max_page_size() -> Result<Option<u64>> {
+        var(ENV_MAX_PAGE_SIZE)
+            .map(|v| parse_size(ENV_MAX_PAGE_SIZE, &v))
+            .transpose()
+    }
+
+    /// `CUPARQUET_MEMORY_BUDGET`: device loads' memory budget, if set.
+    pub fn memory_budget() -> Result<Option<u64>> {
+        var(ENV_MEMORY_BUDGET)
+            .map(|v| parse_size(ENV_MEMORY_BUDGET, &v))
+            .transpose()
+    }
+
+    /// `CUPARQUET_NVCOMP` as set (`None`: unset, i.e. `auto`). Its value is checked where
+    /// nvCOMP is looked for (`device::nvcomp::find`): a path must name a library that loads.
+    pub fn nvcomp() -> Option<String> {
+        var(ENV_NVCOMP)
+    }
+
+    /// Whether `CUPARQUET_NVCOMP` switches nvCOMP off (`off`, `none` or `0`).
+    pub fn nvcomp_off() -> bool {
+        nvcomp().is_some_and(|v| {
+            let v = v.trim();
+            v.eq_ignore_ascii_case("off") || v == "0" || v.eq_ignore_ascii_case("none")
+        })
+    }
+
+    /// The kernel cache directory: `CUPARQUET_KERNEL_CACHE` (any path; empty counts as unset),
+    /// else `$XDG_CACHE_HOME/cuparquet/kernels`, else `$HOME/.cache/cuparquet/kernels`, else
+    /// the temporary directory's `cuparquet-kernels`.
+    pub fn kernel_cache_dir() -> PathBuf {
+        let set = |k: &str| std::env::var_os(k).filter(|d| !d.is_empty());
+        if let Some(d) = set(ENV_KERNEL_CACHE) {
+            return PathBuf::from(d);
+        }
+        if let Some(d) = set("XDG_CACHE_HOME") {
+            return PathBuf::from(d).join("cuparquet/kernels");
+        }
+        if let Some(h) = set("HOME") {
+            return PathBuf::from(h).join(".cache/cuparquet/kernels");
+        }
+        std::env::temp_dir().join("cuparquet-kernels")
+    }
+
+    /// `CUPARQUET_PROFILE`: whether stage times are asked for. `1`, `true`, `on` (or `yes`)
+    /// ask; `0`, `false`, `off` (or `no`), empty or unset do not; anything else is an error.
+    pub fn profile() -> Result<bool> {
+        profile_of(var(ENV_PROFILE).as_deref())
+    }
+
+    /// [`profile`] of the value `v`.
+    pub(crate) fn profile_of(v: Option<&str>) -> Result<bool> {
+        match v {
+            None => Ok(false),
+            Some(v) if v.trim().is_empty() => Ok(false),
+            Some(v) => parse_bool(ENV_PROFILE, v),
+        }
+    }
+
+    /// `CUPARQUET_FAULTS`: the faults to inject, `(site, n)` each (empty when unset). A part
+    /// that names no site or has no count is an error naming the variable.
+    pub fn faults() -> Result<Vec<(crate::error::fault::Site, u64)>> {
+        faults_of(var(ENV_FAULTS).as_deref())
+    }
+
+    /// [`faults`] of the value `v`.
+    pub(crate) fn faults_of(v: Option<&str>) -> Result<Vec<(crate::error::fault::Site, u64)>> {
+        match v {
+            None => Ok(Vec::new()),
+            Some(v) => crate::error::fault::parse(v).map_err(|why| Error::setting(ENV_FAULTS, v, why)),
+        }
+    }
+
+    /// Checks the variables read outside of [`IoSettings`] and [`Tuning`] that have no other
+    /// place to fail (`CUPARQUET_PROFILE`, `CUPARQUET_FAULTS`): called where a load is built,
+    /// so that a bad value is an error there rather than ignored later.
+    pub fn validate_diagnostics() -> Result<()> {
+        diagnostics_of(var)
+    }
+
+    /// [`validate_diagnostics`], reading variables through `get` (for tests).
+    pub(crate) fn diagnostics_of(get: impl Fn(&str) -> Option<String>) -> Result<()> {
+        profile_of(get(ENV_PROFILE).as_deref())?;
+        faults_of(get(ENV_FAULTS).as_deref())?;
+        Ok(())
+    }
+}
 
 /// Default size of the pieces a large request is split into: 4 MiB.
 pub const DEFAULT_TASK_SIZE: u64 = 4 << 20;
@@ -224,7 +341,7 @@ impl Default for Tuning {
 impl Tuning {
     /// The defaults, overridden by `CUPARQUET_TUNING`.
     pub fn from_env() -> Result<Self> {
-        Self::from_lookup(|k| std::env::var(k).ok())
+        Self::from_lookup(env::var)
     }
 
     /// Like [`Tuning::from_env`], reading variables through `get` (for tests).
@@ -363,7 +480,7 @@ impl Default for IoSettings {
 impl IoSettings {
     /// Defaults overridden by the `CUPARQUET_*` environment variables that are set.
     pub fn from_env() -> Result<Self> {
-        Self::from_lookup(|k| std::env::var(k).ok())
+        Self::from_lookup(env::var)
     }
 
     /// Like [`IoSettings::from_env`], reading variables through `get` (for tests).
@@ -603,6 +720,41 @@ mod tests {
             e.contains("CUPARQUET_STAGING") && e.contains("removed"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn diagnostics_are_validated() {
+        use crate::error::fault::Site;
+        assert!(!env::profile_of(None).unwrap());
+        assert!(!env::profile_of(Some("")).unwrap());
+        for on in ["1", "true", "ON", " yes "] {
+            assert!(env::profile_of(Some(on)).unwrap(), "{on}");
+        }
+        for off in ["0", "false", "off", "no"] {
+            assert!(!env::profile_of(Some(off)).unwrap(), "{off}");
+        }
+        let e = env::profile_of(Some("2")).unwrap_err().to_string();
+        assert!(e.contains(ENV_PROFILE) && e.contains("true or false"), "{e}");
+
+        assert_eq!(env::faults_of(None).unwrap(), vec![]);
+        assert_eq!(
+            env::faults_of(Some("device-alloc=3, pread ,")).unwrap(),
+            vec![(Site::DeviceAlloc, 3), (Site::Pread, 1)]
+        );
+        for bad in ["device-alloc=x", "disk-on-fire=1", "pread=-1"] {
+            let e = env::faults_of(Some(bad)).unwrap_err().to_string();
+            assert!(e.contains(ENV_FAULTS) && e.contains("not site=n"), "{bad}: {e}");
+        }
+        // where a load is built, both are checked
+        assert!(env::diagnostics_of(|_| None).is_ok());
+        let e = env::diagnostics_of(|k| (k == ENV_FAULTS).then(|| "pread=1,oops".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CUPARQUET_FAULTS") && e.contains("\"oops\""), "{e}");
+        let e = env::diagnostics_of(|k| (k == ENV_PROFILE).then(|| "verbose".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CUPARQUET_PROFILE"), "{e}");
     }
 
     #[test]
