@@ -66,6 +66,7 @@ pub struct ScanBuilder {
     pub(super) batch_rows: usize,
     pub(super) keep_dictionaries: bool,
     tuning: Option<Tuning>,
+    snappy: crate::decode::gpu::SnappyPlacement,
     pub(super) page_index: bool,
     nthreads: Option<usize>,
     task_size: Option<u64>,
@@ -127,6 +128,7 @@ impl ScanBuilder {
             batch_rows: DEFAULT_BATCH_ROWS,
             keep_dictionaries: false,
             tuning: None,
+            snappy: Default::default(),
             page_index: false,
             nthreads: None,
             task_size: None,
@@ -266,11 +268,20 @@ impl ScanBuilder {
         self
     }
 
-    /// Switches for measuring alternatives ([`Tuning`]); default from `CUPARQUET_TUNING`.
-    /// Its process-wide fields (`cuda_wait`, `device_pool`, `device_pool_retain`) are not
-    /// applied here: they are read from the environment when a device is first opened.
+    /// What a user may tune for their machine ([`Tuning`]); default from `CUPARQUET_TUNING`.
     pub fn with_tuning(mut self, tuning: Tuning) -> Self {
         self.tuning = Some(tuning);
+        self
+    }
+
+    /// Not a setting: for the kernel tests, SNAPPY pages on the device kernel even where the
+    /// model would send a small load's pages to the host's cores.
+    #[doc(hidden)]
+    pub fn with_snappy_placement(
+        mut self,
+        placement: crate::decode::gpu::SnappyPlacement,
+    ) -> Self {
+        self.snappy = placement;
         self
     }
 
@@ -686,6 +697,7 @@ impl ScanBuilder {
             row_filter,
             host_reader,
             tuning,
+            snappy: self.snappy,
             cuts,
             spans,
             views,
