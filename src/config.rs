@@ -1,8 +1,12 @@
-//! Settings of the range reader.
+//! Settings: every environment variable cuparquet reads is read here ([`mod@env`]).
 //!
-//! Each setting has a default, an environment variable that overrides the default, and a
-//! builder method that overrides both. An invalid environment value is an error naming the
-//! variable; it is never silently ignored.
+//! Each setting has a default, an environment variable that overrides the default, and (where
+//! it belongs to one load) a builder method that overrides both. An invalid environment value
+//! is an error naming the variable; it is never silently ignored. Only the variables of other
+//! programs that cuparquet looks through for libraries (`LD_LIBRARY_PATH`, `CUDA_HOME`,
+//! Python's directories) and cuFile's own (`CUFILE_*`) are read where they are used.
+
+use std::path::PathBuf;
 
 use crate::error::{Error, Result};
 
@@ -21,6 +25,119 @@ pub const ENV_GDS_THRESHOLD: &str = "CUPARQUET_GDS_THRESHOLD";
 pub const ENV_BOUNCE_BUFFER_SIZE: &str = "CUPARQUET_BOUNCE_BUFFER_SIZE";
 /// Environment variable for [`Tuning`]: `key=value` pairs separated by commas.
 pub const ENV_TUNING: &str = "CUPARQUET_TUNING";
+/// Environment variable for `ScanBuilder::with_max_page_size` (a size).
+pub const ENV_MAX_PAGE_SIZE: &str = "CUPARQUET_MAX_PAGE_SIZE";
+/// Environment variable for `ScanBuilder::with_memory_budget` (a size: `512MiB`, `2GiB`).
+pub const ENV_MEMORY_BUDGET: &str = "CUPARQUET_MEMORY_BUDGET";
+/// Environment variable for nvCOMP: `auto` (the default: search for it), `off`, or the path
+/// of the library or of its directory ([`env::nvcomp`]).
+pub const ENV_NVCOMP: &str = "CUPARQUET_NVCOMP";
+/// Environment variable naming the on-disk kernel cache directory ([`env::kernel_cache_dir`]).
+pub const ENV_KERNEL_CACHE: &str = "CUPARQUET_KERNEL_CACHE";
+/// Environment variable asking for stage times of device loads ([`env::profile`]).
+pub const ENV_PROFILE: &str = "CUPARQUET_PROFILE";
+/// Environment variable arming injected faults, `site=n[,site=n…]` ([`env::faults`]).
+pub const ENV_FAULTS: &str = "CUPARQUET_FAULTS";
+
+/// The environment: one function per variable, each with the variable's parse rules; an
+/// invalid value is an error naming the variable. Every read of the process's environment
+/// made by cuparquet goes through here.
+pub mod env {
+    use super::*;
+
+    /// The value of `name`, if set (a value that is not UTF-8 counts as unset).
+    pub fn var(name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+
+    /// `CUPARQUET_MAX_PAGE_SIZE`: the largest uncompressed page a load decodes, if set.
+    pub fn max_page_size() -> Result<Option<u64>> {
+        var(ENV_MAX_PAGE_SIZE)
+            .map(|v| parse_size(ENV_MAX_PAGE_SIZE, &v))
+            .transpose()
+    }
+
+    /// `CUPARQUET_MEMORY_BUDGET`: device loads' memory budget, if set.
+    pub fn memory_budget() -> Result<Option<u64>> {
+        var(ENV_MEMORY_BUDGET)
+            .map(|v| parse_size(ENV_MEMORY_BUDGET, &v))
+            .transpose()
+    }
+
+    /// `CUPARQUET_NVCOMP` as set (`None`: unset, i.e. `auto`). Its value is checked where
+    /// nvCOMP is looked for (`device::nvcomp::find`): a path must name a library that loads.
+    pub fn nvcomp() -> Option<String> {
+        var(ENV_NVCOMP)
+    }
+
+    /// Whether `CUPARQUET_NVCOMP` switches nvCOMP off (`off`, `none` or `0`).
+    pub fn nvcomp_off() -> bool {
+        nvcomp().is_some_and(|v| {
+            let v = v.trim();
+            v.eq_ignore_ascii_case("off") || v == "0" || v.eq_ignore_ascii_case("none")
+        })
+    }
+
+    /// The kernel cache directory: `CUPARQUET_KERNEL_CACHE` (any path; empty counts as unset),
+    /// else `$XDG_CACHE_HOME/cuparquet/kernels`, else `$HOME/.cache/cuparquet/kernels`, else
+    /// the temporary directory's `cuparquet-kernels`.
+    pub fn kernel_cache_dir() -> PathBuf {
+        let set = |k: &str| std::env::var_os(k).filter(|d| !d.is_empty());
+        if let Some(d) = set(ENV_KERNEL_CACHE) {
+            return PathBuf::from(d);
+        }
+        if let Some(d) = set("XDG_CACHE_HOME") {
+            return PathBuf::from(d).join("cuparquet/kernels");
+        }
+        if let Some(h) = set("HOME") {
+            return PathBuf::from(h).join(".cache/cuparquet/kernels");
+        }
+        std::env::temp_dir().join("cuparquet-kernels")
+    }
+
+    /// `CUPARQUET_PROFILE`: whether stage times are asked for. `1`, `true`, `on` (or `yes`)
+    /// ask; `0`, `false`, `off` (or `no`), empty or unset do not; anything else is an error.
+    pub fn profile() -> Result<bool> {
+        profile_of(var(ENV_PROFILE).as_deref())
+    }
+
+    /// [`profile`] of the value `v`.
+    pub(crate) fn profile_of(v: Option<&str>) -> Result<bool> {
+        match v {
+            None => Ok(false),
+            Some(v) if v.trim().is_empty() => Ok(false),
+            Some(v) => parse_bool(ENV_PROFILE, v),
+        }
+    }
+
+    /// `CUPARQUET_FAULTS`: the faults to inject, `(site, n)` each (empty when unset). A part
+    /// that names no site or has no count is an error naming the variable.
+    pub fn faults() -> Result<Vec<(crate::error::fault::Site, u64)>> {
+        faults_of(var(ENV_FAULTS).as_deref())
+    }
+
+    /// [`faults`] of the value `v`.
+    pub(crate) fn faults_of(v: Option<&str>) -> Result<Vec<(crate::error::fault::Site, u64)>> {
+        match v {
+            None => Ok(Vec::new()),
+            Some(v) => crate::error::fault::parse(v).map_err(|why| Error::setting(ENV_FAULTS, v, why)),
+        }
+    }
+
+    /// Checks the variables read outside of [`IoSettings`] and [`Tuning`] that have no other
+    /// place to fail (`CUPARQUET_PROFILE`, `CUPARQUET_FAULTS`): called where a load is built,
+    /// so that a bad value is an error there rather than ignored later.
+    pub fn validate_diagnostics() -> Result<()> {
+        diagnostics_of(var)
+    }
+
+    /// [`validate_diagnostics`], reading variables through `get` (for tests).
+    pub(crate) fn diagnostics_of(get: impl Fn(&str) -> Option<String>) -> Result<()> {
+        profile_of(get(ENV_PROFILE).as_deref())?;
+        faults_of(get(ENV_FAULTS).as_deref())?;
+        Ok(())
+    }
+}
 
 /// Default size of the pieces a large request is split into: 4 MiB.
 pub const DEFAULT_TASK_SIZE: u64 = 4 << 20;
@@ -76,89 +193,12 @@ impl std::str::FromStr for CompatMode {
     }
 }
 
-/// Where SNAPPY pages are decompressed on device loads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
-pub enum SnappyPlacement {
-    /// By a model of both (measured on the H200, benches/RESULTS.md), per pass: the device kernel for large loads, the host's
-    /// cores for small loads whose largest page would make the kernel wait (the default). A
-    /// load read in several waves keeps every wave on the kernel: the reads of the next waves
-    /// occupy the cores the model counts on.
-    #[default]
-    Auto,
-    /// Always the device kernel.
-    Device,
-    /// Always the host (then uploaded, and reported as host-decompressed).
-    Host,
-}
-
-impl SnappyPlacement {
-    /// `auto`, `device` or `host`.
-    pub fn parse(s: &str) -> std::result::Result<Self, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(Self::Auto),
-            "device" | "gpu" => Ok(Self::Device),
-            "host" | "cpu" => Ok(Self::Host),
-            other => Err(format!(
-                "unknown SNAPPY placement {other:?} (expected auto, device or host)"
-            )),
-        }
-    }
-
-    /// The placement for a pass decoded while the reads of the load's next passes run on the
-    /// host's cores (a load or stream in several waves): `Auto` becomes `Device`. The model's
-    /// host rate assumes idle cores; beside the readers a one-row-group first wave of the
-    /// lineitem SNAPPY stream took 17–27 ms on the host's path against ~10 ms on the kernel
-    /// (H200, benches/history/2026-12-03.md).
-    pub(crate) fn beside_reads(self) -> Self {
-        match self {
-            Self::Auto => Self::Device,
-            other => other,
-        }
-    }
-}
-
-/// How a thread waiting for the device (a stream, an event, a synchronous copy) waits: the
-/// context's scheduling flag ([`Tuning::cuda_wait`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum HostWait {
-    /// The driver's choice (spins while the process has fewer contexts than cores).
-    Auto,
-    /// Spin: the lowest latency, but a waiting thread keeps its core.
-    Spin,
-    /// Spin, yielding the core to other runnable threads between polls (the default): a
-    /// decoding thread that waits for its kernels leaves its core to the threads reading the
-    /// next part of the file.
-    Yield,
-    /// Sleep until the device signals: no core used, tens of microseconds more per wait.
-    Block,
-}
-
-impl HostWait {
-    /// `auto`, `spin`, `yield` or `block`.
-    pub fn parse(s: &str) -> std::result::Result<Self, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(Self::Auto),
-            "spin" => Ok(Self::Spin),
-            "yield" => Ok(Self::Yield),
-            "block" | "blocking" => Ok(Self::Block),
-            other => Err(format!(
-                "unknown wait {other:?} (expected auto, spin, yield or block)"
-            )),
-        }
-    }
-}
-
-/// Switches for measuring alternatives, not settings a user needs: each default is the
-/// measured best on the H200 machine (benches/RESULTS.md), and an experiment that lost is
-/// deleted rather than kept as a switch. Set from one variable, [`ENV_TUNING`]
+/// What a user may tune for their machine, set from one variable, [`ENV_TUNING`]
 /// (`CUPARQUET_TUNING`), as comma-separated `key=value` pairs named like the fields, e.g.
-/// `CUPARQUET_TUNING=snappy=host,decode_threads=3,wave_bytes=0`; or with
-/// `ScanBuilder::with_tuning`. An unknown key or a bad value is an error naming the variable.
-///
-/// `cuda_wait`, `device_pool` and `device_pool_retain` belong to the process: they are read
-/// from the environment when a device is first opened (its context and memory pool are shared
-/// by every reader), and a builder's values for them are not applied.
+/// `CUPARQUET_TUNING=wave_bytes=0,host_share=40`; or with `ScanBuilder::with_tuning`. Each
+/// default is the measured best on the H200 machine (benches/RESULTS.md). An unknown key or a
+/// bad value is an error naming the variable; a key that was removed ([`RETIRED_KEYS`]: its
+/// alternatives measured no faster, so its default is now fixed) is an error saying so.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Tuning {
     /// `bounce_buffer_count`: pinned bounce buffers per reader thread (default 2: one filling
@@ -170,53 +210,63 @@ pub struct Tuning {
     /// waves when mostly in SNAPPY chunks, waves of 250 MiB otherwise; one wave below 128 MiB;
     /// waves of 1 GiB above 4 GiB.
     pub wave_bytes: Option<u64>,
-    /// `decode_threads`: threads decoding the waves of a pipelined device load, each on a decode
-    /// stream of its own (1 to 4, default 2).
-    pub decode_threads: usize,
-    /// `snappy`: where device loads decompress SNAPPY pages (`auto`, `device`, `host`).
-    pub snappy: SnappyPlacement,
     /// `host_share`: the percent (0 to 100) of the bytes of pages nvCOMP decompresses (ZSTD,
     /// LZ4_RAW) that the host's cores take beside it, largest pages first. Default
     /// (`None`): the share measured best, scaled by the host's cores.
     pub host_share: Option<u32>,
-    /// `cuda_wait`: how a thread waits for the device (`yield`, the default; `spin`, `block`,
-    /// `auto`). Process-wide.
-    pub cuda_wait: HostWait,
-    /// `device_pool`: allocate device memory from cuparquet's own stream-ordered pool (default
-    /// true). Process-wide.
-    pub device_pool: bool,
-    /// `device_pool_retain`: device memory the pool keeps for reuse (default `None`: a quarter
-    /// of the device). Process-wide.
-    pub device_pool_retain: Option<u64>,
 }
 
-/// Most decode threads [`Tuning::decode_threads`] may ask for: the decode streams a device has.
-pub const MAX_DECODE_THREADS: usize = 4;
+/// The keys [`Tuning`] had whose alternatives measured no faster than their default (figures in
+/// benches/RESULTS.md, "Measured and dropped"), each with the behaviour now fixed: a process
+/// that still sets one gets an error saying so, rather than a setting silently ignored.
+pub const RETIRED_KEYS: &[(&str, &str)] = &[
+    (
+        "cuda_wait",
+        "threads wait for the device by spinning and yielding (yield)",
+    ),
+    (
+        "snappy",
+        "SNAPPY pages go to the device kernel or the host's cores by the measured model (auto)",
+    ),
+    (
+        "decode_threads",
+        "2 threads decode the waves of a device load",
+    ),
+    (
+        "device_pool",
+        "device memory comes from cuparquet's stream-ordered pool",
+    ),
+    (
+        "device_pool_retain",
+        "the pool keeps a quarter of the device's memory for reuse",
+    ),
+];
 
-/// The variables [`Tuning`] replaced, with the key that took each one's place: a process that
-/// still sets one gets an error saying so, rather than a setting silently ignored.
+/// The variables [`Tuning`] replaced, with the key that took each one's place (empty: the
+/// setting was removed, or its key was, [`RETIRED_KEYS`]): a process that still sets one gets
+/// an error saying so, rather than a setting silently ignored.
 const RETIRED: &[(&str, &str)] = &[
     ("CUPARQUET_BOUNCE_BUFFER_COUNT", "bounce_buffer_count"),
     ("CUPARQUET_DEVICE_WAVE_BYTES", "wave_bytes"),
-    ("CUPARQUET_DECODE_THREADS", "decode_threads"),
-    ("CUPARQUET_SNAPPY", "snappy"),
-    ("CUPARQUET_CUDA_WAIT", "cuda_wait"),
-    ("CUPARQUET_DEVICE_POOL", "device_pool"),
-    ("CUPARQUET_DEVICE_POOL_RETAIN", "device_pool_retain"),
+    ("CUPARQUET_DECODE_THREADS", ""),
+    ("CUPARQUET_SNAPPY", ""),
+    ("CUPARQUET_CUDA_WAIT", ""),
+    ("CUPARQUET_DEVICE_POOL", ""),
+    ("CUPARQUET_DEVICE_POOL_RETAIN", ""),
     ("CUPARQUET_STAGING", ""),
 ];
+
+/// Why a removed setting is refused.
+const REMOVED: &str =
+    "this setting was removed: its alternatives measured no faster than its default \
+     (see benches/RESULTS.md, \"Measured and dropped\")";
 
 impl Default for Tuning {
     fn default() -> Self {
         Tuning {
             bounce_buffer_count: DEFAULT_BOUNCE_BUFFER_COUNT,
             wave_bytes: None,
-            decode_threads: 2,
-            snappy: SnappyPlacement::Auto,
             host_share: None,
-            cuda_wait: HostWait::Yield,
-            device_pool: true,
-            device_pool_retain: None,
         }
     }
 }
@@ -224,7 +274,7 @@ impl Default for Tuning {
 impl Tuning {
     /// The defaults, overridden by `CUPARQUET_TUNING`.
     pub fn from_env() -> Result<Self> {
-        Self::from_lookup(|k| std::env::var(k).ok())
+        Self::from_lookup(env::var)
     }
 
     /// Like [`Tuning::from_env`], reading variables through `get` (for tests).
@@ -232,7 +282,7 @@ impl Tuning {
         for (old, key) in RETIRED {
             if let Some(v) = get(old) {
                 let why = if key.is_empty() {
-                    "this setting was removed (its alternative measured slower)".to_string()
+                    REMOVED.to_string()
                 } else {
                     format!("this setting moved: use {ENV_TUNING}={key}=…")
                 };
@@ -263,17 +313,6 @@ impl Tuning {
             match key {
                 "bounce_buffer_count" => self.bounce_buffer_count = parse_count(&name, value)?,
                 "wave_bytes" => self.wave_bytes = Some(parse_size(&name, value)?),
-                "decode_threads" => self.decode_threads = parse_count(&name, value)?,
-                "snappy" => {
-                    self.snappy = SnappyPlacement::parse(value).map_err(|_| {
-                        Error::setting(&name, value, "expected auto, device or host")
-                    })?
-                }
-                "cuda_wait" => {
-                    self.cuda_wait = HostWait::parse(value).map_err(|_| {
-                        Error::setting(&name, value, "expected auto, spin, yield or block")
-                    })?
-                }
                 "host_share" => {
                     self.host_share = Some(
                         value
@@ -285,14 +324,17 @@ impl Tuning {
                             })?,
                     )
                 }
-                "device_pool" => self.device_pool = parse_bool(&name, value)?,
-                "device_pool_retain" => self.device_pool_retain = Some(parse_size(&name, value)?),
                 _ => {
+                    if let Some((_, fixed)) = RETIRED_KEYS.iter().find(|(k, _)| *k == key) {
+                        return Err(Error::setting(
+                            &name,
+                            value,
+                            format!("{REMOVED}; now {fixed}"),
+                        ));
+                    }
                     return Err(bad(format!(
-                        "unknown key {key:?} (known: bounce_buffer_count, wave_bytes, \
-                         decode_threads, snappy, host_share, cuda_wait, device_pool, \
-                         device_pool_retain)"
-                    )))
+                        "unknown key {key:?} (known: bounce_buffer_count, wave_bytes, host_share)"
+                    )));
                 }
             }
         }
@@ -314,15 +356,7 @@ impl Tuning {
 
     /// Checks the values are usable.
     pub fn validate(&self) -> Result<()> {
-        check_bounce_buffer_count(self.bounce_buffer_count)?;
-        if self.decode_threads == 0 || self.decode_threads > MAX_DECODE_THREADS {
-            return Err(Error::setting(
-                "decode_threads",
-                self.decode_threads.to_string(),
-                format!("must be between 1 and {MAX_DECODE_THREADS}"),
-            ));
-        }
-        Ok(())
+        check_bounce_buffer_count(self.bounce_buffer_count)
     }
 }
 
@@ -363,7 +397,7 @@ impl Default for IoSettings {
 impl IoSettings {
     /// Defaults overridden by the `CUPARQUET_*` environment variables that are set.
     pub fn from_env() -> Result<Self> {
-        Self::from_lookup(|k| std::env::var(k).ok())
+        Self::from_lookup(env::var)
     }
 
     /// Like [`IoSettings::from_env`], reading variables through `get` (for tests).
@@ -542,25 +576,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn host_wait_names() {
-        assert_eq!(HostWait::parse(" Yield "), Ok(HostWait::Yield));
-        assert_eq!(HostWait::parse("spin"), Ok(HostWait::Spin));
-        assert_eq!(HostWait::parse("blocking"), Ok(HostWait::Block));
-        assert_eq!(HostWait::parse("auto"), Ok(HostWait::Auto));
-        let e = HostWait::parse("fast").unwrap_err();
-        assert!(
-            e.contains("\"fast\"") && e.contains("auto, spin, yield or block"),
-            "{e}"
-        );
-    }
-
-    #[test]
     fn tuning_from_one_variable() {
         let get = |v: &'static str| move |k: &str| (k == ENV_TUNING).then(|| v.to_string());
         assert_eq!(Tuning::from_lookup(|_| None).unwrap(), Tuning::default());
         let t = Tuning::from_lookup(get(
-            " snappy=host, wave_bytes=250MiB,decode_threads=3 ,cuda_wait=spin,device_pool=false,\
-             device_pool_retain=1GiB,bounce_buffer_count=4,host_share=35,",
+            " wave_bytes=250MiB, bounce_buffer_count=4,host_share=35,",
         ))
         .unwrap();
         assert_eq!(
@@ -568,41 +588,96 @@ mod tests {
             Tuning {
                 bounce_buffer_count: 4,
                 wave_bytes: Some(250 << 20),
-                decode_threads: 3,
-                snappy: SnappyPlacement::Host,
                 host_share: Some(35),
-                cuda_wait: HostWait::Spin,
-                device_pool: false,
-                device_pool_retain: Some(1 << 30),
             }
         );
         for (spec, want) in [
-            ("snappy", "is not key=value"),
+            ("wave_bytes", "is not key=value"),
             ("fast=1", "unknown key \"fast\""),
-            ("snappy=gzip", "expected auto, device or host"),
-            ("decode_threads=5", "between 1 and 4"),
             ("wave_bytes=lots", "CUPARQUET_TUNING wave_bytes"),
             ("host_share=101", "a percent, 0 to 100"),
             ("host_share=half", "a percent, 0 to 100"),
+            ("bounce_buffer_count=17", "between 1 and 16"),
         ] {
             let e = Tuning::from_lookup(get(spec)).unwrap_err().to_string();
             assert!(e.contains(want), "{spec}: {e}");
         }
+        // a key that was removed is an error saying so and why, never ignored
+        for (spec, fixed) in [
+            ("snappy=host", "(auto)"),
+            ("cuda_wait=block", "(yield)"),
+            ("decode_threads=3", "2 threads"),
+            ("device_pool=false", "pool"),
+            ("wave_bytes=0,device_pool_retain=1GiB", "a quarter"),
+        ] {
+            let e = Tuning::from_lookup(get(spec)).unwrap_err().to_string();
+            let key = spec.rsplit(',').next().unwrap().split('=').next().unwrap();
+            assert!(
+                e.contains(&format!("CUPARQUET_TUNING {key}"))
+                    && e.contains("was removed")
+                    && e.contains("measured no faster")
+                    && e.contains("benches/RESULTS.md")
+                    && e.contains(fixed),
+                "{spec}: {e}"
+            );
+        }
+        let e = Tuning::default()
+            .with_pairs_from("--tuning", "snappy=device")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--tuning snappy") && e.contains("removed"), "{e}");
         // a variable Tuning replaced is an error that says where it went, never ignored
-        let e = Tuning::from_lookup(|k| (k == "CUPARQUET_SNAPPY").then(|| "host".into()))
-            .unwrap_err()
-            .to_string();
+        let e = Tuning::from_lookup(|k| {
+            (k == "CUPARQUET_DEVICE_WAVE_BYTES").then(|| "1GiB".into())
+        })
+        .unwrap_err()
+        .to_string();
         assert!(
-            e.contains("CUPARQUET_SNAPPY") && e.contains("CUPARQUET_TUNING=snappy="),
+            e.contains("CUPARQUET_DEVICE_WAVE_BYTES") && e.contains("CUPARQUET_TUNING=wave_bytes="),
             "{e}"
         );
-        let e = IoSettings::from_lookup(|k| (k == "CUPARQUET_STAGING").then(|| "mapped".into()))
+        // and one whose key was removed, or that was removed itself, says so
+        for var in ["CUPARQUET_SNAPPY", "CUPARQUET_CUDA_WAIT", "CUPARQUET_STAGING"] {
+            let e = IoSettings::from_lookup(|k| (k == var).then(|| "x".into()))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(var) && e.contains("removed"), "{e}");
+        }
+    }
+
+    #[test]
+    fn diagnostics_are_validated() {
+        use crate::error::fault::Site;
+        assert!(!env::profile_of(None).unwrap());
+        assert!(!env::profile_of(Some("")).unwrap());
+        for on in ["1", "true", "ON", " yes "] {
+            assert!(env::profile_of(Some(on)).unwrap(), "{on}");
+        }
+        for off in ["0", "false", "off", "no"] {
+            assert!(!env::profile_of(Some(off)).unwrap(), "{off}");
+        }
+        let e = env::profile_of(Some("2")).unwrap_err().to_string();
+        assert!(e.contains(ENV_PROFILE) && e.contains("true or false"), "{e}");
+
+        assert_eq!(env::faults_of(None).unwrap(), vec![]);
+        assert_eq!(
+            env::faults_of(Some("device-alloc=3, pread ,")).unwrap(),
+            vec![(Site::DeviceAlloc, 3), (Site::Pread, 1)]
+        );
+        for bad in ["device-alloc=x", "disk-on-fire=1", "pread=-1"] {
+            let e = env::faults_of(Some(bad)).unwrap_err().to_string();
+            assert!(e.contains(ENV_FAULTS) && e.contains("not site=n"), "{bad}: {e}");
+        }
+        // where a load is built, both are checked
+        assert!(env::diagnostics_of(|_| None).is_ok());
+        let e = env::diagnostics_of(|k| (k == ENV_FAULTS).then(|| "pread=1,oops".into()))
             .unwrap_err()
             .to_string();
-        assert!(
-            e.contains("CUPARQUET_STAGING") && e.contains("removed"),
-            "{e}"
-        );
+        assert!(e.contains("CUPARQUET_FAULTS") && e.contains("\"oops\""), "{e}");
+        let e = env::diagnostics_of(|k| (k == ENV_PROFILE).then(|| "verbose".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CUPARQUET_PROFILE"), "{e}");
     }
 
     #[test]
@@ -625,10 +700,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("CUPARQUET_NTHREADS"), "{e}");
-        let e = Tuning::from_lookup(|k| (k == ENV_TUNING).then(|| "decode_threads=9".into()))
+        let e = Tuning::from_lookup(|k| (k == ENV_TUNING).then(|| "bounce_buffer_count=99".into()))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("CUPARQUET_TUNING decode_threads"), "{e}");
+        assert!(e.contains("CUPARQUET_TUNING bounce_buffer_count"), "{e}");
     }
 
     #[test]

@@ -51,7 +51,7 @@
 //! | read Parquet from C, C++ or Python | the C API ([`capi`], `include/cuparquet.h`; a shared library with the `capi` feature) |
 //! | know where batches went and why | [`ScanReport`]: a [`LoadReport`] per file (`device`, per-request `io` records, `gpu_decode`) |
 //! | what this machine offers, which path a range would take | `cuparquet doctor`, [`io::cufile::machine_facts`] |
-//! | settings and experiments | [`config::IoSettings`], [`config::Tuning`] |
+//! | settings | [`config::IoSettings`], [`config::Tuning`], [`config::env`] |
 //!
 //! ## Example
 //!
@@ -133,6 +133,9 @@
 //!
 //! ## Settings
 //!
+//! Every environment variable cuparquet reads, all read in [`config`] ([`config::env`]); a
+//! builder method overrides its variable for one scan.
+//!
 //! | variable | builder | default |
 //! |---|---|---|
 //! | `CUPARQUET_NTHREADS` | [`with_nthreads`](ScanBuilder::with_nthreads) | available cores |
@@ -141,27 +144,30 @@
 //! | `CUPARQUET_COMPAT_MODE` | [`with_compat_mode`](ScanBuilder::with_compat_mode) | `auto` (device targets) |
 //! | `CUPARQUET_GDS_THRESHOLD` | [`with_gds_threshold`](ScanBuilder::with_gds_threshold) | 16 KiB |
 //! | `CUPARQUET_BOUNCE_BUFFER_SIZE` | [`with_bounce_buffer_size`](ScanBuilder::with_bounce_buffer_size) | 4 MiB |
-//! | `CUPARQUET_KERNEL_CACHE` | — | `$XDG_CACHE_HOME/cuparquet/kernels` |
-//! | `CUPARQUET_TUNING` | [`with_tuning`](ScanBuilder::with_tuning) | see [`config::Tuning`] |
-//! | `CUPARQUET_PROFILE` | — | off (`1`: stage times of the GPU decoder in the report) |
+//! | `CUPARQUET_MEMORY_BUDGET` | [`with_memory_budget`](ScanBuilder::with_memory_budget) | 80% of the device's free memory (none for loads the footer puts at 1 GiB or less) |
 //! | `CUPARQUET_MAX_PAGE_SIZE` | [`with_max_page_size`](ScanBuilder::with_max_page_size) | 1 GiB ([`config::MAX_PAGE_BYTES`]): larger page claims are refused |
-//! | `CUPARQUET_MEMORY_BUDGET` | [`with_memory_budget`](ScanBuilder::with_memory_budget) | 80% of the device's free memory |
+//! | `CUPARQUET_TUNING` | [`with_tuning`](ScanBuilder::with_tuning) | `bounce_buffer_count=2`; `wave_bytes` and `host_share` by the load and the host (see [`config::Tuning`]) |
+//! | `CUPARQUET_NVCOMP` | — | `auto`: search for nvCOMP (`off`, or the path of the library or its directory, which must then load) |
+//! | `CUPARQUET_KERNEL_CACHE` | — | `$XDG_CACHE_HOME/cuparquet/kernels`, else `~/.cache/cuparquet/kernels` |
+//! | `CUPARQUET_PROFILE` | — | off (`1`/`true`/`on`: stage times of the GPU decoder in the report) |
+//! | `CUPARQUET_FAULTS` | — ([`error::fault::arm`]) | none (tests: `site=n`, e.g. `device-alloc=3`) |
 //!
-//! Sizes take a suffix (`64KiB`, `4MiB`, `1GiB`); an invalid value is an error naming the
-//! variable.
+//! Sizes take a suffix (`64KiB`, `4MiB`, `1GiB`); an invalid value — of any of them, the
+//! diagnostics included — is an error naming the variable, raised where the scan is built.
 //!
-//! [`config::Tuning`] holds the switches that exist to measure alternatives (bounce buffers per
-//! thread, device waves, decode threads, SNAPPY placement, the host's share of nvCOMP's pages,
-//! how threads wait for the device,
-//! the device memory pool), all from one variable: `CUPARQUET_TUNING=snappy=host,wave_bytes=0`.
-//! Their defaults are the measured best (`benches/RESULTS.md`). Variables that used to set them
-//! one by one are an error that names their new key.
+//! [`config::Tuning`] holds what a user may tune for their machine (bounce buffers per reader
+//! thread, device waves, the host's share of nvCOMP's pages), all from one variable:
+//! `CUPARQUET_TUNING=wave_bytes=0,host_share=40`. Their defaults are the measured best
+//! (`benches/RESULTS.md`). Keys whose alternatives measured no faster were removed and their
+//! defaults made constants ([`config::RETIRED_KEYS`]: `cuda_wait`, `snappy`, `decode_threads`,
+//! `device_pool`, `device_pool_retain`); setting one is an error saying so, and so is a
+//! variable that used to set a key one by one.
 //!
 //! ## Memory
 //!
 //! A load reads its plan in units of about 2 MiB ([`plan::UNIT_TARGET_BYTES`]), each into a
-//! buffer that is recycled once the unit is decoded; up to [`reader::RETAINED_BUFFER_BYTES`] of
-//! such buffers stay cached for later loads ([`reader::release_cached_buffers`] frees them).
+//! buffer that is recycled once the unit is decoded; up to [`scan::RETAINED_BUFFER_BYTES`] of
+//! such buffers stay cached for later loads ([`scan::release_cached_buffers`] frees them).
 //! Readers share one thread pool per thread count.
 //!
 //! ## Features
@@ -227,7 +233,7 @@ with_cuda_bindings! {
             pub use crate::decode::gpu::kernels::{conversion_code, physical_code, PageInfo};
             pub use crate::decode::gpu::{
                 decode_bytes_columns, decode_fixed_columns, keys_fallback, page_tables,
-                segments_of, snappy_fragments_of, DeviceColumn, Pass,
+                segments_of, snappy_fragments_of, DeviceColumn, Pass, SnappyPlacement,
             };
         }
     }

@@ -250,7 +250,7 @@ fn nvcomp_check() -> Check {
                 None,
             )
         }
-        Ok(None) if std::env::var(ENV_NVCOMP).is_ok_and(|v| v.trim().eq_ignore_ascii_case("off")) => {
+        Ok(None) if cuparquet::config::env::nvcomp_off() => {
             check(
                 Status::Ok,
                 "nvCOMP",

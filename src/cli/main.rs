@@ -145,10 +145,9 @@ enum Cmd {
         /// 80% of its free memory); prints what each device did.
         #[arg(long, value_parser = parse_devices_arg)]
         devices: Option<DeviceList>,
-        /// Switches for measuring alternatives, as comma-separated key=value pairs applied over
-        /// CUPARQUET_TUNING, e.g. `snappy=host,decode_threads=3,wave_bytes=0` (keys:
-        /// bounce_buffer_count, wave_bytes, decode_threads, snappy, host_share; see the crate
-        /// docs).
+        /// Tuning for this machine, as comma-separated key=value pairs applied over
+        /// CUPARQUET_TUNING, e.g. `wave_bytes=0,host_share=40` (keys: bounce_buffer_count,
+        /// wave_bytes, host_share; see the crate docs).
         #[arg(long)]
         tuning: Option<String>,
         /// Reader threads (default: CUPARQUET_NTHREADS or the number of cores).

@@ -13,7 +13,6 @@ use cudarc::driver::result as cu;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, DriverError};
 
-use crate::config::{HostWait, Tuning};
 use crate::device::probe_cuda;
 use crate::error::{Error, Result};
 
@@ -98,8 +97,12 @@ pub(crate) const PER_THREAD_STREAM: sys::CUstream = 2 as sys::CUstream;
 /// Streams for copies back to the host, per device.
 const DOWNLOAD_STREAMS: usize = 4;
 
-/// Decode streams per device: up to this many decoding threads run their kernels at once.
-pub(crate) const DECODE_STREAMS: usize = crate::config::MAX_DECODE_THREADS;
+/// Threads decoding the waves of a pipelined device load, each on a decode stream of its own.
+/// One, three and four measured slower than two (benches/RESULTS.md, `decode_threads`).
+pub(crate) const DECODE_THREADS: usize = 2;
+
+/// Decode streams per device: one per decoding thread, so that their kernels run at once.
+pub(crate) const DECODE_STREAMS: usize = DECODE_THREADS;
 
 thread_local! {
     static DECODE_SLOT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
@@ -126,15 +129,14 @@ fn with_stream_index<R>(slot: usize, f: impl FnOnce() -> R) -> R {
     r
 }
 
-/// Sets the current context's scheduling flag to `wait`'s, keeping its other flags.
-fn apply_host_wait(wait: HostWait, ordinal: usize) -> Result<()> {
+/// Sets the current context's scheduling flag to `CU_CTX_SCHED_YIELD`, keeping its other
+/// flags: a thread waiting for the device (a stream, an event, a synchronous copy) spins,
+/// yielding its core to other runnable threads between polls, so a decoding thread that waits
+/// for its kernels leaves its core to the threads reading the next part of the file. Blocking
+/// waits and the driver's choice measured slower (benches/RESULTS.md, `cuda_wait`).
+fn apply_host_wait(ordinal: usize) -> Result<()> {
     use sys::CUctx_flags as F;
-    let sched = match wait {
-        HostWait::Auto => F::CU_CTX_SCHED_AUTO,
-        HostWait::Spin => F::CU_CTX_SCHED_SPIN,
-        HostWait::Yield => F::CU_CTX_SCHED_YIELD,
-        HostWait::Block => F::CU_CTX_SCHED_BLOCKING_SYNC,
-    } as u32;
+    let sched = F::CU_CTX_SCHED_YIELD as u32;
     let mut flags = 0u32;
     // SAFETY: the device's context is current on this thread (bound by the caller) and
     // `flags` is a valid place for the driver to write the context's flags.
@@ -229,12 +231,10 @@ pub fn gpu(ordinal: usize) -> Result<Arc<Gpu>> {
 
 impl Gpu {
     fn open(ordinal: usize) -> Result<Self> {
-        let tuning = Tuning::from_env()?;
-        let sched = tuning.cuda_wait;
         let ctx = CudaContext::new(ordinal).map_err(|e| driver_error(ordinal, "cuCtx", e))?;
         ctx.bind_to_thread()
             .map_err(|e| driver_error(ordinal, "cuCtxSetCurrent", e))?;
-        apply_host_wait(sched, ordinal)?;
+        apply_host_wait(ordinal)?;
         let name = ctx.name().unwrap_or_else(|_| format!("cuda:{ordinal}"));
         let compute_capability = ctx
             .compute_capability()
@@ -249,7 +249,7 @@ impl Gpu {
                 .map_err(|e| driver_error(ordinal, "cuStreamCreate", e))?;
             streams.push(Stream { raw });
         }
-        let pool = Self::open_pool(&ctx, ordinal, total_memory, &tuning)?;
+        let pool = Self::open_pool(&ctx, ordinal, total_memory)?;
         // a stream per decode slot and its companion ([`with_companion_stream`])
         let mut decode = Vec::with_capacity(2 * DECODE_STREAMS);
         for _ in 0..2 * DECODE_STREAMS {
@@ -316,21 +316,20 @@ impl Gpu {
             .fetch_sub(len as u64, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// cuparquet's device memory pool: freed memory stays in it (up to
-    /// `Tuning::device_pool_retain` bytes, default a quarter of the device's memory) for the
-    /// next allocation, so the many buffers of a load cost neither cuMemAlloc's mapping nor
-    /// cuMemFree's device-wide synchronisation. Its own pool, so other libraries' use of the
-    /// device's default pool is left alone.
+    /// cuparquet's device memory pool: freed memory stays in it (up to a quarter of the
+    /// device's memory) for the next allocation, so the many buffers of a load cost neither
+    /// cuMemAlloc's mapping nor cuMemFree's device-wide synchronisation (benches/RESULTS.md,
+    /// `device_pool`). Its own pool, so other libraries' use of the device's default pool is
+    /// left alone. `None` where the device has no memory pools.
     fn open_pool(
         ctx: &Arc<CudaContext>,
         ordinal: usize,
         total_memory: usize,
-        tuning: &Tuning,
     ) -> Result<Option<(sys::CUmemoryPool, Stream)>> {
         let supported = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
             .unwrap_or(0);
-        if supported == 0 || !tuning.device_pool {
+        if supported == 0 {
             return Ok(None);
         }
         // SAFETY: an all-zero CUmemPoolProps is its documented default (no handle types, no
@@ -342,7 +341,7 @@ impl Gpu {
         // SAFETY: the context is current (CudaContext::new binds it); props is initialised.
         let pool = unsafe { cu::mem_pool::create(&props) }
             .map_err(|e| driver_error(ordinal, "cuMemPoolCreate", e))?;
-        let mut retain: u64 = tuning.device_pool_retain.unwrap_or(total_memory as u64 / 4);
+        let mut retain: u64 = total_memory as u64 / 4;
         let set = |attr: sys::CUmemPool_attribute, value: *mut std::ffi::c_void| {
             // SAFETY: the pool is live; `value` points to a live value of the attribute's type
             // (checked at each call below) for the duration of the call.

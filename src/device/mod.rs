@@ -19,7 +19,7 @@ pub use gpu::{
     gpu, pinned_pool_retain, DeviceBuffer, Gpu, PinnedBuffer, Stream, ALLOC_PADDING, COPY_STREAMS,
     PINNED_POOL_RETAIN,
 };
-pub(crate) use gpu::{with_companion_stream, with_decode_slot};
+pub(crate) use gpu::{with_companion_stream, with_decode_slot, DECODE_THREADS};
 
 use std::fmt;
 use std::str::FromStr;

@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 
 /// Environment variable: where nvCOMP is (`auto`, `off`, or a path to the library or its
 /// directory).
-pub const ENV_NVCOMP: &str = "CUPARQUET_NVCOMP";
+pub use crate::config::ENV_NVCOMP;
 
 /// A codec nvCOMP decompresses for cuparquet. (SNAPPY measured slower through nvCOMP than
 /// through our SNAPPY kernel: benches/RESULTS.md.)
@@ -159,13 +159,15 @@ pub type Found = std::result::Result<Option<Arc<Nvcomp>>, String>;
 pub fn nvcomp() -> Result<Option<Arc<Nvcomp>>> {
     static FOUND: OnceLock<Found> = OnceLock::new();
     FOUND
-        .get_or_init(|| find(std::env::var(ENV_NVCOMP).ok().as_deref()))
+        .get_or_init(|| find(crate::config::env::nvcomp().as_deref()))
         .clone()
-        .map_err(|reason| Error::setting(ENV_NVCOMP, env_value(), reason))
-}
-
-fn env_value() -> String {
-    std::env::var(ENV_NVCOMP).unwrap_or_default()
+        .map_err(|reason| {
+            Error::setting(
+                ENV_NVCOMP,
+                crate::config::env::nvcomp().unwrap_or_default(),
+                reason,
+            )
+        })
 }
 
 /// Finds nvCOMP as [`nvcomp`] does, for the setting `setting` (the variable's value).

@@ -20,21 +20,11 @@ use cudarc::nvrtc::result as rtc;
 use crate::device::gpu::{driver_error, Gpu, Stream};
 use crate::error::{Error, Result};
 
-/// Environment variable naming the on-disk kernel cache directory.
-pub const ENV_KERNEL_CACHE: &str = "CUPARQUET_KERNEL_CACHE";
+pub use crate::config::ENV_KERNEL_CACHE;
 
-/// The kernel cache directory in use.
+/// The kernel cache directory in use ([`crate::config::env::kernel_cache_dir`]).
 pub fn cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os(ENV_KERNEL_CACHE).filter(|d| !d.is_empty()) {
-        return PathBuf::from(d);
-    }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d).join("cuparquet/kernels");
-    }
-    if let Some(h) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(h).join(".cache/cuparquet/kernels");
-    }
-    std::env::temp_dir().join("cuparquet-kernels")
+    crate::config::env::kernel_cache_dir()
 }
 
 /// 64-bit FNV-1a over the parts, with a separator between them.

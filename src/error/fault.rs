@@ -2,8 +2,9 @@
 //! allocation that fails, a `cuFileRead` that returns a cuFile error code, a `pread` that fails
 //! with `EIO` or finds the file ended. Each site counts its calls once armed; the `n`-th call
 //! from arming fails, once. Armed by [`arm`] or by `CUPARQUET_FAULTS` (`site=n[,site=n…]`,
-//! read at the first call of any site), e.g. `CUPARQUET_FAULTS=device-alloc=3`. Unarmed, a
-//! site costs one relaxed atomic load.
+//! read through [`crate::config::env::faults`] at the first call of any site; a bad value is
+//! an error where a load is built), e.g. `CUPARQUET_FAULTS=device-alloc=3`. Unarmed, a site
+//! costs one relaxed atomic load.
 //!
 //! The error a fault raises is the one the real failure raises (for `pread`, its text marked
 //! "(injected fault)"). The sites are process-wide: `tests/faults.rs` arms them in one test.
@@ -61,21 +62,38 @@ pub fn disarm() {
     ANY.store(false, Ordering::SeqCst);
 }
 
-fn arm_from_env() {
-    let Ok(spec) = std::env::var("CUPARQUET_FAULTS") else {
-        return;
-    };
+/// Parses a `CUPARQUET_FAULTS` value: `site=n` parts separated by commas (`site` alone: n = 1),
+/// or why it is not one.
+pub(crate) fn parse(spec: &str) -> std::result::Result<Vec<(Site, u64)>, String> {
+    let mut out = Vec::new();
     for part in spec.split(',').filter(|p| !p.trim().is_empty()) {
         let (name, n) = part.split_once('=').unwrap_or((part, "1"));
         match (
             SITES.iter().find(|(_, s)| *s == name.trim()),
             n.trim().parse::<u64>(),
         ) {
-            (Some((site, _)), Ok(n)) => arm(*site, n),
-            _ => eprintln!(
-                "cuparquet: CUPARQUET_FAULTS: '{part}' ignored (sites: device-alloc, cufile-read, pread, short-read; site=n)"
-            ),
+            (Some((site, _)), Ok(n)) => out.push((*site, n)),
+            _ => {
+                return Err(format!(
+                    "{:?} is not site=n (sites: device-alloc, cufile-read, pread, short-read)",
+                    part.trim()
+                ))
+            }
         }
+    }
+    Ok(out)
+}
+
+/// Arms the sites `CUPARQUET_FAULTS` names. A bad value was refused where the load was built
+/// ([`crate::config::env::validate_diagnostics`]); one reached here anyway arms nothing.
+fn arm_from_env() {
+    match crate::config::env::faults() {
+        Ok(faults) => {
+            for (site, n) in faults {
+                arm(site, n);
+            }
+        }
+        Err(e) => eprintln!("cuparquet: {e}; no fault armed"),
     }
 }
 

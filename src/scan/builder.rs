@@ -27,7 +27,7 @@ use crate::plan::{plan_with, projected_leaves, CoalesceConfig, ReadPlan, Selecti
 use crate::source::ParquetFile;
 
 /// The variable that sets [`ScanBuilder::with_max_page_size`].
-pub const ENV_MAX_PAGE_SIZE: &str = "CUPARQUET_MAX_PAGE_SIZE";
+pub use crate::config::ENV_MAX_PAGE_SIZE;
 
 /// Reads the footer of the file at `path` (with `page_index`, its column and offset indexes
 /// too) as [`ScanBuilder::build`] does: a footer the parser panics on is an error. Hand it
@@ -66,6 +66,7 @@ pub struct ScanBuilder {
     pub(super) batch_rows: usize,
     pub(super) keep_dictionaries: bool,
     tuning: Option<Tuning>,
+    snappy: crate::decode::gpu::SnappyPlacement,
     pub(super) page_index: bool,
     nthreads: Option<usize>,
     task_size: Option<u64>,
@@ -127,6 +128,7 @@ impl ScanBuilder {
             batch_rows: DEFAULT_BATCH_ROWS,
             keep_dictionaries: false,
             tuning: None,
+            snappy: Default::default(),
             page_index: false,
             nthreads: None,
             task_size: None,
@@ -260,11 +262,20 @@ impl ScanBuilder {
         self
     }
 
-    /// Switches for measuring alternatives ([`Tuning`]); default from `CUPARQUET_TUNING`.
-    /// Its process-wide fields (`cuda_wait`, `device_pool`, `device_pool_retain`) are not
-    /// applied here: they are read from the environment when a device is first opened.
+    /// What a user may tune for their machine ([`Tuning`]); default from `CUPARQUET_TUNING`.
     pub fn with_tuning(mut self, tuning: Tuning) -> Self {
         self.tuning = Some(tuning);
+        self
+    }
+
+    /// Not a setting: for the kernel tests, SNAPPY pages on the device kernel even where the
+    /// model would send a small load's pages to the host's cores.
+    #[doc(hidden)]
+    pub fn with_snappy_placement(
+        mut self,
+        placement: crate::decode::gpu::SnappyPlacement,
+    ) -> Self {
+        self.snappy = placement;
         self
     }
 
@@ -443,6 +454,7 @@ impl ScanBuilder {
     pub(super) fn build_file(self) -> Result<FileScan> {
         let t0 = Instant::now();
         let mut settings = IoSettings::from_env()?;
+        crate::config::env::validate_diagnostics()?;
         if let Some(n) = self.nthreads {
             settings.nthreads = n;
         }
@@ -562,10 +574,7 @@ impl ScanBuilder {
         let decode_meta = sanitize_metadata(&self.path, &meta.metadata, &plan)?;
         let max_page_size = match self.max_page_size {
             Some(n) => n,
-            None => match std::env::var(ENV_MAX_PAGE_SIZE) {
-                Ok(v) => crate::config::parse_size(ENV_MAX_PAGE_SIZE, &v)?,
-                Err(_) => crate::config::MAX_PAGE_BYTES,
-            },
+            None => crate::config::env::max_page_size()?.unwrap_or(crate::config::MAX_PAGE_BYTES),
         };
         let decoder = HostDecoder::new(
             &self.path,
@@ -639,9 +648,7 @@ impl ScanBuilder {
             }
             Location::Host => {
                 // host loads have no budget, but a bad value is an error, not ignored
-                if let Ok(v) = std::env::var(ENV_MEMORY_BUDGET) {
-                    crate::config::parse_size(ENV_MEMORY_BUDGET, &v)?;
-                }
+                crate::config::env::memory_budget()?;
                 None
             }
         };
@@ -684,6 +691,7 @@ impl ScanBuilder {
             row_filter,
             host_reader,
             tuning,
+            snappy: self.snappy,
             cuts,
             spans,
             views,
@@ -743,7 +751,7 @@ pub(super) fn open_files(
 }
 
 /// Environment variable for [`ScanBuilder::with_memory_budget`] (a size: `512MiB`, `2GiB`).
-pub const ENV_MEMORY_BUDGET: &str = "CUPARQUET_MEMORY_BUDGET";
+pub use crate::config::ENV_MEMORY_BUDGET;
 
 /// The share of the device's free memory a device load may use by default
 /// ([`ScanBuilder::with_memory_budget`]): 0.8, leaving room for the caller's own work and
@@ -754,10 +762,10 @@ pub const DEFAULT_MEMORY_BUDGET_SHARE: f64 = 0.8;
 /// else none at all (`u64::MAX`) for a `small` load, else [`DEFAULT_MEMORY_BUDGET_SHARE`] of
 /// the device's free memory.
 pub(super) fn default_budget(n: usize, small: bool) -> Result<u64> {
-    match std::env::var(ENV_MEMORY_BUDGET) {
-        Ok(v) => crate::config::parse_size(ENV_MEMORY_BUDGET, &v),
-        Err(_) if small => Ok(u64::MAX),
-        Err(_) => {
+    match crate::config::env::memory_budget()? {
+        Some(b) => Ok(b),
+        None if small => Ok(u64::MAX),
+        None => {
             let (free, _) = device::gpu(n)?.memory_info()?;
             Ok((free as f64 * DEFAULT_MEMORY_BUDGET_SHARE) as u64)
         }

@@ -118,7 +118,7 @@ impl ReaderState {
 
     /// [`Self::decode_part`] of the chunks of `wave` (of its piece's plan, for a piece of a
     /// row group); `beside_reads`: other waves are read meanwhile
-    /// ([`SnappyPlacement::beside_reads`](crate::config::SnappyPlacement::beside_reads)).
+    /// ([`SnappyPlacement::beside_reads`](crate::decode::gpu::SnappyPlacement::beside_reads)).
     pub(super) fn decode_wave(
         &self,
         chunks: &DeviceChunks,
@@ -126,9 +126,9 @@ impl ReaderState {
         beside_reads: bool,
     ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
         let snappy = if beside_reads {
-            self.tuning.snappy.beside_reads()
+            self.snappy.beside_reads()
         } else {
-            self.tuning.snappy
+            self.snappy
         };
         let (plan, spans) = match &wave.piece {
             Some(p) => (&*p.plan, p.spans.clone()),
@@ -149,7 +149,7 @@ impl ReaderState {
             row_groups,
             &self.plan,
             self.spans_of(row_groups),
-            self.tuning.snappy,
+            self.snappy,
         )
     }
 
@@ -161,7 +161,7 @@ impl ReaderState {
         row_groups: &[usize],
         plan: &crate::plan::ReadPlan,
         spans: Vec<crate::plan::BatchSpan>,
-        snappy: crate::config::SnappyPlacement,
+        snappy: crate::decode::gpu::SnappyPlacement,
     ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
         let pass = PassInput {
             path: self.file.path(),

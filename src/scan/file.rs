@@ -51,6 +51,8 @@ pub(crate) struct ReaderState {
     pub(super) host_reader: HostReader,
     pub(super) gpu_reader: Option<GpuReader>,
     pub(super) tuning: Tuning,
+    /// Where SNAPPY pages are decompressed ([`ScanBuilder::with_snappy_placement`]).
+    pub(super) snappy: crate::decode::gpu::SnappyPlacement,
     /// The batches of the plan ([`crate::plan::batches_of`]), in order.
     pub(super) spans: Vec<BatchSpan>,
     /// The row groups after which no batch goes on ([`Self::batch_ends`]).

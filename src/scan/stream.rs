@@ -90,7 +90,7 @@ impl ReaderState {
             if codec == parquet::basic::Compression::UNCOMPRESSED {
                 continue;
             }
-            if crate::decode::gpu::device_decompresses(codec, self.tuning.snappy) {
+            if crate::decode::gpu::device_decompresses(codec) {
                 device_compressed += c.len();
             } else {
                 host_compressed += c.len();

@@ -4,9 +4,10 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Whether `CUPARQUET_PROFILE` asks for stage times (set, and not `0`).
+/// Whether `CUPARQUET_PROFILE` asks for stage times ([`crate::config::env::profile`]; a bad
+/// value was refused where the load was built).
 pub(super) fn profile_requested() -> bool {
-    std::env::var_os("CUPARQUET_PROFILE").is_some_and(|v| v != "0")
+    crate::config::env::profile().unwrap_or(false)
 }
 
 /// With `CUPARQUET_PROFILE` set: spans of a pipelined load (what, start, end), printed to

@@ -247,8 +247,8 @@ pub(super) fn waves(plan: &ReadPlan, target: u64, ends: &dyn Fn(usize) -> bool) 
 }
 
 impl ReaderState {
-    /// Reads and decodes wave after wave ([`waves`]): one thread reads, [`Tuning::decode_threads`](crate::config::Tuning::decode_threads)
-    /// threads decode, each on a decode stream of its own, so reading, decoding and the tails of
+    /// Reads and decodes wave after wave ([`waves`]): one thread reads,
+    /// [`DECODE_THREADS`](crate::device::DECODE_THREADS) threads decode, each on a decode stream of its own, so reading, decoding and the tails of
     /// decoding kernels overlap. Loads up to [`STREAM_MAX_BYTES`] read as one stream into one
     /// allocation where the reader can ([`RangeReader::read_stream`]: every thread reads on
     /// across wave boundaries, and each wave is handed over as soon as its bytes are in);
@@ -361,7 +361,7 @@ impl ReaderState {
                     }
                 }
             });
-            for slot in 0..self.tuning.decode_threads {
+            for slot in 0..device::DECODE_THREADS {
                 let rx = &rx;
                 let (read_so_far, done_so_far) = (&read_so_far, &done_so_far);
                 s.spawn(move || loop {

@@ -18,17 +18,14 @@ use crate::device::DeviceBuffer;
 use crate::error::{Error, Result};
 
 
-/// Whether the pages of `codec` are decompressed on the device by [`locate_pages`]: SNAPPY by
-/// our kernel unless `snappy` places them on the host, GZIP by our kernel, nvCOMP's codecs
-/// where it is installed (uncompressed pages need none: false).
-pub(crate) fn device_decompresses(
-    codec: parquet::basic::Compression,
-    snappy: SnappyPlacement,
-) -> bool {
+/// Whether the pages of `codec` are decompressed on the device by [`locate_pages`]: SNAPPY
+/// and GZIP by our kernels, nvCOMP's codecs where it is installed (uncompressed pages need
+/// none: false).
+pub(crate) fn device_decompresses(codec: parquet::basic::Compression) -> bool {
     use parquet::basic::Compression;
     match codec {
         Compression::UNCOMPRESSED => false,
-        Compression::SNAPPY => snappy != SnappyPlacement::Host,
+        Compression::SNAPPY => true,
         Compression::GZIP(_) => true,
         c => super::nvcomp::nvcomp_takes(c),
     }

@@ -80,10 +80,9 @@ pub(crate) use pass::{decode_pass, PassInput};
 pub use pass::keys_fallback;
 pub(crate) use profile::{profile_absorb, profile_begin, profile_end, profiling, timed};
 pub use report::{Decompressed, FieldDecode, GpuDecodeReport, PageCounts};
-pub use snappy::{segments_of, snappy_fragments_of};
+pub use snappy::{segments_of, snappy_fragments_of, SnappyPlacement};
 pub(crate) use views::to_views;
 
-pub(crate) use crate::config::SnappyPlacement;
 
 use std::collections::HashMap;
 use std::sync::Arc;
