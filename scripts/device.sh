@@ -53,7 +53,7 @@ Parts:
         compute-sanitizer (race: racecheck and synccheck). A TARGET is a TEST (run under the tool
         with --target-processes all, CUPARQUET_MUTANTS_DEVICE=cuda:0), or device loads of files
         by the packed CLI (and .dev/old's, where an A/B build was packed; LOAD_ARGS, default
-        "--tuning snappy=device"): a .parquet file, a directory (SAMPLE=N: at most N of its
+        "--snappy-kernel"): a .parquet file, a directory (SAMPLE=N: at most N of its
         files, spread), `corpus` (the corpus files whose columns exercise the byte-array and
         fixed-width kernels) or `corpus-all` (data/ and bad_data/). Defaults: memcheck over
         the corpus tests (corpus_files_equal_arrow_rs bad_data_files_fail_clearly_or_match_arrow_rs
@@ -423,7 +423,7 @@ san_loads() {
   while [ "$1" != -- ]; do tools+=("$1"); shift; done
   shift
   local -a load_args
-  read -r -a load_args <<< "${LOAD_ARGS---tuning snappy=device}"
+  read -r -a load_args <<< "${LOAD_ARGS---snappy-kernel}"
   while read -r b; do
     step "compute-sanitizer ${tools[*]} over $# device loads by $b"
     n=0

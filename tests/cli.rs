@@ -287,9 +287,14 @@ fn tuning_switches_come_from_one_flag_or_variable() {
         "host",
         "--quiet",
         "--tuning",
-        "snappy=host,wave_bytes=0",
+        "bounce_buffer_count=3,wave_bytes=0",
     ]);
     assert!(o.status.success(), "{}", text(&o).1);
+    // a key retired once measured no faster is an error saying so, not a setting ignored
+    let o = run(&["load", f, "--device", "host", "--tuning", "snappy=host"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "a usage error: {err}");
+    assert!(err.contains("snappy") && err.contains("removed"), "{err}");
     let o = run(&["load", f, "--device", "host", "--tuning", "fast=1"]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "a usage error: {err}");
@@ -760,8 +765,12 @@ fn a_bad_variable_is_named() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("CUPARQUET_TASK_SIZE"), "{err}");
     for (var, value) in [
-        ("CUPARQUET_TUNING", "decode_threads=9"),
+        ("CUPARQUET_TUNING", "wave_bytes=lots"),
+        // a key retired once measured (its default is now a constant)
+        ("CUPARQUET_TUNING", "decode_threads=4"),
         ("CUPARQUET_MEMORY_BUDGET", "lots"),
+        ("CUPARQUET_FAULTS", "pread:sometimes"),
+        ("CUPARQUET_PROFILE", "maybe"),
     ] {
         let o = Command::new(bin())
             .args([

@@ -186,7 +186,7 @@ impl DeviceRecordBatch {
 mod tests {
     use super::*;
     use arrow::array::make_array;
-    use arrow::array::{Int32Array, ListArray, StringArray, StructArray};
+    use arrow::array::{ArrayRef, Int32Array, ListArray, StringArray, StructArray};
     use arrow::datatypes::{Field, Int32Type};
 
     fn offsets_are_zero(d: &ArrayData) -> bool {

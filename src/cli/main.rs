@@ -163,6 +163,10 @@ enum Cmd {
         /// when it cannot be). Default: CUPARQUET_COMPAT_MODE or auto.
         #[arg(long, value_parser = parse_compat)]
         compat_mode: Option<CompatMode>,
+        /// Not a setting: SNAPPY pages on the device kernel even where the decoder would send
+        /// a small load's pages to the host's cores (for sanitizer runs over the kernels).
+        #[arg(long, hide = true)]
+        snappy_kernel: bool,
     },
 }
 
@@ -447,6 +451,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             task_size,
             direct_io,
             compat_mode,
+            snappy_kernel,
         } => {
             let file = files[0].clone();
             let mut b = Scan::builder(&files)
@@ -490,6 +495,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             }
             if let Some(m) = compat_mode {
                 b = b.with_compat_mode(m);
+            }
+            if snappy_kernel {
+                b = b.with_snappy_placement(cuparquet::internals::gpu::SnappyPlacement::Device);
             }
             let bar = (!quiet && !json).then(ProgressBar::new);
             if let Some(bar) = &bar {

@@ -859,8 +859,8 @@ pub fn arrow_rs_chunk(path: &Path, rg: usize, leaf: usize) -> Option<arrow::arra
 pub fn cuda_with_host_share(p: &Path, share: u32) -> cuparquet::ScanBuilder {
     cuparquet::Scan::builder(p)
         .with_device(cuparquet::Device::Cuda(0))
+        .with_snappy_placement(cuparquet::internals::gpu::SnappyPlacement::Device)
         .with_tuning(cuparquet::config::Tuning {
-            snappy: cuparquet::config::SnappyPlacement::Device,
             host_share: Some(share),
             ..cuparquet::config::Tuning::default()
         })

@@ -89,7 +89,7 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
             fields: &fields,
             codec_of: &codec_of,
             rows_of: &rows_of,
-            snappy: cuparquet::config::SnappyPlacement::Device,
+            snappy: cuparquet::internals::gpu::SnappyPlacement::Device,
             host_share: None,
             batches: &batches,
         };

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use arrow::array::RecordBatchReader;
 use common::*;
-use cuparquet::config::{SnappyPlacement, Tuning};
+use cuparquet::config::Tuning;
+use cuparquet::internals::gpu::SnappyPlacement;
 use cuparquet::{Device, Scan};
 
 /// Files both readers refuse, with the reason asserted in `documented_failures`.
@@ -47,7 +48,6 @@ impl std::fmt::Display for Backend {
         let snappy = match (self.device, self.snappy) {
             (Device::Host, _) | (_, SnappyPlacement::Auto) => "",
             (_, SnappyPlacement::Device) => " (SNAPPY on the device)",
-            (_, SnappyPlacement::Host) => " (SNAPPY on the host)",
         };
         let waves = if self.pipelined {
             " (pipelined, a wave per row group)"
@@ -144,8 +144,8 @@ fn load(
     let mut b = Scan::builder(path)
         .with_device(backend.device)
         .with_batch_rows(batch_rows);
+    b = b.with_snappy_placement(backend.snappy);
     let mut tuning = Tuning {
-        snappy: backend.snappy,
         host_share: backend.host_share,
         ..Tuning::default()
     };

@@ -450,10 +450,7 @@ fn a_snappy_copy_before_the_start_is_refused_on_every_path() {
     if gpu_available("SNAPPY copy test on the device") {
         let got = Scan::builder(&path)
             .with_device(Device::Cuda(0))
-            .with_tuning(cuparquet::config::Tuning {
-                snappy: cuparquet::config::SnappyPlacement::Device,
-                ..Default::default()
-            })
+            .with_snappy_placement(cuparquet::internals::gpu::SnappyPlacement::Device)
             .build()
             .and_then(|r| r.load())
             .map(|_| ());
