@@ -127,8 +127,18 @@ pub mod env {
     /// Checks the variables read outside of [`IoSettings`] and [`Tuning`] that have no other
     /// place to fail (`CUPARQUET_PROFILE`, `CUPARQUET_FAULTS`): called where a load is built,
     /// so that a bad value is an error there rather than ignored later.
+    /// The first call also arms the sites `CUPARQUET_FAULTS` names
+    /// ([`crate::error::fault::arm`]), once per process.
     pub fn validate_diagnostics() -> Result<()> {
-        diagnostics_of(var)
+        diagnostics_of(var)?;
+        static ARMED: std::sync::Once = std::sync::Once::new();
+        let faults = faults()?;
+        ARMED.call_once(|| {
+            for (site, n) in faults {
+                crate::error::fault::arm(site, n);
+            }
+        });
+        Ok(())
     }
 
     /// [`validate_diagnostics`], reading variables through `get` (for tests).

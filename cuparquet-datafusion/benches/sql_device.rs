@@ -308,7 +308,7 @@ async fn bench(cores: usize) {
     // the device scans: on cuda:0, or their partitions spread over CUPARQUET_BENCH_DEVICES
     let devices: Vec<usize> = std::env::var("CUPARQUET_BENCH_DEVICES")
         .map(|v| {
-            cuparquet::device::parse_device_list(&v)
+            cuparquet::scan::parse_device_list(&v)
                 .expect("CUPARQUET_BENCH_DEVICES: ordinals, e.g. 0,1")
         })
         .unwrap_or_default();

@@ -167,7 +167,7 @@ fn parse_devices(v: &str) -> std::result::Result<Vec<usize>, String> {
     if v.trim().is_empty() {
         return Ok(Vec::new());
     }
-    cuparquet::device::parse_device_list(v).map_err(|e| e.to_string())
+    cuparquet::scan::parse_device_list(v).map_err(|e| e.to_string())
 }
 
 /// The ordinals as `set` takes them back: `cuda:0,cuda:1`.

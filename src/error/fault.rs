@@ -2,15 +2,14 @@
 //! allocation that fails, a `cuFileRead` that returns a cuFile error code, a `pread` that fails
 //! with `EIO` or finds the file ended. Each site counts its calls once armed; the `n`-th call
 //! from arming fails, once. Armed by [`arm`] or by `CUPARQUET_FAULTS` (`site=n[,site=n…]`,
-//! read through [`crate::config::env::faults`] at the first call of any site; a bad value is
-//! an error where a load is built), e.g. `CUPARQUET_FAULTS=device-alloc=3`. Unarmed, a site
+//! armed by [`crate::config::env::validate_diagnostics`] where the first load is built; a bad
+//! value is an error there), e.g. `CUPARQUET_FAULTS=device-alloc=3`. Unarmed, a site
 //! costs one relaxed atomic load.
 //!
 //! The error a fault raises is the one the real failure raises (for `pread`, its text marked
 //! "(injected fault)"). The sites are process-wide: `tests/faults.rs` arms them in one test.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::Once;
 
 /// Where a fault can be injected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +34,6 @@ const SITES: [(Site, &str); 4] = [
 static ANY: AtomicBool = AtomicBool::new(false);
 /// Calls left before each site fails; 0: disarmed.
 static LEFT: [AtomicI64; 4] = [const { AtomicI64::new(0) }; 4];
-static FROM_ENV: Once = Once::new();
 
 impl Site {
     fn index(self) -> usize {
@@ -84,22 +82,8 @@ pub(crate) fn parse(spec: &str) -> std::result::Result<Vec<(Site, u64)>, String>
     Ok(out)
 }
 
-/// Arms the sites `CUPARQUET_FAULTS` names. A bad value was refused where the load was built
-/// ([`crate::config::env::validate_diagnostics`]); one reached here anyway arms nothing.
-fn arm_from_env() {
-    match crate::config::env::faults() {
-        Ok(faults) => {
-            for (site, n) in faults {
-                arm(site, n);
-            }
-        }
-        Err(e) => eprintln!("cuparquet: {e}; no fault armed"),
-    }
-}
-
 /// Whether this call at `site` is to fail.
 pub(crate) fn hit(site: Site) -> bool {
-    FROM_ENV.call_once(arm_from_env);
     if !ANY.load(Ordering::Relaxed) {
         return false;
     }

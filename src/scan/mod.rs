@@ -57,6 +57,7 @@ pub use report::{LoadReport, ScanReport, SetupTimes};
 pub use spread::DeviceWork;
 
 pub use crate::decode::host::view_type;
+pub use crate::device::parse_device_list;
 
 use crate::array::{LoadedBatch, Location};
 pub use crate::decode::gpu::{
