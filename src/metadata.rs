@@ -561,6 +561,38 @@ pub(crate) fn rephrase(s: String) -> String {
     }
 }
 
+/// `md` without the dictionary page offsets of the chunks `fixes` names (row group, column):
+/// arrow-rs reads a chunk from its dictionary page offset whenever one is given; where the plan
+/// ignored an impossible one (e.g. 0), dropping it makes arrow-rs read what the plan read.
+pub(crate) fn without_dictionary_offsets(
+    path: &Path,
+    md: &Arc<ParquetMetaData>,
+    fixes: &[(usize, usize)],
+) -> Result<Arc<ParquetMetaData>> {
+    if fixes.is_empty() {
+        return Ok(Arc::clone(md));
+    }
+    let mut builder = md.as_ref().clone().into_builder();
+    let mut groups = builder.take_row_groups();
+    for &(rg, col) in fixes {
+        let cols = groups[rg].columns_mut();
+        let fixed = cols[col]
+            .clone()
+            .into_builder()
+            .set_dictionary_page_offset(None)
+            .build()
+            .map_err(|e| Error::BadColumnChunk {
+                path: path.to_path_buf(),
+                row_group: rg,
+                column: cols[col].column_path().string(),
+                range: None,
+                reason: e.to_string(),
+            })?;
+        cols[col] = fixed;
+    }
+    Ok(Arc::new(builder.set_row_groups(groups).build()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

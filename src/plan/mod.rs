@@ -236,6 +236,16 @@ pub struct ReadPlan {
 }
 
 impl ReadPlan {
+    /// The (row group, column) of every chunk whose impossible dictionary page offset the
+    /// plan ignored ([`ColumnChunkPlan::ignored_dictionary_offset`]).
+    pub(crate) fn ignored_dictionary_offsets(&self) -> Vec<(usize, usize)> {
+        self.chunks
+            .iter()
+            .filter(|c| c.ignored_dictionary_offset.is_some())
+            .map(|c| (c.row_group, c.column))
+            .collect()
+    }
+
     /// Bytes of column chunks selected.
     pub fn chunk_bytes(&self) -> u64 {
         self.chunks.iter().map(|c| c.len()).sum()
@@ -778,6 +788,29 @@ fn top_level_names(md: &ParquetMetaData) -> String {
 }
 
 pub use crate::config::human_bytes;
+
+/// The row groups of `row_groups` (ascending) after which no batch of `spans` goes on: where a
+/// load may be cut into waves. A cut after `rg` is inside a batch that starts at or before
+/// `rg` and ends in a later row group.
+pub(crate) fn batch_cuts(
+    spans: &[BatchSpan],
+    row_groups: &[usize],
+) -> std::collections::HashSet<usize> {
+    let mut inside = std::collections::HashSet::new();
+    for s in spans {
+        let (Some(first), Some(last)) = (s.parts.first(), s.parts.last()) else {
+            continue;
+        };
+        let from = row_groups.partition_point(|&rg| rg < first.row_group);
+        let to = row_groups.partition_point(|&rg| rg < last.row_group);
+        inside.extend(row_groups[from..to].iter().copied());
+    }
+    row_groups
+        .iter()
+        .copied()
+        .filter(|rg| !inside.contains(rg))
+        .collect()
+}
 
 #[cfg(test)]
 mod tests {

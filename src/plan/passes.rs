@@ -715,6 +715,15 @@ pub fn split_row_group(
     Ok(Some(out))
 }
 
+/// The footer's estimate of a device load's memory, all of it at once
+/// ([`row_group_cost`]).
+pub(crate) fn load_estimate(plan: &ReadPlan, md: &ParquetMetaData) -> u64 {
+    plan.row_groups
+        .iter()
+        .map(|&rg| row_group_cost(plan, md, rg).device_bytes)
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use arrow::datatypes::SchemaRef;
-use parquet::file::metadata::ParquetMetaData;
 use rayon::prelude::*;
 
 use super::{FileScan, Progress, ProgressFn, ReaderState, Scan, DEFAULT_BATCH_ROWS};
@@ -571,7 +570,11 @@ impl ScanBuilder {
             }
         };
         let plan = plan_with(&self.path, &meta, &selection, &coalesce)?;
-        let decode_meta = sanitize_metadata(&self.path, &meta.metadata, &plan)?;
+        let decode_meta = crate::metadata::without_dictionary_offsets(
+            &self.path,
+            &meta.metadata,
+            &plan.ignored_dictionary_offsets(),
+        )?;
         let max_page_size = match self.max_page_size {
             Some(n) => n,
             None => crate::config::env::max_page_size()?.unwrap_or(crate::config::MAX_PAGE_BYTES),
@@ -615,7 +618,7 @@ impl ScanBuilder {
                     // small loads skip asking the driver (cuMemGetInfo costs more than
                     // planning them): a device without that much free memory fails the load's
                     // first allocation with an error saying so
-                    None => default_budget(n, estimate(&plan, &meta) <= SMALL_LOAD_BYTES)?,
+                    None => default_budget(n, crate::plan::passes::load_estimate(&plan, &meta.metadata) <= SMALL_LOAD_BYTES)?,
                 };
                 if budget == 0 {
                     return Err(Error::setting(
@@ -639,7 +642,7 @@ impl ScanBuilder {
                         let mut again = self.clone();
                         again.page_index = true;
                         return match again.build_file() {
-                            Ok(r) if r.state.passes.is_some() => Ok(r),
+                            Ok(r) if r.state.budget_waves.is_some() => Ok(r),
                             _ => Err(e),
                         };
                     }
@@ -665,7 +668,7 @@ impl ScanBuilder {
                 None,
             ),
         };
-        let cuts = cuts_between(&spans, &plan.row_groups);
+        let cuts = crate::plan::batch_cuts(&spans, &plan.row_groups);
         let t_plan = t_plan.elapsed();
         let t_readers = Instant::now();
         let host_reader = HostReader::new(settings.clone())?;
@@ -695,8 +698,8 @@ impl ScanBuilder {
             cuts,
             spans,
             views,
-            pass_costs: passes.as_ref().map(|p| p.1.clone()).unwrap_or_default(),
-            passes: passes.map(|p| p.0),
+            wave_costs: passes.as_ref().map(|p| p.1.clone()).unwrap_or_default(),
+            budget_waves: passes.map(|p| p.0),
             budget: memory_budget,
             progress: self.progress,
             t_setup: t0.elapsed(),
@@ -776,14 +779,6 @@ pub(super) fn default_budget(n: usize, small: bool) -> Result<u64> {
 /// device's free memory when no budget is set ([`ScanBuilder::with_memory_budget`]).
 pub const SMALL_LOAD_BYTES: u64 = 1 << 30;
 
-/// The footer's estimate of a device load's memory, all of it at once
-/// ([`crate::plan::passes::row_group_cost`]).
-fn estimate(plan: &ReadPlan, meta: &crate::metadata::FileMetadata) -> u64 {
-    plan.row_groups
-        .iter()
-        .map(|&rg| crate::plan::passes::row_group_cost(plan, &meta.metadata, rg).device_bytes)
-        .sum()
-}
 
 /// What a device load under a memory budget it does not fit at once reads and decodes: its
 /// waves and their estimated device bytes.
@@ -829,62 +824,4 @@ fn budget_waves(
     Ok(Some((spans, waves)))
 }
 
-/// The row groups of `row_groups` (ascending) after which no batch of `spans` goes on: where a
-/// load may be cut into waves. A cut after `rg` is inside a batch that starts at or before
-/// `rg` and ends in a later row group.
-fn cuts_between(
-    spans: &[crate::plan::BatchSpan],
-    row_groups: &[usize],
-) -> std::collections::HashSet<usize> {
-    let mut inside = std::collections::HashSet::new();
-    for s in spans {
-        let (Some(first), Some(last)) = (s.parts.first(), s.parts.last()) else {
-            continue;
-        };
-        let from = row_groups.partition_point(|&rg| rg < first.row_group);
-        let to = row_groups.partition_point(|&rg| rg < last.row_group);
-        inside.extend(row_groups[from..to].iter().copied());
-    }
-    row_groups
-        .iter()
-        .copied()
-        .filter(|rg| !inside.contains(rg))
-        .collect()
-}
 
-/// arrow-rs reads a chunk from its dictionary page offset whenever one is given; where the plan
-/// ignored an impossible one (e.g. 0), drop it so that arrow-rs reads what the plan read.
-fn sanitize_metadata(
-    path: &Path,
-    md: &Arc<ParquetMetaData>,
-    plan: &ReadPlan,
-) -> Result<Arc<ParquetMetaData>> {
-    let fixes: Vec<(usize, usize)> = plan
-        .chunks
-        .iter()
-        .filter(|c| c.ignored_dictionary_offset.is_some())
-        .map(|c| (c.row_group, c.column))
-        .collect();
-    if fixes.is_empty() {
-        return Ok(Arc::clone(md));
-    }
-    let mut builder = md.as_ref().clone().into_builder();
-    let mut groups = builder.take_row_groups();
-    for (rg, col) in fixes {
-        let cols = groups[rg].columns_mut();
-        let fixed = cols[col]
-            .clone()
-            .into_builder()
-            .set_dictionary_page_offset(None)
-            .build()
-            .map_err(|e| Error::BadColumnChunk {
-                path: path.to_path_buf(),
-                row_group: rg,
-                column: cols[col].column_path().string(),
-                range: None,
-                reason: e.to_string(),
-            })?;
-        cols[col] = fixed;
-    }
-    Ok(Arc::new(builder.set_row_groups(groups).build()))
-}

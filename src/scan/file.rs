@@ -60,12 +60,12 @@ pub(crate) struct ReaderState {
     /// A device's batches with their string and binary columns as views: their schema
     /// ([`ScanBuilder::with_string_views`]); the views are built after the row filter.
     pub(super) views: Option<arrow::datatypes::SchemaRef>,
-    /// A device load under a memory budget it does not fit at once: its passes, read and
-    /// decoded one after the other ([`ScanBuilder::with_memory_budget`](super::ScanBuilder::with_memory_budget)).
-    pub(super) passes: Option<Vec<super::waves::Wave>>,
+    /// A device load under a memory budget it does not fit at once: its waves (one per pass of
+    /// the plan), read and decoded one after the other ([`ScanBuilder::with_memory_budget`](super::ScanBuilder::with_memory_budget)).
+    pub(super) budget_waves: Option<Vec<super::waves::Wave>>,
     /// Their estimated read bytes and decode working sets, and the budget
     /// ([`ScanBuilder::with_memory_budget`](super::ScanBuilder::with_memory_budget)).
-    pub(super) pass_costs: Vec<super::budget::WaveCost>,
+    pub(super) wave_costs: Vec<super::budget::WaveCost>,
     pub(super) budget: u64,
     pub(super) progress: Option<ProgressFn>,
     pub(super) t_setup: Duration,
@@ -168,7 +168,7 @@ impl FileScan {
     /// Whether a device load of this file goes pass after pass under its memory budget
     /// ([`ScanBuilder::with_memory_budget`](super::ScanBuilder::with_memory_budget)): the whole load does not fit at once.
     pub fn budgeted(&self) -> bool {
-        self.state.passes.is_some()
+        self.state.budget_waves.is_some()
     }
 
     /// Decodes column chunks loaded into device memory on the host, from one device→host copy

@@ -75,8 +75,8 @@ impl ReaderState {
     /// once; else of [`wave_target`] bytes for a load (`first_small`: false), with a small
     /// first one for a stream; one wave of everything when the plan cannot be cut.
     pub(super) fn device_waves(&self, first_small: bool) -> Vec<Wave> {
-        if let Some(passes) = &self.passes {
-            return passes.clone();
+        if let Some(waves) = &self.budget_waves {
+            return waves.clone();
         }
         let plan = &self.plan;
         // chunks decompressed by the device (SNAPPY unless sent to the host; GZIP; ZSTD and
@@ -145,8 +145,8 @@ impl ReaderState {
             false => sink,
         };
         match self.device.location {
-            Location::Cuda(ordinal) if self.passes.is_some() => {
-                let (costs, budget) = (&self.pass_costs, self.budget);
+            Location::Cuda(ordinal) if self.budget_waves.is_some() => {
+                let (costs, budget) = (&self.wave_costs, self.budget);
                 if super::timeline::profile_requested() {
                     let mb: Vec<String> = (costs.iter())
                         .map(|c| format!("{}+{}", c.read / 1_000_000, c.decode / 1_000_000))
