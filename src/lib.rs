@@ -233,7 +233,7 @@ with_cuda_bindings! {
             pub use crate::decode::gpu::kernels::{conversion_code, physical_code, PageInfo};
             pub use crate::decode::gpu::{
                 decode_bytes_columns, decode_fixed_columns, keys_fallback, page_tables,
-                segments_of, snappy_fragments_of, DeviceColumn, Pass, SnappyPlacement,
+                segments_of, snappy_fragments_of, DeviceColumn, WaveDecode, SnappyPlacement,
             };
         }
     }

@@ -81,7 +81,7 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
                 }],
             })
             .collect();
-        let pass = cuparquet::internals::gpu::Pass {
+        let pass = cuparquet::internals::gpu::WaveDecode {
             chunks,
             tables: &tables,
             path: f,
