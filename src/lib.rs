@@ -222,7 +222,7 @@ with_cuda_bindings! {
     pub mod source;
 
     /// Not part of the API: the crate's own tests and benchmarks reach the decoder's parts here
-    /// (page headers, host decompression, the GPU placement, the kernel passes). Anything in it
+    /// (page headers, host decompression, the GPU placement, the kernel stages). Anything in it
     /// may change or go at any time.
     #[doc(hidden)]
     pub mod internals {

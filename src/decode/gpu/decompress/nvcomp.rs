@@ -201,7 +201,7 @@ fn hadoop_blocks(
     let launch = |bases: u64, out: u64| {
         // SAFETY: one thread per entry of `table` (n of them), each reading only its page's
         // `src_len` bytes (page data inside the load's buffer, checked by the page-header
-        // pass). Counting (`out` null), each writes only its own count. Writing, each page
+        // stage). Counting (`out` null), each writes only its own count. Writing, each page
         // whose count c was >= 0 writes exactly its c blocks from `bases[i]` (the walk is the
         // same, so the same c), inside `out`'s entries, sized by the counts' sum; the other
         // pages write nothing. All live until the waited launch returns.
