@@ -3,7 +3,7 @@
 # `kernels_compile_with_nvrtc` unit test, which skips where NVRTC is missing): NVRTC comes from
 # the nvidia-cuda-nvrtc-cu12 wheel (pip download, unpacked under target/nvrtc), nothing
 # installed. With REGISTERS=1 it also prints ptxas's registers, spills and shared memory per
-# kernel of MODULE (default snappy: snappy.cu and inflate.cu).
+# kernel of MODULE (default decompress: snappy.cu and inflate.cu).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=target/nvrtc
@@ -18,8 +18,8 @@ fi
 export LD_LIBRARY_PATH="$PWD/$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 cargo test --lib kernels_compile_with_nvrtc -- --nocapture
 if [ "${REGISTERS:-0}" = 1 ]; then
-  case "${MODULE:-snappy}" in
-    snappy) files="snappy.cu inflate.cu" ;;
+  case "${MODULE:-decompress}" in
+    decompress) files="snappy.cu inflate.cu" ;;
     *) files="common.cuh ${MODULE}.cu" ;;
   esac
   # shellcheck disable=SC2086  # $files: several names

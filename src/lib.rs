@@ -222,7 +222,7 @@ with_cuda_bindings! {
     pub mod source;
 
     /// Not part of the API: the crate's own tests and benchmarks reach the decoder's parts here
-    /// (page headers, host decompression, the GPU placement, the kernel passes). Anything in it
+    /// (page headers, host decompression, the GPU placement, the kernel stages). Anything in it
     /// may change or go at any time.
     #[doc(hidden)]
     pub mod internals {
@@ -233,7 +233,7 @@ with_cuda_bindings! {
             pub use crate::decode::gpu::kernels::{conversion_code, physical_code, PageInfo};
             pub use crate::decode::gpu::{
                 decode_bytes_columns, decode_fixed_columns, keys_fallback, page_tables,
-                segments_of, snappy_fragments_of, DeviceColumn, Pass, SnappyPlacement,
+                segments_of, snappy_fragments_of, DeviceColumn, WaveDecode, SnappyPlacement,
             };
         }
     }

@@ -189,7 +189,7 @@ pub(crate) fn check_claimed_sizes(
         ));
     }
     if index || levels > want || levels > stored {
-        return Ok(()); // (levels past the page are the page-header pass's to report)
+        return Ok(()); // (levels past the page are the page-header stage's to report)
     }
     let (want_values, stored_values) = (want - levels, stored - levels);
     if codec == Compression::UNCOMPRESSED || !compressed {

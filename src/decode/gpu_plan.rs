@@ -86,7 +86,7 @@ pub struct GpuColumn {
     /// A kept dictionary (`data_type` is `Dictionary(K, Utf8 | LargeUtf8 | Binary |
     /// LargeBinary)`, K an integer type): each row's key and its chunks' dictionaries are
     /// built on the device instead of its value. Every data page must be dictionary-encoded,
-    /// and a batch's dictionaries must fit its keys; a pass where they do not leaves the field
+    /// and a batch's dictionaries must fit its keys; a wave where they do not leaves the field
     /// to the host.
     pub keys: bool,
 }
@@ -275,7 +275,7 @@ fn gpu_leaf(
         ));
     }
     // kept dictionaries: integer keys and the chunks' dictionaries, for flat string and binary
-    // columns (the pass checks that every page is dictionary-encoded)
+    // columns (a wave's decoding checks that every page is dictionary-encoded)
     let keys = matches!(data_type, DataType::Dictionary(..));
     let value_type = match data_type {
         DataType::Dictionary(key, value) => {

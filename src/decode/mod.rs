@@ -9,8 +9,8 @@
 //! [`page_header`] (the host twin of the device page-header parser), [`decompress`] (host
 //! decompression of the codecs the GPU does not decode), [`gpu_plan`] (which columns the GPU
 //! takes, with arrow-rs's exact conversions) and [`gpu`] (the CUDA kernels, their launches and
-//! the pass that runs them). The CPU twin of the kernels, the test oracle they are checked
-//! against page by page, lives with the tests (`tests/reference_decoder`).
+//! the decoding of a wave that runs them). The CPU twin of the kernels, the test oracle they
+//! are checked against page by page, lives with the tests (`tests/reference_decoder`).
 
 pub(crate) mod chunks;
 pub(crate) mod claims;

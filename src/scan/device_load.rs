@@ -1,12 +1,12 @@
 //! Device loads: the plan's requests read into device memory (in one pass, or in pipelined
-//! waves), then decoded there by the GPU decoder's pass ([`decode_pass`]).
+//! waves), then decoded there by the GPU decoder, a wave at a time ([`decode_wave`]).
 
 use std::sync::Arc;
 
 use super::timeline::profile_requested;
 use super::ReaderState;
 use crate::array::{LoadedBatch, Location, RowSpan};
-use crate::decode::gpu::{decode_pass, DeviceChunks, GpuDecodeReport, PassInput};
+use crate::decode::gpu::{decode_wave, DeviceChunks, GpuDecodeReport, WaveInput};
 use crate::device;
 use crate::error::{Error, Result};
 use crate::io::{Dest, IoReport, RangeReader};
@@ -163,7 +163,7 @@ impl ReaderState {
         spans: Vec<crate::plan::BatchSpan>,
         snappy: crate::decode::gpu::SnappyPlacement,
     ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
-        let pass = PassInput {
+        let input = WaveInput {
             path: self.file.path(),
             metadata: &self.meta.metadata,
             leaves: &plan.leaves,
@@ -173,7 +173,7 @@ impl ReaderState {
             host_share: self.tuning.host_share,
             profile: profile_requested(),
         };
-        let (batches, report) = decode_pass(&pass, chunks, row_groups, &spans)?;
+        let (batches, report) = decode_wave(&input, chunks, row_groups, &spans)?;
         let ordinal = chunks.buffer().gpu().ordinal();
         let batches = batches
             .into_iter()

@@ -81,7 +81,7 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
                 }],
             })
             .collect();
-        let pass = cuparquet::internals::gpu::Pass {
+        let wave = cuparquet::internals::gpu::WaveDecode {
             chunks,
             tables: &tables,
             path: f,
@@ -93,8 +93,8 @@ fn gpu_flat_columns_equal_the_reference_decoder() {
             host_share: None,
             batches: &batches,
         };
-        let fixed = cuparquet::internals::gpu::decode_fixed_columns(&pass);
-        let strings = cuparquet::internals::gpu::decode_bytes_columns(&pass);
+        let fixed = cuparquet::internals::gpu::decode_fixed_columns(&wave);
+        let strings = cuparquet::internals::gpu::decode_bytes_columns(&wave);
         let got = match (fixed, strings) {
             (Ok(mut a), Ok(b)) => {
                 a.extend(b);

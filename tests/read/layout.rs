@@ -3,7 +3,7 @@
 //! there is no circle of imports, and no file (sources, tests, benchmarks, scripts) is past
 //! 1,000 lines.
 //!
-//! A module's stage is the first path segment under `src/` (`src/decode/gpu/pass.rs` is
+//! A module's stage is the first path segment under `src/` (`src/decode/gpu/wave.rs` is
 //! `decode`); its imports are the `crate::<stage>` paths it names outside comments, and the
 //! `crate::<stage>` targets of its doc links.
 
@@ -212,7 +212,7 @@ fn the_import_scanner_sees_grouped_and_plain_paths() {
     let doc = "//! see [`reader`](crate::reader) and `crate::doctor` in words\n";
     assert_eq!(imports(doc).into_iter().collect::<Vec<_>>(), ["reader"]);
     assert_eq!(
-        stage(Path::new("src/decode/gpu/pass.rs")).as_deref(),
+        stage(Path::new("src/decode/gpu/wave.rs")).as_deref(),
         Some("decode")
     );
     assert_eq!(stage(Path::new("src/lib.rs")).as_deref(), Some("lib"));

@@ -1,5 +1,5 @@
 //! BYTE_ARRAY flat columns (Utf8, Binary and their Large forms), in stages, each one launch
-//! over all pages of a pass: dictionary entries, sizes (each row's length and source), offsets
+//! over all pages of a wave: dictionary entries, sizes (each row's length and source), offsets
 //! (span sums on the device, a host scan of those, then every column's offsets), characters
 //! copied in place, and the UTF-8 check of Utf8 columns. Kept dictionaries get each row's key
 //! instead, and their values from the dictionary pages of their batch's chunks.
@@ -19,7 +19,7 @@ use super::launch::{
 };
 use super::page_jobs::{page_errors, row_bases, PageName};
 use super::profile::{since, timed};
-use super::{DeviceColumn, Pass};
+use super::{DeviceColumn, WaveDecode};
 use crate::array::DeviceArray;
 use crate::decode::gpu_plan::{key_capacity, key_width, Conversion};
 use crate::device::nvrtc::Module;
@@ -34,9 +34,9 @@ const SPAN: usize = 256 * 16;
 /// Decodes the BYTE_ARRAY columns of `columns` (Utf8, Binary and their Large forms) from the
 /// chunks of a device load: sizes first, offsets from their sum, then the characters written in
 /// place.
-pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
+pub fn decode_bytes_columns(wave: &WaveDecode<'_>) -> Result<Vec<DeviceColumn>> {
     let t_setup = Instant::now();
-    let Pass { chunks, path, .. } = *pass;
+    let WaveDecode { chunks, path, .. } = *wave;
     let gpu = Arc::clone(chunks.buffer().gpu());
     let BytesJobs {
         page_jobs,
@@ -49,7 +49,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         _dict_entries,
         counters,
         uploads,
-    } = bytes_jobs(pass)?;
+    } = bytes_jobs(wave)?;
     if outs.is_empty() {
         return Ok(Vec::new());
     }
@@ -67,7 +67,7 @@ pub fn decode_bytes_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
     // 2. sizes
     let sizes = stages.sizes(&page_jobs, &page_names, &cols)?;
     // 3. offsets and character buffers
-    let offsets = stages.offsets(&outs, pass)?;
+    let offsets = stages.offsets(&outs, wave)?;
     // 4. characters, and the values of fixed-width columns found as strings
     let _tables = stages.characters(&page_jobs, &sizes, &offsets, &outs)?;
     stages.fixed_values(&page_jobs, &page_names, &sizes, &outs)?;
@@ -197,19 +197,19 @@ struct BytesJobs {
     uploads: Vec<DeviceBuffer>,
 }
 
-/// Selects the pass's byte-array chunks, locates their pages, allocates one output column
+/// Selects the wave's byte-array chunks, locates their pages, allocates one output column
 /// (lengths, validity) per batch and field and the dictionaries' entry tables, and builds the
 /// jobs (each page's window of rows).
-fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
-    let Pass {
+fn bytes_jobs(wave: &WaveDecode<'_>) -> Result<BytesJobs> {
+    let WaveDecode {
         chunks, batches, ..
-    } = *pass;
+    } = *wave;
     let gpu = Arc::clone(chunks.buffer().gpu());
     let mut page_jobs: Vec<PageJob> = Vec::new();
     let mut page_names: Vec<PageName> = Vec::new();
     let mut cols: Vec<BytesColumn> = Vec::new();
     let mut outs: Vec<Out> = Vec::new();
-    let selected = pass.select(|g| g.conversion == Conversion::Bytes || g.via_bytes)?;
+    let selected = wave.select(|g| g.conversion == Conversion::Bytes || g.via_bytes)?;
     // dictionaries: (data address, bytes, entries), their entry tables (16 bytes an entry, in
     // one allocation), their names; by chunk
     let mut dicts: Vec<(u64, u64, i32)> = Vec::new();
@@ -260,11 +260,11 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
     for (b, batch) in batches.iter().enumerate() {
         for &col in &selected.columns {
             // a nested leaf has a slot per level entry
-            let rows = pass.column_len(&selected, batch, col)?;
+            let rows = wave.column_len(&selected, batch, col)?;
             // a kept dictionary: its chunks' entry tables, one after another
             let mut key_tables: HashMap<usize, (u64, i32)> = HashMap::new();
             let keys = if col.keys {
-                let (k, tables) = keys_out(pass, &selected, batch, col, rows)?;
+                let (k, tables) = keys_out(wave, &selected, batch, col, rows)?;
                 for (ci, (page, ptr, len, entries), at) in tables {
                     let c = &chunks.chunks()[ci];
                     dicts.push((ptr, len, entries));
@@ -293,7 +293,7 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
                 let tables = if col.keys { &key_tables } else { &dict_at };
                 tables.get(&sc.ci).copied().unwrap_or((0, 0))
             };
-            let (decompressed, parts) = pass.column_jobs(
+            let (decompressed, parts) = wave.column_jobs(
                 &selected,
                 batch,
                 col,
@@ -362,14 +362,14 @@ fn bytes_jobs(pass: &Pass<'_>) -> Result<BytesJobs> {
 /// page (page, address, bytes, entries) and the address of its entries in the table.
 #[allow(clippy::type_complexity)]
 fn keys_out(
-    pass: &Pass<'_>,
+    wave: &WaveDecode<'_>,
     selected: &super::Selected<'_>,
     batch: &crate::plan::BatchSpan,
     col: &crate::decode::gpu_plan::GpuColumn,
     rows: usize,
 ) -> Result<(Keys, Vec<(usize, (usize, u64, u64, i32), u64)>)> {
-    let gpu = pass.chunks.buffer().gpu();
-    let parts = pass.parts(selected, batch, col)?;
+    let gpu = wave.chunks.buffer().gpu();
+    let parts = wave.parts(selected, batch, col)?;
     let mut spots: Vec<(usize, (usize, u64, u64, i32), usize)> = Vec::with_capacity(parts.len());
     let mut entries = 0usize;
     for (sc, _, _) in &parts {
@@ -382,12 +382,12 @@ fn keys_out(
     }
     let int32 = arrow::datatypes::DataType::Int32;
     let (key_type, value_type) = col.dictionary().unwrap_or((&int32, &col.data_type));
-    // the pass leaves batches whose dictionaries overflow their keys to the host
+    // the wave leaves batches whose dictionaries overflow their keys to the host
     // (`keys_fallback`): this is a backstop
     if entries as u64 > key_capacity(key_type) {
-        let c = &pass.chunks.chunks()[parts[0].0.ci];
+        let c = &wave.chunks.chunks()[parts[0].0.ci];
         return Err(Error::Decode {
-            path: pass.path.to_path_buf(),
+            path: wave.path.to_path_buf(),
             row_group: Some(c.row_group),
             column: Some(c.path.clone()),
             reason: format!(
@@ -440,7 +440,8 @@ struct Offsets {
     _bases_buf: DeviceBuffer,
 }
 
-/// The launches of a byte-array pass: the device, the loaded module, the file (for errors).
+/// The launches of a wave's byte-array decoder: the device, the loaded module, the file (for
+/// errors).
 struct Stages<'a> {
     gpu: &'a Arc<Gpu>,
     module: &'a Module,
@@ -559,7 +560,7 @@ impl Stages<'_> {
     /// Offsets on the device: span sums of every column (launched back to back, one wait, one
     /// copy), a host scan of those, then the offsets of every column; and the character
     /// buffers. Errors when a column's strings overflow its offsets.
-    fn offsets(&self, outs: &[Out], pass: &Pass<'_>) -> Result<Offsets> {
+    fn offsets(&self, outs: &[Out], wave: &WaveDecode<'_>) -> Result<Offsets> {
         let (gpu, path) = (self.gpu, self.path);
         let t_offsets = Instant::now();
         // a kept dictionary's strings are its entries: their lengths first
@@ -639,7 +640,7 @@ impl Stages<'_> {
                          batches)",
                         o.strings(),
                         if o.keys.is_some() { "dictionary entries" } else { "rows" },
-                        pass.fields[o.field].name()
+                        wave.fields[o.field].name()
                     ),
                 });
             }
@@ -702,7 +703,7 @@ impl Stages<'_> {
 
     /// Every row's characters copied to its offset in its column's character buffer, and
     /// every kept dictionary's entries to theirs; returns the tables of every column's offsets
-    /// and characters (device addresses) it read, which the caller keeps until the pass ends.
+    /// and characters (device addresses) it read, which the caller keeps until the wave ends.
     fn characters(
         &self,
         page_jobs: &[PageJob],

@@ -1,4 +1,4 @@
-//! The last stage of a pass: every decimal array the GPU decoded (at any depth of a nested
+//! The last stage of a wave's decoding: every decimal array the GPU decoded (at any depth of a nested
 //! field) checked within its declared precision, as the host path checks its arrays, in one
 //! launch (`decimal_check`). A stored value past the precision (a corrupt page, or a file
 //! whose schema contradicts its data) is an error naming the field, never an invalid Arrow

@@ -1,4 +1,4 @@
-//! Fixed-width flat columns: one `decode_fixed_pages` launch over every data page of a pass
+//! Fixed-width flat columns: one `decode_fixed_pages` launch over every data page of a wave
 //! (definition levels to validity, PLAIN, dictionary, DELTA_BINARY_PACKED and
 //! BYTE_STREAM_SPLIT values, arrow-rs's conversions).
 
@@ -14,16 +14,17 @@ use super::launch::{
 };
 use super::nested::decode_levels;
 use super::page_jobs::{page_errors, row_bases, PageName};
-use super::{DeviceColumn, Pass};
+use super::{DeviceColumn, WaveDecode};
 use crate::decode::gpu_plan::Conversion;
 use crate::device::DeviceBuffer;
 use crate::error::Result;
 
-/// Decodes, in one launch over all their data pages, the fixed-width columns of a pass.
-/// SNAPPY pages are decompressed where the pass says, other codecs on the host and uploaded.
-pub fn decode_fixed_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
-    let path = pass.path;
-    let gpu = Arc::clone(pass.chunks.buffer().gpu());
+/// Decodes, in one launch over all their data pages, the fixed-width columns of a wave.
+/// Compressed pages are decompressed where `locate.rs` places them (on the device, or on the
+/// host and uploaded).
+pub fn decode_fixed_columns(wave: &WaveDecode<'_>) -> Result<Vec<DeviceColumn>> {
+    let path = wave.path;
+    let gpu = Arc::clone(wave.chunks.buffer().gpu());
     let FixedJobs {
         page_jobs,
         page_names,
@@ -32,7 +33,7 @@ pub fn decode_fixed_columns(pass: &Pass<'_>) -> Result<Vec<DeviceColumn>> {
         counters,
         uploads,
         nested,
-    } = fixed_jobs(pass)?;
+    } = fixed_jobs(wave)?;
     if page_jobs.is_empty() {
         // no pages, no rows: no nulls
         for o in outputs.iter_mut() {
@@ -109,22 +110,22 @@ struct FixedJobs {
     nested: Vec<(usize, usize)>,
 }
 
-/// Selects the pass's fixed-width chunks, locates their pages, allocates one output per batch
+/// Selects the wave's fixed-width chunks, locates their pages, allocates one output per batch
 /// and column and builds the jobs (each page's window of rows). (Each dictionary's entries were
 /// checked against its bytes when the chunks were selected.)
-fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
-    let Pass {
+fn fixed_jobs(wave: &WaveDecode<'_>) -> Result<FixedJobs> {
+    let WaveDecode {
         chunks,
         fields: _,
         batches,
         ..
-    } = *pass;
+    } = *wave;
     let gpu = Arc::clone(chunks.buffer().gpu());
     let mut page_jobs: Vec<PageJob> = Vec::new();
     let mut page_names: Vec<PageName> = Vec::new();
     let mut col_jobs: Vec<ColumnJob> = Vec::new();
     let mut outputs: Vec<DeviceColumn> = Vec::new();
-    let selected = pass.select(|g| conversion_code(g.conversion).is_some() && !g.via_bytes)?;
+    let selected = wave.select(|g| conversion_code(g.conversion).is_some() && !g.via_bytes)?;
     let counters = zeroed(&gpu, (batches.len() * selected.columns.len()).max(1) * 8)?;
     let mut seen = std::collections::HashSet::new();
     let mut nested = Vec::new();
@@ -134,7 +135,7 @@ fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
                 continue;
             };
             // a nested leaf has a slot per level entry
-            let rows = pass.column_len(&selected, batch, col)?;
+            let rows = wave.column_len(&selected, batch, col)?;
             if col.nested {
                 nested.push((col_jobs.len(), rows));
             }
@@ -157,7 +158,7 @@ fn fixed_jobs(pass: &Pass<'_>) -> Result<FixedJobs> {
                 physical: super::kernels::physical_code(&col.physical),
             });
             let dict_of = |sc: &super::SelectedChunk<'_>| sc.dict.map_or((0, 0), |d| (d.1, d.3));
-            let (decompressed, _) = pass.column_jobs(
+            let (decompressed, _) = wave.column_jobs(
                 &selected,
                 batch,
                 col,

@@ -46,8 +46,8 @@ pub(crate) const NESTED_MODULE: KernelModule = KernelModule {
 
 /// Page decompression: SNAPPY (one block per page or fragment), LZ4 checks and Hadoop frames,
 /// and GZIP (`inflate.cu`, one warp per page).
-pub(crate) const SNAPPY_MODULE: KernelModule = KernelModule {
-    name: "snappy",
+pub(crate) const DECOMPRESS_MODULE: KernelModule = KernelModule {
+    name: "decompress",
     source: concat!(
         include_str!("kernels/snappy.cu"),
         include_str!("kernels/inflate.cu")
@@ -66,7 +66,7 @@ pub(crate) const MODULES: &[&KernelModule] = &[
     &PAGE_HEADERS_MODULE,
     &DECODE_FIXED_MODULE,
     &DECODE_BYTES_MODULE,
-    &SNAPPY_MODULE,
+    &DECOMPRESS_MODULE,
     &FILTER_MODULE,
     &NESTED_MODULE,
 ];
@@ -219,39 +219,39 @@ kernels! {
         Const<i64>, u64, Const<i64>, Mut<i64>, Mut<i32>
     );
     /// One block per page: decompressed whole. (jobs, num_jobs, errors).
-    SNAPPY_PAGES = snappy_pages in SNAPPY_MODULE(Const<SnappyJob>, i32, Mut<u32>);
+    SNAPPY_PAGES = snappy_pages in DECOMPRESS_MODULE(Const<DecompressJob>, i32, Mut<u32>);
     /// One block per listed segment of a large page: its element chain from a guessed (or a
     /// given) start, and where it may meet its neighbours'. (jobs, seg_page, seg_base,
     /// seg_size, list, n_list, starts, zones, firsts).
-    SNAPPY_WALK = snappy_walk in SNAPPY_MODULE(
-        Const<SnappyJob>, Const<u32>, Const<u32>, Const<u32>, Const<u32>, i32, Const<u64>,
+    SNAPPY_WALK = snappy_walk in DECOMPRESS_MODULE(
+        Const<DecompressJob>, Const<u32>, Const<u32>, Const<u32>, Const<u32>, i32, Const<u64>,
         Mut<u32>, Mut<u64>
     );
     /// One warp per segment: where its walk and the one before meet. (seg_page, seg_base,
     /// seg_size, starts, zones, firsts, meets, num_segs).
-    SNAPPY_JOIN = snappy_join in SNAPPY_MODULE(
+    SNAPPY_JOIN = snappy_join in DECOMPRESS_MODULE(
         Const<u32>, Const<u32>, Const<u32>, Const<u64>, Const<u32>, Const<u64>, Mut<u64>, i32
     );
     /// One block per segment of a large page: where its 64 KiB fragments start, parsed from
     /// the meeting points. (jobs, seg_page, seg_base, num_segs, meets, splits, split_base,
     /// errors).
-    SNAPPY_SPLIT = snappy_split in SNAPPY_MODULE(
-        Const<SnappyJob>, Const<u32>, Const<u32>, i32, Const<u64>, Mut<u64>, Const<u64>,
+    SNAPPY_SPLIT = snappy_split in DECOMPRESS_MODULE(
+        Const<DecompressJob>, Const<u32>, Const<u32>, i32, Const<u64>, Mut<u64>, Const<u64>,
         Mut<u32>
     );
     /// One block per fragment of a page. (jobs, num_jobs, errors).
-    SNAPPY_FRAGMENTS = snappy_fragments in SNAPPY_MODULE(Const<SnappyJob>, i32, Mut<u32>);
+    SNAPPY_FRAGMENTS = snappy_fragments in DECOMPRESS_MODULE(Const<DecompressJob>, i32, Mut<u32>);
     /// One block per LZ4 block (page): its sequences checked, nothing written.
     /// (jobs, num_jobs, errors).
-    LZ4_CHECK = lz4_check in SNAPPY_MODULE(Const<SnappyJob>, i32, Mut<u32>);
+    LZ4_CHECK = lz4_check in DECOMPRESS_MODULE(Const<DecompressJob>, i32, Mut<u32>);
     /// One thread per Hadoop-framed LZ4 page: its frames' blocks counted (out null) or
     /// written from `base`. (pages, num_pages, base, out, counts).
-    LZ4_HADOOP_BLOCKS = lz4_hadoop_blocks in SNAPPY_MODULE(
-        Const<SnappyJob>, i32, Const<u64>, Mut<SnappyJob>, Mut<i32>
+    LZ4_HADOOP_BLOCKS = lz4_hadoop_blocks in DECOMPRESS_MODULE(
+        Const<DecompressJob>, i32, Const<u64>, Mut<DecompressJob>, Mut<i32>
     );
     /// One warp per GZIP page: its members inflated into exactly its size, each checked by
     /// its trailer. (jobs, num_jobs, errors).
-    GZIP_PAGES = gzip_pages in SNAPPY_MODULE(Const<SnappyJob>, i32, Mut<u32>);
+    GZIP_PAGES = gzip_pages in DECOMPRESS_MODULE(Const<DecompressJob>, i32, Mut<u32>);
     /// Integers against a 128-bit literal. (values, n, valid, mode, lit_lo, lit_hi, out).
     PRED_INT = pred_int in FILTER_MODULE(Const<u8>, u64, Const<u8>, i32, u64, u64, Mut<u8>);
     /// Floats against a double. (values, n, valid, mode, lit_bits, out).
@@ -406,8 +406,9 @@ c_struct! {
 }
 
 c_struct! {
-    /// Mirror of `struct SnappyJob` in `kernels/snappy.cu`: one compressed stream.
-    pub(crate) struct SnappyJob(32 bytes) {
+    /// Mirror of `struct DecompressJob` in `kernels/snappy.cu`: one compressed stream, of any
+    /// codec the device decompresses (a SNAPPY page or fragment, an LZ4 block, a GZIP page).
+    pub(crate) struct DecompressJob(32 bytes) {
         /// Device address of the compressed bytes.
         src: u64,
         /// Compressed bytes.
@@ -794,22 +795,22 @@ mod tests {
     #[test]
     fn snappy_and_dba_constants_match_the_kernels() {
         let num = |m: &KernelModule, name: &str| define(m, name).parse::<u64>().unwrap();
-        assert_eq!(num(&SNAPPY_MODULE, "SNAPPY_THREADS"), u64::from(SNAPPY_THREADS));
-        assert_eq!(num(&SNAPPY_MODULE, "SNAPPY_FRAGMENT"), SNAPPY_FRAGMENT);
-        assert_eq!(num(&SNAPPY_MODULE, "SNAPPY_SEGMENT"), SNAPPY_SEGMENT);
-        assert_eq!(num(&SNAPPY_MODULE, "MAX_SEGMENTS"), MAX_SEGMENTS);
-        assert_eq!(num(&SNAPPY_MODULE, "SEG_ZONE"), SEG_ZONE);
-        let whole = define(&SNAPPY_MODULE, "S_WHOLE");
+        assert_eq!(num(&DECOMPRESS_MODULE, "SNAPPY_THREADS"), u64::from(SNAPPY_THREADS));
+        assert_eq!(num(&DECOMPRESS_MODULE, "SNAPPY_FRAGMENT"), SNAPPY_FRAGMENT);
+        assert_eq!(num(&DECOMPRESS_MODULE, "SNAPPY_SEGMENT"), SNAPPY_SEGMENT);
+        assert_eq!(num(&DECOMPRESS_MODULE, "MAX_SEGMENTS"), MAX_SEGMENTS);
+        assert_eq!(num(&DECOMPRESS_MODULE, "SEG_ZONE"), SEG_ZONE);
+        let whole = define(&DECOMPRESS_MODULE, "S_WHOLE");
         assert_eq!(whole, format!("{SNAPPY_WHOLE:#x}u"));
         assert_eq!(num(&DECODE_BYTES_MODULE, "DBA_THREADS"), u64::from(DBA_THREADS));
         assert_eq!(num(&DECODE_BYTES_MODULE, "DBA_SEGMENT"), DBA_SEGMENT);
-        assert_eq!(num(&SNAPPY_MODULE, "INFLATE_WARPS"), u64::from(INFLATE_WARPS));
+        assert_eq!(num(&DECOMPRESS_MODULE, "INFLATE_WARPS"), u64::from(INFLATE_WARPS));
         let bits = |errors: &[(u32, &str)]| errors.iter().map(|e| e.0).collect::<Vec<_>>();
         let defined: Vec<u32> = ["G_TRUNCATED", "G_OVERRUN", "G_DISTANCE", "G_SIZE", "G_CHECK"]
             .iter()
             .chain(&["G_HEADER", "G_CODE"])
             .map(|n| {
-                let v = define(&SNAPPY_MODULE, n);
+                let v = define(&DECOMPRESS_MODULE, n);
                 u32::from_str_radix(v.trim_start_matches("0x").trim_end_matches('u'), 16).unwrap()
             })
             .collect();
@@ -906,7 +907,7 @@ mod tests {
     fn job_structs_match_the_sources() {
         use crate::decode::gpu::c_source::{asserted_size, asserted_structs, struct_fields};
         let mirrors = [
-            mirror::<SnappyJob>(),
+            mirror::<DecompressJob>(),
             mirror::<BytesColumn>(),
             mirror::<PageJob>(),
             mirror::<ColumnJob>(),
@@ -961,10 +962,10 @@ mod tests {
         assert_eq!((b.len(), b[16]), (48, 7));
         assert!(b[24..].iter().all(|&x| x == 0));
         assert_eq!(BytesColumn::from_bytes(&b), c);
-        let s = SnappyJob {
+        let s = DecompressJob {
             dst_len: 9,
-            ..SnappyJob::default()
+            ..DecompressJob::default()
         };
-        assert_eq!(SnappyJob::from_bytes(&s.to_bytes()), s);
+        assert_eq!(DecompressJob::from_bytes(&s.to_bytes()), s);
     }
 }

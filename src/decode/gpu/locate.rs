@@ -1,22 +1,22 @@
 //! Where each page's (decompressed) data lives on the device: uncompressed pages in place in
-//! the load's buffer; ZSTD and LZ4_RAW pages decompressed by nvCOMP
-//! ([`nvcomp`](super::nvcomp)) where it is installed (the host's cores taking the largest beside
-//! it); SNAPPY pages by our kernel ([`snappy`](super::snappy)) or the host; GZIP pages by our
-//! inflate kernel ([`inflate`](super::inflate)); the rest, and chunks a kernel or nvCOMP
-//! refused, decompressed on the host (a task per chunk) and uploaded through pinned buffers.
+//! the load's buffer; the pages of the codecs the device decompresses by the one driver of
+//! [`decompress`](super::decompress): ZSTD, LZ4_RAW and LZ4 by nvCOMP where it is installed (the
+//! host's cores taking the largest beside it), SNAPPY by our kernel (or the host, where that is
+//! faster), GZIP by our inflate kernel; the rest, and chunks a kernel or nvCOMP refused,
+//! decompressed on the host (a task per chunk) and uploaded through pinned buffers.
 
 use std::sync::Arc;
 
-use super::inflate::gzip_on_device;
+use super::decompress::{
+    decompress_on_device, nvcomp_codec, snappy_on_host, DeviceCodec, InflateKernel, NvcompBatched,
+    SnappyKernel,
+};
 use super::kernels::PageInfo;
-use super::nvcomp::{nvcomp_codec, nvcomp_on_device};
 use super::profile::timed;
-use super::snappy::{snappy_on_device, snappy_on_host};
 use super::report::PageLocations;
 use super::{DeviceChunks, PageCounts, SnappyPlacement};
 use crate::device::DeviceBuffer;
 use crate::error::{Error, Result};
-
 
 /// Whether the pages of `codec` are decompressed on the device by [`locate_pages`]: SNAPPY
 /// and GZIP by our kernels, nvCOMP's codecs where it is installed (uncompressed pages need
@@ -27,18 +27,18 @@ pub(crate) fn device_decompresses(codec: parquet::basic::Compression) -> bool {
         Compression::UNCOMPRESSED => false,
         Compression::SNAPPY => true,
         Compression::GZIP(_) => true,
-        c => super::nvcomp::nvcomp_takes(c),
+        c => super::decompress::nvcomp_takes(c),
     }
 }
 
 /// Where the (decompressed) data of every page of the chunks `cis` lives on the device:
-/// uncompressed chunks in place in the load's buffer; ZSTD and LZ4_RAW pages decompressed
-/// by nvCOMP where it is installed, `host_share` percent of their bytes (the largest pages) by
-/// the host's cores beside it (a chunk either fails on goes to the host); SNAPPY pages by our
-/// kernel ([`snappy_on_device`]) or, where `placement` (or its model) says so, on the host;
-/// GZIP pages by our inflate kernel ([`gzip_on_device`]), the same share of the largest beside
-/// it on the host (a chunk either side refuses on the host);
-/// the rest decompressed on the host (chunks in parallel) and uploaded through pinned
+/// uncompressed chunks in place in the load's buffer; the rest decompressed on the device by
+/// [`decompress_on_device`] — ZSTD, LZ4_RAW and LZ4 pages by nvCOMP where it is installed
+/// ([`NvcompBatched`]), GZIP pages by our inflate kernel ([`InflateKernel`]), each with
+/// `host_share` percent of their bytes (the largest pages) decompressed by the host's cores
+/// beside it (a chunk either side refuses goes to the host); SNAPPY pages by our kernel
+/// ([`SnappyKernel`]) or, where `placement` (or its model) says so, on the host — and the
+/// rest decompressed on the host (chunks in parallel) and uploaded through pinned
 /// buffers. Buffers the kernels will read are pushed to `uploads`,
 /// which must outlive them. Indexed like `cis`.
 #[allow(clippy::too_many_arguments)]
@@ -97,61 +97,59 @@ pub(super) fn locate_pages(
                     PageCounts::default(),
                 ));
             }
-            Compression::SNAPPY => snappy.push(k),
+            Compression::SNAPPY => snappy.push((k, Compression::SNAPPY)),
             codec @ Compression::GZIP(_) => gzip.push((k, codec)),
             codec => match by_nvcomp(codec) {
-                Some(c) => nv.push((k, c, codec)),
+                Some(_) => nv.push((k, codec)),
                 None => host.push((k, codec)),
             },
         }
     }
-    if let (Some(n), false) = (&nvcomp, nv.is_empty()) {
-        let ks: Vec<usize> = nv.iter().map(|&(k, _, _)| cis[k]).collect();
-        let codecs: Vec<_> = nv.iter().map(|&(_, c, codec)| (c, codec)).collect();
-        let done = timed("nvCOMP decompression", || {
-            nvcomp_on_device(n, chunks, &ks, &codecs, tables, host_share, &fail, uploads)
-        })?;
-        for (&(k, _, codec), d) in nv.iter().zip(done) {
+    // the chunks of `list` (indices into `cis`, with their codecs) decompressed on the device
+    // by `codec` (timed as `stage`, where named); those it refuses join `host`
+    let mut on_device = |codec: &dyn DeviceCodec,
+                         stage: Option<&str>,
+                         list: &[(usize, Compression)],
+                         host: &mut Vec<(usize, Compression)>|
+     -> Result<()> {
+        let ks: Vec<usize> = list.iter().map(|&(k, _)| cis[k]).collect();
+        let codecs: Vec<Compression> = list.iter().map(|&(_, c)| c).collect();
+        let mut run = || {
+            decompress_on_device(
+                codec, chunks, &ks, &codecs, tables, host_share, &fail, uploads,
+            )
+        };
+        let done = match stage {
+            Some(stage) => timed(stage, run)?,
+            None => run()?,
+        };
+        for (&(k, codec), d) in list.iter().zip(done) {
             match d {
                 Some(located) => out[k] = Some(located),
                 None => host.push((k, codec)),
             }
         }
+        Ok(())
+    };
+    if let (Some(n), false) = (&nvcomp, nv.is_empty()) {
+        let codec = NvcompBatched { nv: n };
+        on_device(&codec, Some("nvCOMP decompression"), &nv, &mut host)?;
     }
     if !gzip.is_empty() {
-        let gz: Vec<usize> = gzip.iter().map(|&(k, _)| cis[k]).collect();
-        let done = timed("GZIP decompression", || {
-            gzip_on_device(chunks, &gz, tables, host_share, &fail, uploads)
-        })?;
-        for (&(k, codec), d) in gzip.iter().zip(done) {
-            match d {
-                Some(located) => out[k] = Some(located),
-                None => host.push((k, codec)),
-            }
-        }
+        on_device(&InflateKernel, Some("GZIP decompression"), &gzip, &mut host)?;
     }
     if !snappy.is_empty() {
-        let pages = snappy.iter().flat_map(|&k| tables[cis[k]].iter());
+        let pages = snappy.iter().flat_map(|&(k, _)| tables[cis[k]].iter());
         let (total, largest) = pages.fold((0u64, 0u64), |(t, m), p| {
             let n = p.uncompressed_size.max(0) as u64;
             (t + n, m.max(n))
         });
         if snappy_on_host(placement, total, largest, rayon::current_num_threads()) {
-            host.extend(snappy.drain(..).map(|k| (k, Compression::SNAPPY)));
+            host.append(&mut snappy);
         }
     }
     if !snappy.is_empty() {
-        let sn: Vec<usize> = snappy.iter().map(|&k| cis[k]).collect();
-        let locs = snappy_on_device(chunks, &sn, tables, &fail, uploads)?;
-        for (k, (l, pages)) in snappy.into_iter().zip(locs) {
-            out[k] = Some((
-                l,
-                PageCounts {
-                    kernel: pages,
-                    ..PageCounts::default()
-                },
-            ));
-        }
+        on_device(&SnappyKernel, None, &snappy, &mut host)?;
     }
     if !host.is_empty() {
         let gpu = Arc::clone(buf.gpu());

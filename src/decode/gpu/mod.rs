@@ -5,13 +5,15 @@
 //! [`decode_fixed_columns`] and [`decode_bytes_columns`] then decode the columns the
 //! placement ([`crate::decode::gpu_plan`]) gives the GPU — flat ones a value per row, the leaves
 //! of nested fields a value slot per level entry, which `nested.rs` then builds into lists,
-//! structs and maps from their levels: SNAPPY pages decompressed by our
-//! kernel (one block per page, or per 64 KiB fragment of a large page when large pages are
-//! few), or on the host's cores where `snappy_on_host`'s model says that is faster (then a
+//! structs and maps from their levels: compressed pages decompressed on the device by one
+//! driver (`decompress/`: our SNAPPY kernel, one block per page or per 64 KiB fragment of a
+//! large page when large pages are few; our GZIP inflate kernel; nvCOMP's ZSTD and LZ4 where
+//! it is installed; the host's cores taking the largest GZIP and nvCOMP pages beside them), or
+//! SNAPPY pages on the host's cores where `snappy_on_host`'s model says that is faster (then a
 //! large page is split over cores by [`crate::decode::snappy_host`] when pages are few); other
 //! codecs on the host (a task per chunk: its bytes copied back, pages decompressed in parallel
 //! straight into a pooled pinned buffer, then uploaded). The reader runs the two decoders of a
-//! pass at once, the byte-array one on a helper thread and a companion stream;
+//! wave at once, the byte-array one on a helper thread and a companion stream;
 //! definition levels to validity, PLAIN, dictionary, DELTA_BINARY_PACKED and BYTE_STREAM_SPLIT
 //! values with arrow-rs's conversions, strings (PLAIN, dictionary, DELTA_LENGTH_BYTE_ARRAY,
 //! DELTA_BYTE_ARRAY) by sizes → offsets (scanned on the device) → characters, UTF-8 checked on
@@ -20,20 +22,21 @@
 //! each row's key and the entries of the batch's dictionary pages as its values. DELTA streams are
 //! decoded block-parallel: thread 0 walks the block headers into a table of miniblocks, every
 //! thread unpacks deltas and one block-wide sum per tile turns them into values. One launch
-//! per stage over all pages of a pass; every kernel records problems as
+//! per stage over all pages of a wave; every kernel records problems as
 //! bit flags per page, checked once after the stage, and a bad page is an error naming the
 //! file, row group, column and page.
 //!
-//! The stages, in the order a pass runs them, one file each:
+//! The stages, in the order a wave's decoding runs them, one file each:
 //!
 //! | file | stage |
 //! |---|---|
 //! | `page_tables.rs` | page headers parsed on the device, one [`PageInfo`] per page; their claims checked before anything is allocated by them |
 //! | `locate.rs` | where each page's decompressed data lives: in place, SNAPPY and GZIP on the device (SNAPPY on the host where that is faster), nvCOMP's codecs by it (with the host's share beside it), other codecs on the host and uploaded |
-//! | `snappy.rs` | the SNAPPY kernels (whole pages, or 64 KiB fragments of large ones) and the host-or-device model |
-//! | `inflate.rs` | GZIP pages by our inflate kernel (a warp per page, bounded by the page's size, checked by each member's trailer); a chunk it refuses goes to the host's inflater |
-//! | `nvcomp.rs` | ZSTD, LZ4_RAW and Hadoop-framed LZ4 pages (not GZIP: nvCOMP wrote out of bounds on a lying page): one nvCOMP call per codec, largest pages first |
-//! | `beside.rs` | the largest of nvCOMP's pages (a share of their bytes) decompressed on the host's cores at the same time |
+//! | `decompress/mod.rs` | the one device decompression driver: page jobs, the host's share, a codec's launch, pages refused (their chunks to the host) or named in an error |
+//! | `decompress/snappy.rs` | the SNAPPY kernels (whole pages, or 64 KiB fragments of large ones) and the host-or-device model |
+//! | `decompress/inflate.rs` | GZIP pages by our inflate kernel (a warp per page, bounded by the page's size, checked by each member's trailer); a chunk it refuses goes to the host's inflater |
+//! | `decompress/nvcomp.rs` | ZSTD, LZ4_RAW and Hadoop-framed LZ4 pages (not GZIP: nvCOMP wrote out of bounds on a lying page): one nvCOMP call per codec, largest pages first |
+//! | `decompress/beside.rs` | the largest of the GZIP kernel's and nvCOMP's pages (a share of their bytes) decompressed on the host's cores at the same time |
 //! | `page_jobs.rs` | the data-page jobs both value decoders build, and errors naming a page |
 //! | `fixed.rs` | [`decode_fixed_columns`]: fixed-width columns in one launch |
 //! | `bytes.rs` | [`decode_bytes_columns`]: dictionary entries, sizes (or kept dictionaries' keys), offsets, characters, fixed-width values, UTF-8 check |
@@ -49,26 +52,23 @@
 //! it and outlives the launch (a waited launch returns after the kernel; kernels launched
 //! without waiting are followed by a wait before their buffers go).
 
-mod beside;
 mod bytes;
 #[cfg(test)]
 mod c_source;
 mod decimals;
+mod decompress;
 mod filter;
 mod fixed;
-mod inflate;
 pub(crate) mod kernels;
 mod launch;
 mod locate;
 mod nested;
-mod nvcomp;
 mod page_jobs;
 mod page_tables;
-mod pass;
 mod profile;
 mod report;
-mod snappy;
 mod views;
+mod wave;
 
 pub use bytes::decode_bytes_columns;
 pub(crate) use filter::{filter_device, DeviceKept};
@@ -76,11 +76,11 @@ pub(crate) use locate::device_decompresses;
 pub use fixed::decode_fixed_columns;
 pub use page_tables::page_tables;
 pub(crate) use page_tables::checked_page_tables;
-pub(crate) use pass::{decode_pass, PassInput};
-pub use pass::keys_fallback;
+pub(crate) use wave::{decode_wave, WaveInput};
+pub use wave::keys_fallback;
 pub(crate) use profile::{profile_absorb, profile_begin, profile_end, profiling, timed};
 pub use report::{Decompressed, FieldDecode, GpuDecodeReport, PageCounts};
-pub use snappy::{segments_of, snappy_fragments_of, SnappyPlacement};
+pub use decompress::{segments_of, snappy_fragments_of, SnappyPlacement};
 pub(crate) use views::to_views;
 
 
@@ -150,7 +150,7 @@ impl DeviceChunks {
     }
 }
 
-/// A decoded column of one batch of a pass in device memory: a [`DeviceArray`] (Arrow layout:
+/// A decoded column of one batch of a wave in device memory: a [`DeviceArray`] (Arrow layout:
 /// values, or offsets then characters; an LSB-first validity bitmap only when there are nulls)
 /// and where it belongs.
 pub struct DeviceColumn {
@@ -159,7 +159,7 @@ pub struct DeviceColumn {
     /// The leaf column decoded (of a nested field: its first leaf once the field is built; its
     /// leaves are decoded one value slot per level entry first).
     pub leaf: usize,
-    /// Index of the batch in the pass ([`Pass::batches`]).
+    /// Index of the batch in the wave ([`WaveDecode::batches`]).
     pub batch: usize,
     /// The column.
     pub array: DeviceArray,
@@ -229,14 +229,14 @@ impl DeviceColumn {
     }
 }
 
-/// What a decoding pass works on: the chunks of a device load and their page tables
+/// What the decoding of a wave works on: the chunks of a device load and their page tables
 /// ([`page_tables()`]), the file (for errors), the columns the placement
 /// ([`crate::decode::gpu_plan`]) gives the GPU, the projected schema, each chunk's codec
 /// (`codec_of(row_group, leaf)`), each row group's rows, where SNAPPY pages go, and the
 /// batches to decode into: each output column is one batch's rows of one field, gathered from
 /// the pages of several row groups or cut from part of one.
 #[derive(Clone, Copy)]
-pub struct Pass<'a> {
+pub struct WaveDecode<'a> {
     /// The column chunks in device memory.
     pub chunks: &'a DeviceChunks,
     /// Their page tables, in chunk order.
@@ -253,16 +253,16 @@ pub struct Pass<'a> {
     pub rows_of: &'a (dyn Fn(usize) -> usize + Sync),
     /// Where SNAPPY pages are decompressed.
     pub snappy: SnappyPlacement,
-    /// The percent of nvCOMP's codecs' bytes the host takes beside it (`None`: the measured
-    /// default for the host's cores).
+    /// The percent of the GZIP kernel's and nvCOMP's bytes the host takes beside them (`None`:
+    /// the measured default for the host's cores).
     pub host_share: Option<u32>,
     /// The batches: rows of the chunks' row groups, every row at most once.
     pub batches: &'a [BatchSpan],
 }
 
-impl std::fmt::Debug for Pass<'_> {
+impl std::fmt::Debug for WaveDecode<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pass")
+        f.debug_struct("WaveDecode")
             .field("path", &self.path)
             .field("chunks", &self.chunks.chunks().len())
             .field("columns", &self.columns.len())
@@ -275,7 +275,7 @@ impl std::fmt::Debug for Pass<'_> {
 /// One part of an output column: (row group, its rows, the output row of the first).
 type ColumnPart = (usize, std::ops::Range<u64>, u64);
 
-/// A chunk one decoder of a pass takes: its index, its GPU column, its pages' (decompressed)
+/// A chunk one decoder of a wave takes: its index, its GPU column, its pages' (decompressed)
 /// data, where its pages were decompressed, and its dictionary page as (page, address,
 /// bytes, entries).
 struct SelectedChunk<'a> {
@@ -291,12 +291,12 @@ struct SelectedChunk<'a> {
     /// A repeated nested leaf's chunk that reads only some pages: each page's rows, from the
     /// offset index (its entries follow those of the page read before it).
     page_rows: Option<Vec<std::ops::Range<u64>>>,
-    /// A repeated nested leaf whose row group the pass's batches cut: (row, the level entry
+    /// A repeated nested leaf whose row group the wave's batches cut: (row, the level entry
     /// it begins at), ascending, for every row where a batch part begins or ends.
     cuts: Vec<(u64, u64)>,
 }
 
-/// The chunks of a pass one decoder takes, by (row group, leaf); its columns, in placement
+/// The chunks of a wave one decoder takes, by (row group, leaf); its columns, in placement
 /// order; and the buffers of decompressed pages, kept alive until the decoder's kernels are
 /// done.
 struct Selected<'a> {
@@ -305,9 +305,9 @@ struct Selected<'a> {
     uploads: Vec<DeviceBuffer>,
 }
 
-impl<'a> Pass<'a> {
-    /// The chunks whose GPU column `pick` accepts, their pages located (SNAPPY pages
-    /// decompressed where the pass says, other codecs on the host); checks that each chunk's
+impl<'a> WaveDecode<'a> {
+    /// The chunks whose GPU column `pick` accepts, their pages located (decompressed on the
+    /// device, or on the host and uploaded: `locate.rs`); checks that each chunk's
     /// data pages hold its row group's rows.
     fn select(&self, pick: impl Fn(&GpuColumn) -> bool) -> Result<Selected<'a>> {
         let all: &'a [GpuColumn] = self.columns;
@@ -502,7 +502,7 @@ impl<'a> Pass<'a> {
     }
 
     /// The parts of output column (`batch`, `col`): per part of the batch, its chunk and
-    /// where its rows land; an error when the pass lacks a chunk a batch needs.
+    /// where its rows land; an error when the wave lacks a chunk a batch needs.
     fn parts<'s>(
         &self,
         selected: &'s Selected<'a>,
@@ -517,7 +517,7 @@ impl<'a> Pass<'a> {
                     path: self.path.to_path_buf(),
                     row_group: Some(part.row_group),
                     column: Some(self.fields[col.field].name().clone()),
-                    reason: "a batch needs a column chunk the pass does not hold".into(),
+                    reason: "a batch needs a column chunk the wave does not hold".into(),
                 });
             };
             let rows = if col.nested && col.max_rep_level > 0 {
@@ -571,7 +571,7 @@ impl<'a> Pass<'a> {
     /// Appends the page jobs of output column `column` (the rows of `batch`, field `col`) to
     /// `jobs` and `names`: per part of the batch, the pages of its chunk that overlap it, each
     /// writing its window, decoded with the dictionary `dict_of` gives its chunk. Returns where
-    /// its chunks' pages were decompressed (each chunk counted once per pass, in `seen`) and
+    /// its chunks' pages were decompressed (each chunk counted once per wave, in `seen`) and
     /// the parts as (row group, rows, first output row).
     #[allow(clippy::too_many_arguments)]
     fn column_jobs(

@@ -5,7 +5,7 @@
 //! like a flat column with one slot per level entry, and [`decode_levels`] gives it its
 //! repetition and definition levels (a byte per entry, `nested_levels`). [`assemble`] then
 //! turns the leaves of each batch into the field's arrays in three launches over every nested
-//! field and batch of the pass:
+//! field and batch of the wave:
 //!
 //! 1. `nest_count`: per tile of a leaf's entries, the slots at each list depth;
 //! 2. the host reads the counts back (one copy), sizes every array from them, checks that the
@@ -228,7 +228,7 @@ impl Built {
     }
 }
 
-/// What building the fields of a pass needs.
+/// What building the fields of a wave needs.
 pub(crate) struct Assembly<'a> {
     pub(crate) gpu: &'a Arc<Gpu>,
     pub(crate) path: &'a Path,

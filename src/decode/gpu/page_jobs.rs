@@ -4,7 +4,7 @@
 use super::kernels::{describe_errors, PageInfo, PageJob};
 use crate::error::{Error, Result};
 
-/// Per page job, the first index of its rows in the pass's scratch arrays, and the rows in all.
+/// Per page job, the first index of its rows in the wave's scratch arrays, and the rows in all.
 pub(super) fn row_bases(pages: &[PageJob]) -> (Vec<u64>, u64) {
     let mut base = Vec::with_capacity(pages.len());
     let mut total = 0u64;

@@ -1,5 +1,5 @@
 //! Page tables: every chunk's page headers parsed on the device, one launch over all chunks of
-//! a pass. The first launch fills tables sized from the footer; only a chunk with more pages
+//! a wave. The first launch fills tables sized from the footer; only a chunk with more pages
 //! than its estimate makes a second, sized from the counts the first found.
 
 use std::sync::Arc;

@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
     if (std::fread(&n, 4, 1, f) != 1) return 4;
     Streams st;
     if (!read_streams(f, n, st)) return 5;
-    std::vector<SnappyJob>& jobs = st.jobs;
+    std::vector<DecompressJob>& jobs = st.jobs;
     std::fclose(f);
     std::vector<u32> errors(n ? n : 1, 0xdead);
     const u32 grid = (n + INFLATE_WARPS - 1) / INFLATE_WARPS;

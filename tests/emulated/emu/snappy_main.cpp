@@ -1,7 +1,7 @@
 // The SNAPPY kernels (src/decode/gpu/kernels/snappy.cu) run on the host by tests/emulated/kernels.rs.
 // Usage: snappy_emu IN OUT [pages|split|fragments|lz4|hadoop] (default pages).
 // Input file: u32 jobs, then per job u64 src_len, u64 dst_len, src bytes.
-// split: then per job u64 bytes per segment and u64 segments (segments_of in snappy.rs).
+// split: then per job u64 bytes per segment and u64 segments (segments_of in decompress/snappy.rs).
 // Output file, pages / fragments: per job u32 error bits, dst_len bytes, u32 the byte after the
 //   output (0xEE when untouched). split (snappy_walk, then snappy_split): per job u32 error
 //   bits, then ceil(dst_len / 65536) u64 split entries. lz4 (lz4_check, the jobs LZ4 blocks):
@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
     if (std::fread(&n, 4, 1, f) != 1) return 4;
     Streams st;
     if (!read_streams(f, n, st)) return 5;
-    std::vector<SnappyJob>& jobs = st.jobs;
+    std::vector<DecompressJob>& jobs = st.jobs;
     std::vector<u32> seg_size(n), seg_base(n + 1, 0), seg_page;
     if (std::strcmp(mode, "split") == 0) {
         for (u32 i = 0; i < n; i++) {
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
             base[i] = total;
             if (counts[i] > 0) total += (u64)counts[i];
         }
-        std::vector<SnappyJob> blocks(total ? total : 1);
+        std::vector<DecompressJob> blocks(total ? total : 1);
         blocks.resize(total);  // exact: the sanitizer build catches writes past it
         std::vector<int> unused(n ? n : 1, -7);
         emu_launch(grid, per, [&] {
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
         for (u32 i = 0; i < n; i++) {
             std::fwrite(&counts[i], 4, 1, o);
             for (int k = 0; k < counts[i]; k++) {
-                const SnappyJob& b = blocks[base[i] + k];
+                const DecompressJob& b = blocks[base[i] + k];
                 const u64 rel[4] = {b.src - jobs[i].src, b.src_len, b.dst - jobs[i].dst, b.dst_len};
                 std::fwrite(rel, 8, 4, o);
             }
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
             });
         };
         walk(all);
-        for (int round = 0; round < 3; round++) {   // REWALKS in snappy.rs
+        for (int round = 0; round < 3; round++) {   // REWALKS in decompress/snappy.rs
             std::vector<u32> again;
             for (u32 p = 0; p < n; p++)
                 for (u32 g = seg_base[p] + 1; g < seg_base[p + 1]; g++) {

@@ -11,7 +11,7 @@
 
 struct Streams {
     std::vector<std::vector<u8>> srcs, dsts;
-    std::vector<SnappyJob> jobs;
+    std::vector<DecompressJob> jobs;
 };
 
 // The jobs of `f`, or false when it ends early.
@@ -30,7 +30,7 @@ inline bool read_streams(FILE* f, u32 n, Streams& s) {
         if (skip) ASAN_POISON_MEMORY_REGION(s.srcs[i].data(), skip);
 #endif
         s.dsts[i].assign(dl + 1, 0xEE);
-        s.jobs[i] = SnappyJob{(u64)src, sl, (u64)s.dsts[i].data(), dl};
+        s.jobs[i] = DecompressJob{(u64)src, sl, (u64)s.dsts[i].data(), dl};
     }
     return true;
 }

@@ -1,6 +1,6 @@
-//! The DELTA_BYTE_ARRAY stage of a byte-array pass: the values of its pages put together on
-//! the device, a page's values spread over blocks in segments (`dba_values`, `dba_chain`,
-//! `dba_fill` in decode_bytes.cu).
+//! The DELTA_BYTE_ARRAY stage of a wave's byte-array decoder: the values of its pages put
+//! together on the device, a page's values spread over blocks in segments (`dba_values`,
+//! `dba_chain`, `dba_fill` in decode_bytes.cu).
 
 use super::Stages;
 use crate::decode::gpu::kernels::{

@@ -1,4 +1,4 @@
-// GZIP pages on the device (appended to snappy.cu: its types and SnappyJob, a compressed
+// GZIP pages on the device (appended to snappy.cu: its types and DecompressJob, a compressed
 // stream and the exact output it must fill). One warp per page, INFLATE_WARPS pages a block:
 // the page's gzip members (RFC 1952), each a DEFLATE stream (RFC 1951), inflated into exactly
 // the page's uncompressed size, as the parquet crate's MultiGzDecoder reads them.
@@ -337,7 +337,7 @@ __device__ u32 crc_join(u32 a, u32 b, u64 len) {
 }
 
 extern "C" __global__ void __launch_bounds__(INFLATE_THREADS, INFLATE_MIN_BLOCKS) gzip_pages(
-    const SnappyJob* jobs, int num_jobs, u32* errors) {
+    const DecompressJob* jobs, int num_jobs, u32* errors) {
     __shared__ u32 crc_table[256];
     __shared__ InflateWarp warps[INFLATE_WARPS];
     for (u32 i = threadIdx.x; i < 256; i += blockDim.x) {
@@ -350,7 +350,7 @@ extern "C" __global__ void __launch_bounds__(INFLATE_THREADS, INFLATE_MIN_BLOCKS
     const int job = (int)(blockIdx.x * INFLATE_WARPS + threadIdx.x / 32);
     if (job >= num_jobs) return;
     InflateWarp& w = warps[threadIdx.x / 32];
-    const SnappyJob j = jobs[job];
+    const DecompressJob j = jobs[job];
     u8* dst = (u8*)j.dst;
     Bits b;
     b.init((const u8*)j.src, j.src_len);

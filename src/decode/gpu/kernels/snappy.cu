@@ -35,13 +35,15 @@ typedef unsigned long long u64;
 #define S_WHOLE      0x100u // not an error (snappy_split): the page's segment walks did not all
                             // meet, so one block parsed the whole page
 
-struct SnappyJob {          // 32 bytes; mirrored by SnappyJob in src/decode/gpu/kernels.rs
+// One compressed stream, whatever its codec (SNAPPY, an LZ4 block, a GZIP page): 32 bytes;
+// mirrored by DecompressJob in src/decode/gpu/kernels.rs
+struct DecompressJob {
     u64 src;
     u64 src_len;
     u64 dst;
     u64 dst_len;
 };
-static_assert(sizeof(SnappyJob) == 32, "SnappyJob must match its Rust mirror");
+static_assert(sizeof(DecompressJob) == 32, "DecompressJob must match its Rust mirror");
 
 // Tunables (-D options override them, e.g. for the emulator's CUPARQUET_EMU_DEFINES; the host
 // launches SNAPPY_THREADS as src/decode/gpu/kernels.rs says):
@@ -192,7 +194,7 @@ struct Span {
 #define NOT_ON_CHAIN 0xffffffffu
 
 // A span over the whole stream (from its start, or after its varint at ip).
-__device__ static inline Span whole_span(u64 ip, const SnappyJob& j)
+__device__ static inline Span whole_span(u64 ip, const DecompressJob& j)
 {
     Span sp = {ip, 0, j.src_len, j.dst_len, nullptr, 0, nullptr, 0};
     return sp;
@@ -201,7 +203,7 @@ __device__ static inline Span whole_span(u64 ip, const SnappyJob& j)
 // MODE_WALK: exit[0], exit[1] = the first chain position at or after sp.stop, and the output
 // (relative to sp.op) before it.
 template <int MODE>
-__device__ static void snappy_block(const SnappyJob j, const Span sp, u32* error, u64* splits,
+__device__ static void snappy_block(const DecompressJob j, const Span sp, u32* error, u64* splits,
                                     u64* exit = nullptr)
 {
     __shared__ u8 s_in[WIN + LOOK];
@@ -390,10 +392,10 @@ __device__ static void snappy_block(const SnappyJob j, const Span sp, u32* error
 
 // One block per page: decompressed in full.
 extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_pages(
-    const SnappyJob* jobs, int num_jobs, u32* errors)
+    const DecompressJob* jobs, int num_jobs, u32* errors)
 {
     if ((int)blockIdx.x >= num_jobs) return;
-    const SnappyJob j = jobs[blockIdx.x];
+    const DecompressJob j = jobs[blockIdx.x];
     u64 ip;
     const u32 err = stream_start((const u8*)j.src, j.src_len, j.dst_len, &ip);
     if (err) {
@@ -405,10 +407,10 @@ extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_pages(
 
 // One block per fragment (a job's source and destination are the fragment's).
 extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_fragments(
-    const SnappyJob* jobs, int num_jobs, u32* errors)
+    const DecompressJob* jobs, int num_jobs, u32* errors)
 {
     if ((int)blockIdx.x >= num_jobs) return;
-    const SnappyJob j = jobs[blockIdx.x];
+    const DecompressJob j = jobs[blockIdx.x];
     snappy_block<MODE_FRAGMENT>(j, whole_span(0, j), &errors[blockIdx.x], nullptr);
 }
 
@@ -468,7 +470,7 @@ __device__ static u32 first_in_zone(const u32* a, const u32* b)
 // segment (head, then tail), NOT_ON_CHAIN where no element was seen (set by the host);
 // firsts: per segment (position, output before it).
 extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_walk(
-    const SnappyJob* jobs, const u32* seg_page, const u32* seg_base, const u32* seg_size,
+    const DecompressJob* jobs, const u32* seg_page, const u32* seg_base, const u32* seg_size,
     const u32* list, int n_list, const u64* starts, u32* zones, u64* firsts)
 {
     __shared__ u64 s_exit[2];
@@ -477,7 +479,7 @@ extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_walk(
     u32 page, s, n_seg;
     segment_of(seg_page, seg_base, g, &page, &s, &n_seg);
     if (n_seg < 2) return;
-    const SnappyJob j = jobs[page];
+    const DecompressJob j = jobs[page];
     const u64 a = (u64)s * seg_size[page], b = a + seg_size[page];
     u32* head = zones + (u64)g * 2 * SEG_ZONE;
     u64 ip = a;
@@ -536,7 +538,7 @@ extern "C" __global__ void __launch_bounds__(32) snappy_join(
 // (k = 0: after the varint), left as it was (all ones, set by the host) where no element
 // starts at the fragment; errors[page]: the page's error bits (and S_WHOLE).
 extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_split(
-    const SnappyJob* jobs, const u32* seg_page, const u32* seg_base, int num_segs,
+    const DecompressJob* jobs, const u32* seg_page, const u32* seg_base, int num_segs,
     const u64* meets, u64* splits, const u64* split_base, u32* errors)
 {
     __shared__ u64 s_from[2], s_to[2];   // (input, output) positions where this block starts, stops
@@ -544,7 +546,7 @@ extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) snappy_split(
     if ((int)blockIdx.x >= num_segs) return;
     u32 page, s, n_seg;
     segment_of(seg_page, seg_base, blockIdx.x, &page, &s, &n_seg);
-    const SnappyJob j = jobs[page];
+    const DecompressJob j = jobs[page];
     const u32 tid = threadIdx.x, first = seg_base[page];
     u32* error = &errors[page];
     u64* sp_out = splits + split_base[page];
@@ -643,7 +645,7 @@ __device__ static bool lz4_sequence(const u8* in, u64 n_in, u64 p, u64 limit, u6
 }
 
 extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) lz4_check(
-    const SnappyJob* jobs, int num_jobs, u32* errors)
+    const DecompressJob* jobs, int num_jobs, u32* errors)
 {
     // (a sequence takes at least 3 input bytes but the last, so a window holds at most
     // WIN / 3 + 1 <= MAX_ELEMS of the chain)
@@ -652,7 +654,7 @@ extern "C" __global__ void __launch_bounds__(SNAPPY_THREADS) lz4_check(
     __shared__ u64 s_next_ip, s_next_op;
     __shared__ u32 s_err, s_count, s_last;
     if ((int)blockIdx.x >= num_jobs) return;
-    const SnappyJob j = jobs[blockIdx.x];
+    const DecompressJob j = jobs[blockIdx.x];
     const u32 tid = threadIdx.x;
     const u8* in = (const u8*)j.src;
     const u64 n_in = j.src_len, n_out = j.dst_len;
@@ -753,7 +755,7 @@ __device__ static inline u64 lz4_be32(const u8* p)
 // Walks page `pg`'s Hadoop frames (see lz4_hadoop_blocks): 1 where they cover it, 0 where it
 // is not that framing, -1 where arrow-rs may read it either way; with `out`, writes the frames'
 // blocks there (called so only once a walk without `out` has returned 1).
-__device__ static int lz4_hadoop_walk(const SnappyJob& pg, SnappyJob* out, int* frames)
+__device__ static int lz4_hadoop_walk(const DecompressJob& pg, DecompressJob* out, int* frames)
 {
     const u8* in = (const u8*)pg.src;
     u64 left = pg.src_len, ip = 0, out_left = pg.dst_len, op = 0;
@@ -764,7 +766,7 @@ __device__ static int lz4_hadoop_walk(const SnappyJob& pg, SnappyJob* out, int* 
         left -= 8;
         if (left < c || out_left < d) return 0;
         if (c == 0 || d == 0) return -1;
-        if (out) out[*frames] = SnappyJob{pg.src + ip, c, pg.dst + op, d};
+        if (out) out[*frames] = DecompressJob{pg.src + ip, c, pg.dst + op, d};
         (*frames)++;
         left -= c;
         out_left -= d;
@@ -778,12 +780,12 @@ __device__ static int lz4_hadoop_walk(const SnappyJob& pg, SnappyJob* out, int* 
     return left == 0 && out_left == 0 ? 1 : 0;
 }
 
-extern "C" __global__ void lz4_hadoop_blocks(const SnappyJob* pages, int num_pages,
-                                             const u64* base, SnappyJob* out, int* counts)
+extern "C" __global__ void lz4_hadoop_blocks(const DecompressJob* pages, int num_pages,
+                                             const u64* base, DecompressJob* out, int* counts)
 {
     const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     if (i >= num_pages) return;
-    const SnappyJob pg = pages[i];
+    const DecompressJob pg = pages[i];
     const u8* in = (const u8*)pg.src;
     int frames = 0;
     const int walk = lz4_hadoop_walk(pg, nullptr, &frames);

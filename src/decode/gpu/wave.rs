@@ -1,6 +1,6 @@
-//! One decoding pass: the column chunks of some row groups in device memory in, the pass's
-//! batches ([`BatchSpan`]s: rows of those row groups, gathered across them or cut from one)
-//! out. The fields the GPU kernels decode ([`place_columns`]) go through the page-header,
+//! The decoding of one wave: the column chunks of some row groups in device memory in, the
+//! wave's batches ([`BatchSpan`]s: rows of those row groups, gathered across them or cut from
+//! one) out. The fields the GPU kernels decode ([`place_columns`]) go through the page-header,
 //! fixed-width and byte-array stages of this module, straight into batch-shaped buffers; the
 //! others are decoded by arrow-rs on the host from a copy of their chunks (on another thread,
 //! at the same time), cut and joined into the batches and uploaded. The report names where
@@ -21,11 +21,12 @@ use crate::device;
 use crate::error::{Error, Result};
 use crate::plan::BatchSpan;
 
-/// What a pass needs besides its chunks: the file (named in errors), its footer, the planned
-/// leaf columns, the host decoder (the projected schema, and the fields the GPU leaves to the
-/// host), the thread pool those run on, where SNAPPY pages go, and whether to time the stages.
+/// What a wave's decoding needs besides its chunks: the file (named in errors), its footer,
+/// the planned leaf columns, the host decoder (the projected schema, and the fields the GPU
+/// leaves to the host), the thread pool those run on, where SNAPPY pages go, and whether to
+/// time the stages.
 #[derive(Debug)]
-pub(crate) struct PassInput<'a> {
+pub(crate) struct WaveInput<'a> {
     pub(crate) path: &'a std::path::Path,
     pub(crate) metadata: &'a ParquetMetaData,
     pub(crate) leaves: &'a [usize],
@@ -42,8 +43,8 @@ pub(crate) struct PassInput<'a> {
 
 /// Decodes `chunks`, holding every planned chunk of `row_groups`, into `batches` (rows of those
 /// row groups), and reports where each field was decoded.
-pub(crate) fn decode_pass(
-    input: &PassInput<'_>,
+pub(crate) fn decode_wave(
+    input: &WaveInput<'_>,
     chunks: &DeviceChunks,
     row_groups: &[usize],
     batches: &[BatchSpan],
@@ -89,7 +90,12 @@ pub(crate) fn decode_pass(
             chunks,
             path,
             &codec_of,
-            &|leaf| md.file_metadata().schema_descr().column(leaf).max_def_level(),
+            &|leaf| {
+                md.file_metadata()
+                    .schema_descr()
+                    .column(leaf)
+                    .max_def_level()
+            },
             input.decoder.max_page_bytes(),
         )?)
     } else {
@@ -140,7 +146,10 @@ pub(crate) fn decode_pass(
                     name: fields[c.field].name().clone(),
                     on_gpu: true,
                     reason: if c.keys {
-                        format!("{} → {}: keys, and the dictionaries kept", c.physical, c.arrow)
+                        format!(
+                            "{} → {}: keys, and the dictionaries kept",
+                            c.physical, c.arrow
+                        )
                     } else {
                         format!("{} → {} ({:?})", c.physical, c.arrow, c.conversion)
                     },
@@ -180,35 +189,34 @@ pub(crate) fn decode_pass(
         // on rayon's global pool, as the decoder's other host work: not on the reads' pool,
         // whose workers may wait for a memory budget that only finished decodes free
         let per_rg: Vec<Result<HostColumns>> = row_groups
-                .par_iter()
-                .map(|&rg| {
-                    let mut bytes = Vec::new();
-                    for (i, c) in chunks.chunks().iter().enumerate() {
-                        if c.row_group == rg && !c.is_empty() && host_leaves.contains(&c.column) {
-                            let all = Bytes::from(chunks.chunk_to_host(i)?);
-                            for p in c.read_parts() {
-                                let at = p.dest as usize;
-                                let len = (p.file.end - p.file.start) as usize;
-                                bytes.push((p.file, all.slice(at..at + len)));
-                            }
+            .par_iter()
+            .map(|&rg| {
+                let mut bytes = Vec::new();
+                for (i, c) in chunks.chunks().iter().enumerate() {
+                    if c.row_group == rg && !c.is_empty() && host_leaves.contains(&c.column) {
+                        let all = Bytes::from(chunks.chunk_to_host(i)?);
+                        for p in c.read_parts() {
+                            let at = p.dest as usize;
+                            let len = (p.file.end - p.file.start) as usize;
+                            bytes.push((p.file, all.slice(at..at + len)));
                         }
                     }
-                    let rows = restricted(rg);
-                    let batches = input
-                        .decoder
-                        .decode_leaves(rg, &host_leaves, &bytes, rows)?;
-                    let one =
-                        arrow::compute::concat_batches(&host_schema, &batches).map_err(|e| {
-                            Error::Decode {
-                                path: path.to_path_buf(),
-                                row_group: Some(rg),
-                                column: None,
-                                reason: format!("joining host-decoded batches: {e}"),
-                            }
-                        })?;
-                    Ok((one.columns().to_vec(), one.num_rows()))
-                })
-                .collect();
+                }
+                let rows = restricted(rg);
+                let batches = input
+                    .decoder
+                    .decode_leaves(rg, &host_leaves, &bytes, rows)?;
+                let one = arrow::compute::concat_batches(&host_schema, &batches).map_err(|e| {
+                    Error::Decode {
+                        path: path.to_path_buf(),
+                        row_group: Some(rg),
+                        column: None,
+                        reason: format!("joining host-decoded batches: {e}"),
+                    }
+                })?;
+                Ok((one.columns().to_vec(), one.num_rows()))
+            })
+            .collect();
         per_rg.into_iter().collect()
     };
     let gpu_part = || -> Result<Vec<super::DeviceColumn>> {
@@ -216,7 +224,7 @@ pub(crate) fn decode_pass(
         let (Some(tables), false) = (&tables, gpu_cols.is_empty()) else {
             return Ok(Vec::new());
         };
-        let pass = dg::Pass {
+        let wave = dg::WaveDecode {
             chunks,
             tables,
             path,
@@ -229,7 +237,7 @@ pub(crate) fn decode_pass(
             batches,
         };
         // the byte-array columns on a helper thread, its kernels on the companion stream,
-        // so that they fill the device beside the fixed-width pass (whose SNAPPY pages
+        // so that they fill the device beside the fixed-width decoder (whose SNAPPY pages
         // finish unevenly) instead of after it
         let profiling = dg::profiling();
         let (fixed, bytes) = std::thread::scope(|s| {
@@ -238,7 +246,7 @@ pub(crate) fn decode_pass(
                     if profiling {
                         dg::profile_begin();
                     }
-                    let r = dg::timed("byte-array columns", || dg::decode_bytes_columns(&pass));
+                    let r = dg::timed("byte-array columns", || dg::decode_bytes_columns(&wave));
                     (
                         r,
                         if profiling {
@@ -249,7 +257,7 @@ pub(crate) fn decode_pass(
                     )
                 })
             });
-            let fixed = dg::timed("fixed-width columns", || dg::decode_fixed_columns(&pass));
+            let fixed = dg::timed("fixed-width columns", || dg::decode_fixed_columns(&wave));
             let bytes = match helper.join() {
                 Ok((r, stages)) => {
                     dg::profile_absorb(stages);
@@ -438,7 +446,7 @@ pub(crate) fn decode_pass(
 }
 
 /// Why the levels of leaf column `col` (of field `name`) cannot be decoded on the GPU in this
-/// pass: a v1 data page of one of its chunks whose definition or repetition levels (where the
+/// wave: a v1 data page of one of its chunks whose definition or repetition levels (where the
 /// column has them) are not RLE-encoded — the deprecated BIT_PACKED, which the host decoder
 /// reads as arrow-rs does, or an encoding levels cannot have, which it refuses with arrow-rs's
 /// words. `None` when every page's levels are RLE.
@@ -480,7 +488,7 @@ fn levels_fallback(
     None
 }
 
-/// Why kept dictionary column `col` (field `name`) cannot be decoded on the GPU in this pass: a
+/// Why kept dictionary column `col` (field `name`) cannot be decoded on the GPU in this wave: a
 /// data page of one of its chunks that is not dictionary-encoded (`tables`: the chunks' page
 /// tables), or a batch of `batches` whose row groups' dictionaries hold more entries together
 /// than its keys index; `None` when neither.
@@ -528,7 +536,10 @@ pub fn keys_fallback(
     for b in batches {
         let mut rgs: Vec<usize> = b.parts.iter().map(|p| p.row_group).collect();
         rgs.dedup();
-        let total: u64 = rgs.iter().map(|rg| entries.get(rg).copied().unwrap_or(0)).sum();
+        let total: u64 = rgs
+            .iter()
+            .map(|rg| entries.get(rg).copied().unwrap_or(0))
+            .sum();
         if total > capacity {
             return Some(format!(
                 "'{name}' keeps its dictionary, but a batch's row groups hold {total} dictionary \

@@ -1,4 +1,4 @@
-//! The largest compressed pages of a pass decompressed on the host's cores beside nvCOMP's
+//! The largest compressed pages of a wave decompressed on the host's cores beside nvCOMP's
 //! call (and beside our GZIP kernel, [`super::inflate`], which also works a page at a time), at
 //! the same time.
 //!
@@ -15,8 +15,8 @@
 
 use std::sync::Arc;
 
-use super::kernels::SnappyJob;
 use crate::decode::decompress::decompress_exact;
+use crate::decode::gpu::kernels::DecompressJob;
 use crate::device::{DeviceBuffer, Gpu};
 
 /// The share (percent) of the decompressed bytes of nvCOMP's pages that the host's `cores`
@@ -54,7 +54,7 @@ pub(crate) fn host_split(sizes: &[u64], share: u32) -> usize {
 /// The jobs of `jobs` (indices, any order) sorted largest first and cut where the host's
 /// `share` ends: (the host's, the device's).
 fn largest_to_host(
-    jobs: &[SnappyJob],
+    jobs: &[DecompressJob],
     mut mine: Vec<usize>,
     share: u32,
 ) -> (Vec<usize>, Vec<usize>) {
@@ -75,7 +75,7 @@ fn decompress_on_host(
     load: &DeviceBuffer,
     out: &DeviceBuffer,
     codec: parquet::basic::Compression,
-    jobs: &[SnappyJob],
+    jobs: &[DecompressJob],
 ) -> Vec<bool> {
     use rayon::prelude::*;
     if jobs.is_empty() {
@@ -145,7 +145,7 @@ pub(crate) struct Beside<'a> {
     gpu: &'a Arc<Gpu>,
     load: &'a DeviceBuffer,
     out: &'a DeviceBuffer,
-    jobs: &'a [SnappyJob],
+    jobs: &'a [DecompressJob],
     /// Each job's (chunk, page).
     job_pages: &'a [(usize, usize)],
     /// Per chunk: its pages the host decompressed.
@@ -160,7 +160,7 @@ impl<'a> Beside<'a> {
         gpu: &'a Arc<Gpu>,
         load: &'a DeviceBuffer,
         out: &'a DeviceBuffer,
-        jobs: &'a [SnappyJob],
+        jobs: &'a [DecompressJob],
         job_pages: &'a [(usize, usize)],
     ) -> Self {
         Beside {
@@ -192,7 +192,7 @@ impl<'a> Beside<'a> {
         what: &str,
         device: impl FnOnce() -> T,
     ) -> T {
-        let host_jobs: Vec<SnappyJob> = host_js.iter().map(|&j| self.jobs[j]).collect();
+        let host_jobs: Vec<DecompressJob> = host_js.iter().map(|&j| self.jobs[j]).collect();
         let (gpu, load, out) = (self.gpu, self.load, self.out);
         let (result, host_ok) = std::thread::scope(|s| {
             let host = s.spawn(|| {
@@ -203,7 +203,7 @@ impl<'a> Beside<'a> {
             let result = device();
             let host_ok = match host.join() {
                 Ok((ok, took)) => {
-                    super::profile::profile_absorb(vec![(what.to_string(), took)]);
+                    crate::decode::gpu::profile::profile_absorb(vec![(what.to_string(), took)]);
                     ok
                 }
                 Err(_) => vec![false; host_jobs.len()],
@@ -236,9 +236,9 @@ impl<'a> Beside<'a> {
     pub(crate) fn located(
         self,
         cis: &[usize],
-        locations: Vec<super::snappy::LocatedChunk>,
-        device: impl Fn(usize) -> super::PageCounts,
-    ) -> Vec<Option<super::report::PageLocations>> {
+        locations: Vec<super::LocatedChunk>,
+        device: impl Fn(usize) -> crate::decode::gpu::PageCounts,
+    ) -> Vec<Option<crate::decode::gpu::report::PageLocations>> {
         cis.iter()
             .zip(locations)
             .map(|(ci, (locs, pages))| {
@@ -285,7 +285,7 @@ mod tests {
 
     #[test]
     fn the_largest_jobs_go_to_the_host() {
-        let job = |dst_len| SnappyJob {
+        let job = |dst_len| DecompressJob {
             src: 0,
             src_len: 1,
             dst: 0,

@@ -1,19 +1,19 @@
 //! SNAPPY pages on the device: one block per page, or, when large pages are few, each large
 //! page parsed first into 64 KiB fragments that then decode a block each; and the model that
-//! sends a pass's SNAPPY pages to the host instead ([`snappy_on_host`]).
+//! sends a wave's SNAPPY pages to the host instead ([`snappy_on_host`]).
 
 use std::sync::Arc;
 
-use super::kernels::{
-    describe_errors, PageInfo, SnappyJob, MAX_SEGMENTS, SEG_ZONE, SNAPPY_ERRORS, SNAPPY_FRAGMENT,
-    SNAPPY_FRAGMENTS, SNAPPY_JOIN, SNAPPY_MODULE, SNAPPY_PAGES, SNAPPY_SEGMENT, SNAPPY_SPLIT,
-    SNAPPY_THREADS, SNAPPY_WALK, SNAPPY_WHOLE,
+use super::{job_errors, DeviceCodec, JobsKernel, OnFailure};
+use crate::decode::gpu::kernels::{
+    DecompressJob, DECOMPRESS_MODULE, MAX_SEGMENTS, SEG_ZONE, SNAPPY_ERRORS, SNAPPY_FRAGMENT,
+    SNAPPY_FRAGMENTS, SNAPPY_JOIN, SNAPPY_PAGES, SNAPPY_SEGMENT, SNAPPY_SPLIT, SNAPPY_THREADS,
+    SNAPPY_WALK, SNAPPY_WHOLE,
 };
-use super::launch::{
-    i32s_from_device, u32s, u64s, u64s_from_device, upload, upload_table, zeroed, Const, Kernel,
-    Mut,
+use crate::decode::gpu::launch::{
+    i32s_from_device, u32s, u64s, u64s_from_device, upload, upload_table, zeroed, Const, Mut,
 };
-use super::DeviceChunks;
+use crate::decode::gpu::PageCounts;
 use crate::device::nvrtc::Module;
 use crate::device::{DeviceBuffer, Gpu};
 use crate::error::{Error, Result};
@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub enum SnappyPlacement {
-    /// By a model of both (measured on the H200, benches/RESULTS.md), per pass: the device
+    /// By a model of both (measured on the H200, benches/RESULTS.md), per wave: the device
     /// kernel for large loads, the host's cores for small loads whose largest page would make
     /// the kernel wait. A load read in several waves keeps every wave on the kernel: the reads
     /// of the next waves occupy the cores the model counts on.
@@ -35,7 +35,7 @@ pub enum SnappyPlacement {
 }
 
 impl SnappyPlacement {
-    /// The placement for a pass decoded while the reads of the load's next passes run on the
+    /// The placement for a wave decoded while the reads of the load's next waves run on the
     /// host's cores (a load or stream in several waves): `Auto` becomes `Device`. The model's
     /// host rate assumes idle cores; beside the readers a one-row-group first wave of the
     /// lineitem SNAPPY stream took 17–27 ms on the host's path against ~10 ms on the kernel
@@ -45,10 +45,10 @@ impl SnappyPlacement {
     }
 }
 
-/// Whether the SNAPPY pages of a pass (`total` bytes decompressed, the largest page `largest`)
+/// Whether the SNAPPY pages of a wave (`total` bytes decompressed, the largest page `largest`)
 /// are decompressed faster on the host's `cores` than by the device kernel, by a model of
 /// both measured on the H200 machine (benches/RESULTS.md): the kernel decodes a page per
-/// block at about 140 MB/s, all pages at once (so a pass takes as long as its largest page,
+/// block at about 140 MB/s, all pages at once (so a wave takes as long as its largest page,
 /// and at least total / 40 GB/s); the host decompresses about 1 GB/s per core and copies the
 /// pages back and forth at about 20 GB/s. Small loads with large pages (a dictionary page of
 /// a few hundred KiB is several milliseconds of one block) go to the host; large loads stay on
@@ -147,32 +147,48 @@ pub fn snappy_fragments_of(
     Some(out)
 }
 
-/// Decompresses the SNAPPY pages of the chunks `cis` on the device: large pages (when few)
-/// split into 64 KiB fragments first, then fragments and whole pages one block each; returns
-/// per chunk each page's (address, length) of decompressed data. v2 levels are copied as
-/// stored; pages whose values are stored uncompressed are used in place.
-pub(super) fn snappy_on_device(
-    chunks: &DeviceChunks,
-    cis: &[usize],
-    tables: &[Vec<PageInfo>],
-    fail: &dyn Fn(usize, String) -> Error,
-    uploads: &mut Vec<DeviceBuffer>,
-) -> Result<Vec<LocatedChunk>> {
-    let gpu = Arc::clone(chunks.buffer().gpu());
-    let Jobs {
-        out,
-        jobs,
-        job_pages,
-        locations,
-    } = device_jobs(chunks, cis, tables, fail)?;
-    if !jobs.is_empty() {
-        let module = SNAPPY_MODULE.load(&gpu)?;
+/// Our SNAPPY kernels, as the [`DeviceCodec`] of [`decompress_on_device`]: large pages (when
+/// few) split into 64 KiB fragments first, then fragments and whole pages one block each. No
+/// host share (the kernel decompresses a page about five times faster than nvCOMP; with the host
+/// beside it the SNAPPY lineitem loads measured slower at every share, 10 % to 40 %:
+/// benches/history/2026-12-03.md, afternoon); a page it fails is an error naming it.
+///
+/// [`decompress_on_device`]: super::decompress_on_device
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SnappyKernel;
+
+impl DeviceCodec for SnappyKernel {
+    fn counts(&self, n: usize) -> PageCounts {
+        PageCounts {
+            kernel: n,
+            ..PageCounts::default()
+        }
+    }
+
+    fn on_failure(&self) -> OnFailure {
+        OnFailure::Error(SNAPPY_ERRORS)
+    }
+
+    fn beside(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn launch(
+        &self,
+        gpu: &Arc<Gpu>,
+        _codec: parquet::basic::Compression,
+        jobs: &[DecompressJob],
+        failed: &dyn Fn(usize, u32) -> Error,
+    ) -> Result<Vec<u32>> {
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let module = DECOMPRESS_MODULE.load(gpu)?;
         let run = Run {
-            gpu: &gpu,
+            gpu,
             module: &module,
-            jobs: &jobs,
-            job_pages: &job_pages,
-            fail,
+            jobs,
+            failed,
         };
         // large pages: each is parsed first (a block per 16 KiB segment) to find its 64 KiB
         // fragments, which then decode in parallel (a page otherwise waits on one block) —
@@ -216,174 +232,35 @@ pub(super) fn snappy_on_device(
             redo.dedup();
             whole.extend(redo);
         }
+        // per job its error bits: none for the pages decoded in fragments
+        let mut status = vec![0u32; jobs.len()];
         if !whole.is_empty() {
             whole.sort_unstable();
             whole.dedup();
-            let some: Vec<SnappyJob> = whole.iter().map(|&j| jobs[j]).collect();
+            let some: Vec<DecompressJob> = whole.iter().map(|&j| jobs[j]).collect();
             let errs = run.launch(&SNAPPY_PAGES, &some)?;
-            if let Some(k) = errs.iter().position(|&b| b != 0) {
-                return Err(run.failed(whole[k], errs[k]));
+            for (&j, e) in whole.iter().zip(errs) {
+                status[j] = e as u32;
             }
         }
+        Ok(status)
     }
-    uploads.push(out);
-    Ok(locations)
 }
 
-/// One chunk's pages' (address, length) of decompressed data, and how many of its pages have
-/// a decompression job.
-pub(super) type LocatedChunk = (Vec<(u64, u64)>, usize);
-
-/// The decompression work of some chunks: the output buffer, a job per compressed stream, the
-/// (chunk, page) of each job, and per chunk each page's (address, length) of decompressed data
-/// with its count of jobs.
-pub(super) struct Jobs {
-    pub(super) out: DeviceBuffer,
-    pub(super) jobs: Vec<SnappyJob>,
-    pub(super) job_pages: Vec<(usize, usize)>,
-    pub(super) locations: Vec<LocatedChunk>,
-}
-
-/// Lays out the output of the compressed pages of the chunks `cis` (each page that needs
-/// decompression gets its uncompressed size), copies v2 levels there as stored, and makes a job
-/// per page's compressed values (for our SNAPPY kernels or nvCOMP).
-pub(super) fn device_jobs(
-    chunks: &DeviceChunks,
-    cis: &[usize],
-    tables: &[Vec<PageInfo>],
-    fail: &dyn Fn(usize, String) -> Error,
-) -> Result<Jobs> {
-    let buf = chunks.buffer();
-    let gpu = Arc::clone(buf.gpu());
-    // output layout: each page that needs decompression gets uncompressed_size bytes
-    let mut total = 0u64;
-    let mut out_at: Vec<Vec<Option<u64>>> = Vec::with_capacity(cis.len());
-    for &ci in cis {
-        let mut v = Vec::with_capacity(tables[ci].len());
-        for p in &tables[ci] {
-            let in_place = p.kind == 3 && p.is_compressed == 0;
-            if in_place || p.kind == 1 {
-                v.push(None);
-            } else {
-                v.push(Some(total));
-                total += p.uncompressed_size.max(0) as u64;
-            }
-        }
-        out_at.push(v);
-    }
-    let mut out = gpu.alloc((total as usize).max(1))?;
-    let mut jobs: Vec<SnappyJob> = Vec::new();
-    let mut job_pages: Vec<(usize, usize)> = Vec::new();
-    let mut all_locs = Vec::with_capacity(cis.len());
-    for (k, &ci) in cis.iter().enumerate() {
-        let c = &chunks.chunks()[ci];
-        let jobs_before = jobs.len();
-        let mut locs = Vec::with_capacity(tables[ci].len());
-        for (pi, p) in tables[ci].iter().enumerate() {
-            let src = c.dest_offset + p.data_offset as u64;
-            let Some(at) = out_at[k][pi] else {
-                locs.push((buf.device_ptr() + src, p.compressed_size as u64));
-                continue;
-            };
-            let levels = if p.kind == 3 {
-                (p.def_levels_len.max(0) + p.rep_levels_len.max(0)) as u64
-            } else {
-                0
-            };
-            if levels > p.compressed_size as u64 || levels > p.uncompressed_size as u64 {
-                return Err(fail(ci, format!("page {pi}: levels longer than the page")));
-            }
-            if levels > 0 {
-                out.copy_from_device(at as usize, buf, src as usize..(src + levels) as usize)?;
-            }
-            let (src_len, dst_len) = (
-                p.compressed_size as u64 - levels,
-                p.uncompressed_size as u64 - levels,
-            );
-            if src_len == 0 {
-                if dst_len != 0 {
-                    return Err(fail(
-                        ci,
-                        format!("page {pi}: no compressed values for {dst_len} bytes"),
-                    ));
-                }
-            } else {
-                jobs.push(SnappyJob {
-                    src: buf.device_ptr() + src + levels,
-                    src_len,
-                    dst: out.device_ptr() + at + levels,
-                    dst_len,
-                });
-                job_pages.push((ci, pi));
-            }
-            locs.push((out.device_ptr() + at, p.uncompressed_size as u64));
-        }
-        all_locs.push((locs, jobs.len() - jobs_before));
-    }
-    Ok(Jobs {
-        out,
-        jobs,
-        job_pages,
-        locations: all_locs,
-    })
-}
-
-/// A decompression kernel over a table of streams: (jobs, num_jobs, errors).
-pub(crate) type JobsKernel = Kernel<(Const<SnappyJob>, i32, Mut<u32>)>;
-
-/// Runs `kernel` over `jobs` (the table uploaded, an error word a job zeroed) in `grid` blocks
-/// of `threads`, and waits: per job its error bits.
-///
-/// # Safety
-/// The launch shape must be the kernel's (each job read and written by the threads the kernel
-/// gives it, none past `num_jobs`), and every job's source and destination live, as large as
-/// the job says, and written by nothing else until this returns.
-pub(super) unsafe fn job_errors(
-    gpu: &Arc<Gpu>,
-    module: &Module,
-    kernel: &JobsKernel,
-    jobs: &[SnappyJob],
-    grid: u32,
-    threads: u32,
-) -> Result<Vec<i32>> {
-    if jobs.is_empty() {
-        return Ok(Vec::new());
-    }
-    let table = upload_table(gpu, jobs)?;
-    let errors = zeroed(gpu, jobs.len() * 4)?;
-    // SAFETY: the table and the error words live until the waited launch returns; the jobs'
-    // memory is the caller's contract.
-    unsafe {
-        kernel.launch(
-            gpu,
-            module,
-            grid,
-            threads,
-            (
-                Const::at(table.device_ptr()),
-                jobs.len() as i32,
-                Mut::at(errors.device_ptr()),
-            ),
-        )?
-    };
-    i32s_from_device(&errors, jobs.len())
-}
-
-/// The launches over the jobs of [`device_jobs`], and the errors naming their pages.
+/// The launches over a wave's SNAPPY jobs, and the error naming a job's page.
 struct Run<'a> {
     gpu: &'a Arc<Gpu>,
     module: &'a Module,
-    jobs: &'a [SnappyJob],
-    job_pages: &'a [(usize, usize)],
-    fail: &'a dyn Fn(usize, String) -> Error,
+    jobs: &'a [DecompressJob],
+    failed: &'a dyn Fn(usize, u32) -> Error,
 }
 
 impl Run<'_> {
     /// Runs `kernel` (`snappy_pages` or `snappy_fragments`) over `jobs`, one block each;
     /// their error bits.
-    fn launch(&self, kernel: &JobsKernel, jobs: &[SnappyJob]) -> Result<Vec<i32>> {
+    fn launch(&self, kernel: &JobsKernel, jobs: &[DecompressJob]) -> Result<Vec<i32>> {
         // SAFETY: one block of SNAPPY_THREADS per job; every job's source lies in the load's
-        // buffer (page data inside its chunk, checked by the page-header pass; fragments
+        // buffer (page data inside its chunk, checked by the page-header stage; fragments
         // inside their page's) and its destination in the output, sized from the pages'
         // uncompressed sizes.
         unsafe {
@@ -398,18 +275,6 @@ impl Run<'_> {
         }
     }
 
-    /// The error for job `j`'s page, whose kernel set error `bits`.
-    fn failed(&self, j: usize, bits: i32) -> Error {
-        let (ci, pi) = self.job_pages[j];
-        (self.fail)(
-            ci,
-            format!(
-                "page {pi} (decompressed on the GPU): {}",
-                describe_errors(bits as u32, SNAPPY_ERRORS)
-            ),
-        )
-    }
-
     /// The fragments of the `large` jobs, found by `snappy_walk` and `snappy_split` (a block
     /// per segment of each page), and the job each belongs to; a large job whose split table
     /// is not usable joins `whole`.
@@ -417,9 +282,9 @@ impl Run<'_> {
         &self,
         large: &[usize],
         whole: &mut Vec<usize>,
-    ) -> Result<(Vec<SnappyJob>, Vec<usize>)> {
+    ) -> Result<(Vec<DecompressJob>, Vec<usize>)> {
         let (gpu, jobs) = (self.gpu, self.jobs);
-        let mut fragments: Vec<SnappyJob> = Vec::new();
+        let mut fragments: Vec<DecompressJob> = Vec::new();
         let mut fragment_of: Vec<usize> = Vec::new(); // the job each fragment belongs to
         let counts: Vec<u64> = large
             .iter()
@@ -430,7 +295,10 @@ impl Run<'_> {
             (v, t + c)
         });
         // the segments of each page: seg_base[p] .. seg_base[p + 1]
-        let segs: Vec<(u64, u64)> = large.iter().map(|&j| segments_of(jobs[j].src_len)).collect();
+        let segs: Vec<(u64, u64)> = large
+            .iter()
+            .map(|&j| segments_of(jobs[j].src_len))
+            .collect();
         let mut seg_base = vec![0u32];
         let mut seg_page = Vec::new();
         for (p, &(_, n)) in segs.iter().enumerate() {
@@ -439,7 +307,7 @@ impl Run<'_> {
         }
         let n_segs = seg_page.len();
         let src_lens: Vec<u64> = large.iter().map(|&j| jobs[j].src_len).collect();
-        let large_jobs: Vec<SnappyJob> = large.iter().map(|&j| jobs[j]).collect();
+        let large_jobs: Vec<DecompressJob> = large.iter().map(|&j| jobs[j]).collect();
         let jobs_buf = upload_table(gpu, &large_jobs)?;
         let base_buf = upload(gpu, &u64s(bases.iter().copied()))?;
         let page_buf = upload(gpu, &u32s(seg_page.iter().copied()))?;
@@ -557,7 +425,7 @@ impl Run<'_> {
             .map(|e| e & !(SNAPPY_WHOLE as i32))
             .collect();
         if let Some(k) = errs.iter().position(|&b| b != 0) {
-            return Err(self.failed(large[k], errs[k]));
+            return Err((self.failed)(large[k], errs[k] as u32));
         }
         let all = u64s_from_device(&splits, n_splits as usize)?;
         for (k, &j) in large.iter().enumerate() {
@@ -566,7 +434,7 @@ impl Run<'_> {
             match snappy_fragments_of(mine, jobs[j].src_len, jobs[j].dst_len) {
                 Some(f) => {
                     for (src, src_len, dst, dst_len) in f {
-                        fragments.push(SnappyJob {
+                        fragments.push(DecompressJob {
                             src: jobs[j].src + src,
                             src_len,
                             dst: jobs[j].dst + dst,
@@ -615,7 +483,10 @@ mod tests {
         for len in [100 << 20, (100 << 20) + 12345] {
             let (size, n) = segments_of(len);
             assert!((MAX_SEGMENTS - 1..=MAX_SEGMENTS).contains(&n), "{len}: {n}");
-            assert!(size * n <= len && size * (n + 1) > len, "{len}: the last takes the rest");
+            assert!(
+                size * n <= len && size * (n + 1) > len,
+                "{len}: the last takes the rest"
+            );
         }
         // page 0: segments 0..3, boundary 2 unmet; page 1: 3..5, all met; page 2: 5..7,
         // boundary 1 unmet but the walk before ran past the input
@@ -640,7 +511,7 @@ mod tests {
         assert!(!snappy_on_host(auto, 1_200_000_000, 1_048_576, 16));
         // 200 MB in 64 KiB pages: the device
         assert!(!snappy_on_host(auto, 200_000_000, 64 << 10, 16));
-        // the kernel tests' override, and a pass beside reads
+        // the kernel tests' override, and a wave beside reads
         assert!(!snappy_on_host(
             SnappyPlacement::Device,
             2_000_000,
