@@ -29,6 +29,7 @@ use std::path::Path;
 use parquet::file::metadata::ParquetMetaData;
 
 pub use coalesce::{CoalesceConfig, IoRequest};
+pub(crate) use passes::spans_of;
 pub use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 pub use passes::{
     batches_of, load_passes, plan_passes, BatchSpan, PassPlan, PlannedPass, RowRange,

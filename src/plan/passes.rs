@@ -406,6 +406,19 @@ fn chunk_range(plan: &ReadPlan, row_groups: &[usize]) -> Range<usize> {
     }
 }
 
+/// The batches of `spans` that start in one of `row_groups` (ascending): a wave's batches.
+pub(crate) fn spans_of(spans: &[BatchSpan], row_groups: &[usize]) -> Vec<BatchSpan> {
+    spans
+        .iter()
+        .filter(|s| {
+            s.parts
+                .first()
+                .is_some_and(|p| row_groups.binary_search(&p.row_group).is_ok())
+        })
+        .cloned()
+        .collect()
+}
+
 /// The batches of consecutive row groups `row_groups` of the file `md` describes (their rows
 /// `rows` selects, else all), as [`plan_passes`] cuts a pass's: at most `batch_rows` rows
 /// each, filled across row-group boundaries unless `keep_dictionaries`.

@@ -10,6 +10,7 @@ use arrow::datatypes::SchemaRef;
 use rayon::prelude::*;
 
 use super::{FileScan, Progress, ProgressFn, ReaderState, Scan, DEFAULT_BATCH_ROWS};
+use super::spread::{OpenPass, Opened, PassFile, Spread, SpreadInput};
 use crate::array::Location;
 use crate::config::{CompatMode, IoSettings, Tuning};
 use crate::decode::filter::BatchFilter;
@@ -436,7 +437,7 @@ impl ScanBuilder {
             Some(ordinals) => {
                 crate::config::check_devices(&ordinals)?;
                 let devices = ordinals.into_iter().map(Device::Cuda).collect();
-                super::spread::Spread::open(self, files, access, devices)
+                open_spread(self, files, access, devices)
             }
             None => {
                 let (files, schema) = open_files(&self, &files, &access)?;
@@ -725,6 +726,60 @@ fn list_sources(sources: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// The scan of `files` (access plans not yet applied: `access`) spread over `devices`: the
+/// files opened on the first device, each device's budget, and the spread planned
+/// ([`Spread::open`]); again with the page index where a row group must be cut into pieces.
+pub(super) fn open_spread(
+    builder: ScanBuilder,
+    files: Vec<PathBuf>,
+    access: Vec<Option<Vec<crate::plan::RowGroupAccess>>>,
+    devices: Vec<Device>,
+) -> Result<Scan> {
+    // every footer read and plan made (in parallel), the schemas checked, on the first device
+    let (opened, schema) = open_files(&builder.clone().with_device(devices[0]), &files, &access)?;
+    let budgets = (devices.iter())
+        .map(|d| match (builder.memory_budget, d) {
+            (Some(b), _) => Ok(b),
+            (None, Device::Cuda(n)) => default_budget(*n, false),
+            (None, _) => Ok(u64::MAX / 4),
+        })
+        .collect::<Result<Vec<u64>>>()?;
+    let selected = (access.iter())
+        .map(|a| builder.rows.is_some() || a.is_some())
+        .collect();
+    let b = builder.clone();
+    let open_pass: OpenPass = Arc::new(move |p: PassFile<'_>| {
+        let mut b = (b.clone())
+            .with_path(p.path)
+            .with_device(p.device)
+            .with_row_groups(p.row_groups.iter().copied())
+            .with_memory_budget(p.budget)
+            .with_metadata(p.metadata);
+        if let Some(rows) = p.rows {
+            b = b.with_row_ranges(rows);
+        }
+        b.build_file()
+    });
+    let input = SpreadInput {
+        files: files.clone(),
+        opened,
+        schema,
+        selected,
+        devices: devices.clone(),
+        budgets,
+        batch_rows: builder.batch_rows as u64,
+        keep_dictionaries: builder.keep_dictionaries,
+        page_index: builder.page_index,
+        open_pass,
+    };
+    match Spread::open(input)? {
+        Opened::Scan(scan) => Ok(scan),
+        // a row group too large for a pass: cut into pieces by pages, with the page index
+        // (read now when it was not asked for)
+        Opened::NeedsPageIndex => open_spread(builder.with_page_index(true), files, access, devices),
+    }
+}
+
 /// Every file of `files` built with `builder`'s options (several in parallel), each read as
 /// its access plan says (`None`: as the builder says), and their schemas merged in file order;
 /// the first error in file order is returned.
@@ -782,7 +837,7 @@ pub const SMALL_LOAD_BYTES: u64 = 1 << 30;
 
 /// What a device load under a memory budget it does not fit at once reads and decodes: its
 /// waves and their estimated device bytes.
-type BudgetWaves = (Vec<super::waves::Wave>, Vec<super::budget::WaveCost>);
+type BudgetWaves = (Vec<super::waves::Wave>, Vec<super::waves::WaveCost>);
 
 /// When a device load does not fit `budget` at once: its batches and its waves with their
 /// estimated device bytes, the passes of [`crate::plan::load_passes`] (None when it fits: then

@@ -8,13 +8,15 @@ use std::time::{Duration, Instant};
 
 use arrow::datatypes::SchemaRef;
 
-use super::{LoadReport, Progress, ProgressFn, SetupTimes};
+use super::device::{Budget, DeviceLoad};
+use super::finish::Finish;
+use super::report::{LoadReport, Progress, ProgressFn, SetupTimes};
 use crate::array::{LoadedBatch, Location};
 use crate::config::{IoSettings, Tuning};
 use crate::decode::gpu::{DeviceChunks, GpuDecodeReport};
 use crate::decode::host::HostDecoder;
 use crate::device::DeviceChoice;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::io::gpu::GpuReader;
 use crate::io::host::HostReader;
 use crate::io::{IoReport, RangeReader};
@@ -65,7 +67,7 @@ pub(crate) struct ReaderState {
     pub(super) budget_waves: Option<Vec<super::waves::Wave>>,
     /// Their estimated read bytes and decode working sets, and the budget
     /// ([`ScanBuilder::with_memory_budget`](super::ScanBuilder::with_memory_budget)).
-    pub(super) wave_costs: Vec<super::budget::WaveCost>,
+    pub(super) wave_costs: Vec<super::waves::WaveCost>,
     pub(super) budget: u64,
     pub(super) progress: Option<ProgressFn>,
     pub(super) t_setup: Duration,
@@ -149,7 +151,17 @@ impl FileScan {
     /// Reads every planned request into one allocation on the device the reader was built
     /// for: the column chunks, still encoded, and the I/O record. An error for a host reader.
     pub fn load_chunks(&self) -> Result<(DeviceChunks, IoReport)> {
-        self.state.load_chunks()
+        let s = &self.state;
+        match (&s.gpu_reader, s.device.location) {
+            (Some(g), Location::Cuda(n)) => s.device_load(n).read_chunks(g),
+            _ => Err(Error::Device {
+                device: s.device.location.to_string(),
+                reason: format!(
+                    "load_chunks needs a reader built for a CUDA device ({})",
+                    s.device.reason
+                ),
+            }),
+        }
     }
 
     /// Decodes column chunks in device memory ([`load_chunks`](Self::load_chunks)) into the
@@ -162,7 +174,11 @@ impl FileScan {
         &self,
         chunks: &DeviceChunks,
     ) -> Result<(Vec<LoadedBatch>, GpuDecodeReport)> {
-        self.state.decode_on_gpu(chunks)
+        let s = &self.state;
+        super::device::check_chunks(&s.plan, s.file.path(), chunks)?;
+        let ordinal = chunks.buffer().gpu().ordinal();
+        let (batches, report) = (s.device_load(ordinal)).decode_part(chunks, &s.plan.row_groups)?;
+        Ok((s.finisher().with_views(batches)?, report))
     }
 
     /// Whether a device load of this file goes pass after pass under its memory budget
@@ -184,7 +200,9 @@ impl ReaderState {
         let t0 = Instant::now();
         let kernels0 = crate::device::nvrtc::module_load_time();
         let mut loaded = match self.device.location {
-            Location::Cuda(_) => self.collect_device(reader, t0),
+            Location::Cuda(ordinal) => self.device_load(ordinal).collect(reader).map(|c| {
+                self.loaded(c.batches, c.io, c.decode_time, t0, Some(c.gpu_decode))
+            }),
             Location::Host => self.load_to_host(reader, t0),
         }
         .map_err(|e| e.in_file(&self.path))?;
@@ -233,15 +251,7 @@ impl ReaderState {
     /// The batches of the row groups `row_groups` (ascending): those whose first part is one
     /// of them.
     pub(crate) fn spans_of(&self, row_groups: &[usize]) -> Vec<BatchSpan> {
-        self.spans
-            .iter()
-            .filter(|s| {
-                s.parts
-                    .first()
-                    .is_some_and(|p| row_groups.binary_search(&p.row_group).is_ok())
-            })
-            .cloned()
-            .collect()
+        crate::plan::spans_of(&self.spans, row_groups)
     }
 
     /// Whether a load may be cut into waves after row group `rg`: no batch spans the cut.
@@ -252,12 +262,49 @@ impl ReaderState {
     /// Reports progress to the callback, if one was set.
     pub(crate) fn notify(&self, bytes_read: u64, row_groups_done: usize) {
         if let Some(f) = &self.progress {
-            f(Progress {
-                bytes_read,
-                bytes_total: self.plan.request_bytes(),
-                row_groups_done,
-                row_groups_total: self.plan.row_groups.len(),
-            })
+            f(Progress::of(&self.plan, bytes_read, row_groups_done))
+        }
+    }
+
+    /// The input of a device load of this file on CUDA device `ordinal`.
+    pub(super) fn device_load(&self, ordinal: usize) -> DeviceLoad<'_> {
+        DeviceLoad {
+            ordinal,
+            file: &self.file,
+            path: &self.path,
+            metadata: &self.meta.metadata,
+            plan: &self.plan,
+            decoder: &self.decoder,
+            spans: &self.spans,
+            cuts: &self.cuts,
+            tuning: &self.tuning,
+            snappy: self.snappy,
+            budget: self.budget_waves.as_deref().map(|waves| Budget {
+                waves,
+                costs: &self.wave_costs,
+                bytes: self.budget,
+            }),
+            finish: self.finisher(),
+            progress: self.progress.as_ref(),
+        }
+    }
+
+    /// What finishes this file's decoded batches: its row filter and views.
+    pub(super) fn finisher(&self) -> Finish<'_> {
+        Finish {
+            row_filter: self.row_filter.as_ref(),
+            views: self.views.as_ref(),
+            path: &self.path,
+        }
+    }
+
+    /// The schema of the batches the scan yields: without the columns read for the row
+    /// filter only.
+    pub(super) fn out_schema(&self) -> &SchemaRef {
+        match (&self.views, &self.row_filter) {
+            (Some(v), _) => v,
+            (None, Some(f)) => f.out_schema(),
+            (None, None) => self.decoder.schema(),
         }
     }
 }

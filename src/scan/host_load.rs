@@ -11,9 +11,11 @@ use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use bytes::Bytes;
 use rayon::prelude::*;
 
+use super::device::Sink;
 use super::file::{FileLoaded, ReaderState};
+use super::waves::{Wave, WaveOut};
 use crate::array::{LoadedBatch, RowSpan};
-use crate::decode::gpu::DeviceChunks;
+use crate::decode::gpu::{DeviceChunks, GpuDecodeReport};
 use crate::error::{Error, Result};
 use crate::io::{Dest, IoReport, RangeReader};
 use crate::plan::{IoRequest, ReadUnit};
@@ -336,7 +338,7 @@ impl ReaderState {
             // No leaf selected: batches carry row counts only; there is nothing to read.
             self.row_counts_only()?
         } else {
-            self.filter_rows(self.join_fields(parts)?)?
+            self.finisher().filter_rows(self.join_fields(parts)?)?
         };
         decode_time += t_join.elapsed();
         if units.is_empty() {
@@ -353,9 +355,91 @@ impl ReaderState {
         Ok(self.loaded(batches, io, decode_time, t0, None))
     }
 
+    /// A host stream's waves ([`ReaderState::produce`](super::stream)): read and decoded one
+    /// after the other, each wave's units in parallel, each wave's finished batches handed to
+    /// `sink` (false: no more wanted).
+    pub(super) fn host_waves(
+        &self,
+        reader: &dyn RangeReader,
+        waves: &[Wave],
+        sink: &Sink<'_>,
+    ) -> Result<()> {
+        let plan = &self.plan;
+        let finish = self.finisher();
+        let sink = |i: usize, r: Result<WaveOut>| {
+            let r = r.and_then(|(b, g, io, d)| {
+                let t = Instant::now();
+                let b = finish.apply(b)?;
+                Ok((b, g, io, d + t.elapsed()))
+            });
+            sink(i, r)
+        };
+        if plan.units.is_empty() {
+            // no leaf selected: row counts only, nothing to read
+            let r = self.row_counts_only().map(|b| {
+                (
+                    b,
+                    GpuDecodeReport::default(),
+                    IoReport::default(),
+                    Duration::ZERO,
+                )
+            });
+            sink(0, r);
+            return Ok(());
+        }
+        let (mut bytes, mut rgs) = (0u64, 0usize);
+        for (i, w) in waves.iter().enumerate() {
+            let r = self.host_wave(reader, w);
+            let failed = r.is_err();
+            if !failed {
+                bytes += w.bytes;
+                rgs += w.row_groups.len();
+                self.notify(bytes, rgs);
+            }
+            if !sink(i, r) || failed {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// One wave of a host stream: its units read and decoded in parallel, joined and cut into
+    /// batches.
+    fn host_wave(&self, reader: &dyn RangeReader, w: &Wave) -> Result<WaveOut> {
+        let units: Vec<_> = self
+            .plan
+            .units
+            .iter()
+            .filter(|u| u.requests.start >= w.requests.start && u.requests.end <= w.requests.end)
+            .collect();
+        let results: Vec<Result<_>> = self.host_reader.pool().install(|| {
+            units
+                .par_iter()
+                .map(|u| self.load_unit(reader, u))
+                .collect()
+        });
+        let mut parts = Vec::new();
+        let mut io = IoReport::default();
+        let mut decode = Duration::ZERO;
+        for res in results {
+            let res = res?;
+            parts.extend(res.parts);
+            io.absorb(res.io);
+            decode += res.decode_time;
+        }
+        let t = Instant::now();
+        let batches = self.join_fields(parts)?;
+        Ok((
+            batches,
+            GpuDecodeReport::default(),
+            io,
+            decode + t.elapsed(),
+        ))
+    }
+
     /// [`FileScan::decode_on_host`](super::FileScan::decode_on_host).
     pub(super) fn decode_on_host(&self, chunks: &DeviceChunks) -> Result<Vec<LoadedBatch>> {
-        self.check_chunks(chunks)?;
+        super::device::check_chunks(&self.plan, self.file.path(), chunks)?;
         let plan = &self.plan;
         let mut host = take_buffer(chunks.buffer().len());
         chunks.buffer().copy_into(0, &mut host)?;

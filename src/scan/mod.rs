@@ -19,25 +19,22 @@
 //! The parts: `builder` (sources, options, every file's footer and plan), `file` (one file of
 //! a scan: its plan, device and readers, [`FileScan`]), `batches` (the stream: the files one
 //! after another, or the passes of a spread in order), `spread` (passes given to devices),
-//! `stream` (one file's waves read and decoded by a producer thread), `host_load` (units read
-//! and decoded by arrow-rs in parallel), `device_load` (chunks read into device memory and
-//! decoded there), `waves` (large device loads read and decoded in overlapping waves),
-//! `budget` (what the waves of a memory budget hold, read and decoding), `report` (what a load
-//! did), `timeline` (`CUPARQUET_PROFILE`'s record of a pipelined load).
+//! `stream` (one file's waves read and decoded by a producer thread, handed over in order),
+//! `waves` (a plan cut into waves of whole batches), `host_load` (units read and decoded by
+//! arrow-rs in parallel), `device` (a device load, top to bottom: waves read into device
+//! memory and decoded there), `finish` (the row filter and views applied to decoded
+//! batches), `report` (what a load did).
 
 mod batches;
-mod budget;
 mod builder;
-mod device_load;
+mod device;
 mod file;
+mod finish;
 mod host_load;
 pub(crate) mod in_order;
 mod report;
-mod row_filter;
 mod spread;
 mod stream;
-mod timeline;
-mod views;
 mod waves;
 
 use std::path::{Path, PathBuf};
@@ -53,7 +50,8 @@ pub use builder::{
 };
 pub use file::FileScan;
 pub use host_load::{release_cached_buffers, RETAINED_BUFFER_BYTES};
-pub use report::{LoadReport, ScanReport, SetupTimes};
+pub use report::{LoadReport, Progress, ScanReport, SetupTimes};
+use report::ProgressFn;
 pub use spread::DeviceWork;
 
 pub use crate::decode::host::view_type;
@@ -75,22 +73,6 @@ pub(crate) use file::ReaderState;
 /// Large batches are what a GPU wants: per batch, a load allocates its output and builds its
 /// jobs once (benches/RESULTS.md).
 pub const DEFAULT_BATCH_ROWS: usize = 1 << 20;
-
-/// Progress of a load, passed to the callback set with
-/// [`ScanBuilder::with_progress`]: the counts of the file being loaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Progress {
-    /// Bytes read so far.
-    pub bytes_read: u64,
-    /// Bytes the plan reads in all.
-    pub bytes_total: u64,
-    /// Row groups decoded so far.
-    pub row_groups_done: usize,
-    /// Row groups to decode.
-    pub row_groups_total: usize,
-}
-
-type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 
 /// The sources a [`Scan`] reads: a path (a file, or a directory standing for its
 /// `*.parquet` files, not recursive, sorted by name, names starting with `_` or `.` skipped),

@@ -2,6 +2,7 @@
 //! several devices, one pass) did — where, how many bytes, by which path, how long.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::IoSettings;
@@ -121,3 +122,31 @@ pub struct SetupTimes {
     #[serde(serialize_with = "crate::io::ser_secs")]
     pub readers: Duration,
 }
+
+/// Progress of a load, passed to the callback set with
+/// [`ScanBuilder::with_progress`](super::ScanBuilder::with_progress): the counts of the file being loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Bytes read so far.
+    pub bytes_read: u64,
+    /// Bytes the plan reads in all.
+    pub bytes_total: u64,
+    /// Row groups decoded so far.
+    pub row_groups_done: usize,
+    /// Row groups to decode.
+    pub row_groups_total: usize,
+}
+
+impl Progress {
+    /// Progress through `plan`: `bytes_read` and `row_groups_done` so far.
+    pub(super) fn of(plan: &crate::plan::ReadPlan, bytes_read: u64, row_groups_done: usize) -> Self {
+        Progress {
+            bytes_read,
+            bytes_total: plan.request_bytes(),
+            row_groups_done,
+            row_groups_total: plan.row_groups.len(),
+        }
+    }
+}
+
+pub(super) type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;

@@ -1,5 +1,7 @@
-//! Several GPUs: a scan spread over devices ([`ScanBuilder::with_devices`]), each pass of row
-//! groups loaded by one device; the workers and their ordering are [`InOrder`]'s.
+//! Several GPUs: a scan spread over devices
+//! ([`ScanBuilder::with_devices`](super::ScanBuilder::with_devices)), each pass of row groups
+//! loaded by one device; the workers and their ordering are [`InOrder`]'s. The builder opens
+//! the files and hands them over ([`SpreadInput`]) with the way to open one pass's file.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,7 +10,7 @@ use std::time::{Duration, Instant};
 use arrow::datatypes::SchemaRef;
 
 use super::in_order::InOrder;
-use super::{LoadReport, Scan, ScanBuilder};
+use super::{FileScan, LoadReport, Scan};
 use crate::array::{LoadedBatch, Location};
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -19,7 +21,7 @@ use crate::plan::devices::{spread_passes, DeviceBudget, DeviceSpread};
 /// ([`crate::plan::devices::spread_passes`]), and what each pass reads. See
 /// [`Scan`](super::Scan).
 pub(crate) struct Spread {
-    builder: ScanBuilder,
+    open_pass: OpenPass,
     /// The files, each with its footer (handed to each of its passes' loads).
     files: Vec<(PathBuf, Arc<crate::metadata::FileMetadata>)>,
     /// The schema of the batches (the files' merged).
@@ -58,34 +60,73 @@ pub struct DeviceWork {
     pub time: Duration,
 }
 
+/// Opens the file scan of one pass of a spread (the scan's options, for `PassFile`).
+pub(super) type OpenPass = Arc<dyn Fn(PassFile<'_>) -> Result<FileScan> + Send + Sync>;
+
+/// One pass of a spread, as a file scan of its own: the file, its footer, the device, the row
+/// groups, the device's budget, and the rows of each row group it reads where not all.
+pub(super) struct PassFile<'a> {
+    pub(super) path: &'a std::path::Path,
+    pub(super) metadata: Arc<crate::metadata::FileMetadata>,
+    pub(super) device: Device,
+    pub(super) row_groups: &'a [usize],
+    pub(super) budget: u64,
+    pub(super) rows: Option<crate::plan::RowRanges>,
+}
+
+/// What a spread is opened from: the scan's files, opened (footers read, plans made) on the
+/// first device, their merged schema, the devices with their memory budgets, and how passes
+/// are cut and opened.
+pub(super) struct SpreadInput {
+    pub(super) files: Vec<PathBuf>,
+    pub(super) opened: Vec<FileScan>,
+    pub(super) schema: SchemaRef,
+    /// Per file: whether a row selection or an access plan chose its rows (each pass then
+    /// reads the selection's rows of its row groups).
+    pub(super) selected: Vec<bool>,
+    pub(super) devices: Vec<Device>,
+    /// Each device's memory budget.
+    pub(super) budgets: Vec<u64>,
+    pub(super) batch_rows: u64,
+    pub(super) keep_dictionaries: bool,
+    /// Whether the page index was read (a row group too large for a pass is cut by it).
+    pub(super) page_index: bool,
+    pub(super) open_pass: OpenPass,
+}
+
+/// A spread opened, or the page index needed to cut a row group too large for a pass (the
+/// builder reads it and opens again).
+pub(super) enum Opened {
+    Scan(Scan),
+    NeedsPageIndex,
+}
+
 impl Spread {
-    /// The scan of `files` (listed, access plans not yet applied: `access`) spread over
-    /// `devices`, which may repeat a device (tests spread a load over host decoders).
-    pub(super) fn open(
-        builder: ScanBuilder,
-        files: Vec<PathBuf>,
-        access: Vec<Option<Vec<crate::plan::RowGroupAccess>>>,
-        devices: Vec<Device>,
-    ) -> Result<Scan> {
-        // every footer read and plan made (in parallel), the schemas checked, on the first
-        // device
-        let (readers, schema) =
-            super::builder::open_files(&builder.clone().with_device(devices[0]), &files, &access)?;
-        let mut budgets = Vec::with_capacity(devices.len());
-        for (i, d) in devices.iter().enumerate() {
-            let budget = match (builder.memory_budget, d) {
-                (Some(b), _) => b,
-                (None, Device::Cuda(n)) => super::builder::default_budget(*n, false)?,
-                (None, _) => u64::MAX / 4,
-            };
-            budgets.push(DeviceBudget {
+    /// The scan of `input.files` spread over `input.devices` (which may repeat a device: tests
+    /// spread a load over host decoders): passes planned within a share of the smallest
+    /// budget, and given to the devices.
+    pub(super) fn open(input: SpreadInput) -> Result<Opened> {
+        let SpreadInput {
+            files,
+            opened: readers,
+            schema,
+            selected,
+            devices,
+            budgets,
+            batch_rows,
+            keep_dictionaries,
+            page_index,
+            open_pass,
+        } = input;
+        let budgets: Vec<DeviceBudget> = (devices.iter().zip(budgets).enumerate())
+            .map(|(i, (d, budget))| DeviceBudget {
                 ordinal: match d {
                     Device::Cuda(n) => *n,
                     _ => i,
                 },
                 budget,
-            });
-        }
+            })
+            .collect();
         let smallest = budgets.iter().map(|b| b.budget).min().unwrap_or(0);
         // passes within half the smallest budget, and at least two a device where the row
         // groups allow
@@ -102,19 +143,19 @@ impl Spread {
         let pass_budget = (smallest / 2).min(share.max(largest));
         let mut plans = Vec::with_capacity(files.len());
         let mut pass_rows = Vec::new();
-        for ((path, r), file_access) in files.iter().zip(&readers).zip(&access) {
+        for ((path, r), &selected) in files.iter().zip(&readers).zip(&selected) {
             let passes = match crate::plan::plan_passes(
                 path,
                 r.plan(),
                 &r.metadata().metadata,
                 pass_budget,
-                builder.batch_rows as u64,
-                builder.keep_dictionaries,
+                batch_rows,
+                keep_dictionaries,
             ) {
                 // a row group too large for a pass: cut into pieces by pages, with the page
                 // index (read now when it was not asked for)
-                Err(Error::MemoryBudget { .. }) if !builder.page_index => {
-                    return Self::open(builder.with_page_index(true), files, access, devices);
+                Err(Error::MemoryBudget { .. }) if !page_index => {
+                    return Ok(Opened::NeedsPageIndex);
                 }
                 // passes are planned within a share of the smallest budget: the error names
                 // the budget asked for, and the one whose share would hold the pass
@@ -140,7 +181,7 @@ impl Spread {
                     (Some(piece), _) => piece.rows.clone(),
                     // the selection's rows of the pass's row groups (a filter's page pruning
                     // alone is left to each pass's own plan)
-                    (None, Some(rows)) if builder.rows.is_some() || file_access.is_some() => Some(
+                    (None, Some(rows)) if selected => Some(
                         (p.row_groups.iter())
                             .filter_map(|rg| rows.get(rg).map(|v| (*rg, v.clone())))
                             .collect(),
@@ -157,18 +198,18 @@ impl Spread {
             .map(|(p, r)| (p, Arc::new(r.metadata().clone())))
             .collect();
         let me = Spread {
-            builder,
+            open_pass,
             files: metas,
             schema: schema.clone(),
             devices,
             spread,
             pass_rows,
         };
-        Ok(Scan {
+        Ok(Opened::Scan(Scan {
             files: readers,
             schema,
             spread: Some(Arc::new(me)),
-        })
+        }))
     }
 
     /// Which device takes each pass.
@@ -211,18 +252,15 @@ impl Spread {
                 path.display()
             ),
         };
-        let mut builder = self
-            .builder
-            .clone()
-            .with_path(path)
-            .with_device(device)
-            .with_row_groups(p.row_groups.iter().copied())
-            .with_memory_budget(share.device.budget)
-            .with_metadata(Arc::clone(meta));
-        if let Some(rows) = &self.pass_rows[k] {
-            builder = builder.with_row_ranges(rows.clone());
-        }
-        let file = builder.build_file().map_err(fail)?;
+        let file = (self.open_pass)(PassFile {
+            path,
+            metadata: Arc::clone(meta),
+            device,
+            row_groups: &p.row_groups,
+            budget: share.device.budget,
+            rows: self.pass_rows[k].clone(),
+        })
+        .map_err(fail)?;
         let loaded = match reader {
             Some(r) => file.load_with(r),
             None => file.load(),
@@ -365,12 +403,12 @@ mod tests {
     use std::path::Path;
 
     use crate::device::parse_device_list;
-    use crate::scan::Scan;
+    use crate::scan::{Scan, ScanBuilder};
 
     /// A scan of `files` spread over `n` host decoders (the same code as over GPUs).
     fn over_hosts(b: ScanBuilder, files: Vec<PathBuf>, n: usize) -> Result<Scan> {
         let access = vec![None; files.len()];
-        Spread::open(b, files, access, vec![Device::Host; n])
+        crate::scan::builder::open_spread(b, files, access, vec![Device::Host; n])
     }
 
     #[test]

@@ -1,27 +1,49 @@
-//! Pipelined device loads: the plan's units grouped into waves of whole row groups
-//! ([`waves`], sized by [`wave_target`]), read and decoded so that reading the next wave
-//! overlaps decoding the last ([`ReaderState::pipelined`]).
+//! A plan cut into waves: whole row groups (and whole batches) read and decoded together —
+//! by a stream, a small first wave and then steps ([`stream_waves`]); by a device load, waves
+//! sized so that reading the next overlaps decoding the last ([`waves`], [`wave_target`]);
+//! under a memory budget, the plan's passes ([`pass_waves`]).
 
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use super::budget::{Budgeted, WaveCost};
-use super::timeline::Timeline;
-use super::ReaderState;
 use crate::array::LoadedBatch;
-use crate::decode::gpu::{DeviceChunks, GpuDecodeReport};
-use crate::device::{self, DeviceBuffer};
-use crate::error::Result;
-use crate::io::{IoReport, RangeReader, StreamDest};
+use crate::decode::gpu::GpuDecodeReport;
+use crate::io::IoReport;
 use crate::plan::ReadPlan;
+
+/// Bytes read by the first wave of a stream at least: one, so the first wave holds the row
+/// groups of the first batch and no more, and the first batch is in the caller's hands as
+/// early as its own reads and decoding allow. Measured on the H200 (benches/RESULTS.md, with
+/// the streamed reads' 10 readers of 16): the 24M-row SNAPPY lineitem file's first batch in
+/// 10–12 ms (best of 5) from a first wave of one row group, 15 ms from one of 32 MiB (two).
+pub(super) const FIRST_STEP_BYTES: u64 = 1;
+
+/// Bytes per wave of a host stream.
+pub(super) const HOST_STEP_BYTES: u64 = 256 << 20;
+
+/// What a wave needs, from the footer ([`crate::plan::passes::row_group_cost`] summed): its
+/// read bytes, and its decode working set beyond them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct WaveCost {
+    pub(super) read: u64,
+    pub(super) decode: u64,
+}
+
+impl WaveCost {
+    /// A pass's cost: its read bytes, and the rest of its estimate.
+    pub(super) fn of(p: &crate::plan::PlannedPass) -> Self {
+        WaveCost {
+            read: p.read_bytes,
+            decode: p.device_bytes.saturating_sub(p.read_bytes),
+        }
+    }
+}
 
 /// What a decoded wave hands over: its batches, where its fields were decoded, what its reads
 /// did and the time its decoding took.
 pub(super) type WaveOut = (Vec<LoadedBatch>, GpuDecodeReport, IoReport, Duration);
 
-/// Whole row groups a pipelined device load reads and decodes together, with the consecutive
+/// Whole row groups read and decoded together, with the consecutive
 /// units ([`ReadPlan::units`]) that carry their chunks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Wave {
@@ -194,11 +216,6 @@ pub(super) fn wave_target(
     }
 }
 
-/// Pipelined device loads up to this many bytes read as one stream into one allocation
-/// ([`ReaderState::pipelined`]); larger ones (waves of 1 GiB) read wave by wave, each into
-/// an allocation of its own, which bounds the device memory their still-encoded chunks hold.
-pub(super) const STREAM_MAX_BYTES: u64 = 4 << 30;
-
 /// The plan's units grouped into waves of about `target` bytes that hold whole row groups and
 /// whole batches (`ends(rg)`: a batch ends with row group `rg`); one wave (or none, with no
 /// units) when the plan cannot be split.
@@ -246,270 +263,41 @@ pub(super) fn waves(plan: &ReadPlan, target: u64, ends: &dyn Fn(usize) -> bool) 
     out
 }
 
-impl ReaderState {
-    /// Reads and decodes wave after wave ([`waves`]): one thread reads,
-    /// [`DECODE_THREADS`](crate::device::DECODE_THREADS) threads decode, each on a decode stream of its own, so reading, decoding and the tails of
-    /// decoding kernels overlap. Loads up to [`STREAM_MAX_BYTES`] read as one stream into one
-    /// allocation where the reader can ([`RangeReader::read_stream`]: every thread reads on
-    /// across wave boundaries, and each wave is handed over as soon as its bytes are in);
-    /// otherwise each wave is read into an allocation of its own, at most one wave ahead of
-    /// the decoders. Hands each wave, as it is decoded (not in order), its batches and reports
-    /// to `sink`, which returns false when no more are wanted; after an error or a `false`
-    /// the waves not yet decoded are dropped. Under a memory budget (`budget`) each wave's
-    /// reads wait until the budget admits them, into an allocation of the wave's own: as one
-    /// stream where the reader can ([`Self::stream_budgeted`]), else wave by wave.
-    pub(super) fn pipelined(
-        &self,
-        reader: &dyn RangeReader,
-        ordinal: usize,
-        waves: &[Wave],
-        sink: &(dyn Fn(usize, Result<WaveOut>) -> bool + Sync),
-        budget: Option<&Budgeted<'_>>,
-    ) -> Result<()> {
-        use std::sync::atomic::AtomicBool;
-        use std::sync::Condvar;
-        let plan = &self.plan;
-        // never blocks a sender: a streamed read's waves arrive as they complete; the
-        // wave-by-wave reader limits itself below
-        let (tx, rx) = std::sync::mpsc::sync_channel::<WaveRead>(waves.len());
-        let rx = Mutex::new(rx);
-        let stop = AtomicBool::new(false);
-        let read_so_far = AtomicU64::new(0);
-        let done_so_far = AtomicUsize::new(0);
-        // waves taken by the decoders, for the wave-by-wave reader's limit
-        let taken = (Mutex::new(0usize), Condvar::new());
-        // the streamed read's one allocation: its last reference is dropped here, after every
-        // decode stream has finished with it
-        let total = plan.request_bytes();
-        let shared: Mutex<Option<Arc<DeviceBuffer>>> = Mutex::new(None);
-        if total <= STREAM_MAX_BYTES && budget.is_none() {
-            let gpu = device::gpu(ordinal)?;
-            *shared.lock().unwrap_or_else(|p| p.into_inner()) =
-                Some(Arc::new(gpu.alloc(total as usize)?));
-        }
-        // with CUPARQUET_PROFILE: when each wave was read and decoded, printed at the end
-        let timeline = Timeline::from_env();
-        // under a memory budget, the timeline also shows the device's live bytes and their
-        // high-water mark so far, to compare with the passes' estimates
-        let live = || match (budget.is_some(), device::gpu(ordinal)) {
-            (true, Ok(g)) => format!(
-                ", live {} MB, peak {} MB",
-                g.live_bytes() / 1_000_000,
-                g.peak_live_bytes() / 1_000_000
-            ),
-            _ => String::new(),
-        };
-        let live = &live;
-        std::thread::scope(|s| {
-            let stop = &stop;
-            let timeline = &timeline;
-            let (taken, shared) = (&taken, &shared);
-            s.spawn(move || {
-                let buffer = shared.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                if let Some(buffer) = buffer {
-                    let parts: Vec<Vec<usize>> =
-                        waves.iter().map(|w| w.requests.clone().collect()).collect();
-                    let delivered: Vec<AtomicBool> =
-                        waves.iter().map(|_| AtomicBool::new(false)).collect();
-                    let t = Instant::now();
-                    let streamed = reader.read_stream(
-                        &self.file,
-                        &plan.requests,
-                        &parts,
-                        StreamDest::One(&buffer),
-                        &|i, io| {
-                            delivered[i].store(true, Relaxed);
-                            timeline.add(|| format!("read {i} (streamed)"), t);
-                            let chunks = DeviceChunks::new(
-                                Arc::clone(&buffer),
-                                plan.chunks[waves[i].chunks.clone()].to_vec(),
-                            );
-                            let _ = tx.send((i, Ok((chunks, io))));
-                        },
-                    );
-                    if stream_ended(streamed, &delivered, &tx) {
-                        return;
-                    }
-                    // this reader reads wave by wave: no shared allocation
-                    drop(buffer);
-                    *shared.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                }
-                if let Some(b) = budget {
-                    if self.stream_budgeted(reader, ordinal, waves, b, stop, &tx, &|i, t| {
-                        timeline.add(|| format!("read {i} (streamed{})", live()), t)
-                    }) {
-                        return;
-                    }
-                }
-                for (i, w) in waves.iter().enumerate() {
-                    // at most one wave read and not yet taken by a decoder
-                    let (n, cv) = taken;
-                    let mut n = n.lock().unwrap_or_else(|p| p.into_inner());
-                    while *n + 1 < i && !stop.load(Relaxed) {
-                        n = cv.wait(n).unwrap_or_else(|p| p.into_inner());
-                    }
-                    drop(n);
-                    if stop.load(Relaxed) || budget.is_some_and(|b| !b.read(i)) {
-                        break;
-                    }
-                    let t = Instant::now();
-                    let r = self.read_wave(reader, ordinal, w);
-                    timeline.add(|| format!("read {i} ({} MB{})", w.bytes / 1_000_000, live()), t);
-                    let failed = r.is_err();
-                    if tx.send((i, r)).is_err() || failed {
-                        break;
-                    }
-                }
-            });
-            for slot in 0..device::DECODE_THREADS {
-                let rx = &rx;
-                let (read_so_far, done_so_far) = (&read_so_far, &done_so_far);
-                s.spawn(move || loop {
-                    let msg = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    let Ok((i, r)) = msg else { break };
-                    {
-                        let (n, cv) = taken;
-                        *n.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-                        cv.notify_all();
-                    }
-                    // under a budget, the wave's working set must fit first
-                    if stop.load(Relaxed) || (r.is_ok() && budget.is_some_and(|b| !b.decode(i))) {
-                        continue; // not wanted: its chunks dropped undecoded
-                    }
-                    let out = r.and_then(|(chunks, io)| {
-                        let t = Instant::now();
-                        // the chunks are dropped on this slot's stream, after its kernels
-                        let d = device::with_decode_slot(slot, move || {
-                            let d = self.decode_wave(&chunks, &waves[i], waves.len() > 1);
-                            drop(chunks);
-                            d
-                        });
-                        timeline.add(|| format!("decode {i} (slot {slot}{})", live()), t);
-                        if let Ok((_, g)) = &d {
-                            timeline.note(i, &g.stages);
-                        }
-                        d.map(|(b, g)| (b, g, io, t.elapsed()))
-                    });
-                    let failed = out.is_err();
-                    if !failed {
-                        let bytes = read_so_far.fetch_add(waves[i].bytes, Relaxed);
-                        let done = waves[i].row_groups_done();
-                        let rgs = done_so_far.fetch_add(done, Relaxed);
-                        self.notify(bytes + waves[i].bytes, rgs + done);
-                    }
-                    // a consumer gone or an error: the other waves are not wanted
-                    if !sink(i, out) || failed {
-                        stop.store(true, Relaxed);
-                        taken.1.notify_all();
-                    }
-                });
-            }
+/// The waves of a stream over `plan`: a first wave of about `first` bytes
+/// ([`FIRST_STEP_BYTES`]), then waves of about `step` bytes, all of whole row groups and whole batches (`ends(rg)`: no batch goes
+/// on after row group `rg`); one wave of everything when the plan's units cannot be cut
+/// between row groups.
+pub(super) fn stream_waves(
+    plan: &ReadPlan,
+    first: u64,
+    step: u64,
+    ends: &dyn Fn(usize) -> bool,
+) -> Vec<Wave> {
+    let small = waves(plan, first.min(step), ends);
+    let Some(first) = small.first() else {
+        return vec![Wave::whole(plan)];
+    };
+    let mut out = vec![first.clone()];
+    // the rest, regrouped into waves of `step` bytes
+    let mut cur: Option<Wave> = None;
+    for w in &small[1..] {
+        let c = cur.get_or_insert_with(|| Wave {
+            row_groups: Vec::new(),
+            chunks: w.chunks.start..w.chunks.start,
+            requests: w.requests.start..w.requests.start,
+            bytes: 0,
+            piece: None,
         });
-        if let Some(buffer) = shared.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            // decoders may have enqueued work that still reads it
-            buffer.gpu().synchronize_all_decode()?;
-            drop(buffer);
-        }
-        timeline.print();
-        Ok(())
-    }
-}
-
-/// A wave read (its index), or why it could not be.
-type WaveRead = (usize, Result<(DeviceChunks, IoReport)>);
-
-impl ReaderState {
-    /// Under a memory budget: `waves` read as one stream ([`RangeReader::read_stream`]), each
-    /// into an allocation of its own opened once `budget` admits its reads, so that the reader
-    /// threads go on from one wave into the next instead of waiting at each wave's end, as a
-    /// wave-by-wave read does. Each wave read (or the error that ended the stream) goes to
-    /// `tx`; `noted(i, start)` marks wave `i` read. False when the reader does not stream
-    /// (nothing was read: the caller reads wave by wave).
-    #[allow(clippy::too_many_arguments)]
-    fn stream_budgeted(
-        &self,
-        reader: &dyn RangeReader,
-        ordinal: usize,
-        waves: &[Wave],
-        budget: &Budgeted<'_>,
-        stop: &std::sync::atomic::AtomicBool,
-        tx: &std::sync::mpsc::SyncSender<WaveRead>,
-        noted: &(dyn Fn(usize, Instant) + Sync),
-    ) -> bool {
-        use std::sync::atomic::AtomicBool;
-        let gpu = match device::gpu(ordinal) {
-            Ok(g) => g,
-            Err(_) => return false,
-        };
-        // the waves' requests end to end, each wave's at offsets in its own allocation
-        let mut requests = Vec::new();
-        let mut parts = Vec::with_capacity(waves.len());
-        let mut chunks_of = Vec::with_capacity(waves.len());
-        let mut sizes = Vec::with_capacity(waves.len());
-        for w in waves {
-            let (q, chunks, bytes) = self.wave_layout(w);
-            parts.push((requests.len()..requests.len() + q.len()).collect::<Vec<usize>>());
-            requests.extend(q);
-            chunks_of.push(Mutex::new(Some(chunks)));
-            sizes.push(bytes);
-        }
-        let bufs: Vec<Mutex<Option<Arc<DeviceBuffer>>>> =
-            waves.iter().map(|_| Mutex::new(None)).collect();
-        let delivered: Vec<AtomicBool> = waves.iter().map(|_| AtomicBool::new(false)).collect();
-        let t = Instant::now();
-        let open = |i: usize| -> Result<Option<Arc<DeviceBuffer>>> {
-            if stop.load(Relaxed) || !budget.read(i) {
-                return Ok(None);
-            }
-            let buf = Arc::new(gpu.alloc(sizes[i] as usize)?);
-            *bufs[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&buf));
-            Ok(Some(buf))
-        };
-        let streamed = reader.read_stream(
-            &self.file,
-            &requests,
-            &parts,
-            StreamDest::PerPart {
-                ordinal,
-                open: &open,
-            },
-            &|i, io| {
-                delivered[i].store(true, Relaxed);
-                noted(i, t);
-                let buf = bufs[i].lock().unwrap_or_else(|p| p.into_inner()).take();
-                let chunks = chunks_of[i].lock().unwrap_or_else(|p| p.into_inner()).take();
-                let r = match (buf, chunks) {
-                    (Some(buf), Some(chunks)) => Ok((DeviceChunks::new(buf, chunks), io)),
-                    _ => Err(crate::error::Error::Device {
-                        device: format!("cuda:{ordinal}"),
-                        reason: format!("wave {i} of a streamed read was done before it was opened"),
-                    }),
-                };
-                let _ = tx.send((i, r));
-            },
-        );
-        stream_ended(streamed, &delivered, tx)
-    }
-}
-
-/// The end of a streamed read ([`RangeReader::read_stream`]): false when the reader does not
-/// stream (nothing was read); else true, its error (if any) sent on `tx` as the first wave's
-/// not `delivered`.
-fn stream_ended(
-    streamed: Option<Result<()>>,
-    delivered: &[std::sync::atomic::AtomicBool],
-    tx: &std::sync::mpsc::SyncSender<WaveRead>,
-) -> bool {
-    match streamed {
-        None => false,
-        Some(Ok(())) => true,
-        Some(Err(e)) => {
-            if let Some(i) = delivered.iter().position(|d| !d.load(Relaxed)) {
-                let _ = tx.send((i, Err(e)));
-            }
-            true
+        c.row_groups.extend_from_slice(&w.row_groups);
+        c.chunks.end = w.chunks.end;
+        c.requests.end = w.requests.end;
+        c.bytes += w.bytes;
+        if c.bytes >= step {
+            out.extend(cur.take());
         }
     }
+    out.extend(cur);
+    out
 }
 
 #[cfg(test)]

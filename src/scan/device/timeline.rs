@@ -6,20 +6,20 @@ use std::time::{Duration, Instant};
 
 /// Whether `CUPARQUET_PROFILE` asks for stage times ([`crate::config::env::profile`]; a bad
 /// value was refused where the load was built).
-pub(super) fn profile_requested() -> bool {
+pub(in crate::scan) fn profile_requested() -> bool {
     crate::config::env::profile().unwrap_or(false)
 }
 
 /// With `CUPARQUET_PROFILE` set: spans of a pipelined load (what, start, end), printed to
 /// stderr relative to its start.
-pub(super) struct Timeline {
+pub(in crate::scan) struct Timeline {
     t0: Instant,
     spans: Option<Mutex<Vec<(String, Duration, Duration)>>>,
     notes: Option<Mutex<Vec<(usize, String)>>>,
 }
 
 impl Timeline {
-    pub(super) fn from_env() -> Self {
+    pub(in crate::scan) fn from_env() -> Self {
         let on = profile_requested();
         Timeline {
             t0: Instant::now(),
@@ -29,7 +29,7 @@ impl Timeline {
     }
 
     /// Records `what()` as running from `start` until now (named only when recording).
-    pub(super) fn add(&self, what: impl FnOnce() -> String, start: Instant) {
+    pub(in crate::scan) fn add(&self, what: impl FnOnce() -> String, start: Instant) {
         if let Some(v) = &self.spans {
             let span = (what(), start - self.t0, self.t0.elapsed());
             v.lock().unwrap_or_else(|p| p.into_inner()).push(span);
@@ -37,7 +37,7 @@ impl Timeline {
     }
 
     /// Records wave `i`'s decode stages (seconds each), printed after the spans.
-    pub(super) fn note(&self, i: usize, stages: &[(String, f64)]) {
+    pub(in crate::scan) fn note(&self, i: usize, stages: &[(String, f64)]) {
         if let Some(v) = &self.notes {
             let st: Vec<String> = stages
                 .iter()
@@ -48,7 +48,7 @@ impl Timeline {
         }
     }
 
-    pub(super) fn print(&self) {
+    pub(in crate::scan) fn print(&self) {
         if let Some(v) = &self.spans {
             let mut v = v.lock().unwrap_or_else(|p| p.into_inner());
             v.sort_by_key(|s| s.1);

@@ -15,49 +15,33 @@
 use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex};
 
-/// What a wave needs, from the footer ([`crate::plan::passes::row_group_cost`] summed): its
-/// read bytes, and its decode working set beyond them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct WaveCost {
-    pub(super) read: u64,
-    pub(super) decode: u64,
-}
-
-impl WaveCost {
-    /// A pass's cost: its read bytes, and the rest of its estimate.
-    pub(super) fn of(p: &crate::plan::PlannedPass) -> Self {
-        WaveCost {
-            read: p.read_bytes,
-            decode: p.device_bytes.saturating_sub(p.read_bytes),
-        }
-    }
-}
+use crate::scan::waves::WaveCost;
 
 /// A load's waves under a memory budget: what each costs, and what is held.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Budgeted<'a> {
-    pub(super) handed: &'a Handed,
-    pub(super) costs: &'a [WaveCost],
-    pub(super) budget: u64,
+pub(in crate::scan) struct Budgeted<'a> {
+    pub(in crate::scan) handed: &'a Handed,
+    pub(in crate::scan) costs: &'a [WaveCost],
+    pub(in crate::scan) budget: u64,
 }
 
 impl Budgeted<'_> {
     /// Waits until wave `i` may be read ([`Handed::admit_read`]); false when the stream stopped.
-    pub(super) fn read(&self, i: usize) -> bool {
+    pub(in crate::scan) fn read(&self, i: usize) -> bool {
         let cost = self.costs.get(i).copied().unwrap_or_default();
         self.handed.admit_read(i, cost, self.budget)
     }
 
     /// Waits until wave `i` may decode ([`Handed::admit_decode`]); false when the stream
     /// stopped.
-    pub(super) fn decode(&self, i: usize) -> bool {
+    pub(in crate::scan) fn decode(&self, i: usize) -> bool {
         self.handed.admit_decode(i, self.budget)
     }
 }
 
 /// See the [module docs](self).
 #[derive(Debug, Default)]
-pub(super) struct Handed {
+pub(in crate::scan) struct Handed {
     state: Mutex<HandedState>,
     cv: Condvar,
     /// Waves go to the caller in order ([`Handed::set`], a stream): a wave decoded before an
@@ -101,7 +85,7 @@ impl HandedState {
 
 impl Handed {
     /// The waves of a stream: handed over in order ([`Handed::set`]).
-    pub(super) fn in_order() -> Self {
+    pub(in crate::scan) fn in_order() -> Self {
         Handed {
             in_order: true,
             ..Handed::default()
@@ -109,7 +93,7 @@ impl Handed {
     }
 
     /// The caller holds every batch of the waves before `n`: their bytes are the caller's.
-    pub(super) fn set(&self, n: usize) {
+    pub(in crate::scan) fn set(&self, n: usize) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if n > st.handed {
             st.handed = n;
@@ -126,7 +110,7 @@ impl Handed {
 
     /// Waits until wave `i` may be read (see the [module docs](self)); always when nothing is
     /// held. False when the stream stopped.
-    pub(super) fn admit_read(&self, i: usize, cost: WaveCost, budget: u64) -> bool {
+    pub(in crate::scan) fn admit_read(&self, i: usize, cost: WaveCost, budget: u64) -> bool {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             if st.stopped() {
@@ -149,7 +133,7 @@ impl Handed {
     /// caller that the caller can take before wave `i`'s (handed over in order, a wave
     /// decoded after `i` waits for `i`: counting it, `i` would wait for itself). False when
     /// the stream stopped.
-    pub(super) fn admit_decode(&self, i: usize, budget: u64) -> bool {
+    pub(in crate::scan) fn admit_decode(&self, i: usize, budget: u64) -> bool {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let decode = st.pending.get(&i).copied().unwrap_or(0);
         loop {
@@ -171,7 +155,7 @@ impl Handed {
 
     /// Wave `i` is decoded (or failed): what it holds until it is handed over is its batches,
     /// `bytes` of them; its reads, decompressed pages and scratch are freed.
-    pub(super) fn decoded(&self, i: usize, bytes: u64) {
+    pub(in crate::scan) fn decoded(&self, i: usize, bytes: u64) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if st.pending.remove(&i).is_none() && st.held.contains_key(&i) {
             st.decoding = st.decoding.saturating_sub(1);
@@ -181,7 +165,7 @@ impl Handed {
     }
 
     /// Wave `i` handed over on its own (a load collects every wave as it is decoded).
-    pub(super) fn release(&self, i: usize) {
+    pub(in crate::scan) fn release(&self, i: usize) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         st.pending.remove(&i);
         if let Some(c) = st.held.remove(&i) {

@@ -1,0 +1,93 @@
+//! Decoded batches finished as the scan yields them ([`Finish`]): the exact row filter
+//! ([`ScanBuilder::with_row_filter`](super::ScanBuilder::with_row_filter)) — host batches by
+//! arrow-rs, device batches by the GPU's predicate and compaction kernels, batches left with no
+//! row dropped — then string and binary columns as views where they were asked for
+//! ([`ScanBuilder::with_string_views`](super::ScanBuilder::with_string_views): the host
+//! decodes them as views; a device builds them after the filter, from offsets).
+
+use std::path::Path;
+
+use arrow::datatypes::SchemaRef;
+
+use crate::array::{LoadedBatch, Location};
+use crate::decode::filter::BatchFilter;
+use crate::decode::gpu::DeviceKept;
+use crate::error::{Error, Result};
+
+/// What finishes a file's decoded batches: its row filter and its views' schema, if any.
+#[derive(Clone, Copy)]
+pub(super) struct Finish<'a> {
+    pub(super) row_filter: Option<&'a BatchFilter>,
+    pub(super) views: Option<&'a SchemaRef>,
+    /// The file, named by a failed view's error.
+    pub(super) path: &'a Path,
+}
+
+impl Finish<'_> {
+    /// Whether decoded batches need finishing ([`Self::apply`]).
+    pub(super) fn needed(&self) -> bool {
+        self.row_filter.is_some() || self.views.is_some()
+    }
+
+    /// `batches` as the scan yields them: the rows the row filter keeps, and a device's
+    /// string and binary columns as views where they were asked for.
+    pub(super) fn apply(&self, batches: Vec<LoadedBatch>) -> Result<Vec<LoadedBatch>> {
+        self.with_views(self.filter_rows(batches)?)
+    }
+
+    /// `batches` with only the rows the row filter keeps (unchanged without one).
+    pub(super) fn filter_rows(&self, batches: Vec<LoadedBatch>) -> Result<Vec<LoadedBatch>> {
+        let Some(f) = self.row_filter else {
+            return Ok(batches);
+        };
+        let mut out = Vec::with_capacity(batches.len());
+        for b in batches {
+            let at = b.rows().first().map(|r| r.row_group);
+            let kept = match (b.as_host(), b.as_device(), b.location()) {
+                (Some(h), ..) => f.apply(h).map(|h| b.replace_host(h)),
+                (None, Some(d), Location::Cuda(ordinal)) => {
+                    match crate::decode::gpu::filter_device(f, d, ordinal) {
+                        Ok(DeviceKept::Nothing) => continue,
+                        Ok(DeviceKept::All) => Ok(b),
+                        Ok(DeviceKept::Some(d)) => Ok(b.replace_device(d)),
+                        Err(e) => Err(e),
+                    }
+                }
+                _ => Ok(b),
+            }
+            .map_err(|e| match e {
+                Error::Decode {
+                    path,
+                    row_group: None,
+                    column,
+                    reason,
+                } => Error::Decode {
+                    path,
+                    row_group: at,
+                    column,
+                    reason,
+                },
+                e => e,
+            })?;
+            if kept.num_rows() > 0 {
+                out.push(kept);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A device's `batches` with their string and binary columns as views where they were
+    /// asked for; unchanged otherwise.
+    pub(super) fn with_views(&self, batches: Vec<LoadedBatch>) -> Result<Vec<LoadedBatch>> {
+        match self.views {
+            None => Ok(batches),
+            Some(schema) => batches
+                .into_iter()
+                .map(|b| {
+                    b.map_device(|d, ordinal| crate::decode::gpu::to_views(d, schema, ordinal))
+                        .map_err(|e| e.in_file(self.path))
+                })
+                .collect(),
+        }
+    }
+}
