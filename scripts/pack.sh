@@ -33,8 +33,13 @@ WHAT, in the order given:
                into .dev/writers for device.sh sanitize and hardening.
   gdb          this machine's gdb with its libraries and Python's standard library (~24 MiB) as
                .dev/gdbpack.tar.xz (the GPU machine has none) for device.sh hang.
+  python       the Python module's release wheel (maturin, stripped) into .dev/py/.
   wheels NAME...   wheels for the GPU machine into .dev-whl/ (../shared/device/wheels.sh: kvikio,
-               nvcomp, nvcomp6, duckdb, datafusion, cudf (in parts: see its header); and pyarrow).
+               nvcomp, nvcomp6, duckdb, datafusion, cudf (in parts: see its header); and pyarrow;
+               and pygpu: one tar of the wheels device.sh python uses — cuDF's set, CuPy,
+               cuda-bindings, the CUDA runtime, NumPy, pyarrow, pytest (PYPKGS: more) — cut into
+               50 MiB parts .dev-whl/partNN, each carried in a call of its own ("mkdir -p
+               /tmp/whl && mv .dev-whl/partNN /tmp/whl/") before the call that runs it).
   help         this text.
 Then, unless XZ=0, .dev/bin is compressed into .dev/bin.tar.xz (device.sh unpacks it).
 DROP="emulated cli": test binaries left out (by <name>) to fit the 64 MiB.
@@ -45,10 +50,11 @@ Recipes:
   pack.sh tests capi && pack.sh wheels pyarrow   device.sh c-device (and the cuDF parts)
   pack.sh tests bench ab COMMIT -- --test gpu    device.sh ab bench decode stream
   pack.sh tests writers                          device.sh hardening; sanitize race
+  BENCHES="decode_device stream_device" pack.sh bench python wheels pygpu   device.sh python
 EOF
 }
 
-whats=(tests bench capi ab writers gdb wheels help)
+whats=(tests bench capi ab writers gdb wheels python help)
 is_what() { local w; for w in "${whats[@]}"; do [ "$w" = "$1" ] && return 0; done; return 1; }
 die() { echo "pack.sh: $*" >&2; exit 2; }
 # pick [test]: "kind-name<TAB>executable" of each executable artifact of cargo's JSON on stdin
@@ -80,11 +86,11 @@ while [ $# -gt 0 ]; do
       names=""
       while [ $# -gt 0 ] && [ "$1" != -- ] && ! is_what "$1"; do
         case $1 in
-          kvikio | nvcomp | nvcomp6 | duckdb | datafusion | cudf | pyarrow) names+=" $1"; shift ;;
-          *) die "wheels: no '$1' (kvikio nvcomp nvcomp6 duckdb datafusion cudf pyarrow)" ;;
+          kvikio | nvcomp | nvcomp6 | duckdb | datafusion | cudf | pyarrow | pygpu) names+=" $1"; shift ;;
+          *) die "wheels: no '$1' (kvikio nvcomp nvcomp6 duckdb datafusion cudf pyarrow pygpu)" ;;
         esac
       done
-      [ -n "$names" ] || die "wheels needs names (kvikio nvcomp nvcomp6 duckdb datafusion cudf pyarrow)"
+      [ -n "$names" ] || die "wheels needs names (kvikio nvcomp nvcomp6 duckdb datafusion cudf pyarrow pygpu)"
       steps+=("wheels$names") ;;
     *) is_what "$1" || die "unknown WHAT '$1' (${whats[*]}; bash scripts/pack.sh help)"
        steps+=("$1"); shift ;;
@@ -203,6 +209,7 @@ pack_wheels() {
   mkdir -p .dev-whl
   for n; do
     case $n in
+      pygpu) pack_python_wheels ;;
       pyarrow)
         python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
           --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
@@ -215,6 +222,36 @@ pack_wheels() {
   done
 }
 
+pack_python() {
+  unpack
+  local venv=${VENV:-target/py-venv}
+  if [ ! -x "$venv/bin/maturin" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet "maturin>=1.9,<2"
+  fi
+  rm -rf .dev/py && mkdir -p .dev/py
+  "$venv/bin/maturin" build --release --strip --quiet -m python/Cargo.toml -o .dev/py
+  echo "wheel: $(cd .dev/py && ls -l -- *.whl)"
+}
+
+# the wheels of device.sh python in one tar cut into 50 MiB parts (.dev-whl/partNN): its
+# `python` part unpacks the parts moved to /tmp/whl as one stream
+pack_python_wheels() {
+  local w
+  w=$(mktemp -d)
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$w" \
+    kvikio-cu13==26.10.0 libkvikio-cu13==26.10.0 libcudf-cu13==26.10.2 pylibcudf-cu13==26.10.2 \
+    librmm-cu13==26.10.0 rmm-cu13==26.10.0 nvidia-libnvcomp-cu13==5.3.0.16 rapids-logger==0.3.0 nvtx \
+    cupy-cuda13x fastrlock cuda-pathfinder "cuda-bindings==13.0.*" "nvidia-cuda-runtime==13.0.*" \
+    "numpy<2.6" pyarrow pytest iniconfig pluggy packaging pygments ${PYPKGS:-}
+  mkdir -p .dev-whl && rm -f .dev-whl/part*
+  tar -C "$w" -cf - . | split -b 50M -d - .dev-whl/part
+  rm -rf "$w"
+  ls -l .dev-whl/part*
+}
+
 for s in "${steps[@]}"; do
   echo "=== pack.sh $s"
   case $s in
@@ -224,6 +261,7 @@ for s in "${steps[@]}"; do
     ab\ *) pack_ab "${s#ab }" ;;
     writers) pack_writers ;;
     gdb) pack_gdb ;;
+    python) pack_python ;;
     wheels\ *) read -r -a names <<< "${s#wheels }"; pack_wheels "${names[@]}" ;;
   esac
 done

@@ -214,6 +214,7 @@ with_cuda_bindings! {
     mod decode;
     #[allow(unsafe_code)] // the CUDA driver and NVRTC (see the module docs)
     pub mod device;
+    pub mod doctor;
     pub mod error;
     pub mod io;
     pub mod metadata;

@@ -11,7 +11,10 @@
 Batches and tables speak the Arrow PyCapsule interface: device batches through
 ``__arrow_c_device_array__`` / ``__arrow_c_device_stream__`` (pylibcudf takes them without a
 copy), host batches through ``__arrow_c_array__`` / ``__arrow_c_stream__`` (pyarrow, polars,
-duckdb take them without a copy).
+duckdb take them without a copy). ``batch.column("x")`` / ``table.column("x")`` hand a
+fixed-width column to CuPy and PyTorch (``__cuda_array_interface__``, ``__dlpack__``) or NumPy
+in place, its nulls as a separate mask (``.validity``). ``cuparquet.doctor()`` says what this
+machine offers and what a read will do with it.
 """
 
 from __future__ import annotations
@@ -23,23 +26,29 @@ import re
 from typing import Any, Iterable, Sequence, Union
 
 from ._cuparquet import (
+    Column,
     CuparquetError,
     RecordBatch,
     Scanner,
     Table,
     __version__,
     cuda_devices,
+    device_memory,
+    doctor,
 )
 from ._cuparquet import read_table as _read_table
 from ._cuparquet import scan as _scan
 
 __all__ = [
+    "Column",
     "CuparquetError",
     "RecordBatch",
     "Scanner",
     "Table",
     "__version__",
     "cuda_devices",
+    "device_memory",
+    "doctor",
     "filter_text",
     "read_table",
     "scan",

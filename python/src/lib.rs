@@ -10,6 +10,9 @@
 //! - Errors are `cuparquet.CuparquetError` with the crate's message (file, byte range, row
 //!   group, column); bad arguments are `TypeError` / `ValueError`.
 
+mod column;
+mod dlpack;
+
 use std::path::PathBuf;
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex};
@@ -36,7 +39,7 @@ pyo3::create_exception!(
 );
 
 /// The crate's error as a Python exception, its message whole.
-fn err(e: cuparquet::Error) -> PyErr {
+pub(crate) fn err(e: cuparquet::Error) -> PyErr {
     CuparquetError::new_err(e.to_string())
 }
 
@@ -265,6 +268,22 @@ impl PyBatch {
         pyo3_arrow::PyRecordBatch::new(b).into_pyarrow(py)
     }
 
+    /// The column `key` (a name or a position) for array libraries: CuPy and PyTorch read a
+    /// device column in place (`__cuda_array_interface__`, `__dlpack__`), NumPy a host one.
+    /// Fixed-width types only; nulls as a separate mask (`Column.validity`).
+    fn column(&self, key: &Bound<'_, PyAny>) -> PyResult<column::PyColumn> {
+        let schema = self.batch.schema();
+        let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+        let i = column::index_of(&names, key)?;
+        let f = schema.field(i);
+        column::PyColumn::of(
+            std::slice::from_ref(&self.batch),
+            f.name(),
+            i,
+            f.data_type(),
+        )
+    }
+
     fn __len__(&self) -> usize {
         self.batch.num_rows()
     }
@@ -313,7 +332,8 @@ impl PyBatch {
 struct PyTableOut {
     batches: Vec<LoadedBatch>,
     schema: SchemaRef,
-    report: String,
+    /// Turned into a dict when asked for (not on the read's path).
+    report: cuparquet::ScanReport,
 }
 
 #[pymethods]
@@ -364,13 +384,25 @@ impl PyTableOut {
     /// path, where each field was decoded, the times.
     #[getter]
     fn report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        py.import("json")?.getattr("loads")?.call1((&self.report,))
+        let text = report_json(&self.report)?;
+        py.import("json")?.getattr("loads")?.call1((text,))
     }
 
     /// A host copy as a `pyarrow.Table` (copied from the device for a device read).
     fn to_pyarrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let host = host_batches(py, &self.batches)?;
         PyTable::try_new(host, self.schema.clone())?.into_pyarrow(py)
+    }
+
+    /// The column `key` (a name or a position) for array libraries, as
+    /// `RecordBatch.column`: in place for a table of one batch; the batches' columns copied
+    /// into one buffer on their device for several.
+    fn column(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<column::PyColumn> {
+        let names = self.column_names();
+        let i = column::index_of(&names, key)?;
+        let f = self.schema.field(i).clone();
+        let batches = self.batches.clone();
+        py.detach(move || column::PyColumn::of(&batches, f.name(), i, f.data_type()))
     }
 
     fn __len__(&self) -> usize {
@@ -537,6 +569,44 @@ impl PyScanner {
     }
 }
 
+/// The report as JSON text, each load with `bytes_by_path`: the bytes its reads moved by each
+/// I/O path (`host`, `staged`, `cufile`, …), summed from its requests.
+fn report_json(report: &cuparquet::ScanReport) -> PyResult<String> {
+    let bad = |e: serde_json::Error| CuparquetError::new_err(format!("the report: {e}"));
+    let mut v = serde_json::to_value(report).map_err(bad)?;
+    if let Some(loads) = v.get_mut("loads").and_then(|l| l.as_array_mut()) {
+        for load in loads {
+            let mut by = serde_json::Map::new();
+            let requests = load
+                .pointer("/io/requests")
+                .and_then(|r| r.as_array())
+                .cloned()
+                .unwrap_or_default();
+            for r in requests {
+                let path = r
+                    .get("path")
+                    .and_then(|p| p.as_str())
+                    .unwrap_or("?")
+                    .to_string();
+                let start = r
+                    .pointer("/range/start")
+                    .and_then(|x| x.as_u64())
+                    .unwrap_or(0);
+                let end = r
+                    .pointer("/range/end")
+                    .and_then(|x| x.as_u64())
+                    .unwrap_or(0);
+                let n = by.get(&path).and_then(|x| x.as_u64()).unwrap_or(0);
+                by.insert(path, (n + end.saturating_sub(start)).into());
+            }
+            if let Some(o) = load.as_object_mut() {
+                o.insert("bytes_by_path".into(), by.into());
+            }
+        }
+    }
+    serde_json::to_string(&v).map_err(bad)
+}
+
 /// Reads `source` whole into a [`PyTableOut`]: see `cuparquet.read_table`.
 #[pyfunction]
 #[pyo3(signature = (source, columns=None, filter=None, device="auto", batch_rows=None, memory_budget=None, **settings))]
@@ -584,12 +654,10 @@ fn read_table(
             }
         }
     };
-    let report = serde_json::to_string(&loaded.report)
-        .map_err(|e| CuparquetError::new_err(format!("the report: {e}")))?;
     Ok(PyTableOut {
         batches: loaded.batches,
         schema: loaded.schema,
-        report,
+        report: loaded.report,
     })
 }
 
@@ -634,11 +702,49 @@ fn cuda_devices(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     py.import("json")?.getattr("loads")?.call1((text,))
 }
 
+/// The checks of `cuparquet doctor` as a dict: `{"ok": no check failed, "checks": [{"status",
+/// "name", "detail", "fix"}, ...]}`; `path` is where the reads would be (its file system and
+/// block device are checked); `bench` measures the page-cache and pinned-copy ceilings.
+#[pyfunction]
+#[pyo3(signature = (path=None, bench=false))]
+fn doctor(py: Python<'_>, path: Option<PathBuf>, bench: bool) -> PyResult<Bound<'_, PyAny>> {
+    use cuparquet::doctor::{run, DoctorOptions, Status};
+    let path = path.unwrap_or_else(|| PathBuf::from("."));
+    let checks = py.detach(|| run(&DoctorOptions { path, bench }));
+    let ok = checks.iter().all(|c| c.status != Status::Fail);
+    let text = serde_json::to_string(&serde_json::json!({ "ok": ok, "checks": checks }))
+        .map_err(|e| CuparquetError::new_err(format!("the checks: {e}")))?;
+    py.import("json")?.getattr("loads")?.call1((text,))
+}
+
+/// Per device this process uses, the memory cuparquet holds: `{"cuda:0": {"live_bytes",
+/// "peak_live_bytes", "pinned_bytes"}}` (device bytes in batches and buffers not yet freed,
+/// their high-water mark, pinned host bytes in its pool); `{}` without a GPU.
+#[pyfunction]
+fn device_memory(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let out = PyDict::new(py);
+    let Ok(devices) = cuparquet::cuda_devices() else {
+        return Ok(out);
+    };
+    for n in devices {
+        let g = cuparquet::device::gpu(n).map_err(err)?;
+        let d = PyDict::new(py);
+        d.set_item("live_bytes", g.live_bytes())?;
+        d.set_item("peak_live_bytes", g.peak_live_bytes())?;
+        d.set_item("pinned_bytes", g.pinned_bytes())?;
+        out.set_item(format!("cuda:{n}"), d)?;
+    }
+    Ok(out)
+}
+
 #[pymodule]
 fn _cuparquet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_table, m)?)?;
     m.add_function(wrap_pyfunction!(scan, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_devices, m)?)?;
+    m.add_function(wrap_pyfunction!(doctor, m)?)?;
+    m.add_function(wrap_pyfunction!(device_memory, m)?)?;
+    m.add_class::<column::PyColumn>()?;
     m.add_class::<PyBatch>()?;
     m.add_class::<PyTableOut>()?;
     m.add_class::<PyScanner>()?;
