@@ -390,6 +390,39 @@ pub struct IoSettings {
     pub bounce_buffer_count: usize,
 }
 
+/// GETs in flight per remote read, by default: remote reads are bound by latency, not
+/// bandwidth, so many waits overlap (cuDF measured 256 concurrent requests 12× faster than 8
+/// on S3, rapidsai/cudf#23633).
+pub const DEFAULT_REMOTE_CONCURRENCY: usize = 64;
+
+/// The most bytes one GET of a remote read asks for, by default: a request's latency is paid
+/// over many bytes, and a large request's pieces still download in parallel.
+pub const DEFAULT_REMOTE_PIECE_SIZE: u64 = 8 << 20;
+
+/// How objects named by URLs are read (feature `object-store`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteSettings {
+    /// GETs in flight at once per read.
+    pub concurrency: usize,
+    /// The most bytes one GET asks for.
+    pub piece_size: u64,
+    /// Configuration of the stores, as `(key, value)`: the `object_store` builders' keys
+    /// (`aws_endpoint`, `aws_region`, `aws_allow_http`, `google_service_account`,
+    /// `azure_storage_account_name`, `timeout`, …), over what the environment sets (`AWS_*`,
+    /// `GOOGLE_*`, `AZURE_*`).
+    pub options: std::collections::BTreeMap<String, String>,
+}
+
+impl Default for RemoteSettings {
+    fn default() -> Self {
+        RemoteSettings {
+            concurrency: DEFAULT_REMOTE_CONCURRENCY,
+            piece_size: DEFAULT_REMOTE_PIECE_SIZE,
+            options: Default::default(),
+        }
+    }
+}
+
 impl Default for IoSettings {
     fn default() -> Self {
         IoSettings {

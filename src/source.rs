@@ -1,4 +1,5 @@
-//! An open Parquet file: its path, handle and length, and positioned reads with context.
+//! An open Parquet file — a local file, or (feature `object-store`) an object named by a URL —
+//! its path, handle and length, and positioned reads with context.
 
 use std::fs::File;
 use std::ops::Range;
@@ -6,20 +7,44 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+pub use crate::config::RemoteSettings;
 
 /// An open Parquet file. Cheap to share by reference across reader threads (`pread` needs no
-/// seek position).
+/// seek position; a remote object's GETs none either).
 #[derive(Debug)]
 pub struct ParquetFile {
     path: PathBuf,
-    file: File,
+    handle: Handle,
     len: u64,
 }
 
+#[derive(Debug)]
+enum Handle {
+    Local(File),
+    #[cfg(feature = "object-store")]
+    Remote(crate::io::remote::RemoteObject),
+}
+
+/// The speculative tail a remote object's opening GET asks for: the footer's
+/// ([`crate::metadata`] reads this much of a file's end first).
+#[cfg(feature = "object-store")]
+const REMOTE_TAIL: u64 = 64 << 10;
+
 impl ParquetFile {
-    /// Opens `path` for reading.
+    /// Opens `path` for reading: a local path, or a URL (`s3://`, `gs://`, `az://`,
+    /// `abfss://`, `http(s)://`, `file://`; feature `object-store`) with the stores
+    /// configured from the environment.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, &Default::default())
+    }
+
+    /// [`ParquetFile::open`], a URL read with `remote`'s settings (storage options,
+    /// concurrency, piece size).
+    pub fn open_with(path: impl AsRef<Path>, remote: &RemoteSettings) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
+        if is_url(&path) {
+            return Self::open_url(path, remote);
+        }
         let file = File::open(&path).map_err(|e| Error::io(&path, "open", e))?;
         let meta = file.metadata().map_err(|e| Error::io(&path, "stat", e))?;
         if meta.is_dir() {
@@ -32,8 +57,30 @@ impl ParquetFile {
         Ok(ParquetFile {
             len: meta.len(),
             path,
-            file,
+            handle: Handle::Local(file),
         })
+    }
+
+    #[cfg(feature = "object-store")]
+    fn open_url(path: PathBuf, remote: &RemoteSettings) -> Result<Self> {
+        let url = path.to_string_lossy().into_owned();
+        let obj = crate::io::remote::RemoteObject::open(&url, remote, REMOTE_TAIL)?;
+        Ok(ParquetFile {
+            len: obj.size(),
+            path,
+            handle: Handle::Remote(obj),
+        })
+    }
+
+    #[cfg(not(feature = "object-store"))]
+    fn open_url(path: PathBuf, _remote: &RemoteSettings) -> Result<Self> {
+        Err(Error::io(
+            &path,
+            "open",
+            std::io::Error::other(
+                "a URL: reading object stores and HTTP needs cuparquet's `object-store` feature",
+            ),
+        ))
     }
 
     /// The path the file was opened with.
@@ -51,9 +98,39 @@ impl ParquetFile {
         self.len == 0
     }
 
-    /// The underlying handle.
-    pub fn file(&self) -> &File {
-        &self.file
+    /// The local file's handle; `None` for a remote object.
+    pub fn file(&self) -> Option<&File> {
+        match &self.handle {
+            Handle::Local(f) => Some(f),
+            #[cfg(feature = "object-store")]
+            Handle::Remote(_) => None,
+        }
+    }
+
+    /// The remote object, for a file opened by its URL.
+    #[cfg(feature = "object-store")]
+    pub fn remote(&self) -> Option<&crate::io::remote::RemoteObject> {
+        match &self.handle {
+            Handle::Remote(r) => Some(r),
+            Handle::Local(_) => None,
+        }
+    }
+
+    /// Whether it was opened by a URL (read by GETs, not `pread`).
+    pub fn is_remote(&self) -> bool {
+        !matches!(self.handle, Handle::Local(_))
+    }
+
+    /// The local handle, or an error naming the file for a remote object (which the readers
+    /// of local files cannot read).
+    pub(crate) fn local(&self) -> Result<&File> {
+        self.file().ok_or_else(|| {
+            Error::io(
+                &self.path,
+                "pread",
+                std::io::Error::other("a remote object is read by GETs, not by a file reader"),
+            )
+        })
     }
 
     /// Reads exactly `range`, naming `what` in errors. Retries short reads and `EINTR`.
@@ -61,8 +138,13 @@ impl ParquetFile {
         if range.end > self.len || range.start > range.end {
             return Err(self.short_read(range, what));
         }
+        #[cfg(feature = "object-store")]
+        if let Handle::Remote(r) = &self.handle {
+            return r.read_range(range, what);
+        }
+        let file = self.local()?;
         let mut buf = vec![0u8; (range.end - range.start) as usize];
-        read_fully_at(&self.file, &mut buf, range.start)
+        read_fully_at(file, &mut buf, range.start)
             .map_err(|e| self.read_error(range.clone(), what, e))?;
         Ok(buf)
     }
@@ -94,8 +176,18 @@ impl ParquetFile {
 /// Hive's `_SUCCESS` and `.crc` files are; sorted by name). A directory with no Parquet file is
 /// an error naming it; a missing path is listed as a file, which opening names.
 pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    expand_sources(paths, &RemoteSettings::default())
+}
+
+/// [`expand_paths`], URLs too: a URL stands for its object; one ending in `/` for the
+/// `*.parquet` objects under that prefix (listed with `remote`'s storage options).
+pub fn expand_sources(paths: &[PathBuf], remote: &RemoteSettings) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
+        if is_url(p) {
+            out.extend(list_url(p, remote)?);
+            continue;
+        }
         // a path that is not a directory is a file to open: opening it names what is wrong
         if !std::fs::metadata(p).is_ok_and(|m| m.is_dir()) {
             out.push(p.clone());
@@ -123,6 +215,32 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
         out.extend(found);
     }
     Ok(out)
+}
+
+#[cfg(feature = "object-store")]
+fn list_url(p: &Path, remote: &RemoteSettings) -> Result<Vec<PathBuf>> {
+    let url = p.to_string_lossy();
+    Ok(crate::io::remote::list(&url, &remote.options)?
+        .into_iter()
+        .map(PathBuf::from)
+        .collect())
+}
+
+#[cfg(not(feature = "object-store"))]
+fn list_url(p: &Path, _remote: &RemoteSettings) -> Result<Vec<PathBuf>> {
+    Ok(vec![p.to_path_buf()]) // opening it says the feature is needed
+}
+
+/// Whether `path` is a URL (`scheme://…`: an object store or HTTP) rather than a local path.
+pub fn is_url(path: &Path) -> bool {
+    path.to_str().is_some_and(|s| {
+        s.split_once("://").is_some_and(|(scheme, _)| {
+            scheme.len() >= 2
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        })
+    })
 }
 
 /// `pread` until `buf` is full: retries on `EINTR` and short reads; a read of 0 bytes before

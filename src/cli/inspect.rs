@@ -21,8 +21,13 @@ use parquet::schema::types::ColumnDescriptor;
 
 use crate::output::out_err;
 
-pub(crate) fn inspect(path: &Path, brief: bool, json: bool) -> Result<(), Error> {
-    let f = ParquetFile::open(path)?;
+pub(crate) fn inspect(
+    path: &Path,
+    remote: &cuparquet::config::RemoteSettings,
+    brief: bool,
+    json: bool,
+) -> Result<(), Error> {
+    let f = ParquetFile::open_with(path, remote)?;
     let meta = read_metadata(&f, false)?;
     let md = &meta.metadata;
     let fm = md.file_metadata();

@@ -47,6 +47,22 @@ use crate::summary::summary;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// A storage option of URL sources (s3://, gs://, az://, http(s)://; built with the
+    /// `object-store` feature), KEY=VALUE, repeatable: the object_store builders' keys
+    /// (aws_endpoint, aws_region, aws_allow_http, timeout, …), over the AWS_*, GOOGLE_* and
+    /// AZURE_* environment variables.
+    #[arg(long = "storage-option", global = true, value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    storage_options: Vec<(String, String)>,
+    /// GETs in flight at once per remote read (URL sources).
+    #[arg(long, global = true, value_name = "N")]
+    remote_concurrency: Option<usize>,
+}
+
+fn parse_key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("'{s}': expected KEY=VALUE")),
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -303,6 +319,11 @@ fn is_usage(e: &Error) -> bool {
 }
 
 fn run(cli: Cli) -> Result<ExitCode, Error> {
+    let mut remote = cuparquet::config::RemoteSettings::default();
+    remote.options.extend(cli.storage_options.iter().cloned());
+    if let Some(n) = cli.remote_concurrency {
+        remote.concurrency = n.max(1);
+    }
     match cli.cmd {
         Cmd::Doctor {
             path,
@@ -310,7 +331,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             json,
         } => Ok(doctor(&path, !no_bench, json)),
         Cmd::Inspect { file, brief, json } => {
-            inspect(&file, brief, json).map(|()| ExitCode::SUCCESS)
+            inspect(&file, &remote, brief, json).map(|()| ExitCode::SUCCESS)
         }
         Cmd::Plan {
             files,
@@ -321,11 +342,11 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             keep_dictionaries,
             devices,
         } => {
-            let paths = cuparquet::source::expand_paths(&files)?;
+            let paths = cuparquet::source::expand_sources(&files, &remote)?;
             let mut plans = Vec::with_capacity(paths.len());
             let mut schemas = Vec::with_capacity(paths.len());
             for path in &paths {
-                let f = ParquetFile::open(path)?;
+                let f = ParquetFile::open_with(path, &remote)?;
                 let meta = read_metadata(&f, sel.page_index)?;
                 schemas.push((
                     path.clone(),
@@ -456,7 +477,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             let file = files[0].clone();
             let mut b = Scan::builder(&files)
                 .with_device(device)
-                .with_page_index(sel.page_index);
+                .with_page_index(sel.page_index)
+                .with_storage_options(remote.options.clone())
+                .with_remote_concurrency(remote.concurrency);
             let s = sel.selection()?;
             if let Some(c) = s.columns {
                 b = b.with_columns(c);

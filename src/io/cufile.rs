@@ -292,6 +292,7 @@ pub fn register(file: &ParquetFile) -> std::result::Result<Arc<CufileHandle>, Fa
     }
     let md = file
         .file()
+        .ok_or_else(|| Fact::no("a remote object is read by GETs, not cuFile"))?
         .metadata()
         .map_err(|e| Fact::no(format!("stat {}: {e}", file.path().display())))?;
     let key = (md.dev(), md.ino(), md.len(), md.mtime(), md.mtime_nsec());

@@ -158,6 +158,11 @@ impl GpuReader {
             });
         }
         check_destinations(file, requests, buf.len() as u64)?;
+        #[cfg(feature = "object-store")]
+        if let Some(r) = file.remote() {
+            // GETs into host memory, each piece copied to the device as it comes in
+            return r.read(requests, Dest::Device(buf));
+        }
 
         let PathPlan {
             decisions,
@@ -269,7 +274,7 @@ impl RangeReader for GpuReader {
         dest: StreamDest<'_>,
         done: &(dyn Fn(usize, IoReport) + Sync),
     ) -> Option<Result<()>> {
-        if dest.ordinal() != self.gpu.ordinal() {
+        if dest.ordinal() != self.gpu.ordinal() || file.is_remote() {
             return None;
         }
         // (a part's own allocation is checked as it is opened)

@@ -91,6 +91,11 @@ impl RangeReader for HostReader {
             }
         };
         let order = check_destinations(file, requests, buf.len() as u64)?;
+        #[cfg(feature = "object-store")]
+        if let Some(r) = file.remote() {
+            return r.read(requests, Dest::Host(buf));
+        }
+        let local = file.local()?;
 
         // Carve the destination into one disjoint slice per piece.
         let task = self.settings.task_size.max(1);
@@ -131,7 +136,7 @@ impl RangeReader for HostReader {
                     let range = p.offset..p.offset + p.buf.len() as u64;
                     let r = match &direct {
                         Some(f) => read_direct(f, p.buf, p.offset),
-                        None => read_fully_at(file.file(), p.buf, p.offset),
+                        None => read_fully_at(local, p.buf, p.offset),
                     };
                     r.map_err(|e| file.read_error(range, "", e))?;
                     Ok((p.request, start, Instant::now()))

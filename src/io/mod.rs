@@ -8,6 +8,8 @@
 //! - [`gpu`]: the device-target reader — decides the path of every range ([`policy`]), runs
 //!   the cuFile and staged parts, and reports the path each byte really took (cuFile's own
 //!   counters say whether nvidia-fs or cuFile's POSIX path served its reads);
+//! - `remote` (feature `object-store`): ranged GETs of objects named by URLs (S3, GCS, Azure,
+//!   HTTP), many in flight, into host memory or copied to the device as they come;
 //! - [`RecordingReader`](recording::RecordingReader) logs every request for tests.
 
 #[allow(unsafe_code)] // the cuFile FFI (see the module docs)
@@ -16,6 +18,8 @@ pub mod gpu;
 pub mod host;
 pub mod policy;
 pub mod recording;
+#[cfg(feature = "object-store")]
+pub mod remote;
 #[allow(unsafe_code)] // asynchronous copies out of pinned buffers (see the module docs)
 pub mod staged;
 pub(crate) mod staging;
@@ -107,6 +111,9 @@ pub enum IoPath {
     Gds,
     /// cuFile, served by cuFile's own POSIX compat path.
     CufilePosix,
+    /// Ranged GETs of an object store or HTTP server (into host memory, then copied to the
+    /// device for a device load).
+    Remote,
 }
 
 impl fmt::Display for IoPath {
@@ -116,6 +123,7 @@ impl fmt::Display for IoPath {
             IoPath::Staged => "staged",
             IoPath::Gds => "gds",
             IoPath::CufilePosix => "cufile-posix",
+            IoPath::Remote => "remote",
         })
     }
 }
@@ -161,6 +169,33 @@ pub struct IoReport {
     pub decisions: Vec<DecisionSummary>,
     /// cuFile's own counters over the cuFile reads of this call, when cuFile was used.
     pub cufile: Option<CufileCounters>,
+    /// The GETs of a remote read (an object named by a URL).
+    pub remote: Option<RemoteCounters>,
+}
+
+/// What the GETs of a remote read did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RemoteCounters {
+    /// GETs issued (each request cut into pieces of at most the piece size).
+    pub gets: usize,
+    /// The most GETs in flight at once (reads side by side: the sum of theirs).
+    pub max_in_flight: usize,
+    /// From the read's start to the first answer's headers.
+    #[serde(serialize_with = "ser_secs")]
+    pub first_byte: Duration,
+    /// Bytes the GETs asked for (gaps between chunks read through by coalescing included).
+    pub bytes: u64,
+}
+
+impl RemoteCounters {
+    /// Adds the counters of a read that ran beside this one (a host load's units): GETs and
+    /// bytes summed, in flight at once summed, the earlier first byte.
+    pub(crate) fn add_beside(&mut self, other: &RemoteCounters) {
+        self.gets += other.gets;
+        self.bytes += other.bytes;
+        self.max_in_flight += other.max_in_flight;
+        self.first_byte = self.first_byte.min(other.first_byte);
+    }
 }
 
 /// Requests that took one path for one reason.
@@ -248,6 +283,16 @@ impl IoReport {
             m.posix += c.posix;
             m.bytes += c.bytes;
             m.errors += c.errors;
+        }
+        if let Some(c) = other.remote {
+            match &mut self.remote {
+                Some(m) => {
+                    m.gets += c.gets;
+                    m.max_in_flight = m.max_in_flight.max(c.max_in_flight);
+                    m.bytes += c.bytes;
+                }
+                None => self.remote = Some(c),
+            }
         }
     }
 
@@ -449,6 +494,7 @@ mod tests {
                 bytes: 30,
             }],
             cufile: None,
+            remote: None,
         };
         let b = IoReport {
             requests: vec![record(0, 30..70, IoPath::CufilePosix)],
@@ -475,6 +521,7 @@ mod tests {
                 bytes: 40,
                 ..Default::default()
             }),
+            remote: None,
         };
         a.absorb(b);
         assert_eq!(

@@ -233,6 +233,7 @@ impl StagedReader {
         stream: &crate::device::Stream,
         dest: &DeviceBuffer,
     ) -> Result<Vec<Span>> {
+        let local = file.local()?;
         let mut held = ring.acquire()?;
         let s = held.slot();
         let mut spans = Vec::with_capacity(slot.reads.len());
@@ -243,7 +244,7 @@ impl StagedReader {
             let buf = &mut s.buf.as_mut_slice()[off..off + len];
             match direct {
                 Some(f) => read_direct(f, buf, r.file.start),
-                None => read_fully_at(file.file(), buf, r.file.start),
+                None => read_fully_at(local, buf, r.file.start),
             }
             .map_err(|e| file.read_error(r.file.clone(), "", e))?;
             spans.push((r.request, t, Instant::now(), 1));

@@ -83,6 +83,8 @@ pub struct ScanBuilder {
     max_page_size: Option<u64>,
     row_filter: Option<RowFilterExpr>,
     string_views: bool,
+    /// How URL sources are read (storage options, GETs in flight, piece size).
+    pub(super) remote: crate::config::RemoteSettings,
 }
 
 /// A row filter as given: text, parsed at build, or a typed predicate.
@@ -138,6 +140,7 @@ impl ScanBuilder {
             bounce_buffer_size: None,
             machine_facts: None,
             coalesce: None,
+            remote: Default::default(),
             memory_budget: None,
             rows: None,
             progress: None,
@@ -300,6 +303,35 @@ impl ScanBuilder {
         self
     }
 
+    /// Storage options of URL sources (feature `object-store`): the `object_store` builders'
+    /// configuration keys (`aws_endpoint`, `aws_region`, `aws_access_key_id`,
+    /// `aws_allow_http`, `google_service_account`, `azure_storage_account_name`, `timeout`,
+    /// `connect_timeout`, …), over what the environment sets (`AWS_*`, `GOOGLE_*`,
+    /// `AZURE_*`). An unknown key is an error naming it when a URL is opened.
+    pub fn with_storage_options<K: Into<String>, V: Into<String>>(
+        mut self,
+        options: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        for (k, v) in options {
+            self.remote.options.insert(k.into(), v.into());
+        }
+        self
+    }
+
+    /// GETs in flight at once per remote read (default
+    /// [`DEFAULT_REMOTE_CONCURRENCY`](crate::config::DEFAULT_REMOTE_CONCURRENCY)).
+    pub fn with_remote_concurrency(mut self, n: usize) -> Self {
+        self.remote.concurrency = n.max(1);
+        self
+    }
+
+    /// The most bytes one GET of a remote read asks for (default
+    /// [`DEFAULT_REMOTE_PIECE_SIZE`](crate::config::DEFAULT_REMOTE_PIECE_SIZE)).
+    pub fn with_remote_piece_size(mut self, bytes: u64) -> Self {
+        self.remote.piece_size = bytes.max(1);
+        self
+    }
+
     /// Read with `O_DIRECT` (overrides `CUPARQUET_DIRECT_IO`).
     pub fn with_direct_io(mut self, yes: bool) -> Self {
         self.direct_io = Some(yes);
@@ -421,7 +453,7 @@ impl ScanBuilder {
     /// the files' schemas: a mismatch is an error naming both files and the field. Over
     /// several devices, the passes are planned and given to the devices here too.
     pub fn build(self) -> Result<Scan> {
-        let files = list_sources(&self.sources)?;
+        let files = list_sources(&self.sources, &self.remote)?;
         let access = match &self.access_plans {
             None => vec![None; files.len()],
             Some(a) if a.len() == files.len() => a.clone(),
@@ -493,7 +525,7 @@ impl ScanBuilder {
         }
         let t_cuda = t_cuda.elapsed();
         let t_open = Instant::now();
-        let file = ParquetFile::open(&self.path)?;
+        let file = ParquetFile::open_with(&self.path, &self.remote)?;
         let meta = match &self.metadata {
             Some(m) if m.file_len != file.len() => {
                 return Err(Error::footer(
@@ -522,6 +554,15 @@ impl ScanBuilder {
             },
             Location::Host => CoalesceConfig::default(),
         });
+        // a round trip to a store costs more than reading a megabyte through
+        #[cfg(feature = "object-store")]
+        let coalesce = match (file.is_remote(), &self.coalesce) {
+            (true, None) => CoalesceConfig {
+                max_gap: crate::io::remote::REMOTE_COALESCE_GAP,
+                ..coalesce
+            },
+            _ => coalesce,
+        };
         let mut selection = self.selection.clone();
         let md = &meta.metadata;
         selection.rows = match &self.rows {
@@ -716,8 +757,11 @@ impl ScanBuilder {
 
 /// The files of `sources` (files, or directories of `*.parquet` files, listed as
 /// [`crate::source::expand_paths`] lists them); none at all is an error naming the sources.
-fn list_sources(sources: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let files = crate::source::expand_paths(sources)?;
+fn list_sources(
+    sources: &[PathBuf],
+    remote: &crate::config::RemoteSettings,
+) -> Result<Vec<PathBuf>> {
+    let files = crate::source::expand_sources(sources, remote)?;
     if files.is_empty() {
         return Err(Error::NoFiles {
             sources: sources.to_vec(),

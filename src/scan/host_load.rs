@@ -326,10 +326,18 @@ impl ReaderState {
         let mut parts: Vec<(usize, Vec<RecordBatch>)> = Vec::new();
         let mut records = Vec::with_capacity(plan.requests.len());
         let (mut io_time, mut decode_time) = (Duration::ZERO, Duration::ZERO);
+        let mut remote: Option<crate::io::RemoteCounters> = None;
         for r in per_unit {
             let r = r?;
             parts.extend(r.parts);
             records.extend(r.io.requests);
+            if let Some(c) = r.io.remote {
+                // the units' reads ran side by side: the earliest first byte
+                match &mut remote {
+                    Some(m) => m.add_beside(&c),
+                    None => remote = Some(c),
+                }
+            }
             io_time += r.io.wall;
             decode_time += r.decode_time;
         }
@@ -350,6 +358,7 @@ impl ReaderState {
             wall: io_time,
             threads: self.settings.nthreads,
             direct_io: self.settings.direct_io,
+            remote,
             ..IoReport::default()
         };
         Ok(self.loaded(batches, io, decode_time, t0, None))

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The object-store reader's tests (feature `object-store`): tests/remote.rs, against moto's S3
+# server and HTTP servers that the tests start on 127.0.0.1 (scripts/py/remote_fixture.py).
+# Makes a virtual environment with moto[server] once (VENV, default target/remote-venv), then
+# runs the tests with the servers required (CUPARQUET_REQUIRE_REMOTE=1). Needs python3 (>= 3.9)
+# with venv, and PyPI. Arguments go to cargo test (e.g. -- --nocapture).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=${VENV:-target/remote-venv}
+if ! "$venv/bin/python" -c "import moto.server, boto3" 2> /dev/null; then
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  "$venv/bin/python" -m pip install --quiet "moto[server]>=5,<6"
+fi
+CUPARQUET_TEST_PYTHON="$venv/bin/python" CUPARQUET_REQUIRE_REMOTE=1 \
+  cargo test --features object-store --test remote "$@"
