@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The object-store reader's tests (feature `object-store`): tests/remote.rs, against moto's S3
-# server and HTTP servers that the tests start on 127.0.0.1 (scripts/py/remote_fixture.py).
+# The object-store reader's tests (feature `object-store`): tests/remote.rs and SQL over S3
+# (cuparquet-datafusion/tests/remote.rs), against moto's S3 server and HTTP servers that the
+# tests start on 127.0.0.1 (scripts/py/remote_fixture.py).
 # Makes a virtual environment with moto[server] once (VENV, default target/remote-venv), then
 # runs the tests with the servers required (CUPARQUET_REQUIRE_REMOTE=1). Needs python3 (>= 3.9)
 # with venv, and PyPI. Arguments go to cargo test (e.g. -- --nocapture).
@@ -13,5 +14,7 @@ if ! "$venv/bin/python" -c "import moto.server, boto3" 2> /dev/null; then
   "$venv/bin/python" -m pip install --quiet --upgrade pip
   "$venv/bin/python" -m pip install --quiet "moto[server]>=5,<6"
 fi
-CUPARQUET_TEST_PYTHON="$venv/bin/python" CUPARQUET_REQUIRE_REMOTE=1 \
-  cargo test --features object-store --test remote "$@"
+CUPARQUET_TEST_PYTHON="$(cd "$venv" && pwd)/bin/python"
+export CUPARQUET_TEST_PYTHON CUPARQUET_REQUIRE_REMOTE=1
+cargo test --features object-store --test remote "$@"
+cargo test -p cuparquet-datafusion --features object-store --test remote "$@"

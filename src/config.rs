@@ -400,7 +400,7 @@ pub const DEFAULT_REMOTE_CONCURRENCY: usize = 64;
 pub const DEFAULT_REMOTE_PIECE_SIZE: u64 = 8 << 20;
 
 /// How objects named by URLs are read (feature `object-store`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct RemoteSettings {
     /// GETs in flight at once per read.
     pub concurrency: usize,
@@ -411,6 +411,11 @@ pub struct RemoteSettings {
     /// `azure_storage_account_name`, `timeout`, …), over what the environment sets (`AWS_*`,
     /// `GOOGLE_*`, `AZURE_*`).
     pub options: std::collections::BTreeMap<String, String>,
+    /// The store to read every URL of the scan from, as the caller built it (an engine's
+    /// registered store): the object is the URL's path in it. `None`: the store is made from
+    /// the URL, the environment and [`options`](Self::options).
+    #[cfg(feature = "object-store")]
+    pub store: Option<std::sync::Arc<dyn object_store::ObjectStore>>,
 }
 
 impl Default for RemoteSettings {
@@ -419,6 +424,8 @@ impl Default for RemoteSettings {
             concurrency: DEFAULT_REMOTE_CONCURRENCY,
             piece_size: DEFAULT_REMOTE_PIECE_SIZE,
             options: Default::default(),
+            #[cfg(feature = "object-store")]
+            store: None,
         }
     }
 }

@@ -220,7 +220,7 @@ pub fn expand_sources(paths: &[PathBuf], remote: &RemoteSettings) -> Result<Vec<
 #[cfg(feature = "object-store")]
 fn list_url(p: &Path, remote: &RemoteSettings) -> Result<Vec<PathBuf>> {
     let url = p.to_string_lossy();
-    Ok(crate::io::remote::list(&url, &remote.options)?
+    Ok(crate::io::remote::list(&url, remote)?
         .into_iter()
         .map(PathBuf::from)
         .collect())

@@ -47,7 +47,8 @@ pub fn device_batches(
             config.file_groups.len()
         );
     };
-    let opener = source.opener(config, partition)?;
+    // a table on an object store needs the session's store: read it through the scan instead
+    let opener = source.opener(config, partition, None)?;
     let files: Vec<_> = group.files().to_vec();
     let stream = futures::stream::iter(files)
         .map(move |file| {

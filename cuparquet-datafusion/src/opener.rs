@@ -20,6 +20,7 @@ use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricB
 use datafusion::physical_plan::PhysicalExpr;
 use datafusion_datasource_parquet::ParquetFileMetrics;
 use futures::{FutureExt, StreamExt};
+use object_store::ObjectStore;
 use tokio::sync::mpsc;
 
 use crate::options::GpuScanOptions;
@@ -53,6 +54,16 @@ pub struct GpuParquetOpener {
     limit: Option<usize>,
     options: GpuScanOptions,
     metrics: ExecutionPlanMetricsSet,
+    /// The table's object store and its URL (`s3://bucket/`), where it is not the local file
+    /// system: files are read from it by cuparquet's remote reader.
+    remote: Option<Remote>,
+}
+
+/// An object store a table's files are read from, and its URL.
+#[derive(Clone, Debug)]
+pub(crate) struct Remote {
+    pub(crate) url: String,
+    pub(crate) store: Arc<dyn ObjectStore>,
 }
 
 impl std::fmt::Debug for GpuParquetOpener {
@@ -104,7 +115,14 @@ impl GpuParquetOpener {
             limit,
             options,
             metrics,
+            remote: None,
         }
+    }
+
+    /// Reads the files from `remote` (a table on an object store).
+    pub(crate) fn with_remote(mut self, remote: Option<Remote>) -> Self {
+        self.remote = remote;
+        self
     }
 
     /// The schema of the batches it yields.
@@ -137,6 +155,7 @@ impl GpuParquetOpener {
             },
             metrics: ScanMetrics::new(&self.metrics, self.partition, &name),
             name,
+            remote: self.remote.clone(),
         }
     }
 }
@@ -257,15 +276,34 @@ pub(crate) struct ScanJob {
     limit: Option<usize>,
     options: GpuScanOptions,
     pub(crate) metrics: ScanMetrics,
+    remote: Option<Remote>,
 }
 
 impl ScanJob {
-    /// The file's local path.
+    /// The file's local path, or for a table on an object store its URL.
     fn path(&self) -> Result<PathBuf> {
+        if let Some(r) = &self.remote {
+            return Ok(PathBuf::from(format!(
+                "{}/{}",
+                r.url.trim_end_matches('/'),
+                self.file.object_meta.location
+            )));
+        }
         let store = object_store::local::LocalFileSystem::new();
         store
             .path_to_filesystem(&self.file.object_meta.location)
             .map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name)))
+    }
+
+    /// How cuparquet reads the file: from the table's store where it is remote.
+    fn remote_settings(&self) -> cuparquet::config::RemoteSettings {
+        #[allow(unused_mut)]
+        let mut s = cuparquet::config::RemoteSettings::default();
+        #[cfg(feature = "object-store")]
+        if let Some(r) = &self.remote {
+            s.store = Some(Arc::clone(&r.store));
+        }
+        s
     }
 
     /// Prunes and plans the file, then hands each batch to `emit` until it returns false.
@@ -319,8 +357,9 @@ impl ScanJob {
         // where the reader will decode
         let on = self.options.device.location().ok();
         let page_index = self.pruning.wants_page_index();
-        let meta =
-            cuparquet::scan::read_footer(&path, page_index).map_err(|e| external(&self.name, e))?;
+        let remote = self.remote_settings();
+        let meta = cuparquet::scan::read_footer_with(&path, page_index, &remote)
+            .map_err(|e| external(&self.name, e))?;
         let md = &meta.metadata;
         let (schema, pruning) = self.file_pruning(md)?;
         let plan = access_plan(
@@ -368,6 +407,7 @@ impl ScanJob {
             return Ok(Opened::Rows(rows_of(&plan, md)));
         }
         let mut b = Scan::builder(&path)
+            .with_remote_settings(remote)
             .with_metadata(Arc::new(meta))
             .with_columns(present.iter().map(|c| quoted(c)))
             .with_device(self.options.device)

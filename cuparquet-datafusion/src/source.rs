@@ -16,7 +16,7 @@ use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use datafusion::physical_plan::{apply_expression_roots, DisplayFormatType, PhysicalExpr};
 use object_store::ObjectStore;
 
-use crate::opener::GpuParquetOpener;
+use crate::opener::{GpuParquetOpener, Remote};
 use crate::options::GpuScanOptions;
 
 /// cuparquet's scan inside DataFusion's `DataSourceExec`. It takes the columns DataFusion
@@ -115,14 +115,22 @@ impl GpuParquetSource {
         &self,
         base_config: &FileScanConfig,
         partition: usize,
+        store: Option<Arc<dyn ObjectStore>>,
     ) -> Result<GpuParquetOpener> {
         let url = base_config.object_store_url.as_str();
-        if !url.starts_with("file://") {
-            return exec_err!(
-                "cuparquet reads local files only; this table is on {url}: \
-                 use DataFusion's own Parquet format for object stores"
-            );
-        }
+        let remote = match (url.starts_with("file://"), store) {
+            (true, _) => None,
+            (false, Some(store)) if cfg!(feature = "object-store") => Some(Remote {
+                url: url.to_string(),
+                store,
+            }),
+            (false, _) => {
+                return exec_err!(
+                    "this table is on {url}: cuparquet-datafusion reads object stores when \
+                     built with its `object-store` feature"
+                )
+            }
+        };
         Ok(GpuParquetOpener::new(
             partition,
             self.table_schema.file_schema().clone(),
@@ -134,18 +142,20 @@ impl GpuParquetSource {
             base_config.limit,
             self.options.clone(),
             self.metrics.clone(),
-        ))
+        )
+        .with_remote(remote))
     }
 }
 
 impl FileSource for GpuParquetSource {
     fn create_file_opener(
         &self,
-        _object_store: Arc<dyn ObjectStore>,
+        object_store: Arc<dyn ObjectStore>,
         base_config: &FileScanConfig,
         partition: usize,
     ) -> Result<Arc<dyn FileOpener>> {
-        let inner: Arc<dyn FileOpener> = Arc::new(self.opener(base_config, partition)?);
+        let inner: Arc<dyn FileOpener> =
+            Arc::new(self.opener(base_config, partition, Some(object_store))?);
         ProjectionOpener::try_new(
             self.projection.clone(),
             inner,

@@ -100,13 +100,20 @@ pub fn register_store(prefix: &str, store: Arc<dyn ObjectStore>) -> Result<()> {
     Ok(())
 }
 
-/// The store serving `url` and the object's path in it: a registered one, or one made from
-/// the environment and `options` (made once per prefix and options, then shared).
+/// The store serving `url` and the object's path in it: the settings' own store (the object
+/// at the URL's path), a registered one, or one made from the environment and the settings'
+/// options (made once per prefix and options, then shared).
 pub fn store_for(
     url: &str,
-    options: &BTreeMap<String, String>,
+    settings: &RemoteSettings,
 ) -> Result<(Arc<dyn ObjectStore>, ObjectPath)> {
     let parsed = Url::parse(url).map_err(|e| url_error(url, "parse the URL", e))?;
+    if let Some(store) = &settings.store {
+        let location = ObjectPath::from_url_path(parsed.path())
+            .map_err(|e| url_error(url, "parse the URL", e))?;
+        return Ok((Arc::clone(store), location));
+    }
+    let options = &settings.options;
     let (scheme, location) =
         ObjectStoreScheme::parse(&parsed).map_err(|e| url_error(url, "parse the URL", e))?;
     let prefix = prefix_of(&parsed);
@@ -250,7 +257,7 @@ impl RemoteObject {
     /// Opens `url` with one suffix GET of its last `tail` bytes (its length comes with the
     /// answer).
     pub fn open(url: &str, settings: &RemoteSettings, tail: u64) -> Result<Self> {
-        let (store, location) = store_for(url, &settings.options)?;
+        let (store, location) = store_for(url, settings)?;
         let opts = GetOptions {
             range: Some(GetRange::Suffix(tail.max(1))),
             ..GetOptions::default()
@@ -421,11 +428,11 @@ impl RemoteObject {
 
 /// The Parquet objects a URL names: the object itself; for a URL ending in `/`, the
 /// `*.parquet` objects under that prefix (names starting with `_` or `.` skipped, sorted).
-pub fn list(url: &str, options: &BTreeMap<String, String>) -> Result<Vec<String>> {
+pub fn list(url: &str, settings: &RemoteSettings) -> Result<Vec<String>> {
     if !url.ends_with('/') {
         return Ok(vec![url.to_string()]);
     }
-    let (store, prefix) = store_for(url, options)?;
+    let (store, prefix) = store_for(url, settings)?;
     let found = block_on(async {
         store
             .list(Some(&prefix))

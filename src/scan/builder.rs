@@ -37,6 +37,16 @@ pub fn read_footer(path: impl AsRef<Path>, page_index: bool) -> Result<FileMetad
     read_footer_of(&ParquetFile::open(path)?, page_index)
 }
 
+/// [`read_footer`] of a path or URL, a URL read with `remote`'s settings (its store, storage
+/// options): one suffix GET where the footer fits the speculative tail.
+pub fn read_footer_with(
+    path: impl AsRef<Path>,
+    page_index: bool,
+    remote: &crate::config::RemoteSettings,
+) -> Result<FileMetadata> {
+    read_footer_of(&ParquetFile::open_with(path, remote)?, page_index)
+}
+
 fn read_footer_of(file: &ParquetFile, page_index: bool) -> Result<FileMetadata> {
     contain(|| read_metadata(file, page_index)).map_err(|p| {
         Error::footer(
@@ -303,6 +313,13 @@ impl ScanBuilder {
         self
     }
 
+    /// How URL sources are read, whole (feature `object-store`): storage options, GETs in
+    /// flight, piece size, and the store to read from.
+    pub fn with_remote_settings(mut self, remote: crate::config::RemoteSettings) -> Self {
+        self.remote = remote;
+        self
+    }
+
     /// Storage options of URL sources (feature `object-store`): the `object_store` builders'
     /// configuration keys (`aws_endpoint`, `aws_region`, `aws_access_key_id`,
     /// `aws_allow_http`, `google_service_account`, `azure_storage_account_name`, `timeout`,
@@ -315,6 +332,15 @@ impl ScanBuilder {
         for (k, v) in options {
             self.remote.options.insert(k.into(), v.into());
         }
+        self
+    }
+
+    /// Reads every URL source from `store` (feature `object-store`), the object at the URL's
+    /// path in it: a store the caller built — its own credentials, client options or
+    /// wrapper, or an engine's registered store — instead of one made from the URL.
+    #[cfg(feature = "object-store")]
+    pub fn with_object_store(mut self, store: Arc<dyn object_store::ObjectStore>) -> Self {
+        self.remote.store = Some(store);
         self
     }
 

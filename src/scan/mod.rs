@@ -45,7 +45,7 @@ use arrow::datatypes::SchemaRef;
 
 pub use batches::Batches;
 pub use builder::{
-    read_footer, ScanBuilder, DEFAULT_MEMORY_BUDGET_SHARE, ENV_MAX_PAGE_SIZE, ENV_MEMORY_BUDGET,
+    read_footer, read_footer_with, ScanBuilder, DEFAULT_MEMORY_BUDGET_SHARE, ENV_MAX_PAGE_SIZE, ENV_MEMORY_BUDGET,
     SMALL_LOAD_BYTES,
 };
 pub use file::FileScan;
