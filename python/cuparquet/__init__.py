@@ -150,14 +150,18 @@ def read_table(
     memory_budget: int | None = None,
     **settings: Any,
 ) -> Table:
-    """Reads ``source`` (a file, a directory of ``*.parquet``, or a list of files) whole.
+    """Reads ``source`` (a file, a directory of ``*.parquet``, a URL — ``s3://``, ``gs://``,
+    ``az://``, ``http(s)://``; ending in ``/``: the objects under it — or a list) whole.
 
     ``columns``: the columns to read (nested fields as ``"s.b"``); ``filter``: only the rows
     where it is true, as row-filter text (``"x > 3 AND s = 'a'"``) or pyarrow's DNF list
     form (row groups and pages that cannot match are not read); ``device``: ``"auto"``
     (a GPU where there is one), ``"host"``, ``"cuda"`` or ``"cuda:N"``; ``batch_rows``: rows
     per batch (default 1,048,576); ``memory_budget``: device bytes the read may hold.
-    ``settings``: ``row_groups``, ``page_index``, ``string_views``, ``keep_dictionaries``,
+    ``settings``: ``storage_options`` (a dict of the object_store builders' keys for URL
+    sources: ``aws_endpoint``, ``aws_region``, ``aws_allow_http``, ``timeout``, …, over the
+    ``AWS_*`` / ``GOOGLE_*`` / ``AZURE_*`` environment), ``remote_concurrency`` (GETs in
+    flight), ``row_groups``, ``page_index``, ``string_views``, ``keep_dictionaries``,
     ``nthreads``, ``task_size``, ``direct_io``, ``compat_mode``, ``gds_threshold``,
     ``bounce_buffer_size``, ``max_page_size``, ``tuning``.
 

@@ -43,7 +43,8 @@ pub(crate) fn err(e: cuparquet::Error) -> PyErr {
     CuparquetError::new_err(e.to_string())
 }
 
-/// The paths `source` names: a str or `os.PathLike`, or a list or tuple of them.
+/// The paths `source` names: a str or `os.PathLike` (a URL as a str), or a list or tuple of
+/// them.
 fn sources(source: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
     if let Ok(p) = source.extract::<PathBuf>() {
         return Ok(vec![p]);
@@ -76,6 +77,8 @@ fn sources(source: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
 
 /// The settings `read_table` and `scan` take as keywords, beyond their named arguments.
 const SETTINGS: &[&str] = &[
+    "storage_options",
+    "remote_concurrency",
     "row_groups",
     "page_index",
     "string_views",
@@ -127,6 +130,15 @@ fn builder(
         let key: String = k.extract()?;
         let bad = |what: &str| PyTypeError::new_err(format!("{key}: expected {what}"));
         b = match key.as_str() {
+            "storage_options" => {
+                let o: std::collections::BTreeMap<String, String> = v
+                    .extract()
+                    .map_err(|_| bad("a dict of str to str (the object_store builders' keys)"))?;
+                b.with_storage_options(o)
+            }
+            "remote_concurrency" => {
+                b.with_remote_concurrency(v.extract().map_err(|_| bad("an int"))?)
+            }
             "row_groups" => b.with_row_groups(
                 v.extract::<Vec<usize>>()
                     .map_err(|_| bad("a list of row-group indices"))?,
