@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The object-store reader's tests (feature `object-store`): tests/remote.rs and SQL over S3
-# (cuparquet-datafusion/tests/remote.rs), against moto's S3 server and HTTP servers that the
+# The object-store reader's tests (feature `object-store`): tests/remote.rs, SQL over S3
+# (cuparquet-datafusion/tests/remote.rs) and 2 distributed workers over one bucket
+# (cuparquet-distributed/tests/remote.rs), against moto's S3 server and HTTP servers that the
 # tests start on 127.0.0.1 (scripts/py/remote_fixture.py).
 # Makes a virtual environment with moto[server] once (VENV, default target/remote-venv), then
 # runs the tests with the servers required (CUPARQUET_REQUIRE_REMOTE=1). Needs python3 (>= 3.9)
@@ -18,3 +19,4 @@ CUPARQUET_TEST_PYTHON="$(cd "$venv" && pwd)/bin/python"
 export CUPARQUET_TEST_PYTHON CUPARQUET_REQUIRE_REMOTE=1
 cargo test --features object-store --test remote "$@"
 cargo test -p cuparquet-datafusion --features object-store --test remote "$@"
+cargo test -p cuparquet-distributed --features object-store --test remote "$@"

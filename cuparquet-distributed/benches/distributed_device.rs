@@ -89,6 +89,7 @@ async fn bench(cores: usize) {
     let options = WorkerOptions {
         device: None,
         memory_budget: Some(budget),
+        ..WorkerOptions::default()
     };
     // each worker with its share of the cores, as on a machine of its own
     let one = LocalCluster::start(1, options.clone(), cores).unwrap();

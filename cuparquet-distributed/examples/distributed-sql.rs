@@ -44,6 +44,7 @@ async fn main() -> Result<()> {
             let options = WorkerOptions {
                 device: None,
                 memory_budget,
+                ..WorkerOptions::default()
             };
             serve(worker(options), listener).await
         }

@@ -86,12 +86,21 @@ pub fn coordinator_state(config: SessionConfig, workers: impl WorkerResolver) ->
 
 /// A worker that runs cuparquet's scans with `options` (serve it with [`serve`]): each scan
 /// decodes on this worker's own device — its GPU where it has one and the plan says
-/// `Device::Auto`, else its CPU, with the same results.
+/// `Device::Auto`, else its CPU, with the same results — reading tables on object stores from
+/// `options.object_stores`.
 pub fn worker(options: WorkerOptions) -> Worker {
+    let stores = options.object_stores.clone();
     let codec = GpuScanCodec::for_worker(options);
     Worker::from_session_builder(move |ctx: WorkerQueryContext| {
         let codec = codec.clone();
-        async move { Ok(ctx.builder.with_distributed_user_codec(codec).build()) }
+        let stores = stores.clone();
+        async move {
+            let mut b = ctx.builder.with_distributed_user_codec(codec);
+            for (url, store) in &stores {
+                b = b.with_object_store(url, Arc::clone(store));
+            }
+            Ok(b.build())
+        }
     })
 }
 

@@ -61,13 +61,18 @@ struct OptionPair {
 /// of a scan planned with [`Device::Auto`] (a plan that names a device keeps it), and a memory
 /// budget for each file's load (the smaller of the plan's and the worker's where both are
 /// set): workers that share a GPU each get their share of it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct WorkerOptions {
     /// The device for scans planned with `Device::Auto`; `None`: `Auto` on the worker (its
     /// first GPU when it has one, else its CPU).
     pub device: Option<Device>,
     /// A device-memory budget for each file's load on this worker.
     pub memory_budget: Option<u64>,
+    /// Object stores this worker reads tables from, by URL (`s3://bucket`): registered in the
+    /// worker's sessions as the coordinator registers them in its own, so that every worker
+    /// reads the same URLs from the shared store (cuparquet-datafusion's `object-store`
+    /// feature reads them).
+    pub object_stores: Vec<(url::Url, std::sync::Arc<dyn object_store::ObjectStore>)>,
 }
 
 impl WorkerOptions {

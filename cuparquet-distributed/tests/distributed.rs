@@ -243,6 +243,7 @@ async fn the_scan_travels_whole() {
     let worker = GpuScanCodec::for_worker(WorkerOptions {
         device: Some(cuparquet::Device::Host),
         memory_budget: Some(256 << 20),
+        ..WorkerOptions::default()
     });
     let task = SessionContext::new().task_ctx();
     let back = worker.try_decode(&buf, &[], &task, &conv).unwrap();
