@@ -66,10 +66,13 @@ fn check(status: Status, name: &str, detail: impl Into<String>, fix: Option<&str
 /// What to check.
 #[derive(Debug, Clone)]
 pub struct DoctorOptions {
-    /// A file or directory whose block device is checked for cuFile registration.
+    /// A file or directory whose block device is checked for cuFile registration; or a URL
+    /// (feature `object-store`), opened once to time one request to its store.
     pub path: PathBuf,
     /// Measure ceilings (page-cache read throughput).
     pub bench: bool,
+    /// How a URL `path` is read (storage options) for the latency probe.
+    pub remote: crate::config::RemoteSettings,
 }
 
 /// Runs every check.
@@ -150,8 +153,13 @@ pub fn run(opts: &DoctorOptions) -> Vec<Check> {
         )
     });
 
-    out.push(udev_check(&opts.path));
+    if crate::source::is_url(&opts.path) {
+        out.push(remote_probe(&opts.path, &opts.remote));
+    } else {
+        out.push(udev_check(&opts.path));
+    }
     out.extend(cufile_json_checks());
+    out.push(stores_check());
 
     match crate::device::resolve(crate::device::Device::Auto) {
         Ok(c) => out.push(check(
@@ -219,6 +227,99 @@ pub fn run(opts: &DoctorOptions) -> Vec<Check> {
         }
     }
     out
+}
+
+/// The variables `object_store`'s builders read, by store: those set (names only, never values).
+const STORE_VARIABLES: &[(&str, &[&str])] = &[
+    (
+        "S3",
+        &[
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+            "AWS_REGION",
+            "AWS_DEFAULT_REGION",
+            "AWS_ENDPOINT",
+            "AWS_ENDPOINT_URL",
+            "AWS_ALLOW_HTTP",
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+        ],
+    ),
+    (
+        "GCS",
+        &[
+            "GOOGLE_SERVICE_ACCOUNT",
+            "GOOGLE_SERVICE_ACCOUNT_PATH",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "GOOGLE_BUCKET",
+        ],
+    ),
+    (
+        "Azure",
+        &[
+            "AZURE_STORAGE_ACCOUNT_NAME",
+            "AZURE_STORAGE_ACCOUNT_KEY",
+            "AZURE_STORAGE_SAS_KEY",
+            "AZURE_CLIENT_ID",
+            "AZURE_STORAGE_USE_EMULATOR",
+        ],
+    ),
+];
+
+/// Which stores the environment configures (the variables set, by name), and whether this build
+/// reads URLs at all.
+fn stores_check() -> Check {
+    let set: Vec<String> = STORE_VARIABLES
+        .iter()
+        .filter_map(|(store, vars)| {
+            let on: Vec<&str> = vars
+                .iter()
+                .copied()
+                .filter(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
+                .collect();
+            (!on.is_empty()).then(|| format!("{store}: {}", on.join(", ")))
+        })
+        .collect();
+    let configured = if set.is_empty() {
+        "no AWS_*, GOOGLE_* or AZURE_* variable set (public HTTP(S) URLs need none)".to_string()
+    } else {
+        set.join("; ")
+    };
+    if cfg!(feature = "object-store") {
+        check(Status::Ok, "object stores", configured, None)
+    } else {
+        check(
+            Status::Warn,
+            "object stores",
+            format!("this build reads local files only ({configured})"),
+            Some("build with the `object-store` feature to read s3://, gs://, az://, http(s):// URLs"),
+        )
+    }
+}
+
+/// One request to `url`: the suffix GET that opens a file, timed.
+fn remote_probe(url: &Path, remote: &crate::config::RemoteSettings) -> Check {
+    let t = Instant::now();
+    match crate::source::ParquetFile::open_with(url, remote) {
+        Ok(f) => check(
+            Status::Ok,
+            "remote latency",
+            format!(
+                "{}: one GET of its footer's tail in {:.1} ms ({} bytes)",
+                url.display(),
+                t.elapsed().as_secs_f64() * 1e3,
+                f.len()
+            ),
+            None,
+        ),
+        Err(e) => check(
+            Status::Fail,
+            "remote latency",
+            e.to_string(),
+            Some("check the URL, the credentials and the storage options"),
+        ),
+    }
 }
 
 /// nvCOMP: found (where, which version and API, which codecs) or not (what the loads do
@@ -615,6 +716,7 @@ mod tests {
         let checks = run(&DoctorOptions {
             path: PathBuf::from("."),
             bench: false,
+            remote: Default::default(),
         });
         let names: Vec<&str> = checks.iter().map(|c| c.name.as_str()).collect();
         for want in [
@@ -626,6 +728,7 @@ mod tests {
             "cufile.json",
             "settings",
             "path for a 1 MiB range",
+            "object stores",
         ] {
             assert!(names.contains(&want), "{want} missing from {names:?}");
         }

@@ -722,7 +722,13 @@ fn cuda_devices(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 fn doctor(py: Python<'_>, path: Option<PathBuf>, bench: bool) -> PyResult<Bound<'_, PyAny>> {
     use cuparquet::doctor::{run, DoctorOptions, Status};
     let path = path.unwrap_or_else(|| PathBuf::from("."));
-    let checks = py.detach(|| run(&DoctorOptions { path, bench }));
+    let checks = py.detach(|| {
+        run(&DoctorOptions {
+            path,
+            bench,
+            remote: Default::default(),
+        })
+    });
     let ok = checks.iter().all(|c| c.status != Status::Fail);
     let text = serde_json::to_string(&serde_json::json!({ "ok": ok, "checks": checks }))
         .map_err(|e| CuparquetError::new_err(format!("the checks: {e}")))?;

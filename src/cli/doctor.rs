@@ -6,10 +6,16 @@ use std::process::ExitCode;
 use cuparquet::doctor::{run, DoctorOptions, Status};
 
 /// Exit 0 unless a check fails (no GPU is a warning, not a failure).
-pub(crate) fn doctor(path: &Path, bench: bool, json: bool) -> ExitCode {
+pub(crate) fn doctor(
+    path: &Path,
+    remote: &cuparquet::config::RemoteSettings,
+    bench: bool,
+    json: bool,
+) -> ExitCode {
     let checks = run(&DoctorOptions {
         path: path.to_path_buf(),
         bench,
+        remote: remote.clone(),
     });
     if json {
         match serde_json::to_string_pretty(&checks) {

@@ -70,7 +70,8 @@ enum Cmd {
     /// Check this machine: CUDA, cuFile, nvidia-fs, udev, cufile.json, settings, ceilings — and
     /// say which path loads will take and why.
     Doctor {
-        /// A file or directory on the filesystem the data lives on (for the udev check).
+        /// A file or directory on the filesystem the data lives on (for the udev check), or a
+        /// URL of an object (a one-request latency probe of its store).
         #[arg(long, default_value = ".")]
         path: PathBuf,
         /// Skip the throughput measurement.
@@ -329,7 +330,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             path,
             no_bench,
             json,
-        } => Ok(doctor(&path, !no_bench, json)),
+        } => Ok(doctor(&path, &remote, !no_bench, json)),
         Cmd::Inspect { file, brief, json } => {
             inspect(&file, &remote, brief, json).map(|()| ExitCode::SUCCESS)
         }
