@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 pub use crate::config::RemoteSettings;
 
+#[cfg(feature = "object-store")]
+pub mod remote;
+
 /// An open Parquet file. Cheap to share by reference across reader threads (`pread` needs no
 /// seek position; a remote object's GETs none either).
 #[derive(Debug)]
@@ -22,7 +25,7 @@ pub struct ParquetFile {
 enum Handle {
     Local(File),
     #[cfg(feature = "object-store")]
-    Remote(crate::io::remote::RemoteObject),
+    Remote(remote::RemoteObject),
 }
 
 /// The speculative tail a remote object's opening GET asks for: the footer's
@@ -64,7 +67,7 @@ impl ParquetFile {
     #[cfg(feature = "object-store")]
     fn open_url(path: PathBuf, remote: &RemoteSettings) -> Result<Self> {
         let url = path.to_string_lossy().into_owned();
-        let obj = crate::io::remote::RemoteObject::open(&url, remote, REMOTE_TAIL)?;
+        let obj = remote::RemoteObject::open(&url, remote, REMOTE_TAIL)?;
         Ok(ParquetFile {
             len: obj.size(),
             path,
@@ -109,7 +112,7 @@ impl ParquetFile {
 
     /// The remote object, for a file opened by its URL.
     #[cfg(feature = "object-store")]
-    pub fn remote(&self) -> Option<&crate::io::remote::RemoteObject> {
+    pub fn remote(&self) -> Option<&remote::RemoteObject> {
         match &self.handle {
             Handle::Remote(r) => Some(r),
             Handle::Local(_) => None,
@@ -220,7 +223,7 @@ pub fn expand_sources(paths: &[PathBuf], remote: &RemoteSettings) -> Result<Vec<
 #[cfg(feature = "object-store")]
 fn list_url(p: &Path, remote: &RemoteSettings) -> Result<Vec<PathBuf>> {
     let url = p.to_string_lossy();
-    Ok(crate::io::remote::list(&url, remote)?
+    Ok(remote::list(&url, remote)?
         .into_iter()
         .map(PathBuf::from)
         .collect())

@@ -275,7 +275,7 @@ fn filters_columns_and_batches_equal_local_ones() {
     if gpu() {
         let (url, opts) = s.url("sample.parquet");
         let (got, _) = load(url, Device::Cuda(0), &opts, |b| {
-            shape(b).with_memory_budget(256 << 10)
+            shape(b).with_memory_budget(1 << 20)
         })
         .unwrap();
         assert_eq!(got, want, "under a budget");

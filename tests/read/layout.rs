@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 const ALLOWED: &[(&str, &[&str])] = &[
     ("error", &[]),
     ("config", &["error"]),
-    ("source", &["error"]),
+    // a file or (feature object-store) a remote object, opened with its settings
+    ("source", &["error", "config"]),
     ("metadata", &["error", "config", "source"]),
     ("plan", &["error", "config", "source", "metadata"]),
     // the only place that creates CUDA contexts: knows nothing of Parquet, Arrow or plans
@@ -35,6 +36,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "error", "config", "source", "metadata", "plan", "device", "io", "array", "decode",
         ],
     ),
+    // the checks behind `cuparquet doctor` and Python's `doctor()`
+    (
+        "doctor",
+        &["error", "config", "source", "plan", "device", "io"],
+    ),
     // the C API: the scan's public face, in C
     (
         "capi",
@@ -45,7 +51,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "lib",
         &[
             "error", "config", "source", "metadata", "plan", "device", "io", "array", "decode",
-            "scan", "capi",
+            "scan", "capi", "doctor",
         ],
     ),
 ];
