@@ -405,3 +405,67 @@ fn a_misbehaving_server_is_retried_or_refused_never_read_wrong() {
         }
     }
 }
+
+/// The C API's path argument takes a URL: its store is configured from the environment (the
+/// `AWS_*` variables a C caller sets), as `object_store`'s builders read it.
+#[test]
+fn the_c_api_opens_a_url() {
+    use cuparquet::array::c_device::ArrowSchema;
+    use cuparquet::capi;
+    use std::ffi::{CStr, CString};
+    let Some(s) = servers() else { return };
+    let Some(endpoint) = &s.s3 else {
+        eprintln!("no S3 server: the C API's URL not tested");
+        return;
+    };
+    // the other tests pass their options explicitly, which win over these
+    for (k, v) in [
+        ("AWS_ENDPOINT", endpoint.as_str()),
+        ("AWS_ALLOW_HTTP", "true"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+    ] {
+        std::env::set_var(k, v);
+    }
+    let url = CString::new(s.s3_url("sample.parquet")).unwrap();
+    let columns = CString::new("l_orderkey, l_quantity").unwrap();
+    let host = CString::new("host").unwrap();
+    let mut reader = std::ptr::null_mut();
+    // SAFETY: NUL-terminated strings (or null) and a pointer to fill
+    let rc = unsafe {
+        capi::cuparquet_open(
+            url.as_ptr(),
+            columns.as_ptr(),
+            std::ptr::null(),
+            host.as_ptr(),
+            &mut reader,
+        )
+    };
+    assert_eq!(rc, capi::CUPARQUET_OK);
+    let mut schema = ArrowSchema::empty();
+    // SAFETY: an open reader and a schema to fill
+    let rc = unsafe { capi::cuparquet_reader_schema(reader, &mut schema) };
+    assert_eq!(rc, capi::CUPARQUET_OK);
+    assert_eq!(schema.n_children, 2);
+    // SAFETY: opened above, closed once
+    unsafe { capi::cuparquet_close(reader) };
+    // a missing object: the error names its URL
+    let missing = CString::new(s.s3_url("no-such.parquet")).unwrap();
+    let mut reader = std::ptr::null_mut();
+    // SAFETY: as above
+    let rc = unsafe {
+        capi::cuparquet_open(
+            missing.as_ptr(),
+            std::ptr::null(),
+            std::ptr::null(),
+            host.as_ptr(),
+            &mut reader,
+        )
+    };
+    assert_ne!(rc, capi::CUPARQUET_OK);
+    // SAFETY: this thread's last error, a NUL-terminated message
+    let msg = unsafe { CStr::from_ptr(capi::cuparquet_last_error()) };
+    let msg = msg.to_str().unwrap();
+    assert!(msg.contains("s3://data/no-such.parquet"), "{msg}");
+}
