@@ -46,7 +46,7 @@ impl ParquetFile {
     pub fn open_with(path: impl AsRef<Path>, remote: &RemoteSettings) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         if is_url(&path) {
-            return Self::open_url(path, remote);
+            return Self::open_url(path, remote, None);
         }
         let file = File::open(&path).map_err(|e| Error::io(&path, "open", e))?;
         let meta = file.metadata().map_err(|e| Error::io(&path, "stat", e))?;
@@ -64,10 +64,25 @@ impl ParquetFile {
         })
     }
 
+    /// [`ParquetFile::open_with`] for a file whose length the caller knows (from its footer,
+    /// read earlier, or a listing): a URL is opened without a request, its reads trusting that
+    /// length (a ranged GET past the object's end fails, naming the URL and range); a local
+    /// file is opened as usual.
+    pub fn open_sized(path: impl AsRef<Path>, remote: &RemoteSettings, len: u64) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        if !is_url(&path) {
+            return Self::open_with(path, remote);
+        }
+        Self::open_url(path, remote, Some(len))
+    }
+
     #[cfg(feature = "object-store")]
-    fn open_url(path: PathBuf, remote: &RemoteSettings) -> Result<Self> {
+    fn open_url(path: PathBuf, remote: &RemoteSettings, len: Option<u64>) -> Result<Self> {
         let url = path.to_string_lossy().into_owned();
-        let obj = remote::RemoteObject::open(&url, remote, REMOTE_TAIL)?;
+        let obj = match len {
+            Some(n) => remote::RemoteObject::with_size(&url, remote, n)?,
+            None => remote::RemoteObject::open(&url, remote, REMOTE_TAIL)?,
+        };
         Ok(ParquetFile {
             len: obj.size(),
             path,
@@ -76,7 +91,7 @@ impl ParquetFile {
     }
 
     #[cfg(not(feature = "object-store"))]
-    fn open_url(path: PathBuf, _remote: &RemoteSettings) -> Result<Self> {
+    fn open_url(path: PathBuf, _remote: &RemoteSettings, _len: Option<u64>) -> Result<Self> {
         Err(Error::io(
             &path,
             "open",

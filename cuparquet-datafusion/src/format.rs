@@ -102,7 +102,7 @@ impl FileFormat for GpuParquetFormat {
 
     async fn create_physical_plan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         conf: FileScanConfig,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let source = conf
@@ -110,7 +110,10 @@ impl FileFormat for GpuParquetFormat {
             .downcast_ref::<GpuParquetSource>()
             .cloned()
             .ok_or_else(|| internal_datafusion_err!("expected a GpuParquetSource"))?
-            .with_options(self.options.clone());
+            .with_options(self.options.clone())
+            .with_footers(Some(
+                state.runtime_env().cache_manager.get_file_metadata_cache(),
+            ));
         let conf = FileScanConfigBuilder::from(conf)
             .with_source(Arc::new(source))
             .build();

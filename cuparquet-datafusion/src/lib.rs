@@ -87,7 +87,7 @@ use datafusion::prelude::SessionContext;
 
 pub use device::{device_batches, DeviceBatchStream};
 pub use format::{GpuParquetFormat, GpuParquetFormatFactory, FORMAT_NAME};
-pub use opener::GpuParquetOpener;
+pub use opener::{CachedFooter, GpuParquetOpener};
 pub use options::{GpuScanOptions, HOST_BATCH_ROWS, OPTION_KEYS};
 pub use source::GpuParquetSource;
 

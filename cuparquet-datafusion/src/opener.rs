@@ -11,6 +11,9 @@ use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
 use datafusion::common::{exec_err, DataFusionError, Result};
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{FileOpenFuture, FileOpener};
+use datafusion::execution::cache::cache_manager::{
+    CachedFileMetadataEntry, FileMetadata, FileMetadataCache,
+};
 use datafusion::physical_expr::simplifier::PhysicalExprSimplifier;
 use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr_adapter::{
@@ -57,6 +60,33 @@ pub struct GpuParquetOpener {
     /// The table's object store and its URL (`s3://bucket/`), where it is not the local file
     /// system: files are read from it by cuparquet's remote reader.
     remote: Option<Remote>,
+    /// The session's file metadata cache ([`CachedFooter`]).
+    footers: Option<Arc<FileMetadataCache>>,
+}
+
+/// A footer read by cuparquet, kept in the session's file metadata cache where DataFusion's
+/// own Parquet scan keeps its footers (each reader reads its own kind of entry).
+#[derive(Debug)]
+pub struct CachedFooter(pub Arc<cuparquet::metadata::FileMetadata>);
+
+impl FileMetadata for CachedFooter {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn memory_size(&self) -> usize {
+        self.0.metadata.memory_size()
+    }
+
+    fn extra_info(&self) -> datafusion::common::HashMap<String, String> {
+        datafusion::common::HashMap::from([
+            ("reader".to_string(), "cuparquet".to_string()),
+            (
+                "page_index".to_string(),
+                self.0.page_index_loaded.to_string(),
+            ),
+        ])
+    }
 }
 
 /// An object store a table's files are read from, and its URL.
@@ -119,12 +149,19 @@ impl GpuParquetOpener {
             options,
             metrics,
             remote: None,
+            footers: None,
         }
     }
 
     /// Reads the files from `remote` (a table on an object store).
     pub(crate) fn with_remote(mut self, remote: Option<Remote>) -> Self {
         self.remote = remote;
+        self
+    }
+
+    /// Keeps footers in `cache` ([`CachedFooter`]).
+    pub(crate) fn with_footers(mut self, cache: Option<Arc<FileMetadataCache>>) -> Self {
+        self.footers = cache;
         self
     }
 
@@ -159,6 +196,7 @@ impl GpuParquetOpener {
             metrics: ScanMetrics::new(&self.metrics, self.partition, &name),
             name,
             remote: self.remote.clone(),
+            footers: self.footers.clone(),
         }
     }
 }
@@ -280,6 +318,7 @@ pub(crate) struct ScanJob {
     options: GpuScanOptions,
     pub(crate) metrics: ScanMetrics,
     remote: Option<Remote>,
+    footers: Option<Arc<FileMetadataCache>>,
 }
 
 impl ScanJob {
@@ -354,6 +393,42 @@ impl ScanJob {
         }
     }
 
+    /// The file's footer: from the session's cache while the file's size and modification time
+    /// are those cached (and its page index loaded where `page_index` asks), else read and
+    /// cached (in place of DataFusion's own footer of the file, which lacks the footer's
+    /// length cuparquet checks chunks against).
+    fn footer(
+        &self,
+        path: &std::path::Path,
+        page_index: bool,
+        remote: &cuparquet::config::RemoteSettings,
+    ) -> Result<Arc<cuparquet::metadata::FileMetadata>> {
+        let key = &self.file.object_meta.location;
+        let cached = self.footers.as_ref().and_then(|c| c.get(key));
+        if let Some(e) = &cached {
+            if let Some(f) = e.file_metadata.as_any().downcast_ref::<CachedFooter>() {
+                if e.is_valid_for(&self.file.object_meta) && (f.0.page_index_loaded || !page_index)
+                {
+                    return Ok(Arc::clone(&f.0));
+                }
+            }
+        }
+        let meta = Arc::new(
+            cuparquet::scan::read_footer_with(path, page_index, remote)
+                .map_err(|e| external(&self.name, e))?,
+        );
+        if let Some(c) = &self.footers {
+            c.put(
+                key,
+                CachedFileMetadataEntry::new(
+                    self.file.object_meta.clone(),
+                    Arc::new(CachedFooter(Arc::clone(&meta))),
+                ),
+            );
+        }
+        Ok(meta)
+    }
+
     fn open(&self) -> Result<Opened> {
         let _t = self.metrics.open_time.timer();
         let path = self.path()?;
@@ -361,8 +436,7 @@ impl ScanJob {
         let on = self.options.device.location().ok();
         let page_index = self.pruning.wants_page_index();
         let remote = self.remote_settings();
-        let meta = cuparquet::scan::read_footer_with(&path, page_index, &remote)
-            .map_err(|e| external(&self.name, e))?;
+        let meta = self.footer(&path, page_index, &remote)?;
         let md = &meta.metadata;
         let (schema, pruning) = self.file_pruning(md)?;
         let plan = access_plan(
@@ -411,7 +485,7 @@ impl ScanJob {
         }
         let mut b = Scan::builder(&path)
             .with_remote_settings(remote)
-            .with_metadata(Arc::new(meta))
+            .with_metadata(Arc::clone(&meta))
             .with_columns(present.iter().map(|c| quoted(c)))
             .with_device(self.options.device)
             .with_access_plan(to_reader_access(plan));

@@ -9,6 +9,7 @@ use datafusion::common::{exec_err, Result};
 use datafusion::datasource::physical_plan::{FileOpener, FileScanConfig, FileSource};
 use datafusion::datasource::projection::{ProjectionOpener, SplitProjection};
 use datafusion::datasource::table_schema::TableSchema;
+use datafusion::execution::cache::cache_manager::FileMetadataCache;
 use datafusion::physical_expr::conjunction;
 use datafusion::physical_expr::projection::ProjectionExprs;
 use datafusion::physical_plan::filter_pushdown::{FilterPushdownPropagation, PushedDown};
@@ -36,6 +37,8 @@ pub struct GpuParquetSource {
     options: GpuScanOptions,
     batch_size: Option<usize>,
     metrics: ExecutionPlanMetricsSet,
+    /// The session's file metadata cache, where footers read are kept ([`Self::with_footers`]).
+    footers: Option<Arc<FileMetadataCache>>,
 }
 
 impl fmt::Debug for GpuParquetSource {
@@ -61,7 +64,16 @@ impl GpuParquetSource {
             options,
             batch_size: None,
             metrics: ExecutionPlanMetricsSet::new(),
+            footers: None,
         }
+    }
+
+    /// The same scan, keeping the footers it reads in `cache` (the session's file metadata
+    /// cache, where DataFusion's own Parquet scan keeps its footers) and reading a file's
+    /// footer from there while the file's size and modification time are those cached.
+    pub fn with_footers(mut self, cache: Option<Arc<FileMetadataCache>>) -> Self {
+        self.footers = cache;
+        self
     }
 
     /// The same scan with these options.
@@ -143,7 +155,8 @@ impl GpuParquetSource {
             self.options.clone(),
             self.metrics.clone(),
         )
-        .with_remote(remote))
+        .with_remote(remote)
+        .with_footers(self.footers.clone()))
     }
 }
 

@@ -667,3 +667,37 @@ async fn hive_partitioned_directories_read_as_datafusion_reads_them() {
         assert!(a.lines().count() > 4, "{q}: {a}");
     }
 }
+
+/// The footers a query reads are kept in the session's file metadata cache, as DataFusion's
+/// own scan keeps its own, and the next query is answered from them alike.
+#[tokio::test]
+async fn footers_are_kept_in_the_session_cache() {
+    let t = &data().snappy;
+    let ctx = SessionContext::new_with_config(config());
+    register_gpu_parquet(&ctx, "orders", &s(&t.orders), GpuScanOptions::default())
+        .await
+        .unwrap();
+    let sql = "SELECT o_orderstatus, count(*), sum(o_totalprice) FROM orders GROUP BY 1 ORDER BY 1";
+    let first = text(&run(&ctx, sql).await);
+    let cache = ctx.runtime_env().cache_manager.get_file_metadata_cache();
+    let mut ours = 0;
+    for entry in std::fs::read_dir(&t.orders).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_none_or(|e| e != "parquet") {
+            continue;
+        }
+        let key = object_store::path::Path::from_filesystem_path(&p).unwrap();
+        let e = cache
+            .get(&key)
+            .unwrap_or_else(|| panic!("no footer cached for {}", p.display()));
+        let f = (e.file_metadata.as_any())
+            .downcast_ref::<cuparquet_datafusion::CachedFooter>()
+            .unwrap_or_else(|| panic!("{}: {:?}", p.display(), e.file_metadata.extra_info()));
+        assert_eq!(f.0.file_len, std::fs::metadata(&p).unwrap().len());
+        assert_eq!(e.file_metadata.extra_info()["reader"], "cuparquet");
+        ours += 1;
+    }
+    assert!(ours > 1, "{ours} files");
+    assert_eq!(text(&run(&ctx, sql).await), first);
+    assert_eq!(first, text(&run(&df_ctx(t).await, sql).await));
+}

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use futures::stream::{self, StreamExt, TryStreamExt};
 
 use crate::error::{Error, Result};
+use crate::io::staged::Upload;
 use crate::io::{records_from_spans, task_pieces, Dest, IoPath, IoReport, RemoteCounters, Span};
 use crate::plan::IoRequest;
 use crate::source::remote::{block_on, RemoteObject};
@@ -19,13 +20,24 @@ pub use crate::source::remote::register_store;
 /// `object_store`'s own `get_ranges` merges gaps of the same size.
 pub const REMOTE_COALESCE_GAP: u64 = 1 << 20;
 
+/// Pinned buffers between a remote read's bodies and device memory: a body is copied into a
+/// free one and its copy to the device left running while the next bodies come in.
+const REMOTE_PINNED_BUFFERS: usize = 4;
+
+/// Where a remote read's bodies go.
+enum Sink<'a> {
+    Host(&'a mut [u8]),
+    Device(Upload<'a>),
+}
+
 impl RemoteObject {
     /// Reads `requests` into `dest` by ranged GETs,
     /// [`concurrency`](crate::config::RemoteSettings::concurrency) in flight, each request cut
     /// into pieces of [`piece_size`](crate::config::RemoteSettings::piece_size): a piece is
-    /// written (host memory) or copied (device memory) as soon as its body is in, while the
-    /// others download. The destinations were checked by the caller. After a failed GET no
-    /// other is started, and the error is returned.
+    /// written to host memory, or copied into a pinned buffer whose copy to the device is left
+    /// running, as soon as its body is in, while the others download. The destinations were
+    /// checked by the caller. After a failed GET no other is started, and the error is
+    /// returned (after the copies already enqueued have completed).
     pub fn read(&self, requests: &[IoRequest], dest: Dest<'_>) -> Result<IoReport> {
         let t0 = Instant::now();
         let all: Vec<usize> = (0..requests.len()).collect();
@@ -33,7 +45,15 @@ impl RemoteObject {
         let gets_before = self.gets();
         let in_flight = AtomicUsize::new(0);
         let max_in_flight = AtomicUsize::new(0);
-        let mut dest = dest;
+        let largest = pieces.iter().map(|p| p.1.end - p.1.start).max().unwrap_or(0);
+        let mut sink = match dest {
+            Dest::Host(b) => Sink::Host(b),
+            Dest::Device(b) => Sink::Device(Upload::new(
+                b,
+                REMOTE_PINNED_BUFFERS.min(pieces.len()),
+                largest as usize,
+            )?),
+        };
         let mut spans: Vec<Span> = Vec::with_capacity(pieces.len());
         let mut first_byte: Option<Duration> = None;
         let concurrency = self.settings().concurrency.max(1);
@@ -56,15 +76,18 @@ impl RemoteObject {
                 first_byte.get_or_insert(got.headers.duration_since(t0));
                 let at = at as usize;
                 let n = got.bytes.len();
-                match &mut dest {
-                    Dest::Host(b) => b[at..at + n].copy_from_slice(&got.bytes),
-                    Dest::Device(b) => b.copy_from_host(at, &got.bytes)?,
+                match &mut sink {
+                    Sink::Host(b) => b[at..at + n].copy_from_slice(&got.bytes),
+                    Sink::Device(u) => u.put(at, &got.bytes)?,
                 }
                 spans.push((i, start, Instant::now(), 1));
             }
             Ok::<(), Error>(())
         })?;
         outcome?;
+        if let Sink::Device(u) = sink {
+            u.finish()?;
+        }
         let requests_done = records_from_spans(requests, all, spans, IoPath::Remote);
         let gets = self.gets() - gets_before;
         Ok(IoReport {

@@ -140,6 +140,89 @@ impl Ring {
     }
 }
 
+/// Host bytes (a remote read's GET bodies) moved into device memory through a ring of pinned
+/// buffers: [`Upload::put`] copies the bytes into a free buffer, enqueues that buffer's copy
+/// to the device on one of the device's copy streams and returns while it runs, so the caller
+/// goes back to receiving the next body. [`Upload::finish`] waits for every copy.
+pub(crate) struct Upload<'d> {
+    gpu: Arc<Gpu>,
+    /// Taken by `finish`, or by the drop after an error, which also waits for the copies.
+    ring: Option<Ring>,
+    size: usize,
+    dest: &'d DeviceBuffer,
+    copies: usize,
+}
+
+impl<'d> Upload<'d> {
+    /// A ring of `count` pinned buffers of `size` bytes in front of `dest`.
+    pub(crate) fn new(dest: &'d DeviceBuffer, count: usize, size: usize) -> Result<Self> {
+        let gpu = dest.gpu().clone();
+        gpu.bind()?;
+        let size = size.max(1);
+        Ok(Upload {
+            ring: Some(Ring::new(&gpu, count.max(1), size)?),
+            gpu,
+            size,
+            dest,
+            copies: 0,
+        })
+    }
+
+    /// Copies `bytes` to `dest[at..]`: through as many buffers as it needs, each copy enqueued
+    /// and left running.
+    pub(crate) fn put(&mut self, at: usize, bytes: &[u8]) -> Result<()> {
+        self.gpu.bind()?;
+        for (k, part) in bytes.chunks(self.size).enumerate() {
+            let streams = self.gpu.streams();
+            let stream = &streams[self.copies % streams.len()];
+            self.copies += 1;
+            let ring = self.ring.as_ref().expect("an upload's ring until it finishes");
+            let mut held = ring.acquire()?;
+            let s = held.slot();
+            s.buf.as_mut_slice()[..part.len()].copy_from_slice(part);
+            // SAFETY: as in `StagedReader::fill`: the buffer is neither written nor recycled
+            // until its event has completed (`pending` is set now; `acquire` and `finish` wait
+            // for the event), the stream is synchronized if recording the event fails, and
+            // `dest` outlives the upload, whose `finish` (or drop) waits for every copy.
+            unsafe {
+                s.buf.copy_to_device_async(
+                    0..part.len(),
+                    self.dest,
+                    at + k * self.size,
+                    stream,
+                )?;
+            }
+            s.pending = true;
+            if let Err(e) = s.event.record(stream) {
+                if self.gpu.synchronize().is_ok() {
+                    held.slot().pending = false;
+                } else if let Some(lost) = held.slot.take() {
+                    std::mem::forget(lost.buf);
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for every copy and gives the buffers back.
+    pub(crate) fn finish(mut self) -> Result<()> {
+        match self.ring.take() {
+            Some(r) => r.finish(&self.gpu),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Upload<'_> {
+    fn drop(&mut self) {
+        // an upload abandoned by an error still waits for the copies it enqueued
+        if let Some(r) = self.ring.take() {
+            let _ = r.finish(&self.gpu);
+        }
+    }
+}
+
 impl StagedReader {
     /// A reader for device `ordinal` on the process-wide pool of `settings.nthreads` threads.
     pub fn new(settings: IoSettings, ordinal: usize) -> Result<Self> {

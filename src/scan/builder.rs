@@ -453,7 +453,8 @@ impl ScanBuilder {
     /// Uses a footer already read ([`read_footer`]) instead
     /// of reading it again: an engine that prunes by the footer first hands it over. It must
     /// be this file's footer; with its page index loaded, it counts as
-    /// [`with_page_index(true)`](Self::with_page_index).
+    /// [`with_page_index(true)`](Self::with_page_index). A URL is then opened without a
+    /// request: the footer's file length is taken as the object's.
     pub fn with_metadata(mut self, metadata: Arc<FileMetadata>) -> Self {
         self.page_index |= metadata.page_index_loaded;
         self.metadata = Some(metadata);
@@ -551,7 +552,11 @@ impl ScanBuilder {
         }
         let t_cuda = t_cuda.elapsed();
         let t_open = Instant::now();
-        let file = ParquetFile::open_with(&self.path, &self.remote)?;
+        // a footer handed over gives the length: a URL is opened without a request
+        let file = match &self.metadata {
+            Some(m) => ParquetFile::open_sized(&self.path, &self.remote, m.file_len)?,
+            None => ParquetFile::open_with(&self.path, &self.remote)?,
+        };
         let meta = match &self.metadata {
             Some(m) if m.file_len != file.len() => {
                 return Err(Error::footer(

@@ -286,6 +286,22 @@ impl RemoteObject {
         })
     }
 
+    /// `url` of `size` bytes as the caller knows it, opened without a request (no tail:
+    /// footer reads GET their ranges).
+    pub fn with_size(url: &str, settings: &RemoteSettings, size: u64) -> Result<Self> {
+        let (store, location) = store_for(url, settings)?;
+        Ok(RemoteObject {
+            url: url.to_string(),
+            store,
+            location,
+            size,
+            tail: Bytes::new(),
+            tail_start: size,
+            settings: settings.clone(),
+            gets: AtomicUsize::new(0),
+        })
+    }
+
     /// The URL it was opened by.
     pub fn url(&self) -> &str {
         &self.url
