@@ -77,6 +77,12 @@ Parts:
         writers' files of .dev/writers too: pack.sh writers; kept in /tmp/keep), the soak
         (SOAK loads, 1000), racecheck + synccheck over corpus-all and the writers' files
         (DEADLINE default 300), memcheck over SAMPLE (60) of the kept mutants.
+  remote  an S3-compatible server (tools/s3-server) on loopback serving lineitem files (ROWS, default
+        8M rows): bench-remote_device (the server's ceiling and cuparquet's load at CONCURRENCY,
+        default 16,64,256), KvikIO's RemoteFile and cuDF on the same objects (THREADS), then the
+        8-file directory through a proxy adding DELAY_MS (20) of round trip.
+        Pack: BENCHES="decode_device remote_device" pack.sh bench s3-server wheels kvikio
+        (cuDF: its parts carried first, as for device.sh python).
   ab bench [BENCH...]   A/B of two builds: each bench (BENCHES, default decode; decode, stream,
         sql, filter, distributed, io) of .dev/old (pack.sh ab COMMIT) and of .dev/bin in turn,
         PAIRS (2) times, cuparquet only (CUPARQUET_BENCH_BASELINE=0), ROUNDS default 7.
@@ -967,6 +973,7 @@ case $part in
   ab) part_ab "$@" ;;
   hang) part_hang "$@" ;;
   python) . scripts/device-python.sh && part_python ;;
+  remote) . scripts/device-remote.sh && part_remote ;;
 esac
 if [ -f cufile.log ]; then cp -f cufile.log "$out/" 2> /dev/null || true; fi
 if [ ${#failed[@]} -gt 0 ]; then

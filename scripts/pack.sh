@@ -34,6 +34,8 @@ WHAT, in the order given:
   gdb          this machine's gdb with its libraries and Python's standard library (~24 MiB) as
                .dev/gdbpack.tar.xz (the GPU machine has none) for device.sh hang.
   python       the Python module's release wheel (maturin, stripped) into .dev/py/.
+  s3-server    the S3-compatible server of the remote benchmark (tools/s3-server: the s3s-fs
+               crate's file system, TCP_NODELAY set) as .dev/bin/s3-server, for device.sh remote.
   wheels NAME...   wheels for the GPU machine into .dev-whl/ (../shared/device/wheels.sh: kvikio,
                nvcomp, nvcomp6, duckdb, datafusion, cudf (in parts: see its header); and pyarrow;
                and pygpu: one tar of the wheels device.sh python uses — cuDF's set, CuPy,
@@ -51,10 +53,11 @@ Recipes:
   pack.sh tests bench ab COMMIT -- --test gpu    device.sh ab bench decode stream
   pack.sh tests writers                          device.sh hardening; sanitize race
   BENCHES="decode_device stream_device" pack.sh bench python wheels pygpu   device.sh python
+  BENCHES="decode_device remote_device" pack.sh bench s3-server wheels kvikio   device.sh remote
 EOF
 }
 
-whats=(tests bench capi ab writers gdb wheels python help)
+whats=(tests bench capi ab writers gdb wheels python s3-server help)
 is_what() { local w; for w in "${whats[@]}"; do [ "$w" = "$1" ] && return 0; done; return 1; }
 die() { echo "pack.sh: $*" >&2; exit 2; }
 # pick [test]: "kind-name<TAB>executable" of each executable artifact of cargo's JSON on stdin
@@ -130,12 +133,22 @@ pack_bench() {
   local -a sel=(--workspace)
   local b name exe
   for b in ${BENCHES:-}; do sel+=(--bench "$b"); done
+  # remote_device needs the object-store feature (every bench is built with it)
+  sel+=(--features cuparquet/object-store)
   cargo bench --no-run --message-format=json-render-diagnostics "${sel[@]}" | pick \
     | while IFS=$'\t' read -r name exe; do
       case $name in bench-*) cp "$exe" ".dev/bin/$name" && strip ".dev/bin/$name" ;; esac
     done
   compgen -G ".dev/bin/bench-*" > /dev/null || die "no bench binary built"
   echo "benches: $(cd .dev/bin && echo bench-*)"
+}
+
+pack_s3s() {
+  unpack
+  # device.sh remote installs the wheels carried with it
+  cp "$shared/wheels.sh" .dev/
+  cargo build --release --manifest-path tools/s3-server/Cargo.toml
+  cp tools/s3-server/target/release/cuparquet-s3-server .dev/bin/s3-server
 }
 
 pack_capi() {
@@ -262,6 +275,7 @@ for s in "${steps[@]}"; do
     writers) pack_writers ;;
     gdb) pack_gdb ;;
     python) pack_python ;;
+    s3-server) pack_s3s ;;
     wheels\ *) read -r -a names <<< "${s#wheels }"; pack_wheels "${names[@]}" ;;
   esac
 done
