@@ -4,8 +4,6 @@
 //! files' URLs from the store; the answers equal DataFusion's own scan of the same objects.
 //! Without moto the test says so and passes, unless `CUPARQUET_REQUIRE_REMOTE=1` (CI sets it).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
 use cuparquet_datafusion::{register_gpu_parquet, tpch, GpuScanOptions};
@@ -16,58 +14,9 @@ use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::physical_plan::collect;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use datafusion_distributed::{display_plan_ascii, DistributedExt};
-use object_store::aws::AmazonS3Builder;
-use object_store::ObjectStore;
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn server(items: &[String]) -> Option<(Server, String)> {
-    let python = std::env::var("CUPARQUET_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
-    let mut child = Command::new(&python)
-        .arg("../scripts/py/remote_fixture.py")
-        .args(items)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
-    let mut line = String::new();
-    let _ = BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line);
-    let endpoint = serde_json::from_str::<serde_json::Value>(&line)
-        .ok()
-        .and_then(|v| v["s3"].as_str().map(str::to_string));
-    let Some(endpoint) = endpoint else {
-        let _ = child.kill();
-        let _ = child.wait();
-        if std::env::var("CUPARQUET_REQUIRE_REMOTE").as_deref() == Ok("1") {
-            panic!("CUPARQUET_REQUIRE_REMOTE=1 but moto's S3 server did not start ({python})");
-        }
-        eprintln!("distributed remote test skipped: no S3 server ({python})");
-        return None;
-    };
-    Some((Server(child), endpoint))
-}
-
-fn store(endpoint: &str) -> Arc<dyn ObjectStore> {
-    Arc::new(
-        AmazonS3Builder::new()
-            .with_endpoint(endpoint)
-            .with_allow_http(true)
-            .with_bucket_name("data")
-            .with_access_key_id("test")
-            .with_secret_access_key("test")
-            .with_region("us-east-1")
-            .build()
-            .unwrap(),
-    )
-}
+#[path = "../../cuparquet-datafusion/tests/moto/mod.rs"]
+mod moto;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_workers_read_the_same_bucket() {
@@ -77,11 +26,14 @@ async fn two_workers_read_the_same_bucket() {
         .set_max_row_group_row_count(Some(10_000))
         .build();
     let t = tpch::write_tables(dir.path(), 8_000, 4, &props).unwrap();
-    let Some((_server, endpoint)) = server(&[format!("lineitem/={}", t.lineitem.display())]) else {
+    let Some(server) = moto::start(
+        &[format!("lineitem/={}", t.lineitem.display())],
+        "distributed remote test",
+    ) else {
         return;
     };
     let bucket = url::Url::parse("s3://data").unwrap();
-    let s3 = store(&endpoint);
+    let s3 = moto::store(&server.endpoint);
     let options = WorkerOptions {
         object_stores: vec![(bucket.clone(), Arc::clone(&s3))],
         ..WorkerOptions::default()

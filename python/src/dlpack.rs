@@ -137,18 +137,22 @@ impl Tensor {
             let t = Box::new(DLManagedTensorVersioned {
                 version: DLPackVersion { major: 1, minor: 0 },
                 manager_ctx,
-                deleter: Some(delete_versioned),
+                deleter: Some(delete::<DLManagedTensorVersioned>),
                 flags: 0,
                 dl_tensor,
             });
-            (Box::into_raw(t).cast(), VERSIONED, capsule_versioned)
+            (
+                Box::into_raw(t).cast(),
+                VERSIONED,
+                capsule::<DLManagedTensorVersioned>,
+            )
         } else {
             let t = Box::new(DLManagedTensor {
                 dl_tensor,
                 manager_ctx,
-                deleter: Some(delete_legacy),
+                deleter: Some(delete::<DLManagedTensor>),
             });
-            (Box::into_raw(t).cast(), LEGACY, capsule_legacy)
+            (Box::into_raw(t).cast(), LEGACY, capsule::<DLManagedTensor>)
         };
         // SAFETY: `ptr` is a live heap tensor and `name` a static C string; on success the
         // capsule owns the tensor (its destructor or its consumer frees it once), on failure
@@ -158,9 +162,9 @@ impl Tensor {
             // SAFETY: the capsule was not made, so `ptr` is still ours, made above as this type.
             unsafe {
                 if versioned {
-                    delete_versioned(ptr.cast());
+                    delete::<DLManagedTensorVersioned>(ptr.cast());
                 } else {
-                    delete_legacy(ptr.cast());
+                    delete::<DLManagedTensor>(ptr.cast());
                 }
             }
             return Err(PyErr::fetch(py));
@@ -170,64 +174,54 @@ impl Tensor {
     }
 }
 
-/// The tensor's deleter (legacy): frees the tensor and drops its owner.
-///
-/// # Safety
-/// `t` was made by [`Tensor::into_capsule`] and is deleted once.
-unsafe extern "C" fn delete_legacy(t: *mut DLManagedTensor) {
-    if t.is_null() {
-        return;
-    }
-    // SAFETY: made by `Box::into_raw` in `into_capsule`, deleted once (the contract).
-    let t = unsafe { Box::from_raw(t) };
-    if !t.manager_ctx.is_null() {
-        // SAFETY: the context was made by `Box::into_raw` in `parts`, owned by this tensor only.
-        drop(unsafe { Box::from_raw(t.manager_ctx.cast::<Context>()) });
+/// The two managed tensors (DLPack 0.8 and 1.x): their capsule's name and their context.
+trait Managed {
+    const NAME: &'static CStr;
+    fn context(&self) -> *mut c_void;
+}
+
+impl Managed for DLManagedTensor {
+    const NAME: &'static CStr = LEGACY;
+    fn context(&self) -> *mut c_void {
+        self.manager_ctx
     }
 }
 
-/// The tensor's deleter (DLPack 1.x): frees the tensor and drops its owner.
+impl Managed for DLManagedTensorVersioned {
+    const NAME: &'static CStr = VERSIONED;
+    fn context(&self) -> *mut c_void {
+        self.manager_ctx
+    }
+}
+
+/// The tensor's deleter: frees the tensor and drops its owner.
 ///
 /// # Safety
 /// `t` was made by [`Tensor::into_capsule`] and is deleted once.
-unsafe extern "C" fn delete_versioned(t: *mut DLManagedTensorVersioned) {
+unsafe extern "C" fn delete<T: Managed>(t: *mut T) {
     if t.is_null() {
         return;
     }
     // SAFETY: made by `Box::into_raw` in `into_capsule`, deleted once (the contract).
     let t = unsafe { Box::from_raw(t) };
-    if !t.manager_ctx.is_null() {
+    if !t.context().is_null() {
         // SAFETY: the context was made by `Box::into_raw` in `parts`, owned by this tensor only.
-        drop(unsafe { Box::from_raw(t.manager_ctx.cast::<Context>()) });
+        drop(unsafe { Box::from_raw(t.context().cast::<Context>()) });
     }
 }
 
 /// The capsule's destructor: deletes the tensor unless a consumer took it (and renamed the
-/// capsule `used_dltensor`).
+/// capsule `used_dltensor…`).
 ///
 /// # Safety
-/// Called by Python on a capsule made by [`Tensor::into_capsule`].
-unsafe extern "C" fn capsule_legacy(cap: *mut ffi::PyObject) {
+/// Called by Python on a capsule made by [`Tensor::into_capsule`] for a `T`.
+unsafe extern "C" fn capsule<T: Managed>(cap: *mut ffi::PyObject) {
     // SAFETY: `cap` is a live capsule (Python calls this as it frees it); `PyCapsule_IsValid`
-    // sets no error, and a valid capsule of this name holds our legacy tensor.
+    // sets no error, and a valid capsule of `T`'s name holds a `T` of ours.
     unsafe {
-        if ffi::PyCapsule_IsValid(cap, LEGACY.as_ptr()) == 1 {
-            let t = ffi::PyCapsule_GetPointer(cap, LEGACY.as_ptr());
-            delete_legacy(t.cast());
-        }
-    }
-}
-
-/// As [`capsule_legacy`], for `dltensor_versioned`.
-///
-/// # Safety
-/// Called by Python on a capsule made by [`Tensor::into_capsule`].
-unsafe extern "C" fn capsule_versioned(cap: *mut ffi::PyObject) {
-    // SAFETY: as in `capsule_legacy`, for the versioned name and tensor.
-    unsafe {
-        if ffi::PyCapsule_IsValid(cap, VERSIONED.as_ptr()) == 1 {
-            let t = ffi::PyCapsule_GetPointer(cap, VERSIONED.as_ptr());
-            delete_versioned(t.cast());
+        if ffi::PyCapsule_IsValid(cap, T::NAME.as_ptr()) == 1 {
+            let t = ffi::PyCapsule_GetPointer(cap, T::NAME.as_ptr());
+            delete::<T>(t.cast());
         }
     }
 }

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
-import os
 from pathlib import Path
 
 import numpy as np
@@ -17,13 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import cuparquet
-
-
-def gpu() -> bool:
-    have = cuparquet.cuda_devices().get("devices", 0) > 0
-    if not have and os.environ.get("CUPARQUET_REQUIRE_GPU") == "1":
-        pytest.fail("CUPARQUET_REQUIRE_GPU=1 but no CUDA device")
-    return have
+from helpers import gpu
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ their absence a failure)."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,17 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import cuparquet
+from helpers import gpu
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO.parent / "shared" / "parquet-testing" / "data"
-
-
-def gpu() -> bool:
-    probe = cuparquet.cuda_devices()
-    have = probe.get("devices", 0) > 0
-    if not have and os.environ.get("CUPARQUET_REQUIRE_GPU") == "1":
-        pytest.fail(f"CUPARQUET_REQUIRE_GPU=1 but no CUDA device: {probe}")
-    return have
 
 
 def plain(t: pa.Table) -> pa.Table:
