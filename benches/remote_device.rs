@@ -8,8 +8,8 @@
 //! `16,64,256`), `CUPARQUET_BENCH_DEVICE` (default `cuda:0`; `host` decodes on the host).
 //!
 //! For each source, after one warm-up load checked equal to the host load of the same URLs:
-//! - `ceiling`: the bytes cuparquet's plan reads (its coalesced requests, cut into pieces of
-//!   the piece size), fetched by `object_store` GETs at each concurrency and discarded: what
+//! - `ceiling`: the bytes cuparquet's plan reads (its coalesced requests, cut into the pieces
+//!   a load cuts them into), fetched by `object_store` GETs at each concurrency and discarded: what
 //!   the server can serve this client, with nothing else to do;
 //! - `load`: `Scan::load()` into device memory at each concurrency: wall time, GETs issued,
 //!   bytes over-read by coalescing (bytes asked of the server beyond the column chunks), time
@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use common::env_usize;
 use cuparquet::config::RemoteSettings;
+use cuparquet::io::remote::piece_for;
 use cuparquet::source::remote::store_for;
 use cuparquet::{Device, Scan};
 use futures::stream::{self, StreamExt, TryStreamExt};
@@ -132,13 +133,12 @@ fn source(
         .collect();
     let planned: u64 = scan.files().iter().map(|f| f.plan().request_bytes()).sum();
     drop(scan);
-    let piece = settings.piece_size;
     for &c in conc {
         // the server's ceiling: the same bytes by plain GETs, discarded
         let mut times = Vec::new();
         for _ in 0..rounds {
             let t = Instant::now();
-            let n = ceiling(&reads, piece, c, &settings);
+            let n = ceiling(&reads, c, &settings);
             assert_eq!(
                 n, planned,
                 "{name}: the ceiling read {n} bytes of {planned}"
@@ -212,16 +212,21 @@ fn source(
     lines
 }
 
-/// GETs of `reads` in pieces of `piece` bytes, `c` in flight, bodies discarded: the bytes read.
+/// GETs of `reads` in the pieces a load at concurrency `c` cuts each file's reads into
+/// ([`piece_for`]), `c` in flight, bodies discarded: the bytes read.
 fn ceiling(
     reads: &[(String, Vec<std::ops::Range<u64>>)],
-    piece: u64,
     c: usize,
     settings: &RemoteSettings,
 ) -> u64 {
     let mut gets = Vec::new();
+    let at_c = RemoteSettings {
+        concurrency: c,
+        ..settings.clone()
+    };
     for (url, ranges) in reads {
         let (store, path) = store_for(url, settings).expect("store");
+        let piece = piece_for(ranges.iter().map(|r| r.end - r.start).sum(), &at_c);
         for r in ranges {
             let mut at = r.start;
             while at < r.end {

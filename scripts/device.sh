@@ -115,7 +115,7 @@ EOF
 }
 
 parts=(tests cli bench-io bench-decode bench-stream bench-filter bench-host sql compare sanitize
-  c-device distributed spread fixed-cost hardening ab hang python help)
+  c-device distributed spread fixed-cost hardening ab hang python remote help)
 part=${1:-}
 [ -n "$part" ] || { usage >&2; exit 2; }
 shift

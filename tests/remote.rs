@@ -469,3 +469,31 @@ fn the_c_api_opens_a_url() {
     let msg = msg.to_str().unwrap();
     assert!(msg.contains("s3://data/no-such.parquet"), "{msg}");
 }
+
+/// A read is cut into pieces small enough to have `concurrency` GETs in flight, within 1 MiB
+/// and the piece size.
+#[test]
+fn pieces_fill_the_concurrency_within_their_bounds() {
+    use cuparquet::config::RemoteSettings;
+    use cuparquet::io::remote::{piece_for, REMOTE_MIN_PIECE};
+    let at = |concurrency: usize, piece_size: u64| {
+        let mut s = RemoteSettings::default();
+        s.concurrency = concurrency;
+        s.piece_size = piece_size;
+        s
+    };
+    let mib = 1u64 << 20;
+    // 174 MiB with 64 in flight: 2.72 MiB pieces
+    assert_eq!(
+        piece_for(174 * mib, &at(64, 8 * mib)),
+        (174 * mib).div_ceil(64)
+    );
+    // a large read: the piece size bounds them
+    assert_eq!(piece_for(4096 * mib, &at(64, 8 * mib)), 8 * mib);
+    // a small read: never below 1 MiB
+    assert_eq!(piece_for(3 * mib, &at(64, 8 * mib)), REMOTE_MIN_PIECE);
+    // a piece size below 1 MiB is kept
+    assert_eq!(piece_for(3 * mib, &at(64, 10_000)), 10_000);
+    // one GET at a time: pieces of the piece size
+    assert_eq!(piece_for(174 * mib, &at(1, 8 * mib)), 8 * mib);
+}

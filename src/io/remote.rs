@@ -24,6 +24,19 @@ pub const REMOTE_COALESCE_GAP: u64 = 1 << 20;
 /// free one and its copy to the device left running while the next bodies come in.
 const REMOTE_PINNED_BUFFERS: usize = 4;
 
+/// The smallest piece a read is cut into to have more GETs in flight ([`piece_for`]).
+pub const REMOTE_MIN_PIECE: u64 = 1 << 20;
+
+/// The piece size of a read of `total` bytes: small enough that the read has
+/// [`concurrency`](crate::config::RemoteSettings::concurrency) GETs in flight (a server's
+/// connections each serve at their own pace: more of them, more bytes a second), at least
+/// [`REMOTE_MIN_PIECE`] and at most [`piece_size`](crate::config::RemoteSettings::piece_size).
+pub fn piece_for(total: u64, settings: &crate::config::RemoteSettings) -> u64 {
+    let most = settings.piece_size.max(1);
+    let fill = total.div_ceil(settings.concurrency.max(1) as u64);
+    fill.clamp(REMOTE_MIN_PIECE.min(most), most)
+}
+
 /// Where a remote read's bodies go.
 enum Sink<'a> {
     Host(&'a mut [u8]),
@@ -33,7 +46,7 @@ enum Sink<'a> {
 impl RemoteObject {
     /// Reads `requests` into `dest` by ranged GETs,
     /// [`concurrency`](crate::config::RemoteSettings::concurrency) in flight, each request cut
-    /// into pieces of [`piece_size`](crate::config::RemoteSettings::piece_size): a piece is
+    /// into pieces of [`piece_for`] bytes: a piece is
     /// written to host memory, or copied into a pinned buffer whose copy to the device is left
     /// running, as soon as its body is in, while the others download. The destinations were
     /// checked by the caller. After a failed GET no other is started, and the error is
@@ -41,7 +54,8 @@ impl RemoteObject {
     pub fn read(&self, requests: &[IoRequest], dest: Dest<'_>) -> Result<IoReport> {
         let t0 = Instant::now();
         let all: Vec<usize> = (0..requests.len()).collect();
-        let pieces = task_pieces(requests, &all, self.settings().piece_size.max(1));
+        let total: u64 = requests.iter().map(|q| q.len()).sum();
+        let pieces = task_pieces(requests, &all, piece_for(total, self.settings()));
         let gets_before = self.gets();
         let in_flight = AtomicUsize::new(0);
         let max_in_flight = AtomicUsize::new(0);

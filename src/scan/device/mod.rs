@@ -98,7 +98,8 @@ pub(super) type Sink<'s> = dyn Fn(usize, Result<WaveOut>) -> bool + Sync + 's;
 impl DeviceLoad<'_> {
     /// 1. The waves: the passes of a memory budget the load does not fit at once; else of
     ///    [`wave_target`] bytes for a load (`first_small`: false), with a small first one for a
-    ///    stream; one wave of everything when the plan cannot be cut.
+    ///    stream; one wave of everything when the plan cannot be cut, or (unless the tuning
+    ///    sets the wave size) for an object read by URL.
     pub(super) fn waves(&self, first_small: bool) -> Vec<Wave> {
         if let Some(b) = &self.budget {
             return b.waves.to_vec();
@@ -122,12 +123,19 @@ impl DeviceLoad<'_> {
                 host_compressed += c.len();
             }
         }
-        let target = wave_target(
-            plan.request_bytes(),
-            device_compressed,
-            host_compressed,
-            self.tuning.wave_bytes,
-        );
+        let target = if self.file.is_remote() && self.tuning.wave_bytes.is_none() {
+            // an object store's waves, read one after another, each waited a round trip and
+            // had fewer GETs in flight than the whole file: read at once, decoded after
+            // (benches/RESULTS.md, remote_device)
+            u64::MAX
+        } else {
+            wave_target(
+                plan.request_bytes(),
+                device_compressed,
+                host_compressed,
+                self.tuning.wave_bytes,
+            )
+        };
         let ends = |rg| self.cuts.contains(&rg);
         let w = if first_small {
             stream_waves(plan, FIRST_STEP_BYTES, target, &ends)
