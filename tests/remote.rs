@@ -476,11 +476,10 @@ fn the_c_api_opens_a_url() {
 fn pieces_fill_the_concurrency_within_their_bounds() {
     use cuparquet::config::RemoteSettings;
     use cuparquet::io::remote::{piece_for, REMOTE_MIN_PIECE};
-    let at = |concurrency: usize, piece_size: u64| {
-        let mut s = RemoteSettings::default();
-        s.concurrency = concurrency;
-        s.piece_size = piece_size;
-        s
+    let at = |concurrency: usize, piece_size: u64| RemoteSettings {
+        concurrency,
+        piece_size,
+        ..RemoteSettings::default()
     };
     let mib = 1u64 << 20;
     // 174 MiB with 64 in flight: 2.72 MiB pieces
