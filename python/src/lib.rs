@@ -15,6 +15,7 @@ mod dlpack;
 
 use std::path::PathBuf;
 use std::sync::mpsc::RecvTimeoutError;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -486,6 +487,9 @@ impl PyTableOut {
 #[pyclass(module = "cuparquet", name = "Scanner", frozen)]
 struct PyScanner {
     stream: Arc<Mutex<Option<Batches>>>,
+    /// Set by Ctrl-C during `__next__` and by `close`: no more batches; one being read is
+    /// dropped when it comes, and the scan with it.
+    stopped: Arc<AtomicBool>,
     schema: SchemaRef,
     /// Where the batches land.
     location: Location,
@@ -504,17 +508,28 @@ impl PyScanner {
     }
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<PyBatch>> {
+        if self.stopped.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
         let stream = Arc::clone(&self.stream);
-        let next = py.detach(move || {
+        let stopped = Arc::clone(&self.stopped);
+        let next = interruptible(py, move || {
             let mut g = stream.lock().unwrap_or_else(|p| p.into_inner());
-            match g.as_mut().and_then(|s| s.next()) {
-                None => {
-                    *g = None; // ended: the stream's threads are done
-                    None
-                }
-                Some(r) => Some(r),
+            let next = g.as_mut().and_then(|s| s.next());
+            if next.is_none() || stopped.load(Ordering::Relaxed) {
+                // ended (the stream's threads are done), or interrupted: no more batches
+                *g = None;
+                return None;
             }
+            next
         });
+        let next = match next {
+            Ok(n) => n,
+            Err(e) => {
+                self.stopped.store(true, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
         match next {
             None => Ok(None),
             Some(Ok(batch)) => Ok(Some(PyBatch { batch })),
@@ -527,7 +542,11 @@ impl PyScanner {
 
     /// Stops the scan: its reads and decoders end (also when the scanner is dropped).
     fn close(&self) {
-        *self.stream.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.stopped.store(true, Ordering::Relaxed);
+        // a batch still being read (its `next` interrupted) drops the scan when it comes
+        if let Ok(mut g) = self.stream.try_lock() {
+            *g = None;
+        }
     }
 
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
@@ -619,6 +638,36 @@ fn report_json(report: &cuparquet::ScanReport) -> PyResult<String> {
     serde_json::to_string(&v).map_err(bad)
 }
 
+/// Runs `job` on a thread of its own, waiting for it with the GIL released in steps of 50 ms:
+/// Ctrl-C (a pending signal, checked at each step) returns its `KeyboardInterrupt` at once,
+/// the job finishing unseen behind it.
+fn interruptible<T: Send + 'static>(
+    py: Python<'_>,
+    job: impl FnOnce() -> T + Send + 'static,
+) -> PyResult<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let rx = Mutex::new(rx); // waited on with the GIL released: shared with that closure
+    std::thread::Builder::new()
+        .name("cuparquet-read".into())
+        .spawn(move || {
+            let _ = tx.send(job());
+        })
+        .map_err(|e| CuparquetError::new_err(format!("cannot start the read: {e}")))?;
+    loop {
+        let waited = py.detach(|| {
+            let rx = rx.lock().unwrap_or_else(|p| p.into_inner());
+            rx.recv_timeout(Duration::from_millis(50))
+        });
+        match waited {
+            Ok(r) => return Ok(r),
+            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(CuparquetError::new_err("the read ended without a result"))
+            }
+        }
+    }
+}
+
 /// Reads `source` whole into a [`PyTableOut`]: see `cuparquet.read_table`.
 #[pyfunction]
 #[pyo3(signature = (source, columns=None, filter=None, device="auto", batch_rows=None, memory_budget=None, **settings))]
@@ -642,30 +691,7 @@ fn read_table(
         memory_budget,
         settings,
     )?;
-    // built and loaded on a thread of its own, the GIL released: Ctrl-C (checked every 50 ms)
-    // returns at once, the load finishing unseen behind it
-    let (tx, rx) = std::sync::mpsc::channel();
-    let rx = Mutex::new(rx); // waited on with the GIL released: shared with that closure
-    std::thread::Builder::new()
-        .name("cuparquet-read".into())
-        .spawn(move || {
-            let r = b.build().and_then(|s| s.load());
-            let _ = tx.send(r);
-        })
-        .map_err(|e| CuparquetError::new_err(format!("cannot start the read: {e}")))?;
-    let loaded = loop {
-        let waited = py.detach(|| {
-            let rx = rx.lock().unwrap_or_else(|p| p.into_inner());
-            rx.recv_timeout(Duration::from_millis(50))
-        });
-        match waited {
-            Ok(r) => break r.map_err(err)?,
-            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(CuparquetError::new_err("the read ended without a result"))
-            }
-        }
-    };
+    let loaded = interruptible(py, move || b.build().and_then(|s| s.load()))?.map_err(err)?;
     Ok(PyTableOut {
         batches: loaded.batches,
         schema: loaded.schema,
@@ -696,10 +722,11 @@ fn scan(
         memory_budget,
         settings,
     )?;
-    let s = py.detach(|| b.build()).map_err(err)?;
+    let s = interruptible(py, move || b.build())?.map_err(err)?;
     let schema = s.schema().clone();
     Ok(PyScanner {
         stream: Arc::new(Mutex::new(Some(s.batches()))),
+        stopped: Arc::new(AtomicBool::new(false)),
         schema,
         location: s.location(),
     })
