@@ -2,7 +2,8 @@
 # (tools/s3-server, packed as .dev/bin/s3-server) on the machine's loopback serving lineitem files, read into
 # device memory by bench-remote_device at several concurrencies against the server's own
 # ceiling, and by KvikIO's RemoteFile and cuDF (scripts/py/remote_peers.py) in the same call;
-# then the directory again through a proxy adding 20 ms of round trip (DELAY_MS).
+# then the directory again through a proxy adding 20 ms of round trip (DELAY_MS). SOURCES: a
+# subset of "snappy plain dir".
 # shellcheck shell=bash
 part_remote() {
   [ -x .dev/bin/s3-server ] || die "no .dev/bin/s3-server (bash scripts/pack.sh s3-server)"
@@ -31,18 +32,24 @@ part_remote() {
   local dir_urls
   dir_urls=$(for k in 0 1 2 3 4 5 6 7; do printf 's3://bench/dir/part-%s.parquet,' "$k"; done)
   dir_urls=${dir_urls%,}
-  local j=$out/remote.jsonl
+  local j=$out/remote.jsonl s
+  local -a ours=() peers=()
+  for s in ${SOURCES:-snappy plain dir}; do
+    case $s in
+      dir) ours+=(dir=s3://bench/dir/); peers+=("dir=$dir_urls") ;;
+      *) ours+=("$s=s3://bench/$s.parquet"); peers+=("$s=s3://bench/$s.parquet") ;;
+    esac
+  done
   step "bench-remote_device: the ceiling and cuparquet's load ($(nproc) cores)"
   run_log "$out/remote-bench.txt" "${LIMIT:-300}" env CUPARQUET_BENCH_OUT="$j" \
     CUPARQUET_BENCH_ROUNDS="${ROUNDS:-3}" CUPARQUET_BENCH_CONCURRENCY="${CONCURRENCY:-16,64,256}" \
-    "$b" snappy=s3://bench/snappy.parquet plain=s3://bench/plain.parquet dir=s3://bench/dir/
+    "$b" "${ours[@]}"
   note bench-remote_device
   cat "$out/remote-bench.txt" | tail -n 40
   if py_has pylibcudf || py_has kvikio; then
     step "KvikIO RemoteFile and cuDF over the same objects"
     run_log "$out/remote-peers.txt" "${LIMIT:-300}" python3 scripts/py/remote_peers.py \
-      --rounds "${ROUNDS:-3}" --threads "${THREADS:-16,64}" --out "$j" \
-      snappy=s3://bench/snappy.parquet plain=s3://bench/plain.parquet "dir=$dir_urls"
+      --rounds "${ROUNDS:-3}" --threads "${THREADS:-16,64}" --out "$j" "${peers[@]}"
     note remote_peers
     tail -n 40 "$out/remote-peers.txt"
   else
