@@ -14,8 +14,8 @@ mod column;
 mod dlpack;
 
 use std::path::PathBuf;
-use std::sync::mpsc::RecvTimeoutError;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -638,7 +638,41 @@ fn report_json(report: &cuparquet::ScanReport) -> PyResult<String> {
     serde_json::to_string(&v).map_err(bad)
 }
 
-/// Runs `job` on a thread of its own, waiting for it with the GIL released in steps of 50 ms:
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Idle reader threads, each waiting on its own channel. A read runs on one of them, so that
+/// what a thread sets up on its first CUDA call (the context made current, its per-thread
+/// default stream) is set up once, not on every call; a thread is made when none is idle (an
+/// interrupted read keeps its thread until it ends).
+static IDLE: Mutex<Vec<std::sync::mpsc::Sender<Job>>> = Mutex::new(Vec::new());
+
+/// Runs `job` on an idle reader thread, or a new one.
+fn on_worker(mut job: Job) -> std::io::Result<()> {
+    loop {
+        let idle = IDLE.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let Some(tx) = idle else { break };
+        match tx.send(job) {
+            Ok(()) => return Ok(()),
+            Err(back) => job = back.0, // that thread is gone: the next one
+        }
+    }
+    let (tx, rx) = std::sync::mpsc::channel::<Job>();
+    // queued before the thread starts; the thread keeps a sender to itself to be found idle
+    let _ = tx.send(job);
+    std::thread::Builder::new()
+        .name("cuparquet-read".into())
+        .spawn(move || {
+            for job in rx.iter() {
+                job();
+                IDLE.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(tx.clone());
+            }
+        })?;
+    Ok(())
+}
+
+/// Runs `job` on a reader thread ([`on_worker`]), waiting for it with the GIL released in steps of 50 ms:
 /// Ctrl-C (a pending signal, checked at each step) returns its `KeyboardInterrupt` at once,
 /// the job finishing unseen behind it.
 fn interruptible<T: Send + 'static>(
@@ -647,12 +681,10 @@ fn interruptible<T: Send + 'static>(
 ) -> PyResult<T> {
     let (tx, rx) = std::sync::mpsc::channel();
     let rx = Mutex::new(rx); // waited on with the GIL released: shared with that closure
-    std::thread::Builder::new()
-        .name("cuparquet-read".into())
-        .spawn(move || {
-            let _ = tx.send(job());
-        })
-        .map_err(|e| CuparquetError::new_err(format!("cannot start the read: {e}")))?;
+    on_worker(Box::new(move || {
+        let _ = tx.send(job());
+    }))
+    .map_err(|e| CuparquetError::new_err(format!("cannot start the read: {e}")))?;
     loop {
         let waited = py.detach(|| {
             let rx = rx.lock().unwrap_or_else(|p| p.into_inner());
