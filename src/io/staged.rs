@@ -144,6 +144,7 @@ impl Ring {
 /// buffers: [`Upload::put`] copies the bytes into a free buffer, enqueues that buffer's copy
 /// to the device on one of the device's copy streams and returns while it runs, so the caller
 /// goes back to receiving the next body. [`Upload::finish`] waits for every copy.
+#[cfg(feature = "object-store")]
 pub(crate) struct Upload<'d> {
     gpu: Arc<Gpu>,
     /// Taken by `finish`, or by the drop after an error, which also waits for the copies.
@@ -153,6 +154,7 @@ pub(crate) struct Upload<'d> {
     copies: usize,
 }
 
+#[cfg(feature = "object-store")]
 impl<'d> Upload<'d> {
     /// A ring of `count` pinned buffers of `size` bytes in front of `dest`.
     pub(crate) fn new(dest: &'d DeviceBuffer, count: usize, size: usize) -> Result<Self> {
@@ -214,6 +216,7 @@ impl<'d> Upload<'d> {
     }
 }
 
+#[cfg(feature = "object-store")]
 impl Drop for Upload<'_> {
     fn drop(&mut self) {
         // an upload abandoned by an error still waits for the copies it enqueued
