@@ -17,22 +17,10 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import os
-import statistics
 import sys
-import time
 import traceback
 
-
-def timed(fn, rounds):
-    fn()  # warm-up
-    out = []
-    for _ in range(rounds):
-        t = time.perf_counter()
-        keep = fn()
-        out.append((time.perf_counter() - t) * 1e3)
-        del keep
-    return min(out), statistics.median(out)
+from python_bench import timed  # the same timing as read_table's bench (this folder)
 
 
 def objects(url):

@@ -69,6 +69,40 @@ impl Held<'_> {
     }
 }
 
+impl Held<'_> {
+    /// Enqueues the copy of the buffer's first `len` bytes to `dest[at..]` on `stream` and
+    /// leaves it pending; the buffer goes back to the ring with it when dropped.
+    fn copy_out(
+        &mut self,
+        gpu: &Gpu,
+        len: usize,
+        dest: &DeviceBuffer,
+        at: usize,
+        stream: &crate::device::Stream,
+    ) -> Result<()> {
+        let s = self.slot();
+        // SAFETY: the buffer is not written, dropped or recycled until its event has
+        // completed: `pending` is set as soon as the copy is enqueued, `acquire` and `finish`
+        // wait for the event first, and if recording the event fails the stream is
+        // synchronized here. `dest` outlives the copy: every caller waits for its ring's copies
+        // (`Ring::finish`) before giving `dest` up.
+        unsafe {
+            s.buf.copy_to_device_async(0..len, dest, at, stream)?;
+        }
+        s.pending = true;
+        if let Err(e) = s.event.record(stream) {
+            if gpu.synchronize().is_ok() {
+                self.slot().pending = false;
+            } else if let Some(lost) = self.slot.take() {
+                // the copy's state is unknown: never free or reuse its buffer
+                std::mem::forget(lost.buf);
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
 impl Drop for Held<'_> {
     fn drop(&mut self) {
         if let Some(s) = self.slot.take() {
@@ -180,29 +214,8 @@ impl<'d> Upload<'d> {
             self.copies += 1;
             let ring = self.ring.as_ref().expect("an upload's ring until it finishes");
             let mut held = ring.acquire()?;
-            let s = held.slot();
-            s.buf.as_mut_slice()[..part.len()].copy_from_slice(part);
-            // SAFETY: as in `StagedReader::fill`: the buffer is neither written nor recycled
-            // until its event has completed (`pending` is set now; `acquire` and `finish` wait
-            // for the event), the stream is synchronized if recording the event fails, and
-            // `dest` outlives the upload, whose `finish` (or drop) waits for every copy.
-            unsafe {
-                s.buf.copy_to_device_async(
-                    0..part.len(),
-                    self.dest,
-                    at + k * self.size,
-                    stream,
-                )?;
-            }
-            s.pending = true;
-            if let Err(e) = s.event.record(stream) {
-                if self.gpu.synchronize().is_ok() {
-                    held.slot().pending = false;
-                } else if let Some(lost) = held.slot.take() {
-                    std::mem::forget(lost.buf);
-                }
-                return Err(e);
-            }
+            held.slot().buf.as_mut_slice()[..part.len()].copy_from_slice(part);
+            held.copy_out(&self.gpu, part.len(), self.dest, at + k * self.size, stream)?;
         }
         Ok(())
     }
@@ -336,25 +349,7 @@ impl StagedReader {
             spans.push((r.request, t, Instant::now(), 1));
         }
         let len = (slot.dest.end - slot.dest.start) as usize;
-        // SAFETY: the buffer is not written, dropped or recycled until its event has
-        // completed: `pending` is set as soon as the copy is enqueued, `acquire` and `finish`
-        // wait for the event first, and if recording the event fails the stream is
-        // synchronized here. `dest` outlives the read, which waits for every copy (`finish`)
-        // before returning.
-        unsafe {
-            s.buf
-                .copy_to_device_async(0..len, dest, slot.dest.start as usize, stream)?;
-        }
-        s.pending = true;
-        if let Err(e) = s.event.record(stream) {
-            if self.gpu.synchronize().is_ok() {
-                held.slot().pending = false;
-            } else if let Some(lost) = held.slot.take() {
-                // the copy's state is unknown: never free or reuse its buffer
-                std::mem::forget(lost.buf);
-            }
-            return Err(e);
-        }
+        held.copy_out(&self.gpu, len, dest, slot.dest.start as usize, stream)?;
         Ok(spans)
     }
 
