@@ -17,6 +17,7 @@ if ! "$venv/bin/python" -c "import moto.server, boto3" 2> /dev/null; then
 fi
 CUPARQUET_TEST_PYTHON="$(cd "$venv" && pwd)/bin/python"
 export CUPARQUET_TEST_PYTHON CUPARQUET_REQUIRE_REMOTE=1
-cargo test --features object-store --test remote "$@"
-cargo test -p cuparquet-datafusion --features object-store --test remote "$@"
-cargo test -p cuparquet-distributed --features object-store --test remote "$@"
+# One invocation over the workspace: cargo unifies dependencies' features over the packages it is
+# asked for, so `-p cuparquet-datafusion` alone would build DataFusion a second time (other tokio
+# features) beside the build `cargo test --workspace` made.
+cargo test --workspace --features "cuparquet/object-store cuparquet-datafusion/object-store cuparquet-distributed/object-store" --test remote "$@"

@@ -71,6 +71,16 @@ pub fn read_metadata(file: &ParquetFile, page_index: bool) -> Result<FileMetadat
         ));
     }
     if magic != MAGIC {
+        let head = file.read_range(0..4, "header")?;
+        if head == MAGIC {
+            return Err(Error::footer(
+                path,
+                format!(
+                    "the file looks truncated: it starts as a Parquet file (PAR1) but does not end as one; its {len} bytes should end with the footer, the footer's length and PAR1 (bytes {}..{len})",
+                    len - 8
+                ),
+            ));
+        }
         return Err(Error::footer(
             path,
             format!(
@@ -156,33 +166,12 @@ pub fn read_metadata(file: &ParquetFile, page_index: bool) -> Result<FileMetadat
     ))
 }
 
-/// What the parquet crate reads from a footer without checking it, checked: row counts are not
-/// negative, the file's is not above its row groups' sum, and each column chunk's metadata names the physical type the schema gives its
-/// column (the parquet crate takes the schema's and ignores the chunk's; a file where they
-/// differ is contradictory, and was decoded as the schema's type).
+/// What the parquet crate reads from a footer without checking it, checked ([`check_claims`]),
+/// and each column chunk's metadata names the physical type the schema gives its column (the
+/// parquet crate takes the schema's and ignores the chunk's; a file where they differ is
+/// contradictory, and was decoded as the schema's type).
 fn check_footer(path: &Path, md: &ParquetMetaData, footer: &[u8]) -> Result<()> {
-    let file_rows = md.file_metadata().num_rows();
-    if file_rows < 0 {
-        return Err(Error::footer(path, format!("the file claims {file_rows} rows")));
-    }
-    let groups_rows: i64 = md.row_groups().iter().map(|g| g.num_rows().max(0)).sum();
-    if file_rows > groups_rows {
-        // (fewer is read as arrow-rs reads it: capped by the file's count)
-        return Err(Error::footer(
-            path,
-            format!("the file claims {file_rows} rows; its row groups hold {groups_rows}"),
-        ));
-    }
-    for (i, g) in md.row_groups().iter().enumerate() {
-        if g.num_rows() < 0 {
-            return Err(Error::footer(
-                path,
-                format!("row group {i} claims {} rows", g.num_rows()),
-            ));
-        }
-    }
-    check_schema_claims(path, md)?;
-    check_arrow_hints(path, md)?;
+    check_claims(path, md)?;
     let types = column_types(footer).map_err(|e| {
         Error::footer(path, format!("the footer's column metadata: {e}"))
     })?;
@@ -202,6 +191,79 @@ fn check_footer(path: &Path, md: &ParquetMetaData, footer: &[u8]) -> Result<()> 
                     ),
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+/// The counts and claims of a footer the parquet crate parsed (`md`, read from `path`; by
+/// [`read_metadata`], or by another reader such as DataFusion's), checked before anything is
+/// sized by them: row counts are not negative, the file's is not above its row groups' sum, a
+/// row group's rows agree with its column chunks' values, the schema's claims with the chunks'
+/// statistics, and the embedded Arrow schema with the physical types. Each failure is one line
+/// naming `path`, the row group, the column and the numbers.
+pub fn check_claims(path: &Path, md: &ParquetMetaData) -> Result<()> {
+    let file_rows = md.file_metadata().num_rows();
+    if file_rows < 0 {
+        return Err(Error::footer(path, format!("the file claims {file_rows} rows")));
+    }
+    let groups_rows: i64 = md.row_groups().iter().map(|g| g.num_rows().max(0)).sum();
+    if file_rows > groups_rows {
+        // (fewer is read as arrow-rs reads it: capped by the file's count)
+        return Err(Error::footer(
+            path,
+            format!("the file claims {file_rows} rows; its row groups hold {groups_rows}"),
+        ));
+    }
+    for (i, g) in md.row_groups().iter().enumerate() {
+        if g.num_rows() < 0 {
+            return Err(Error::footer(
+                path,
+                format!("row group {i} claims {} rows", g.num_rows()),
+            ));
+        }
+        check_row_group_counts(path, i, g)?;
+    }
+    check_schema_claims(path, md)?;
+    check_arrow_hints(path, md)
+}
+
+/// A row group's row count against its column chunks' value counts (levels, nulls included),
+/// before anything is sized by either: each row has at least one value in every column, and
+/// exactly one in a column that is not repeated. A count claimed past what the chunks hold
+/// (2^62 rows over a few pages) would otherwise size batches and buffers by the claim.
+fn check_row_group_counts(
+    path: &Path,
+    i: usize,
+    g: &parquet::file::metadata::RowGroupMetaData,
+) -> Result<()> {
+    let rows = g.num_rows();
+    for col in g.columns() {
+        let d = col.column_descr();
+        let values = col.num_values();
+        let name = || d.path().string();
+        let wrong = if values < 0 {
+            Some(format!("column '{}' claims {values} values", name()))
+        } else if rows > values {
+            Some(format!(
+                "it claims {rows} rows, but column '{}' holds {values} values (at least one per row)",
+                name()
+            ))
+        } else if d.max_rep_level() == 0 && values > rows {
+            Some(format!(
+                "column '{}' claims {values} values for its {rows} rows (a column that is not repeated holds one value per row)",
+                name()
+            ))
+        } else if rows == 0 && values > 0 {
+            Some(format!(
+                "it claims 0 rows, but column '{}' holds {values} values",
+                name()
+            ))
+        } else {
+            None
+        };
+        if let Some(what) = wrong {
+            return Err(Error::footer(path, format!("row group {i}: {what}")));
         }
     }
     Ok(())

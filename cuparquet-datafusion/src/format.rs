@@ -14,12 +14,16 @@ use datafusion::datasource::physical_plan::{
 };
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
+use datafusion::error::DataFusionError;
 use datafusion::error::Result;
+use datafusion::parquet::file::metadata::ParquetMetaData;
 use datafusion::physical_expr::LexRequirement;
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion_datasource_parquet::metadata::DFParquetMetadata;
 use datafusion_datasource_parquet::ParquetFormat;
 use object_store::{ObjectMeta, ObjectStore};
 
+use crate::opener::CachedFooter;
 use crate::options::GpuScanOptions;
 use crate::source::GpuParquetSource;
 
@@ -79,15 +83,38 @@ impl FileFormat for GpuParquetFormat {
         Some(FileCompressionType::UNCOMPRESSED)
     }
 
+    /// DataFusion's schema of the files, each footer's counts checked as a scan checks them
+    /// ([`cuparquet::metadata::check_claims`]); an error names the file.
     async fn infer_schema(
         &self,
         state: &dyn Session,
         store: &Arc<dyn ObjectStore>,
         objects: &[ObjectMeta],
     ) -> Result<SchemaRef> {
-        footers_for(state).infer_schema(state, store, objects).await
+        let footers = footers_for(state);
+        let schema = match footers.infer_schema(state, store, objects).await {
+            Ok(s) => s,
+            Err(e) => {
+                // which file: asked one at a time (only on this path)
+                for object in objects {
+                    if let Err(e) = footers
+                        .infer_schema(state, store, std::slice::from_ref(object))
+                        .await
+                    {
+                        return Err(unreadable(store, object, e));
+                    }
+                }
+                return Err(e);
+            }
+        };
+        for object in objects {
+            checked_footer(state, store, object).await?;
+        }
+        Ok(schema)
     }
 
+    /// DataFusion's statistics of the file, from its footer checked as a scan checks it; an
+    /// error names the file.
     async fn infer_stats(
         &self,
         state: &dyn Session,
@@ -95,9 +122,9 @@ impl FileFormat for GpuParquetFormat {
         table_schema: SchemaRef,
         object: &ObjectMeta,
     ) -> Result<Statistics> {
-        footers_for(state)
-            .infer_stats(state, store, table_schema, object)
-            .await
+        let md = checked_footer(state, store, object).await?;
+        DFParquetMetadata::statistics_from_parquet_metadata(&md, &table_schema)
+            .map_err(|e| named(store, object, e))
     }
 
     async fn create_physical_plan(
@@ -158,6 +185,7 @@ impl FileFormatFactory for GpuParquetFormatFactory {
         for (k, v) in keys {
             options.set(k, v)?;
         }
+        options.check_devices()?;
         Ok(Arc::new(GpuParquetFormat::new(options)))
     }
 
@@ -170,6 +198,67 @@ impl GetExt for GpuParquetFormatFactory {
     fn get_ext(&self) -> String {
         FORMAT_NAME.into()
     }
+}
+
+/// The name errors give `object` of `store`: its path for a local file, else its location
+/// and the store.
+pub(crate) fn object_name(store: &Arc<dyn ObjectStore>, object: &ObjectMeta) -> String {
+    let store = store.to_string();
+    if store.starts_with("LocalFileSystem") {
+        format!("/{}", object.location)
+    } else {
+        format!("{} in {store}", object.location)
+    }
+}
+
+/// `e`, an error reading `object`, naming it.
+fn named(store: &Arc<dyn ObjectStore>, object: &ObjectMeta, e: DataFusionError) -> DataFusionError {
+    e.context(object_name(store, object))
+}
+
+/// `e`, DataFusion's error reading `object`'s footer, naming it; for a local file cuparquet's
+/// own reading of the footer says what is wrong where it can (a truncated file, where the
+/// footer should be) instead of the parquet crate's words.
+fn unreadable(
+    store: &Arc<dyn ObjectStore>,
+    object: &ObjectMeta,
+    e: DataFusionError,
+) -> DataFusionError {
+    let name = object_name(store, object);
+    if name.starts_with('/') {
+        if let Err(ours) = cuparquet::scan::read_footer(&name, false) {
+            return DataFusionError::External(Box::new(ours));
+        }
+    }
+    e.context(name)
+}
+
+/// `object`'s footer, from the session's file metadata cache (cuparquet's footer where a scan
+/// put it there, else DataFusion's, read and cached as its own scan does), its counts checked
+/// ([`cuparquet::metadata::check_claims`]) before DataFusion sizes statistics by them.
+async fn checked_footer(
+    state: &dyn Session,
+    store: &Arc<dyn ObjectStore>,
+    object: &ObjectMeta,
+) -> Result<Arc<ParquetMetaData>> {
+    let cache = state.runtime_env().cache_manager.get_file_metadata_cache();
+    if let Some(e) = cache.get(&object.location) {
+        if let Some(f) = e.file_metadata.as_any().downcast_ref::<CachedFooter>() {
+            if e.is_valid_for(object) {
+                // (checked when it was read)
+                return Ok(Arc::clone(&f.0.metadata));
+            }
+        }
+    }
+    let md = DFParquetMetadata::new(store.as_ref(), object)
+        .with_file_metadata_cache(Some(cache))
+        .fetch_metadata()
+        .await
+        .map_err(|e| unreadable(store, object, e))?;
+    let name = object_name(store, object);
+    cuparquet::metadata::check_claims(std::path::Path::new(&name), &md)
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    Ok(md)
 }
 
 /// DataFusion's Parquet format reading the footers for `state`: strings as views where its

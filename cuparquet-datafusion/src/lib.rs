@@ -99,6 +99,7 @@ pub async fn register_gpu_parquet(
     path: &str,
     options: GpuScanOptions,
 ) -> Result<()> {
+    options.check_devices()?;
     let url = ListingTableUrl::parse(path)?;
     let listing = ListingOptions::new(Arc::new(GpuParquetFormat::new(options)))
         .with_file_extension(".parquet");

@@ -162,6 +162,35 @@ impl GpuScanOptions {
     }
 }
 
+impl GpuScanOptions {
+    /// The devices named ([`device`](Self::device) where it is `cuda:N`, and
+    /// [`devices`](Self::devices)) exist on this machine: checked when a table is created, so
+    /// that a device that is not there is an error then, not at its first scan.
+    pub fn check_devices(&self) -> Result<()> {
+        let mut named: Vec<Device> = self.devices.iter().map(|&n| Device::Cuda(n)).collect();
+        if let Device::Cuda(_) = self.device {
+            named.insert(0, self.device);
+        }
+        for d in named {
+            let Device::Cuda(n) = d else { continue };
+            let why = match cuparquet::cuda_devices() {
+                Ok(here) if here.contains(&n) => continue,
+                Ok(here) => format!(
+                    "no such device here (valid: cuda:0 to cuda:{})",
+                    here.len() - 1
+                ),
+                Err(e) => format!(
+                    "{e}; read into host memory with the option device = host, or let device = auto choose"
+                ),
+            };
+            return Err(DataFusionError::Configuration(format!(
+                "cuparquet option device = {d}: {why}"
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// `cuda:0,cuda:1`, `all` (every CUDA device here) or nothing: the ordinals, each once.
 fn parse_devices(v: &str) -> std::result::Result<Vec<usize>, String> {
     if v.trim().is_empty() {

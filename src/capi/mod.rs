@@ -89,6 +89,29 @@ fn invalid(msg: impl Into<String>) -> Failure {
     (CUPARQUET_ERROR_INVALID_ARGUMENT, msg.into())
 }
 
+/// The advice of the crate's messages in the C API's terms: its own arguments (the `device`
+/// string), not the command line's flags or the Rust API's settings.
+const IN_C_TERMS: &[(&str, &str)] = &[
+    (
+        "with Device::Host (`--device host`), or let Device::Auto (`--device auto`) choose",
+        "with device \"host\", or let device \"auto\" (or NULL) choose",
+    ),
+    (
+        "(CUPARQUET_MAX_PAGE_SIZE or with_max_page_size raise the cap)",
+        "(the environment variable CUPARQUET_MAX_PAGE_SIZE raises the cap)",
+    ),
+];
+
+/// `msg` in the C API's terms ([`IN_C_TERMS`]).
+fn in_c_terms(mut msg: String) -> String {
+    for (rust, c) in IN_C_TERMS {
+        if msg.contains(rust) {
+            msg = msg.replace(rust, c);
+        }
+    }
+    msg
+}
+
 /// Runs `f`: its failure, or a panic, becomes the thread's last error and its code.
 fn guard(f: impl FnOnce() -> Result<(), Failure>) -> c_int {
     let (code, msg) = match std::panic::catch_unwind(AssertUnwindSafe(f)) {
@@ -99,7 +122,7 @@ fn guard(f: impl FnOnce() -> Result<(), Failure>) -> c_int {
             format!("internal error: {}", panic_text(p.as_ref())),
         ),
     };
-    let msg = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    let msg = CString::new(in_c_terms(msg).replace('\0', " ")).unwrap_or_default();
     LAST_ERROR.with(|e| *e.borrow_mut() = Some(msg));
     code
 }
@@ -138,25 +161,33 @@ unsafe fn open(
             text(device, "device")?,
         )
     };
+    // every failure names the path it was opening
+    let named = |(code, msg): Failure| -> Failure {
+        if msg.contains(&path) {
+            (code, msg)
+        } else {
+            (code, format!("{path}: {msg}"))
+        }
+    };
     let device: Device = device
         .as_deref()
         .unwrap_or("auto")
         .parse()
-        .map_err(|e: Error| invalid(e.to_string()))?;
-    let mut b = Scan::builder(path).with_device(device);
+        .map_err(|e: Error| named(invalid(e.to_string())))?;
+    let mut b = Scan::builder(&path).with_device(device);
     if let Some(c) = columns {
         let names = crate::plan::split_column_list(&c);
         if names.is_empty() {
-            return Err(invalid(format!(
+            return Err(named(invalid(format!(
                 "columns {c:?} names no column (pass NULL to read every column)"
-            )));
+            ))));
         }
         b = b.with_columns(names);
     }
     if let Some(f) = filter {
         b = b.with_row_filter(f);
     }
-    Ok(b.build()?)
+    b.build().map_err(|e| named(e.into()))
 }
 
 /// Opens `path` (a Parquet file, or a directory whose `*.parquet` files are read as one, in

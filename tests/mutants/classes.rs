@@ -52,6 +52,7 @@ pub const CLASSES: &[&str] = &[
     "footer-binary",
     "schema",
     "row-counts",
+    "count-claims",
     "arrow-schema",
     "statistics",
     "page-header",
@@ -390,6 +391,81 @@ pub fn mutate(
                             c.rg,
                             c.col,
                             n + delta
+                        ))
+                    }
+                }
+            })
+        }
+        "count-claims" => {
+            // a count the footer or a page header claims, set far past what the bytes hold (or
+            // negative, or zero where rows exist): the file's rows, a row group's rows, a column
+            // chunk's values, a page's values (or rows, or nulls)
+            let f = f?;
+            let claim = [1i64 << 31, 1 << 40, 1 << 62, -1, -(1 << 40), 0][r.below(6)];
+            structured("count-claims", f, |g| {
+                let groups = thrift::list(&g.footer, 4).len();
+                match r.below(4) {
+                    0 => {
+                        let n = thrift::int(&g.footer, 3)?;
+                        thrift::set_int(&mut g.footer, 3, claim);
+                        let now = thrift::int(&g.footer, 3)?;
+                        Some(format!("file num_rows {n} -> {now}"))
+                    }
+                    1 => {
+                        let rg = r.below(groups);
+                        let Value::Struct(gs) = thrift::list_mut(&mut g.footer, 4)?.get_mut(rg)?
+                        else {
+                            return None;
+                        };
+                        let n = thrift::int(gs, 3)?;
+                        thrift::set_int(gs, 3, claim);
+                        let now = thrift::int(gs, 3)?;
+                        Some(format!("row group {rg} num_rows {n} -> {now}"))
+                    }
+                    2 => {
+                        let c = r.pick(&g.chunks)?.clone();
+                        let Value::Struct(gs) =
+                            thrift::list_mut(&mut g.footer, 4)?.get_mut(c.rg)?
+                        else {
+                            return None;
+                        };
+                        let Value::Struct(cc) = thrift::list_mut(gs, 1)?.get_mut(c.col)? else {
+                            return None;
+                        };
+                        let meta = thrift::child_mut(cc, 3)?;
+                        let n = thrift::int(meta, 5)?;
+                        thrift::set_int(meta, 5, claim);
+                        let now = thrift::int(meta, 5)?;
+                        Some(format!(
+                            "row group {}, column {} num_values {n} -> {now}",
+                            c.rg, c.col
+                        ))
+                    }
+                    _ => {
+                        let ci = r.below(g.chunks.len());
+                        let c = &mut g.chunks[ci];
+                        let pi = r.below(c.pages.len());
+                        let p = &mut c.pages[pi];
+                        // data v1 (5): 1 num_values; dictionary (7): 1 num_values; data v2 (8):
+                        // 1 num_values, 2 num_nulls, 3 num_rows
+                        let (header, field, name) = match p.kind() {
+                            0 => (5, 1, "num_values"),
+                            2 => (7, 1, "num_values"),
+                            3 => [
+                                (8, 1, "num_values"),
+                                (8, 2, "num_nulls"),
+                                (8, 3, "num_rows"),
+                            ][r.below(3)],
+                            _ => return None,
+                        };
+                        let h = thrift::child_mut(&mut p.header, header)?;
+                        let n = thrift::int(h, field)?;
+                        thrift::set_int(h, field, claim);
+                        // (the page header's counts are i32: 2^40 and 2^62 wrap)
+                        let now = thrift::int(h, field)?;
+                        Some(format!(
+                            "row group {}, column {}, page {pi}: {name} {n} -> {now}",
+                            c.rg, c.col
                         ))
                     }
                 }

@@ -358,18 +358,40 @@ fn the_c_api_reports_errors_by_code_and_message() {
     let (rc, msg) = call("no/such/file.parquet", None, None, Some("host"));
     assert_eq!(rc, capi::CUPARQUET_ERROR_IO);
     assert!(msg.contains("no/such/file.parquet"), "{msg}");
+    // every message names the path opened
     let (rc, msg) = call(sample, Some("nope"), None, Some("host"));
     assert_eq!(rc, capi::CUPARQUET_ERROR_INVALID_ARGUMENT);
-    assert!(msg.contains("unknown column 'nope'"), "{msg}");
+    assert!(
+        msg.contains("unknown column 'nope'") && msg.contains(sample),
+        "{msg}"
+    );
     let (rc, msg) = call(sample, Some(" , "), None, Some("host"));
     assert_eq!(rc, capi::CUPARQUET_ERROR_INVALID_ARGUMENT);
-    assert!(msg.contains("names no column"), "{msg}");
+    assert!(
+        msg.contains("names no column") && msg.contains(sample),
+        "{msg}"
+    );
     let (rc, msg) = call(sample, None, Some("l_quantity <"), Some("host"));
     assert_eq!(rc, capi::CUPARQUET_ERROR_INVALID_ARGUMENT);
-    assert!(msg.contains("filter"), "{msg}");
+    assert!(msg.contains("filter") && msg.contains(sample), "{msg}");
     let (rc, msg) = call(sample, None, None, Some("tpu"));
     assert_eq!(rc, capi::CUPARQUET_ERROR_INVALID_ARGUMENT);
-    assert!(msg.contains("expected auto, host, cuda or cuda:N"), "{msg}");
+    assert!(
+        msg.contains("expected auto, host, cuda or cuda:N") && msg.contains(sample),
+        "{msg}"
+    );
+    if cuparquet::device::probe_cuda().devices == 0 {
+        // the advice speaks of the C API's device argument, not the command line's flags
+        let (rc, msg) = call(sample, None, None, Some("cuda:0"));
+        assert_eq!(rc, capi::CUPARQUET_ERROR_DEVICE, "{msg}");
+        assert!(
+            msg.contains(sample)
+                && msg.contains("with device \"host\", or let device \"auto\"")
+                && !msg.contains("--device")
+                && !msg.contains("Device::"),
+            "{msg}"
+        );
+    }
     let dir = scratch_dir();
     let bad = dir.path().join("not.parquet");
     std::fs::write(&bad, b"this is not parquet").unwrap();
