@@ -102,7 +102,7 @@ pub enum Error {
     },
 
     /// The filter expression could not be parsed or does not fit the schema.
-    #[error("filter '{expr}': {reason}")]
+    #[error("filter '{}': {}", one_line(expr), one_line(reason))]
     Filter {
         /// The expression as given.
         expr: String,

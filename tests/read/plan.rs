@@ -274,6 +274,23 @@ fn filter_errors_are_clear() {
         assert!(e.contains(want), "{f}: {e}");
         assert!(e.starts_with(&format!("filter '{f}'")), "{e}");
     }
+    // a filter written over several lines: the error is one line, the line breaks escaped
+    // (found by the row_filter fuzz target)
+    for (f, want) in [
+        ("\n", "filter '\\n': empty expression"),
+        (
+            "id > 1\n  AND nope < 2",
+            "filter 'id > 1\\n  AND nope < 2': unknown column 'nope'",
+        ),
+    ] {
+        let e = Scan::builder(&p)
+            .with_device(Device::Host)
+            .with_filter(f)
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains('\n') && e.starts_with(want), "{e}");
+    }
 }
 
 #[test]
