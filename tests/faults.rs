@@ -111,6 +111,12 @@ fn stream_until_error(
 
 #[test]
 fn faults_fail_loads_clearly_and_the_next_load_works() {
+    // the memory hog's process (memory_pressure): holds the device memory it is told to until
+    // its standard input closes
+    if let Ok(bytes) = std::env::var("CUPARQUET_TEST_HOG") {
+        hog(bytes.parse().unwrap());
+        return;
+    }
     let dir = scratch_dir();
     let path = dir.path().join("faults.parquet");
     let batch = flat_batch(20_000, 3);
@@ -238,6 +244,28 @@ fn faults_fail_loads_clearly_and_the_next_load_works() {
                 &want,
             );
         }
+        // pinned host memory that cannot be allocated, at each of the first few allocations
+        // (the process's pool emptied first, so that the load allocates its staging)
+        for nth in 1..=4 {
+            cuparquet::device::gpu(0).unwrap().release_pinned();
+            fault::arm(Site::PinnedAlloc, nth);
+            let r = load(&path, Device::Cuda(0));
+            fault::disarm();
+            match r {
+                Err(e) => assert_clear(
+                    &path,
+                    &format!("pinned-alloc #{nth}"),
+                    &e,
+                    &["cuda:0", "pinned host memory"],
+                ),
+                Ok(got) => assert_same(&format!("pinned-alloc #{nth}"), &got, &want),
+            }
+            assert_same(
+                "the next load",
+                &load(&path, Device::Cuda(0)).unwrap(),
+                &want,
+            );
+        }
         // cuFile only where the policy sends ranges to it (a threshold of 0: every range)
         let via_cufile = || {
             Scan::builder(&path)
@@ -262,6 +290,98 @@ fn faults_fail_loads_clearly_and_the_next_load_works() {
             "the next load",
             &concat(&l.schema, &l.to_host().unwrap()),
             &want,
+        );
+        memory_pressure(&path, &want);
+    }
+}
+
+/// Holds `bytes` of device memory on `cuda:0`, says so on its standard output, and lets go
+/// when its standard input closes (the test's end, or its death).
+fn hog(bytes: usize) {
+    use std::io::{Read, Write};
+    let gpu = cuparquet::device::gpu(0).unwrap();
+    // in pieces of 1 GiB: as much of `bytes` as the device gives
+    let mut held = Vec::new();
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(1 << 30);
+        match gpu.alloc(n) {
+            Ok(b) => held.push(b),
+            Err(_) => break,
+        }
+        left -= n;
+    }
+    println!("holding {}", bytes - left);
+    std::io::stdout().flush().unwrap();
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+}
+
+/// Another process holding all but `spare` bytes of the device's free memory: loads (the
+/// default budget, computed from the free memory when the scan starts, and a budget set above
+/// what is free) fit or fail with an error naming the memory, within a minute each (never a
+/// CUDA abort, never a hang), and the next load, once the memory is back, works.
+fn memory_pressure(path: &Path, want: &RecordBatch) {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let gpu = cuparquet::device::gpu(0).unwrap();
+    let (free, _) = gpu.memory_info().unwrap();
+    for spare in [256usize << 20, 32 << 20, 0] {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "faults_fail_loads_clearly_and_the_next_load_works",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("CUPARQUET_TEST_HOG", free.saturating_sub(spare).to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        while !line.starts_with("holding") {
+            line.clear();
+            assert!(out.read_line(&mut line).unwrap() > 0, "the hog ended");
+        }
+        let (now, _) = gpu.memory_info().unwrap();
+        eprintln!("another process {}; {} MiB free", line.trim(), now >> 20);
+        for budget in [None, Some(free as u64)] {
+            let what = format!("{} MiB free, budget {budget:?}", now >> 20);
+            let p = path.to_path_buf();
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut b = Scan::builder(&p).with_device(Device::Cuda(0));
+                if let Some(n) = budget {
+                    b = b.with_memory_budget(n);
+                }
+                let r = b
+                    .build()
+                    .and_then(|r| r.load())
+                    .and_then(|l| Ok(concat(&l.schema, &l.to_host()?)));
+                let _ = tx.send(r);
+            });
+            match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+                Ok(Ok(got)) => assert_same(&what, &got, want),
+                Ok(Err(e)) => {
+                    let msg = e.to_string();
+                    assert!(
+                        msg.contains(&path.display().to_string())
+                            && !msg.contains('\n')
+                            && (msg.contains("free") || msg.contains("budget")),
+                        "{what}: {msg}"
+                    );
+                    eprintln!("{what}: {msg}");
+                }
+                Err(_) => panic!("{what}: the load neither ended nor failed in a minute"),
+            }
+        }
+        drop(child.stdin.take());
+        assert!(child.wait().unwrap().success());
+        assert_same(
+            "the next load, the memory back",
+            &load(path, Device::Cuda(0)).unwrap(),
+            want,
         );
     }
 }

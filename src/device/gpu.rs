@@ -545,10 +545,16 @@ impl Gpu {
         }
         self.bind()?;
         let n = len.max(1);
-        // SAFETY: the context is bound; CU_MEMHOSTALLOC_PORTABLE asks for ordinary (cached, not
-        // write-combined) page-locked memory that every context may copy from and to. The
-        // allocation is owned by the PinnedBuffer and freed in its Drop.
-        let ptr = unsafe { cu::malloc_host(n, sys::CU_MEMHOSTALLOC_PORTABLE) }.map_err(|e| {
+        let ptr = if crate::error::fault::hit(crate::error::fault::Site::PinnedAlloc) {
+            // a fault injected for tests (crate::error::fault): out of memory, nothing allocated
+            Err(DriverError(sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY))
+        } else {
+            // SAFETY: the context is bound; CU_MEMHOSTALLOC_PORTABLE asks for ordinary (cached,
+            // not write-combined) page-locked memory that every context may copy from and to.
+            // The allocation is owned by the PinnedBuffer and freed in its Drop.
+            unsafe { cu::malloc_host(n, sys::CU_MEMHOSTALLOC_PORTABLE) }
+        }
+        .map_err(|e| {
             Error::Device {
                 device: format!("cuda:{}", self.ordinal),
                 reason: format!(

@@ -22,18 +22,21 @@ pub enum Site {
     Pread,
     /// A host `pread` returns 0 bytes: the file ended before the range did.
     ShortRead,
+    /// A pinned host allocation (`cuMemHostAlloc`) fails.
+    PinnedAlloc,
 }
 
-const SITES: [(Site, &str); 4] = [
+const SITES: [(Site, &str); 5] = [
     (Site::DeviceAlloc, "device-alloc"),
     (Site::CufileRead, "cufile-read"),
     (Site::Pread, "pread"),
     (Site::ShortRead, "short-read"),
+    (Site::PinnedAlloc, "pinned-alloc"),
 ];
 
 static ANY: AtomicBool = AtomicBool::new(false);
 /// Calls left before each site fails; 0: disarmed.
-static LEFT: [AtomicI64; 4] = [const { AtomicI64::new(0) }; 4];
+static LEFT: [AtomicI64; 5] = [const { AtomicI64::new(0) }; 5];
 
 impl Site {
     fn index(self) -> usize {
@@ -73,7 +76,7 @@ pub(crate) fn parse(spec: &str) -> std::result::Result<Vec<(Site, u64)>, String>
             (Some((site, _)), Ok(n)) => out.push((*site, n)),
             _ => {
                 return Err(format!(
-                    "{:?} is not site=n (sites: device-alloc, cufile-read, pread, short-read)",
+                    "{:?} is not site=n (sites: device-alloc, cufile-read, pread, short-read, pinned-alloc)",
                     part.trim()
                 ))
             }
