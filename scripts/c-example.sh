@@ -7,11 +7,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo rustc --lib --features capi --crate-type cdylib
 cc=${CC:-cc}
-"$cc" -std=c11 -Wall -Wextra -Werror -Iinclude examples/c/stream.c -Ltarget/debug -lcuparquet \
-  -Wl,-rpath,"$PWD/target/debug" -o target/c-stream
+# the build's folder: CARGO_TARGET_DIR where it is set
+t=${CARGO_TARGET_DIR:-target}
+case $t in /*) ;; *) t=$PWD/$t ;; esac
+"$cc" -std=c11 -Wall -Wextra -Werror -Iinclude examples/c/stream.c -L"$t/debug" -lcuparquet \
+  -Wl,-rpath,"$t/debug" -o "$t/c-stream"
 sample=testdata/lineitem-sample.parquet
 where="l_quantity < 10"
-out=$(target/c-stream "$sample" "l_orderkey, l_quantity" "$where" host)
+out=$("$t/c-stream" "$sample" "l_orderkey, l_quantity" "$where" host)
 echo "$out"
 rows=$(echo "$out" | sed -n 's/^rows: \([0-9]*\) in .*/\1/p')
 sum=$(echo "$out" | sed -n 's/^sum(l_orderkey) = \(-\?[0-9]*\)$/\1/p')
@@ -20,7 +23,7 @@ want_rows=$(echo "$cli" | sed -n 's/^  rows \([0-9]*\),.*/\1/p')
 # shellcheck disable=SC2015  # either test failing is the error
 [ -n "$rows" ] && [ "$rows" = "$want_rows" ] || { echo "C example: $rows rows, the CLI: $want_rows"; exit 1; }
 # errors: a missing file exits 1 with the C API's message
-if target/c-stream no-such-file.parquet 2>target/c-stream.err; then echo "no error"; exit 1; fi
-grep -q "no-such-file.parquet" target/c-stream.err
+if "$t/c-stream" no-such-file.parquet 2>"$t/c-stream.err"; then echo "no error"; exit 1; fi
+grep -q "no-such-file.parquet" "$t/c-stream.err"
 [ -n "$sum" ] || { echo "C example: no sum printed"; exit 1; }
 echo "C example: $rows rows as the CLI reads them, sum(l_orderkey) = $sum"
