@@ -38,7 +38,7 @@ fn shipped() -> &'static Vec<u8> {
             };
             register_gpu_parquet(&ctx, "t", SAMPLE, options).await.unwrap();
             let plan = ctx
-                .sql("SELECT l_orderkey, l_comment FROM t WHERE l_quantity < 10 AND l_shipmode IN ('AIR', 'MAIL')")
+                .sql("SELECT l_orderkey, l_comment FROM t WHERE l_quantity < 10 AND l_returnflag IN ('A', 'R')")
                 .await
                 .unwrap()
                 .create_physical_plan()
