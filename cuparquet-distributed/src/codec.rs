@@ -160,11 +160,18 @@ impl PhysicalExtensionCodec for GpuScanCodec {
         let schema = Arc::clone(table_schema.table_schema());
         let dctx = PhysicalPlanDecodeContext::new(ctx, self);
         let mut source = GpuParquetSource::new(table_schema, options);
+        // each expression types over the schema (its operands' types agree): DataFusion's
+        // pruning panics on one that does not (found by the codec fuzz target)
+        let typed = |e: Arc<dyn datafusion::physical_expr::PhysicalExpr>| -> Result<Arc<dyn datafusion::physical_expr::PhysicalExpr>> {
+            e.data_type(&schema)
+                .map_err(|err| bad(format!("has a filter that does not type-check ({e}): {err}")))?;
+            Ok(e)
+        };
         if let Some(e) = &p.predicate {
-            source = source.with_predicate(conv.proto_to_physical_expr(e, &schema, &dctx)?);
+            source = source.with_predicate(typed(conv.proto_to_physical_expr(e, &schema, &dctx)?)?);
         }
         let row_filters = (p.row_filters.iter())
-            .map(|e| conv.proto_to_physical_expr(e, &schema, &dctx))
+            .map(|e| typed(conv.proto_to_physical_expr(e, &schema, &dctx)?))
             .collect::<Result<Vec<_>>>()?;
         let source = source.with_row_filters(row_filters);
         let fsc = parse_protobuf_file_scan_config(&conf, &dctx, conv, Arc::new(source))?;
