@@ -36,6 +36,26 @@ impl Rng {
     }
 }
 
+/// Row group `rg` of the footer (FileMetaData field 4).
+fn group_mut(footer: &mut thrift::Struct, rg: usize) -> Option<&mut thrift::Struct> {
+    match thrift::list_mut(footer, 4)?.get_mut(rg)? {
+        Value::Struct(g) => Some(g),
+        _ => None,
+    }
+}
+
+/// The column metadata (ColumnChunk field 3) of column `col` of row group `rg`.
+fn chunk_meta_mut(
+    footer: &mut thrift::Struct,
+    rg: usize,
+    col: usize,
+) -> Option<&mut thrift::Struct> {
+    match thrift::list_mut(group_mut(footer, rg)?, 1)?.get_mut(col)? {
+        Value::Struct(cc) => thrift::child_mut(cc, 3),
+        _ => None,
+    }
+}
+
 /// A mutated file and what was done to it.
 pub struct Mutant {
     pub class: &'static str,
@@ -365,25 +385,14 @@ pub fn mutate(
                     }
                     1 => {
                         let rg = r.below(groups);
-                        let Value::Struct(gs) = thrift::list_mut(&mut g.footer, 4)?.get_mut(rg)?
-                        else {
-                            return None;
-                        };
+                        let gs = group_mut(&mut g.footer, rg)?;
                         let n = thrift::int(gs, 3)?;
                         thrift::set_int(gs, 3, n + delta);
                         Some(format!("row group {rg} num_rows {n} -> {}", n + delta))
                     }
                     _ => {
                         let c = r.pick(&g.chunks)?.clone();
-                        let Value::Struct(gs) =
-                            thrift::list_mut(&mut g.footer, 4)?.get_mut(c.rg)?
-                        else {
-                            return None;
-                        };
-                        let Value::Struct(cc) = thrift::list_mut(gs, 1)?.get_mut(c.col)? else {
-                            return None;
-                        };
-                        let meta = thrift::child_mut(cc, 3)?;
+                        let meta = chunk_meta_mut(&mut g.footer, c.rg, c.col)?;
                         let n = thrift::int(meta, 5)?;
                         thrift::set_int(meta, 5, n + delta);
                         Some(format!(
@@ -413,10 +422,7 @@ pub fn mutate(
                     }
                     1 => {
                         let rg = r.below(groups);
-                        let Value::Struct(gs) = thrift::list_mut(&mut g.footer, 4)?.get_mut(rg)?
-                        else {
-                            return None;
-                        };
+                        let gs = group_mut(&mut g.footer, rg)?;
                         let n = thrift::int(gs, 3)?;
                         thrift::set_int(gs, 3, claim);
                         let now = thrift::int(gs, 3)?;
@@ -424,15 +430,7 @@ pub fn mutate(
                     }
                     2 => {
                         let c = r.pick(&g.chunks)?.clone();
-                        let Value::Struct(gs) =
-                            thrift::list_mut(&mut g.footer, 4)?.get_mut(c.rg)?
-                        else {
-                            return None;
-                        };
-                        let Value::Struct(cc) = thrift::list_mut(gs, 1)?.get_mut(c.col)? else {
-                            return None;
-                        };
-                        let meta = thrift::child_mut(cc, 3)?;
+                        let meta = chunk_meta_mut(&mut g.footer, c.rg, c.col)?;
                         let n = thrift::int(meta, 5)?;
                         thrift::set_int(meta, 5, claim);
                         let now = thrift::int(meta, 5)?;
