@@ -1,22 +1,25 @@
 //! Pushed filters that cuparquet applies to the rows: a DataFusion physical expression turned
 //! into cuparquet's [`Predicate`] where the two agree on every row, so the filter is `Exact`.
 //!
-//! What converts: comparisons of a column with a literal (either side), `AND`, `OR`, `NOT`,
-//! `IS [NOT] NULL`, `IN (…)` / `NOT IN (…)`, and a bare boolean column, over integer, boolean,
-//! string, date (`Date32`), timestamp and decimal columns. What does not (and stays with
-//! DataFusion's `FilterExec`): float columns (DataFusion orders NaN above every number and
-//! equal to itself, cuparquet as IEEE 754 does: the rows kept would differ), casts, functions,
-//! column-to-column comparisons, null literals, partition columns.
+//! What converts: comparisons of a column with a literal (either side) or with another column
+//! of the same type, `AND`, `OR`, `NOT`, `IS [NOT] NULL`, `IN (…)` / `NOT IN (…)`, `[NOT]
+//! LIKE` (case-sensitive, without `\` in the pattern), and a bare boolean column, over
+//! integer, boolean, string, date (`Date32`), timestamp and decimal columns (`BETWEEN` arrives
+//! as two comparisons). What does not (and stays with DataFusion's `FilterExec`): float columns
+//! (DataFusion orders NaN above every number and equal to itself, cuparquet as IEEE 754 does:
+//! the rows kept would differ), casts, functions, `ILIKE`, columns of two types, null literals,
+//! partition columns.
 
 use std::sync::Arc;
 
-use cuparquet::plan::predicate::{format_decimal, format_timestamp};
+use cuparquet::plan::predicate::{format_decimal, format_timestamp, LikePattern};
 use cuparquet::plan::{CmpOp, Literal, Predicate};
 use datafusion::arrow::datatypes::{DataType, Schema, TimeUnit};
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::Operator;
 use datafusion::physical_expr::expressions::{
-    BinaryExpr, Column, InListExpr, IsNotNullExpr, IsNullExpr, Literal as LitExpr, NotExpr,
+    BinaryExpr, Column, InListExpr, IsNotNullExpr, IsNullExpr, LikeExpr, Literal as LitExpr,
+    NotExpr,
 };
 use datafusion::physical_plan::PhysicalExpr;
 
@@ -113,6 +116,15 @@ fn to_predicate(
         let (c, lit, op) = match (col(b.left()), col(b.right())) {
             (Some(c), None) => (c, b.right(), op),
             (None, Some(c)) => (c, b.left(), flip(op)),
+            (Some(l), Some(r)) => {
+                // two columns of one type (DataFusion casts where they differ)
+                let same = schema.field(l.1).data_type() == schema.field(r.1).data_type();
+                return same.then(|| Predicate::CmpColumns {
+                    left: vec![l.0],
+                    op,
+                    right: vec![r.0],
+                });
+            }
             _ => return None,
         };
         let value = literal(lit, schema.field(c.1).data_type())?;
@@ -120,6 +132,28 @@ fn to_predicate(
             column: vec![c.0],
             op,
             value,
+        });
+    }
+    if let Some(l) = expr.downcast_ref::<LikeExpr>() {
+        let (name, i) = column(l.expr(), schema, file_columns)?;
+        let string = matches!(
+            schema.field(i).data_type(),
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+        );
+        let text = match l.pattern().downcast_ref::<LitExpr>()?.value() {
+            ScalarValue::Utf8(Some(s))
+            | ScalarValue::LargeUtf8(Some(s))
+            | ScalarValue::Utf8View(Some(s)) => s.clone(),
+            _ => return None,
+        };
+        // `\` escapes in cuparquet's patterns; leave any pattern with one to DataFusion
+        if !string || l.case_insensitive() || text.contains('\\') {
+            return None;
+        }
+        return Some(Predicate::Like {
+            column: vec![name],
+            pattern: LikePattern::new(&text).ok()?,
+            negated: l.negated(),
         });
     }
     if let Some(n) = expr.downcast_ref::<NotExpr>() {
@@ -384,6 +418,30 @@ mod tests {
         let part = bin(col("p", 4), Operator::Eq, lit(ScalarValue::Int64(Some(1))));
         assert_eq!(conv(&part), None);
         assert_eq!(conv(&bin(col("k", 0), Operator::Lt, col("p", 4))), None);
+        // two file columns of one type convert; of two types (or floats) they do not
+        let Some(RowFilter::Rows(p)) = conv(&bin(col("k", 0), Operator::Lt, col("k", 0))) else {
+            panic!("a column pair stays with DataFusion")
+        };
+        assert_eq!(p.to_string(), "k < k");
+        assert_eq!(conv(&bin(col("k", 0), Operator::Lt, col("d", 3))), None);
+        assert_eq!(conv(&bin(col("f", 2), Operator::Lt, col("f", 2))), None);
+        // LIKE, case-sensitive and without escapes
+        let like = |negated: bool, ci: bool, pat: &str| {
+            let e: Arc<dyn PhysicalExpr> = Arc::new(LikeExpr::new(
+                negated,
+                ci,
+                col("s", 1),
+                lit(ScalarValue::Utf8(Some(pat.into()))),
+            ));
+            conv(&e).map(|f| match f {
+                RowFilter::Rows(p) => p.to_string(),
+                f => format!("{f:?}"),
+            })
+        };
+        assert_eq!(like(false, false, "ab%"), Some("s LIKE 'ab%'".into()));
+        assert_eq!(like(true, false, "%x_"), Some("s NOT LIKE '%x_'".into()));
+        assert_eq!(like(false, true, "ab%"), None);
+        assert_eq!(like(false, false, "a\\%"), None);
         // a literal of another type than the column's
         let mixed = bin(col("k", 0), Operator::Eq, lit(ScalarValue::Int32(Some(1))));
         assert_eq!(conv(&mixed), None);

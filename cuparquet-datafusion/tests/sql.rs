@@ -137,6 +137,11 @@ const QUERIES: &[&str] = &[
        WHERE (l_shipdate < date '1993-01-01' OR l_discount >= 0.09) AND l_shipmode NOT IN ('AIR', 'RAIL')",
     "SELECT o_orderpriority, count(*) FROM orders WHERE o_totalprice > 400000.5 OR o_orderstatus = 'P'
        GROUP BY 1 ORDER BY 1",
+    // LIKE (prefix, suffix, contains, NOT) and column pairs, applied by the scan
+    "SELECT l_shipmode, count(*) FROM lineitem WHERE l_shipmode LIKE 'MA%' OR l_shipinstruct LIKE '%RN'
+       GROUP BY 1 ORDER BY 1",
+    "SELECT count(*), min(l_orderkey) FROM lineitem
+       WHERE l_comment NOT LIKE '%the%' AND l_commitdate < l_receiptdate AND l_shipdate >= l_commitdate",
 ];
 
 async fn same_answers(t: &tpch::Tables, options: GpuScanOptions) {
@@ -291,6 +296,21 @@ async fn filters_prune_row_groups_and_pages_and_show_in_explain() {
     );
     assert!(explain.contains("FilterExec: upper("), "{explain}");
     assert!(explain.contains("row_filter=l_orderkey@"), "{explain}");
+    // LIKE and column pairs are the scan's too
+    let explain = text(
+        &run(
+            &ctx,
+            "EXPLAIN SELECT l_quantity FROM lineitem
+               WHERE l_comment LIKE '%ironic%' AND l_commitdate < l_receiptdate",
+        )
+        .await,
+    );
+    assert!(!explain.contains("FilterExec"), "{explain}");
+    let row_filter = explain.split("row_filter=").nth(1).unwrap_or_default();
+    assert!(
+        row_filter.contains("LIKE %ironic%") && row_filter.contains("> l_commitdate@"),
+        "{explain}"
+    );
     // and without row filters every filter is DataFusion's
     let no_rows = gpu_ctx(
         t,

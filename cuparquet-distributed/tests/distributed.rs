@@ -306,6 +306,52 @@ async fn the_scan_travels_whole() {
     assert!(e.contains("does not decode"), "{e}");
 }
 
+/// A shipped scan whose filter does not type-check (an integer column compared with bytes: the
+/// codec fuzz target's find) is refused by the worker, naming the filter; DataFusion's
+/// pruning panicked on it before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filter_that_does_not_type_check_is_refused() {
+    use datafusion::common::ScalarValue;
+    use datafusion::datasource::physical_plan::FileScanConfigBuilder;
+    use datafusion::logical_expr::Operator;
+    use datafusion::physical_expr::expressions::{BinaryExpr, Column, Literal};
+
+    let scan = planned_scan(
+        "SELECT l_orderkey, l_comment FROM lineitem WHERE l_orderkey < 90000",
+        GpuScanOptions::default(),
+    )
+    .await;
+    let (fsc, s) = source(&scan);
+    let at = fsc.file_schema().index_of("l_orderkey").unwrap();
+    let bad = Arc::new(BinaryExpr::new(
+        Arc::new(Column::new("l_orderkey", at)),
+        Operator::Lt,
+        Arc::new(Literal::new(ScalarValue::Binary(Some(vec![5])))),
+    ));
+    let conf = FileScanConfigBuilder::from(fsc)
+        .with_source(Arc::new(s.with_predicate(bad)))
+        .build();
+    let plan: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(conf);
+    let conv = DefaultPhysicalProtoConverter {};
+    let mut buf = Vec::new();
+    GpuScanCodec::default()
+        .try_encode(plan, &mut buf, &conv)
+        .unwrap();
+    let worker = GpuScanCodec::for_worker(WorkerOptions {
+        device: Some(cuparquet::Device::Host),
+        ..WorkerOptions::default()
+    });
+    let task = SessionContext::new().task_ctx();
+    let e = worker
+        .try_decode(&buf, &[], &task, &conv)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("does not type-check") && e.contains("l_orderkey"),
+        "{e}"
+    );
+}
+
 fn scan_schema() -> datafusion::arrow::datatypes::SchemaRef {
     Arc::new(datafusion::arrow::datatypes::Schema::empty())
 }

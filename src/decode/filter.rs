@@ -28,7 +28,7 @@ use arrow::datatypes::{
 };
 
 use crate::error::{Error, Result};
-use crate::plan::predicate::{CmpOp, RowFilter, RowKind, RowTest, RowValue};
+use crate::plan::predicate::{CmpOp, LikePattern, RowFilter, RowKind, RowTest, RowValue};
 
 /// A row filter bound to a load's columns: each test's leaf as its position among the load's
 /// leaves, and which leaves the caller asked for (the others were read for the filter only).
@@ -291,6 +291,30 @@ fn positions(test: &RowTest, loaded: &[usize]) -> Option<RowTest> {
             value: value.clone(),
             nan_too: *nan_too,
         },
+        RowTest::CmpColumns {
+            left,
+            left_kind,
+            op,
+            right,
+            right_kind,
+            nan_too,
+        } => RowTest::CmpColumns {
+            left: pos(left)?,
+            left_kind: *left_kind,
+            op: *op,
+            right: pos(right)?,
+            right_kind: *right_kind,
+            nan_too: *nan_too,
+        },
+        RowTest::Like {
+            leaf,
+            pattern,
+            negated,
+        } => RowTest::Like {
+            leaf: pos(leaf)?,
+            pattern: pattern.clone(),
+            negated: *negated,
+        },
         RowTest::Never { leaf } => RowTest::Never { leaf: pos(leaf)? },
         RowTest::Valid { leaf } => RowTest::Valid { leaf: pos(leaf)? },
         RowTest::Null { leaf } => RowTest::Null { leaf: pos(leaf)? },
@@ -311,7 +335,15 @@ pub(crate) fn test_leaves(test: &RowTest, out: &mut Vec<usize>) {
             test_leaves(a, out);
             test_leaves(b, out);
         }
+        RowTest::CmpColumns { left, right, .. } => {
+            for leaf in [left, right] {
+                if !out.contains(leaf) {
+                    out.push(*leaf)
+                }
+            }
+        }
         RowTest::Cmp { leaf, .. }
+        | RowTest::Like { leaf, .. }
         | RowTest::Never { leaf }
         | RowTest::Valid { leaf }
         | RowTest::Null { leaf } => {
@@ -366,7 +398,123 @@ fn eval(
             let holds = compare(&array, *kind, *op, value, *nan_too).map_err(err)?;
             &holds & &valid(&nulls)
         }
+        RowTest::Like {
+            leaf: p,
+            pattern,
+            negated,
+        } => {
+            let (array, nulls) = leaf(*p)?;
+            let holds = like(&array, pattern).map_err(err)?;
+            let holds = if *negated { !&holds } else { holds };
+            &holds & &valid(&nulls)
+        }
+        RowTest::CmpColumns {
+            left,
+            left_kind,
+            op,
+            right,
+            right_kind,
+            nan_too,
+        } => {
+            let (a, an) = leaf(*left)?;
+            let (b, bn) = leaf(*right)?;
+            let holds = compare_columns((&a, *left_kind), (&b, *right_kind), *op, *nan_too)
+                .map_err(err)?;
+            &(&holds & &valid(&an)) & &valid(&bn)
+        }
     })
+}
+
+/// Whether each row matches `pattern` (null rows: anything; the caller masks them).
+fn like(array: &ArrayRef, pattern: &LikePattern) -> std::result::Result<BooleanBuffer, String> {
+    let n = array.len();
+    macro_rules! each {
+        ($a:expr) => {{
+            let a = $a;
+            BooleanBuffer::collect_bool(n, |i| pattern.matches(a.value(i).as_ref()))
+        }};
+    }
+    Ok(match array.data_type() {
+        DataType::Utf8 => each!(array.as_string::<i32>()),
+        DataType::LargeUtf8 => each!(array.as_string::<i64>()),
+        DataType::Utf8View => each!(array.as_string_view()),
+        DataType::Binary => each!(array.as_binary::<i32>()),
+        DataType::LargeBinary => each!(array.as_binary::<i64>()),
+        DataType::BinaryView => each!(array.as_binary_view()),
+        DataType::Dictionary(..) => {
+            let d = array.as_any_dictionary();
+            let values = like(d.values(), pattern)?;
+            let keys = d.normalized_keys();
+            BooleanBuffer::collect_bool(n, |i| values.value(keys[i]))
+        }
+        dt => return Err(format!("LIKE on a {dt} column")),
+    })
+}
+
+/// Whether `a op b` holds per row (null rows: anything; the caller masks them). A float on
+/// either side compares both as doubles, IEEE 754's way; other columns in a type both cast
+/// to without loss.
+fn compare_columns(
+    (a, ak): (&ArrayRef, RowKind),
+    (b, bk): (&ArrayRef, RowKind),
+    op: CmpOp,
+    nan_too: bool,
+) -> std::result::Result<BooleanBuffer, String> {
+    use arrow::compute::kernels::cmp;
+    let cast = |x: &ArrayRef, t: &DataType| {
+        arrow::compute::cast(x, t).map_err(|e| format!("bringing a column to {t}: {e}"))
+    };
+    let plain = |x: &ArrayRef, k: RowKind| -> std::result::Result<ArrayRef, String> {
+        let x = canonical(x, k)?;
+        match x.data_type() {
+            DataType::Dictionary(_, v) => cast(&x, &v.clone()),
+            _ => Ok(x),
+        }
+    };
+    let (a, b) = (plain(a, ak)?, plain(b, bk)?);
+    if ak == RowKind::Float || bk == RowKind::Float {
+        let (a, b) = (cast(&a, &DataType::Float64)?, cast(&b, &DataType::Float64)?);
+        let (x, y) = (
+            a.as_primitive::<Float64Type>().values(),
+            b.as_primitive::<Float64Type>().values(),
+        );
+        return Ok(BooleanBuffer::collect_bool(a.len(), |i| {
+            ieee(x[i], op, y[i]) || (nan_too && (x[i].is_nan() || y[i].is_nan()))
+        }));
+    }
+    let common = |t: &DataType, u: &DataType| -> Option<DataType> {
+        use DataType::*;
+        Some(match (t, u) {
+            _ if t == u => t.clone(),
+            _ if t.is_integer() && u.is_integer() => Decimal128(38, 0),
+            (
+                Decimal32(_, s) | Decimal64(_, s) | Decimal128(_, s) | Decimal256(_, s),
+                Decimal32(..) | Decimal64(..) | Decimal128(..) | Decimal256(..),
+            ) => Decimal256(76, *s),
+            (Timestamp(unit, _), Timestamp(..)) => Timestamp(*unit, None),
+            (Utf8 | LargeUtf8 | Utf8View, Utf8 | LargeUtf8 | Utf8View) => LargeUtf8,
+            (Binary | LargeBinary | BinaryView, Binary | LargeBinary | BinaryView) => LargeBinary,
+            _ => return None,
+        })
+    };
+    let t = common(a.data_type(), b.data_type()).ok_or_else(|| {
+        format!(
+            "a {} column does not compare with a {} column",
+            a.data_type(),
+            b.data_type()
+        )
+    })?;
+    let (a, b) = (cast(&a, &t)?, cast(&b, &t)?);
+    let holds = match op {
+        CmpOp::Lt => cmp::lt(&a, &b),
+        CmpOp::Le => cmp::lt_eq(&a, &b),
+        CmpOp::Gt => cmp::gt(&a, &b),
+        CmpOp::Ge => cmp::gt_eq(&a, &b),
+        CmpOp::Eq => cmp::eq(&a, &b),
+        CmpOp::Ne => cmp::neq(&a, &b),
+    }
+    .map_err(|e| format!("comparing the columns: {e}"))?;
+    Ok(holds.values().clone())
 }
 
 /// Whether `value op literal` holds, per row (null rows: anything; the caller masks them).

@@ -11,6 +11,7 @@ mod reference_decoder;
 mod decimals;
 mod gzip;
 mod kernels;
+mod like;
 mod lz4;
 mod nested;
 mod plain;

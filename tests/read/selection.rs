@@ -451,6 +451,66 @@ fn row_filter_cases() -> Vec<(&'static str, Oracle)> {
                 .unwrap();
             gt(col(b, "dec256"), &scalar(v)).unwrap()
         }),
+        // the language as SQL writes it: LIKE (on the device: a kernel for plain strings),
+        // BETWEEN, typed literals, bare booleans, column pairs
+        ("utf8 LIKE 's1%'", |b| {
+            arrow::compute::kernels::comparison::like(
+                col(b, "utf8"),
+                &StringArray::new_scalar("s1%"),
+            )
+            .unwrap()
+        }),
+        ("utf8 NOT LIKE '%3' AND large_utf8 LIKE '%_%'", |b| {
+            use arrow::compute::kernels::comparison::{like, nlike};
+            let large = arrow::array::LargeStringArray::new_scalar("%_%");
+            and(
+                nlike(col(b, "utf8"), &StringArray::new_scalar("%3")).unwrap(),
+                like(col(b, "large_utf8"), &large).unwrap(),
+            )
+        }),
+        ("dict_utf8 LIKE '%e%'", |b| {
+            let d = arrow::compute::cast(col(b, "dict_utf8"), &arrow::datatypes::DataType::Utf8)
+                .unwrap();
+            arrow::compute::kernels::comparison::like(&d, &StringArray::new_scalar("%e%")).unwrap()
+        }),
+        ("i32 BETWEEN -1000 AND 30000", |b| {
+            and(
+                gt_eq(col(b, "i32"), &Int32Array::new_scalar(-1000)).unwrap(),
+                lt_eq(col(b, "i32"), &Int32Array::new_scalar(30000)).unwrap(),
+            )
+        }),
+        ("bool AND NOT i8 IS NULL", |b| {
+            and(
+                eq(col(b, "bool"), &BooleanArray::new_scalar(true)).unwrap(),
+                is_not_null(col(b, "i8")).unwrap(),
+            )
+        }),
+        ("NOT bool", |b| {
+            use arrow::array::AsArray;
+            not(col(b, "bool").as_boolean()).unwrap()
+        }),
+        ("date32 >= DATE '2019-06-01'", |b| {
+            gt_eq(
+                col(b, "date32"),
+                &arrow::array::Date32Array::new_scalar(18048),
+            )
+            .unwrap()
+        }),
+        ("i32 < i64 OR i16 = i8", |b| {
+            let wide = |c: &str| {
+                arrow::compute::cast(col(b, c), &arrow::datatypes::DataType::Int64).unwrap()
+            };
+            or(
+                lt(&wide("i32"), col(b, "i64")).unwrap(),
+                eq(&wide("i16"), &wide("i8")).unwrap(),
+            )
+        }),
+        ("u32 >= i16", |b| {
+            let wide = |c: &str| {
+                arrow::compute::cast(col(b, c), &arrow::datatypes::DataType::Int64).unwrap()
+            };
+            gt_eq(&wide("u32"), &wide("i16")).unwrap()
+        }),
         ("dict_utf8 = 'red' OR dict_utf8 IS NULL", |b| {
             let d = arrow::compute::cast(col(b, "dict_utf8"), &arrow::datatypes::DataType::Utf8)
                 .unwrap();

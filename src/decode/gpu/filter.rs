@@ -17,16 +17,17 @@ use arrow::datatypes::{DataType, FieldRef};
 
 use super::kernels::{
     COMPACT_BITS, COMPACT_CHARS, COMPACT_FIXED, COMPACT_OFFSETS, FILTER_MODULE, FILTER_SPAN,
-    FILTER_THREADS, KEPT_LENGTHS, MASK_COMBINE, PRED_BYTES, PRED_FLOAT, PRED_INT, PRED_VALID,
+    FILTER_THREADS, KEPT_LENGTHS, MASK_COMBINE, PRED_BYTES, PRED_FLOAT, PRED_INT, PRED_LIKE,
+    PRED_VALID,
     SPAN_SCAN, SPAN_TOTAL,
 };
 use super::launch::{u64s, u64s_from_device, upload, zeroed, Const, Mut};
 use crate::array::{DeviceArray, DeviceRecordBatch};
-use crate::decode::filter::{leaf_count, locate, prune_column, test_leaves, BatchFilter};
+use crate::decode::filter::{leaf_count, locate, prune_column, BatchFilter};
 use crate::device::nvrtc::Module;
 use crate::device::{DeviceBuffer, Gpu};
 use crate::error::Result;
-use crate::plan::predicate::{CmpOp, RowKind, RowTest, RowValue};
+use crate::plan::predicate::{CmpOp, LikePattern, RowKind, RowTest, RowValue};
 
 /// What the filter left of a device batch.
 #[derive(Debug)]
@@ -104,30 +105,31 @@ pub(crate) fn filter_device(
     }))
 }
 
-/// Whether every test's column is of a type the predicate kernels compare.
+/// Whether the kernels run every test: each test's column of a type they compare (LIKE on
+/// plain strings; column-to-column comparisons go to the host).
 fn tests_on_device(f: &BatchFilter, batch: &DeviceRecordBatch) -> bool {
-    let mut leaves = Vec::new();
-    test_leaves(f.test(), &mut leaves);
-    let mut ok = true;
-    visit_cmps(f.test(), &mut |leaf, kind| {
-        let Some(a) = leaf_of(batch, leaf).map(|(a, _)| a) else {
-            ok = false;
-            return;
-        };
-        ok &= device_comparable(&a.data_type, kind);
-    });
-    ok && leaves.iter().all(|&l| leaf_of(batch, l).is_some())
-}
-
-fn visit_cmps(t: &RowTest, f: &mut dyn FnMut(usize, RowKind)) {
-    match t {
-        RowTest::And(a, b) | RowTest::Or(a, b) => {
-            visit_cmps(a, f);
-            visit_cmps(b, f);
+    fn on_device(t: &RowTest, batch: &DeviceRecordBatch) -> bool {
+        let dt = |leaf: usize| leaf_of(batch, leaf).map(|(a, _)| &a.data_type);
+        match t {
+            RowTest::And(a, b) | RowTest::Or(a, b) => {
+                on_device(a, batch) && on_device(b, batch)
+            }
+            RowTest::Cmp { leaf, kind, .. } => {
+                dt(*leaf).is_some_and(|dt| device_comparable(dt, *kind))
+            }
+            RowTest::Like { leaf, .. } => dt(*leaf).is_some_and(|dt| {
+                matches!(
+                    dt,
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary
+                )
+            }),
+            RowTest::CmpColumns { .. } => false,
+            RowTest::Never { leaf } | RowTest::Valid { leaf } | RowTest::Null { leaf } => {
+                dt(*leaf).is_some()
+            }
         }
-        RowTest::Cmp { leaf, kind, .. } => f(*leaf, *kind),
-        _ => {}
     }
+    on_device(f.test(), batch)
 }
 
 fn device_comparable(dt: &DataType, kind: RowKind) -> bool {
@@ -246,6 +248,24 @@ impl Cx<'_> {
                 }
                 Ok(out)
             }
+            RowTest::Like {
+                leaf,
+                pattern,
+                negated,
+            } => {
+                let (a, parents) = self.leaf(*leaf)?;
+                let out = self.like(a, pattern, *negated)?;
+                for p in parents {
+                    self.combine(&out, p, 2)?;
+                }
+                Ok(out)
+            }
+            RowTest::CmpColumns { .. } => Err(crate::error::Error::Device {
+                device: format!("cuda:{}", self.gpu.ordinal()),
+                reason: "a column-to-column comparison reached the device filter (it runs on \
+                         the host)"
+                    .into(),
+            }),
             RowTest::Cmp {
                 leaf,
                 op,
@@ -283,6 +303,45 @@ impl Cx<'_> {
                 (Mut::at(a.device_ptr()), Const::at(b), self.n, mode),
             )
         }
+    }
+
+    /// The rows of string array `a` that match `pattern` (or do not, `negated`), null rows
+    /// not.
+    fn like(&self, a: &DeviceArray, pattern: &LikePattern, negated: bool) -> Result<DeviceBuffer> {
+        let n = self.n;
+        let out = self.gpu.alloc((n as usize).max(1))?;
+        let valid = a.validity.as_ref().map_or(0, |v| v.device_ptr());
+        let buf = |i: usize| a.buffers.get(i).map_or(0, |(b, _)| b.device_ptr());
+        let large = matches!(a.data_type, DataType::LargeUtf8 | DataType::LargeBinary);
+        let (kinds, bytes) = pattern.kernel_form();
+        let kinds_buf = upload(self.gpu, &kinds)?;
+        let bytes_buf = upload(self.gpu, &bytes)?;
+        let mode = large as i32 | (negated as i32) << 1;
+        // SAFETY: offsets hold `n + 1` entries of 4 (8 when large) bytes into the characters,
+        // `kinds_buf` and `bytes_buf` `kinds.len()` bytes each, `valid` `n` bits (or null),
+        // `out` `n` bytes; the pattern's buffers are freed in stream order after the launch,
+        // the rest live until the batch's final wait.
+        unsafe {
+            PRED_LIKE.launch_nowait(
+                self.gpu,
+                self.module,
+                self.grid(),
+                FILTER_THREADS,
+                (
+                    Const::at(buf(0)),
+                    Const::at(buf(1)),
+                    n,
+                    Const::at(valid),
+                    mode,
+                    Const::at(kinds_buf.device_ptr()),
+                    Const::at(bytes_buf.device_ptr()),
+                    kinds.len() as u64,
+                    Mut::at(out.device_ptr()),
+                ),
+            )?
+        };
+        drop((kinds_buf, bytes_buf));
+        Ok(out)
     }
 
     fn compare(

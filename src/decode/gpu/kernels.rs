@@ -260,6 +260,11 @@ kernels! {
     PRED_BYTES = pred_bytes in FILTER_MODULE(
         Const<u8>, Const<u8>, u64, Const<u8>, i32, Const<u8>, u64, Mut<u8>
     );
+    /// Strings against a LIKE pattern's tokens. (offsets, chars, n, valid, mode, kinds,
+    /// bytes, pattern length, out).
+    PRED_LIKE = pred_like in FILTER_MODULE(
+        Const<u8>, Const<u8>, u64, Const<u8>, i32, Const<u8>, Const<u8>, u64, Mut<u8>
+    );
     /// Valid or null rows. (valid, n, want, out).
     PRED_VALID = pred_valid in FILTER_MODULE(Const<u8>, u64, i32, Mut<u8>);
     /// a = a AND/OR b. (a, b, n, mode).

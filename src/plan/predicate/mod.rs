@@ -1,5 +1,6 @@
-//! Row-group pruning predicates: `col <op> literal`, `col IS [NOT] NULL`, `col [NOT] IN (…)`,
-//! joined by `AND` / `OR`, negated by `NOT`, with parentheses.
+//! Row-group pruning predicates: `col <op> literal`, `col <op> col`, `col IS [NOT] NULL`,
+//! `col [NOT] IN (…)`, `col [NOT] BETWEEN a AND b`, `col [NOT] LIKE 'pattern'`, a bare boolean
+//! column, joined by `AND` / `OR`, negated by `NOT`, with parentheses.
 //!
 //! Given to [`with_filter`](crate::ScanBuilder::with_filter), a predicate **prunes row
 //! groups; it does not filter rows**. A row group is skipped only when its statistics prove
@@ -15,11 +16,23 @@
 //! expr    := and ( OR and )*
 //! and     := atom ( AND atom )*
 //! atom    := NOT atom | '(' expr ')' | column op literal | literal op column
+//!          | column op column | column
 //!          | column IS [NOT] NULL | column [NOT] IN '(' literal ( ',' literal )* ')'
+//!          | column [NOT] BETWEEN literal AND literal | column [NOT] LIKE 'pattern'
 //! op      := '<' | '<=' | '>' | '>=' | '=' | '==' | '!=' | '<>'
 //! column  := name ( '.' name )*        name: [A-Za-z_][A-Za-z0-9_]* or `any text`
 //! literal := integer | float | 'string' ('' escapes a quote) | true | false
+//!          | DATE 'YYYY-MM-DD' | TIMESTAMP 'YYYY-MM-DD[ HH:MM[:SS[.fraction]]][Z|±HH:MM]'
 //! ```
+//!
+//! A bare column is `column = true` (a boolean column; `NOT flag` is `flag = false` for its
+//! non-null rows). `x BETWEEN a AND b` is `x >= a AND x <= b`. `LIKE` takes a string column:
+//! `%` matches any run of characters, `_` one character, `\` makes the next character literal
+//! ([`LikePattern`]); a pattern with a literal prefix prunes by it (`s LIKE 'ab%'` keeps the
+//! row groups whose range meets `['ab', 'ac')`), `NOT LIKE` prunes only all-null row groups.
+//! Two columns compare when they are of the same kind (timestamps in the same unit, decimals
+//! at the same scale) or both numbers (integers and floats compare as doubles); a row group is
+//! pruned when the two columns' ranges rule the comparison out.
 //!
 //! `x IN (a, b)` is `x = a OR x = b`; `x NOT IN (a, b)` is `x != a AND x != b`. `NOT` follows
 //! SQL: a comparison with NULL is not true, nor is its negation, so `NOT x < 5` prunes as
@@ -27,9 +40,11 @@
 //! negation of every comparison: there `NOT` of a comparison prunes nothing. `IS NULL` prunes
 //! a row group whose statistics count no null; `IS NOT NULL` one whose values are all null.
 //!
-//! Dates are written as strings, `'YYYY-MM-DD'`, and compared against DATE columns.
-//! Timestamps (INT64 TIMESTAMP columns of any unit) are written
-//! `'YYYY-MM-DD[THH:MM[:SS[.fraction]]][Z|±HH:MM]'`; a zone is accepted only for columns
+//! Dates are written `DATE 'YYYY-MM-DD'` or as strings, `'YYYY-MM-DD'`, and compared against
+//! DATE columns (a `TIMESTAMP` literal against a DATE column compares with the date's
+//! midnight; a `DATE` against a TIMESTAMP column is its midnight).
+//! Timestamps (INT64 TIMESTAMP columns of any unit) are written `TIMESTAMP '…'` or as strings,
+//! `'YYYY-MM-DD[THH:MM[:SS[.fraction]]][Z|±HH:MM]'` (a space for the `T` too); a zone is accepted only for columns
 //! adjusted to UTC (the literal is converted to UTC), and a local-time column compares with
 //! the wall-clock time as written. A number compares with the raw value in the column's
 //! unit. Decimals (INT32, INT64, FIXED_LEN_BYTE_ARRAY or BYTE_ARRAY) compare exactly at the
@@ -116,6 +131,10 @@ pub enum Literal {
     Str(String),
     /// `true` / `false`.
     Bool(bool),
+    /// `DATE 'YYYY-MM-DD'`: the text between the quotes.
+    Date(String),
+    /// `TIMESTAMP 'YYYY-MM-DD[ HH:MM[:SS[.fff]]][Z|±HH:MM]'`: the text between the quotes.
+    Timestamp(String),
 }
 
 impl fmt::Display for Literal {
@@ -125,6 +144,8 @@ impl fmt::Display for Literal {
             Literal::Float(v) => write!(f, "{v:?}"),
             Literal::Str(s) => write!(f, "'{}'", s.replace('\'', "''")),
             Literal::Bool(b) => write!(f, "{b}"),
+            Literal::Date(s) => write!(f, "DATE '{}'", s.replace('\'', "''")),
+            Literal::Timestamp(s) => write!(f, "TIMESTAMP '{}'", s.replace('\'', "''")),
         }
     }
 }
@@ -146,6 +167,24 @@ pub enum Predicate {
         /// Column path segments.
         column: Vec<String>,
         /// `IS NOT NULL`.
+        negated: bool,
+    },
+    /// `column op column`: both values non-null and the comparison true.
+    CmpColumns {
+        /// The left column's path segments.
+        left: Vec<String>,
+        /// Operator.
+        op: CmpOp,
+        /// The right column's path segments.
+        right: Vec<String>,
+    },
+    /// `column [NOT] LIKE 'pattern'` on a string column.
+    Like {
+        /// Column path segments.
+        column: Vec<String>,
+        /// The pattern.
+        pattern: LikePattern,
+        /// `NOT LIKE`.
         negated: bool,
     },
     /// Both hold.
@@ -194,8 +233,30 @@ impl fmt::Display for Predicate {
                 fmt_column(column),
                 if *negated { "NOT " } else { "" }
             ),
+            Predicate::CmpColumns { left, op, right } => write!(
+                f,
+                "{} {} {}",
+                fmt_column(left),
+                op.symbol(),
+                fmt_column(right)
+            ),
+            Predicate::Like {
+                column,
+                pattern,
+                negated,
+            } => write!(
+                f,
+                "{} {}LIKE '{}'",
+                fmt_column(column),
+                if *negated { "NOT " } else { "" },
+                pattern.text().replace('\'', "''")
+            ),
             Predicate::Not(p) => match **p {
-                Predicate::Cmp { .. } | Predicate::IsNull { .. } | Predicate::Not(_) => {
+                Predicate::Cmp { .. }
+                | Predicate::CmpColumns { .. }
+                | Predicate::Like { .. }
+                | Predicate::IsNull { .. }
+                | Predicate::Not(_) => {
                     write!(f, "NOT {p}")
                 }
                 _ => write!(f, "NOT ({p})"),
@@ -263,6 +324,23 @@ enum Bound {
         leaf: usize,
         op: CmpOp,
         value: Value,
+    },
+    /// `left op right`, two columns of comparable kinds; `nan_too`: a negated float
+    /// comparison, true on NaN rows too (prunes nothing but all-null row groups).
+    CmpCols {
+        left: usize,
+        right: usize,
+        text: String,
+        kinds: (Kind, Kind),
+        op: CmpOp,
+        nan_too: bool,
+    },
+    /// `leaf [NOT] LIKE pattern` (a pattern with a wildcard).
+    Like {
+        leaf: usize,
+        text: String,
+        pattern: LikePattern,
+        negated: bool,
     },
     And(Box<Bound>, Box<Bound>),
     Or(Box<Bound>, Box<Bound>),
@@ -396,6 +474,47 @@ fn bind_not(pred: &Predicate, expr: &str, schema: &SchemaDescriptor) -> Result<B
             expr,
             schema,
         )?,
+        Predicate::Like {
+            column,
+            pattern,
+            negated,
+        } => bind_inner(
+            &Predicate::Like {
+                column: column.clone(),
+                pattern: pattern.clone(),
+                negated: !negated,
+            },
+            expr,
+            schema,
+        )?,
+        Predicate::CmpColumns { left, op, right } => {
+            match bind_inner(
+                &Predicate::CmpColumns {
+                    left: left.clone(),
+                    op: op.negate(),
+                    right: right.clone(),
+                },
+                expr,
+                schema,
+            )? {
+                Bound::CmpCols {
+                    left,
+                    right,
+                    text,
+                    kinds,
+                    op,
+                    ..
+                } => Bound::CmpCols {
+                    left,
+                    right,
+                    text,
+                    kinds,
+                    op,
+                    nan_too: kinds.0 == Kind::Float || kinds.1 == Kind::Float,
+                },
+                b => b,
+            }
+        }
         Predicate::Cmp { column, op, value } => {
             let b = bind_inner(
                 &Predicate::Cmp {
@@ -418,6 +537,109 @@ fn bind_not(pred: &Predicate, expr: &str, schema: &SchemaDescriptor) -> Result<B
             }
         }
     })
+}
+
+/// How leaf `leaf` (written `name`) compares, and its type as text; an error for a type that
+/// filters do not support.
+fn column_kind(
+    leaf: usize,
+    name: &str,
+    expr: &str,
+    schema: &SchemaDescriptor,
+) -> Result<(Kind, String)> {
+    let ferr = |reason: String| Error::Filter {
+        expr: expr.to_string(),
+        reason,
+    };
+    let col = schema.column(leaf);
+    let ty = col.physical_type();
+    let logical = col.logical_type_ref();
+    let conv = col.converted_type();
+    let type_name = match logical {
+        Some(l) => format!("{ty} ({l:?})"),
+        None if conv != ConvertedType::NONE => format!("{ty} ({conv})"),
+        None => ty.to_string(),
+    };
+    let kind = match (ty, logical, conv) {
+        (PhysicalType::INT32 | PhysicalType::INT64, Some(LogicalType::Decimal(_)), _)
+        | (PhysicalType::INT32 | PhysicalType::INT64, _, ConvertedType::DECIMAL) => {
+            Some(Kind::Decimal)
+        }
+        (
+            PhysicalType::FIXED_LEN_BYTE_ARRAY | PhysicalType::BYTE_ARRAY,
+            Some(LogicalType::Decimal(_)),
+            _,
+        )
+        | (
+            PhysicalType::FIXED_LEN_BYTE_ARRAY | PhysicalType::BYTE_ARRAY,
+            _,
+            ConvertedType::DECIMAL,
+        ) => Some(Kind::DecimalBytes),
+        (PhysicalType::INT64, Some(LogicalType::Timestamp(_)), _)
+        | (
+            PhysicalType::INT64,
+            _,
+            ConvertedType::TIMESTAMP_MILLIS | ConvertedType::TIMESTAMP_MICROS,
+        ) => Some(Kind::Timestamp),
+        (PhysicalType::INT96, _, _) => {
+            return Err(ferr(format!(
+                "column '{name}' is an INT96 timestamp: its statistics have no defined \
+                 order, so filters cannot use them"
+            )))
+        }
+        (PhysicalType::INT32, Some(LogicalType::Date), _)
+        | (PhysicalType::INT32, _, ConvertedType::DATE) => Some(Kind::Date),
+        (PhysicalType::INT32 | PhysicalType::INT64, Some(LogicalType::Integer(int)), _)
+            if !int.is_signed =>
+        {
+            Some(Kind::Unsigned)
+        }
+        (
+            PhysicalType::INT32 | PhysicalType::INT64,
+            _,
+            ConvertedType::UINT_8
+            | ConvertedType::UINT_16
+            | ConvertedType::UINT_32
+            | ConvertedType::UINT_64,
+        ) => Some(Kind::Unsigned),
+        (PhysicalType::INT32 | PhysicalType::INT64, _, _) => Some(Kind::Signed),
+        (PhysicalType::FLOAT | PhysicalType::DOUBLE, _, _) => Some(Kind::Float),
+        (PhysicalType::BOOLEAN, _, _) => Some(Kind::Bool),
+        (
+            PhysicalType::BYTE_ARRAY,
+            Some(LogicalType::String | LogicalType::Enum | LogicalType::Json),
+            _,
+        )
+        | (
+            PhysicalType::BYTE_ARRAY,
+            _,
+            ConvertedType::UTF8 | ConvertedType::ENUM | ConvertedType::JSON,
+        ) => Some(Kind::Bytes),
+        _ => None,
+    };
+    match kind {
+        Some(kind) => Ok((kind, type_name)),
+        None => Err(ferr(format!(
+            "column '{name}' has type {type_name}, which filters do not support \
+             (supported: integers, floats, booleans, strings, dates, timestamps, decimals)"
+        ))),
+    }
+}
+
+/// Whether columns of kinds `a` and `b` (leaves `la`, `lb`) compare with each other: the same
+/// kind (timestamps in the same unit, decimals at the same scale), or integers and floats.
+fn kinds_compare(a: Kind, b: Kind, la: usize, lb: usize, schema: &SchemaDescriptor) -> bool {
+    let number = |k| matches!(k, Kind::Signed | Kind::Unsigned | Kind::Float);
+    match (a, b) {
+        _ if number(a) && number(b) => true,
+        (Kind::Timestamp, Kind::Timestamp) => {
+            timestamp_unit(&schema.column(la)).0 == timestamp_unit(&schema.column(lb)).0
+        }
+        (Kind::Decimal | Kind::DecimalBytes, Kind::Decimal | Kind::DecimalBytes) => {
+            schema.column(la).type_scale() == schema.column(lb).type_scale()
+        }
+        (a, b) => a == b,
+    }
 }
 
 fn bind_inner(pred: &Predicate, expr: &str, schema: &SchemaDescriptor) -> Result<Bound> {
@@ -444,81 +666,62 @@ fn bind_inner(pred: &Predicate, expr: &str, schema: &SchemaDescriptor) -> Result
                 Bound::IsNull { leaf, text }
             })
         }
+        Predicate::Like {
+            column,
+            pattern,
+            negated,
+        } => {
+            let (leaf, name) = flat_leaf(column, expr, schema)?;
+            let (kind, type_name) = column_kind(leaf, &name, expr, schema)?;
+            if kind != Kind::Bytes {
+                return Err(ferr(format!(
+                    "LIKE takes a string column; '{name}' has type {type_name}"
+                )));
+            }
+            let text = pred.to_string();
+            Ok(match pattern.exact() {
+                // no wildcard: equality
+                Some(value) => Bound::Cmp {
+                    leaf,
+                    text,
+                    kind,
+                    op: if *negated { CmpOp::Ne } else { CmpOp::Eq },
+                    value: Value::Bytes(value),
+                },
+                None => Bound::Like {
+                    leaf,
+                    text,
+                    pattern: pattern.clone(),
+                    negated: *negated,
+                },
+            })
+        }
+        Predicate::CmpColumns { left, op, right } => {
+            let (l, lname) = flat_leaf(left, expr, schema)?;
+            let (r, rname) = flat_leaf(right, expr, schema)?;
+            let (lk, lt) = column_kind(l, &lname, expr, schema)?;
+            let (rk, rt) = column_kind(r, &rname, expr, schema)?;
+            if !kinds_compare(lk, rk, l, r, schema) {
+                return Err(ferr(format!(
+                    "cannot compare column '{lname}' of type {lt} with column '{rname}' of \
+                     type {rt} (columns compare with columns of the same type, or numbers with \
+                     numbers)"
+                )));
+            }
+            Ok(Bound::CmpCols {
+                left: l,
+                right: r,
+                text: pred.to_string(),
+                kinds: (lk, rk),
+                op: *op,
+                nan_too: false,
+            })
+        }
         Predicate::Cmp { column, op, value } => {
             let (leaf, name) = flat_leaf(column, expr, schema)?;
             let col = schema.column(leaf);
             let text = format!("{name} {} {value}", op.symbol());
-            let ty = col.physical_type();
-            let logical = col.logical_type_ref();
-            let conv = col.converted_type();
-            let type_name = match logical {
-                Some(l) => format!("{ty} ({l:?})"),
-                None if conv != ConvertedType::NONE => format!("{ty} ({conv})"),
-                None => ty.to_string(),
-            };
-            let kind = match (ty, logical, conv) {
-                (PhysicalType::INT32 | PhysicalType::INT64, Some(LogicalType::Decimal(_)), _)
-                | (PhysicalType::INT32 | PhysicalType::INT64, _, ConvertedType::DECIMAL) => {
-                    Some(Kind::Decimal)
-                }
-                (
-                    PhysicalType::FIXED_LEN_BYTE_ARRAY | PhysicalType::BYTE_ARRAY,
-                    Some(LogicalType::Decimal(_)),
-                    _,
-                )
-                | (
-                    PhysicalType::FIXED_LEN_BYTE_ARRAY | PhysicalType::BYTE_ARRAY,
-                    _,
-                    ConvertedType::DECIMAL,
-                ) => Some(Kind::DecimalBytes),
-                (PhysicalType::INT64, Some(LogicalType::Timestamp(_)), _)
-                | (
-                    PhysicalType::INT64,
-                    _,
-                    ConvertedType::TIMESTAMP_MILLIS | ConvertedType::TIMESTAMP_MICROS,
-                ) => Some(Kind::Timestamp),
-                (PhysicalType::INT96, _, _) => {
-                    return Err(ferr(format!(
-                        "column '{name}' is an INT96 timestamp: its statistics have no defined \
-                         order, so filters cannot use them"
-                    )))
-                }
-                (PhysicalType::INT32, Some(LogicalType::Date), _)
-                | (PhysicalType::INT32, _, ConvertedType::DATE) => Some(Kind::Date),
-                (PhysicalType::INT32 | PhysicalType::INT64, Some(LogicalType::Integer(int)), _)
-                    if !int.is_signed =>
-                {
-                    Some(Kind::Unsigned)
-                }
-                (
-                    PhysicalType::INT32 | PhysicalType::INT64,
-                    _,
-                    ConvertedType::UINT_8
-                    | ConvertedType::UINT_16
-                    | ConvertedType::UINT_32
-                    | ConvertedType::UINT_64,
-                ) => Some(Kind::Unsigned),
-                (PhysicalType::INT32 | PhysicalType::INT64, _, _) => Some(Kind::Signed),
-                (PhysicalType::FLOAT | PhysicalType::DOUBLE, _, _) => Some(Kind::Float),
-                (PhysicalType::BOOLEAN, _, _) => Some(Kind::Bool),
-                (
-                    PhysicalType::BYTE_ARRAY,
-                    Some(LogicalType::String | LogicalType::Enum | LogicalType::Json),
-                    _,
-                )
-                | (
-                    PhysicalType::BYTE_ARRAY,
-                    _,
-                    ConvertedType::UTF8 | ConvertedType::ENUM | ConvertedType::JSON,
-                ) => Some(Kind::Bytes),
-                _ => None,
-            };
-            let Some(kind) = kind else {
-                return Err(ferr(format!(
-                    "column '{name}' has type {type_name}, which filters do not support \
-                     (supported: integers, floats, booleans, strings, dates, timestamps, decimals)"
-                )));
-            };
+            let (kind, type_name) = column_kind(leaf, &name, expr, schema)?;
             let mismatch = || {
                 ferr(format!(
                     "cannot compare column '{name}' of type {type_name} with {value}"
@@ -549,7 +752,29 @@ fn bind_inner(pred: &Predicate, expr: &str, schema: &SchemaDescriptor) -> Result
                 literals::Scaled::Between(a, b) => between(a, b),
             };
             Ok(match (kind, value) {
-                (Kind::Timestamp, Literal::Str(s)) => {
+                (Kind::Date, Literal::Date(s)) => {
+                    let d = parse_date(s).ok_or_else(|| {
+                        ferr(format!("DATE '{s}' is not a date: write DATE 'YYYY-MM-DD'"))
+                    })?;
+                    mk(*op, Value::Int(d as i128))
+                }
+                (Kind::Date, Literal::Timestamp(s)) => {
+                    // a date is its midnight: compared in days, a time of day between two
+                    let (nanos, zoned) = literals::parse_timestamp(s).ok_or_else(|| {
+                        ferr(format!(
+                            "TIMESTAMP '{s}' is not a timestamp: write TIMESTAMP \
+                             'YYYY-MM-DD[ HH:MM[:SS[.fff]]]'"
+                        ))
+                    })?;
+                    if zoned {
+                        return Err(ferr(format!(
+                            "DATE column '{name}' compares with a timestamp without a time zone; \
+                             TIMESTAMP '{s}' names one"
+                        )));
+                    }
+                    of_scaled(literals::scaled(nanos, 86_400_000_000_000))
+                }
+                (Kind::Timestamp, Literal::Str(s) | Literal::Timestamp(s) | Literal::Date(s)) => {
                     let (unit_nanos, utc) = timestamp_unit(&col);
                     let (nanos, zoned) = literals::parse_timestamp(s).ok_or_else(|| {
                         ferr(format!(
@@ -792,6 +1017,74 @@ fn eval_with(b: &Bound, stats: &dyn Fn(usize, Kind) -> LeafStats) -> Option<Stri
             .none
             .then(|| format!("{text}: no value is null")),
         Bound::Keep { .. } => None,
+        Bound::Like {
+            leaf,
+            text,
+            pattern,
+            negated,
+        } => {
+            let (nulls, min_max) = stats(*leaf, Kind::Bytes);
+            if nulls.all {
+                return Some(format!("{text}: all values are null"));
+            }
+            let prefix = pattern.prefix();
+            if *negated || prefix.is_empty() {
+                return None;
+            }
+            // every match starts with the prefix: it lies in [prefix, the prefix's end)
+            let (min, max) = min_max.ok()?;
+            let (Value::Bytes(min), Value::Bytes(max)) = (&min, &max) else {
+                return None;
+            };
+            let below = max.as_slice() < prefix.as_slice();
+            let above = like::prefix_end(&prefix).is_some_and(|end| min.as_slice() >= end.as_slice());
+            (below || above).then(|| {
+                format!(
+                    "{text}: min {} max {}",
+                    show(&Value::Bytes(min.clone()), Kind::Bytes),
+                    show(&Value::Bytes(max.clone()), Kind::Bytes)
+                )
+            })
+        }
+        Bound::CmpCols {
+            left,
+            right,
+            text,
+            kinds,
+            op,
+            nan_too,
+        } => {
+            let (ln, lmm) = stats(*left, kinds.0);
+            let (rn, rmm) = stats(*right, kinds.1);
+            if ln.all || rn.all {
+                return Some(format!("{text}: all values of a column are null"));
+            }
+            if *nan_too {
+                return None;
+            }
+            let ((lmin, lmax), (rmin, rmax)) = (lmm.ok()?, rmm.ok()?);
+            use Ordering::*;
+            let cannot = match op {
+                CmpOp::Lt => value_cmp(&lmin, &rmax)? != Less,
+                CmpOp::Le => value_cmp(&lmin, &rmax)? == Greater,
+                CmpOp::Gt => value_cmp(&lmax, &rmin)? != Greater,
+                CmpOp::Ge => value_cmp(&lmax, &rmin)? == Less,
+                CmpOp::Eq => {
+                    value_cmp(&lmax, &rmin)? == Less || value_cmp(&lmin, &rmax)? == Greater
+                }
+                // NaN (left out of min/max) differs from everything: never pruned
+                CmpOp::Ne => false,
+            };
+            cannot.then(|| {
+                format!(
+                    "{text}: left min {} max {}, right min {} max {}",
+                    show(&lmin, kinds.0),
+                    show(&lmax, kinds.0),
+                    show(&rmin, kinds.1),
+                    show(&rmax, kinds.1)
+                )
+            })
+        }
         Bound::Cmp {
             leaf,
             text,
@@ -833,7 +1126,15 @@ fn leaves_of(b: &Bound, out: &mut Vec<usize>) {
             leaves_of(x, out);
             leaves_of(y, out);
         }
+        Bound::CmpCols { left, right, .. } => {
+            for leaf in [left, right] {
+                if !out.contains(leaf) {
+                    out.push(*leaf)
+                }
+            }
+        }
         Bound::Cmp { leaf, .. }
+        | Bound::Like { leaf, .. }
         | Bound::Never { leaf, .. }
         | Bound::NotNull { leaf, .. }
         | Bound::IsNull { leaf, .. }
@@ -845,10 +1146,12 @@ fn leaves_of(b: &Bound, out: &mut Vec<usize>) {
     }
 }
 
+mod like;
 mod literals;
 pub mod pages;
 mod parse;
 mod rows;
+pub use like::{LikePattern, LikeToken};
 pub use literals::{format_date, format_decimal, format_time_of_day, format_timestamp};
 pub use parse::parse_predicate;
 pub use rows::{row_filter, RowFilter, RowKind, RowTest, RowValue};

@@ -1,7 +1,7 @@
 //! The filter language's lexer and parser ([`parse_predicate`]); the grammar is in the
 //! [module docs](super).
 
-use super::{CmpOp, Literal, Predicate};
+use super::{CmpOp, LikePattern, Literal, Predicate};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -19,6 +19,8 @@ enum Tok {
     Not,
     In,
     Is,
+    Between,
+    Like,
     Null,
     Comma,
     True,
@@ -133,6 +135,8 @@ fn lex(expr: &str) -> Result<Vec<(usize, Tok)>> {
                     "not" => Tok::Not,
                     "in" => Tok::In,
                     "is" => Tok::Is,
+                    "between" => Tok::Between,
+                    "like" => Tok::Like,
                     "null" => Tok::Null,
                     "true" => Tok::True,
                     "false" => Tok::False,
@@ -213,7 +217,7 @@ impl Parser<'_> {
             }
             return Ok(e);
         }
-        if matches!(self.peek(), Some(Tok::Ident(_))) {
+        if matches!(self.peek(), Some(Tok::Ident(_))) && !self.typed_literal_ahead() {
             let column = self.column()?;
             if self.peek() == Some(&Tok::Is) {
                 self.pos += 1;
@@ -227,13 +231,77 @@ impl Parser<'_> {
                 }
                 return Ok(Predicate::IsNull { column, negated });
             }
-            let not_in = self.peek() == Some(&Tok::Not)
-                && self.toks.get(self.pos + 1).map(|t| &t.1) == Some(&Tok::In);
-            if not_in || self.peek() == Some(&Tok::In) {
-                self.pos += if not_in { 2 } else { 1 };
-                return self.in_list(column, not_in);
+            // `[NOT] IN`, `[NOT] BETWEEN`, `[NOT] LIKE`
+            let negated = self.peek() == Some(&Tok::Not)
+                && matches!(
+                    self.toks.get(self.pos + 1).map(|t| &t.1),
+                    Some(Tok::In | Tok::Between | Tok::Like)
+                );
+            if negated {
+                self.pos += 1;
+            }
+            match self.peek() {
+                Some(Tok::In) => {
+                    self.pos += 1;
+                    return self.in_list(column, negated);
+                }
+                Some(Tok::Between) => {
+                    self.pos += 1;
+                    let low = self.literal()?;
+                    if self.bump() != Some(Tok::And) {
+                        self.pos -= 1;
+                        return Err(self.err("expected AND between BETWEEN's bounds"));
+                    }
+                    let high = self.literal()?;
+                    let cmp = |op, value| Predicate::Cmp {
+                        column: column.clone(),
+                        op,
+                        value,
+                    };
+                    let both = Predicate::And(
+                        Box::new(cmp(CmpOp::Ge, low)),
+                        Box::new(cmp(CmpOp::Le, high)),
+                    );
+                    return Ok(match negated {
+                        true => Predicate::Not(Box::new(both)),
+                        false => both,
+                    });
+                }
+                Some(Tok::Like) => {
+                    self.pos += 1;
+                    let Some(Tok::Str(text)) = self.bump() else {
+                        self.pos -= 1;
+                        return Err(self.err("expected a 'pattern' after LIKE"));
+                    };
+                    let pattern = LikePattern::new(&text).map_err(|m| self.err(&m))?;
+                    return Ok(Predicate::Like {
+                        column,
+                        pattern,
+                        negated,
+                    });
+                }
+                _ => {}
+            }
+            // a bare (boolean) column: `flag`, `NOT flag`, `flag AND x > 1`
+            if matches!(
+                self.peek(),
+                None | Some(Tok::And | Tok::Or | Tok::RParen)
+            ) {
+                return Ok(Predicate::Cmp {
+                    column,
+                    op: CmpOp::Eq,
+                    value: Literal::Bool(true),
+                });
             }
             let op = self.op()?;
+            if matches!(self.peek(), Some(Tok::Ident(_))) && !self.typed_literal_ahead() {
+                let right = self.column()?;
+                return Ok(Predicate::CmpColumns {
+                    left: column,
+                    op,
+                    right,
+                });
+            }
             let value = self.literal()?;
             return Ok(Predicate::Cmp { column, op, value });
         }
@@ -244,6 +312,14 @@ impl Parser<'_> {
         }
         let column = self.column()?;
         Ok(Predicate::Cmp { column, op, value })
+    }
+    /// Whether the next tokens are a word and a string: a typed literal (`DATE '…'`), not a
+    /// column (`date`).
+    fn typed_literal_ahead(&self) -> bool {
+        matches!(
+            (self.peek(), self.toks.get(self.pos + 1).map(|t| &t.1)),
+            (Some(Tok::Ident(_)), Some(Tok::Str(_)))
+        )
     }
     /// `'(' literal (',' literal)* ')'` after `column [NOT] IN`: `column = a OR …`, or
     /// `column != a AND …` for `NOT IN`.
@@ -312,9 +388,30 @@ impl Parser<'_> {
             Some(Tok::Str(s)) => Ok(Literal::Str(s)),
             Some(Tok::True) => Ok(Literal::Bool(true)),
             Some(Tok::False) => Ok(Literal::Bool(false)),
+            Some(Tok::Ident(w)) => match self.bump() {
+                Some(Tok::Str(text)) if w.eq_ignore_ascii_case("date") => Ok(Literal::Date(text)),
+                Some(Tok::Str(text)) if w.eq_ignore_ascii_case("timestamp") => {
+                    Ok(Literal::Timestamp(text))
+                }
+                Some(Tok::Str(_)) => {
+                    self.pos -= 2;
+                    Err(self.err(&format!(
+                        "unknown typed literal {w} '…' (DATE '…' and TIMESTAMP '…' are known)"
+                    )))
+                }
+                _ => {
+                    self.pos -= 2;
+                    Err(self.err(
+                        "expected a literal (number, 'string', true, false, DATE '…' or \
+                         TIMESTAMP '…')",
+                    ))
+                }
+            },
             _ => {
                 self.pos -= 1;
-                Err(self.err("expected a literal (number, 'string', true or false)"))
+                Err(self.err(
+                    "expected a literal (number, 'string', true, false, DATE '…' or TIMESTAMP '…')",
+                ))
             }
         }
     }

@@ -16,7 +16,9 @@ use std::cmp::Ordering;
 
 use parquet::schema::types::SchemaDescriptor;
 
-use super::{bind_inner, leaves_of, timestamp_unit, Bound, CmpOp, Kind, Predicate, Value};
+use super::{
+    bind_inner, leaves_of, timestamp_unit, Bound, CmpOp, Kind, LikePattern, Predicate, Value,
+};
 use crate::error::Result;
 
 /// How a column's decoded values compare with a row filter's literal.
@@ -71,6 +73,32 @@ pub enum RowTest {
         value: RowValue,
         /// NaN rows hold too (a negated float comparison).
         nan_too: bool,
+    },
+    /// `left op right`, two columns: never true where either is null; also true where either
+    /// is NaN when `nan_too` (a negated float comparison). Integers compare with floats as
+    /// floats.
+    CmpColumns {
+        /// The left leaf column.
+        left: usize,
+        /// How its values compare.
+        left_kind: RowKind,
+        /// The operator.
+        op: CmpOp,
+        /// The right leaf column.
+        right: usize,
+        /// How its values compare.
+        right_kind: RowKind,
+        /// NaN rows hold too.
+        nan_too: bool,
+    },
+    /// `leaf [NOT] LIKE pattern` on a string column: never true on a null row.
+    Like {
+        /// The leaf column.
+        leaf: usize,
+        /// The pattern.
+        pattern: LikePattern,
+        /// `NOT LIKE`.
+        negated: bool,
     },
     /// True on no row (`int_col = 2.5`).
     Never {
@@ -195,6 +223,31 @@ fn to_test(b: &Bound, schema: &SchemaDescriptor) -> RowTest {
             op: *op,
             value: row_value(value),
             nan_too: true,
+        },
+        Bound::CmpCols {
+            left,
+            right,
+            kinds,
+            op,
+            nan_too,
+            ..
+        } => RowTest::CmpColumns {
+            left: *left,
+            left_kind: row_kind(kinds.0, *left, schema),
+            op: *op,
+            right: *right,
+            right_kind: row_kind(kinds.1, *right, schema),
+            nan_too: *nan_too,
+        },
+        Bound::Like {
+            leaf,
+            pattern,
+            negated,
+            ..
+        } => RowTest::Like {
+            leaf: *leaf,
+            pattern: pattern.clone(),
+            negated: *negated,
         },
         Bound::Never { leaf, .. } => RowTest::Never { leaf: *leaf },
         Bound::NotNull { leaf, .. } => RowTest::Valid { leaf: *leaf },

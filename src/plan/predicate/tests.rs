@@ -54,6 +54,74 @@ fn parses_is_null_in_and_not() {
 }
 
 #[test]
+fn parses_between_like_typed_literals_bare_columns_and_column_pairs() {
+    assert_eq!(p("x BETWEEN 1 AND 5"), "x >= 1 AND x <= 5");
+    assert_eq!(
+        p("x between 1 and 5 and y = 2"),
+        "x >= 1 AND x <= 5 AND y = 2"
+    );
+    assert_eq!(p("x NOT BETWEEN 1 AND 5"), "NOT (x >= 1 AND x <= 5)");
+    assert!(matches!(
+        parse_predicate("x BETWEEN 1 AND 5 OR y = 2").unwrap(),
+        Predicate::Or(..)
+    ));
+    assert_eq!(p("s LIKE 'ab%'"), "s LIKE 'ab%'");
+    assert_eq!(p("s not like '%it''s_'"), "s NOT LIKE '%it''s_'");
+    assert_eq!(p("d >= DATE '2024-06-01'"), "d >= DATE '2024-06-01'");
+    assert_eq!(
+        p("TIMESTAMP '2024-06-01 12:00:00' > ts"),
+        "ts < TIMESTAMP '2024-06-01 12:00:00'"
+    );
+    // `date` alone is a column; before a string, a typed literal
+    assert_eq!(p("date > DATE '2024-01-01'"), "date > DATE '2024-01-01'");
+    assert_eq!(p("date"), "date = true");
+    assert_eq!(p("flag"), "flag = true");
+    assert_eq!(p("NOT flag AND x > 1"), "NOT flag = true AND x > 1");
+    assert_eq!(p("(flag) OR s.ok"), "flag = true OR s.ok = true");
+    assert_eq!(p("a < b"), "a < b");
+    assert_eq!(p("a.x = `b c`"), "a.x = `b c`");
+    assert!(matches!(
+        parse_predicate("a <> b").unwrap(),
+        Predicate::CmpColumns { op: CmpOp::Ne, .. }
+    ));
+    for (e, want) in [
+        ("x BETWEEN 1 5", "expected AND between BETWEEN's bounds"),
+        ("x BETWEEN 1 AND", "expected a literal"),
+        ("s LIKE 5", "expected a 'pattern' after LIKE"),
+        ("s LIKE 'a\\'", "ends with the escape character"),
+        ("d > INTERVAL '1'", "unknown typed literal INTERVAL"),
+        ("flag x", "expected a comparison"),
+    ] {
+        let msg = parse_predicate(e).unwrap_err().to_string();
+        assert!(msg.contains(want), "{e:?}: {msg}");
+    }
+}
+
+#[test]
+fn like_patterns_match_as_sql_reads_them() {
+    let m = |pat: &str, s: &str| LikePattern::new(pat).unwrap().matches(s.as_bytes());
+    assert!(m("ab%", "abc") && m("ab%", "ab") && !m("ab%", "a"));
+    assert!(m("%bc", "abc") && !m("%bc", "abcd"));
+    assert!(m("%b%", "abc") && m("%%", "") && !m("%b%", "ac"));
+    assert!(m("a_c", "abc") && !m("a_c", "ac") && !m("a_c", "abbc"));
+    // `_` is one character, not one byte
+    assert!(m("a_c", "aéc") && m("___", "日本語") && !m("____", "日本語"));
+    assert!(m("%a%b%c%", "xaxbxcx") && !m("%a%b%c%", "xaxcxbx"));
+    assert!(m("%aab", "aaab"), "going back to the last %");
+    assert!(m("a\\%b", "a%b") && !m("a\\%b", "axb"));
+    assert!(m("a\\_", "a_") && !m("a\\_", "ab"));
+    assert!(m("a\\\\", "a\\"));
+    assert!(m("", "") && !m("", "a"));
+    let pat = LikePattern::new("ab\\%c%d_").unwrap();
+    assert_eq!(pat.prefix(), b"ab%c");
+    assert_eq!(pat.exact(), None);
+    assert_eq!(LikePattern::new("a\\_b").unwrap().exact(), Some(b"a_b".to_vec()));
+    assert_eq!(like::prefix_end(b"ab"), Some(b"ac".to_vec()));
+    assert_eq!(like::prefix_end(b"a\xff"), Some(b"b".to_vec()));
+    assert_eq!(like::prefix_end(b"\xff"), None);
+}
+
+#[test]
 fn parse_errors_say_where() {
     for (e, want) in [
         ("", "empty expression"),

@@ -66,6 +66,11 @@ inline void emu_sync_warp();
 inline unsigned long long* emu_warp_slots();
 
 inline void __syncthreads() { emu_sync_block(); }
+inline double __longlong_as_double(long long x) {
+    double d;
+    std::memcpy(&d, &x, sizeof d);
+    return d;
+}
 inline void __syncwarp(unsigned = 0xffffffffu) { emu_sync_warp(); }
 
 template <typename T>

@@ -118,6 +118,56 @@ extern "C" __global__ void __launch_bounds__(FILTER_THREADS) pred_bytes(
     }
 }
 
+// The length of the UTF-8 sequence a byte leads (1 for a byte that leads none).
+__device__ static inline u64 utf8_len(u8 b) {
+    return b >= 0xF0 && b <= 0xF7 ? 4 : b >= 0xE0 && b <= 0xEF ? 3 : b >= 0xC0 && b <= 0xDF ? 2 : 1;
+}
+
+// Strings against a LIKE pattern compiled by LikePattern (src/plan/predicate/like.rs): per
+// token a kind (0 the byte in `bytes`, 1 `_`: one UTF-8 character, 2 `%`: any run). The same
+// walk as LikePattern::matches: forward, going back only to the last `%`, which takes one more
+// character each time. mode bit 0: 64-bit offsets; bit 1: NOT LIKE. Null rows: 0.
+extern "C" __global__ void __launch_bounds__(FILTER_THREADS) pred_like(
+    const u8* offsets, const u8* chars, u64 n, const u8* valid, int mode, const u8* kinds,
+    const u8* bytes, u64 pat_len, u8* out)
+{
+    int large = mode & 1, negated = (mode >> 1) & 1;
+    GRID_STRIDE(i, n) {
+        i64 a = large ? ((const i64*)offsets)[i] : ((const int*)offsets)[i];
+        i64 b = large ? ((const i64*)offsets)[i + 1] : ((const int*)offsets)[i + 1];
+        const u8* s = chars + a;
+        u64 len = b > a ? (u64)(b - a) : 0;
+        u64 x = 0, j = 0, star_j = 0, star_x = 0;
+        bool star = false, ok = true;
+        while (x < len) {
+            if (j < pat_len && kinds[j] == 0 && bytes[j] == s[x]) {
+                x++;
+                j++;
+            } else if (j < pat_len && kinds[j] == 1) {
+                x += utf8_len(s[x]);
+                j++;
+            } else if (j < pat_len && kinds[j] == 2) {
+                star = true;
+                star_j = j;
+                star_x = x;
+                j++;
+            } else if (star) {
+                star_x += utf8_len(s[star_x]);
+                x = star_x;
+                j = star_j + 1;
+            } else {
+                ok = false;
+                break;
+            }
+        }
+        if (ok) {
+            while (j < pat_len && kinds[j] == 2) j++;
+            ok = x == len && j == pat_len;
+        }
+        out[i] = valid_at(valid, i) && (ok != (negated != 0));
+    }
+}
+
 // 1 where the row is valid (want 1) or null (want 0); a null bitmap: every row valid.
 extern "C" __global__ void __launch_bounds__(FILTER_THREADS) pred_valid(
     const u8* valid, u64 n, int want, u8* out)
