@@ -126,8 +126,8 @@ struct ArrowDeviceArrayStream {
 typedef struct CuparquetReader cuparquet_reader;
 
 /*
- * Opens `path` (a Parquet file, or a directory whose *.parquet files are read as one, in
- * name order) to read `columns` (comma-separated names or dotted paths, e.g. "a, s.b";
+ * Opens `path` (a Parquet file; a directory whose *.parquet files, at any depth, are read
+ * as one, in path order, hive `key=value` directories giving columns; or a glob) to read `columns` (comma-separated names or dotted paths, e.g. "a, s.b";
  * NULL: every column) of the rows where `filter` is true (SQL's WHERE in cuparquet's
  * predicate language, e.g. "x > 5 AND s = 'a'"; NULL: every row) onto `device` ("auto",
  * "host", "cuda:N"; NULL: "auto"). Footers are read and the load planned here. On success

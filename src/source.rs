@@ -189,10 +189,12 @@ impl ParquetFile {
     }
 }
 
-/// The Parquet files `paths` name, in order: a file stands for itself; a directory for its
-/// `*.parquet` files (not recursive; names starting with `_` or `.` skipped, as Spark's and
-/// Hive's `_SUCCESS` and `.crc` files are; sorted by name). A directory with no Parquet file is
-/// an error naming it; a missing path is listed as a file, which opening names.
+/// The Parquet files `paths` name, in order: a file stands for itself; a directory for the
+/// `*.parquet` files under it, at any depth (hive-partitioned `key=value/` directories
+/// included; names starting with `_` or `.` skipped, as Spark's and Hive's `_SUCCESS` and
+/// `.crc` files are; sorted by path); a path with `*`, `?` or `[` for the files matching it as a
+/// glob (`data/*.parquet`, `data/**/*.parquet`). A directory or glob with no Parquet file is an
+/// error naming it; a missing path is listed as a file, which opening names.
 pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     expand_sources(paths, &RemoteSettings::default())
 }
@@ -200,39 +202,105 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
 /// [`expand_paths`], URLs too: a URL stands for its object; one ending in `/` for the
 /// `*.parquet` objects under that prefix (listed with `remote`'s storage options).
 pub fn expand_sources(paths: &[PathBuf], remote: &RemoteSettings) -> Result<Vec<PathBuf>> {
+    Ok(list_files(paths, remote)?.into_iter().map(|(f, _)| f).collect())
+}
+
+/// [`expand_sources`], each file with the directory, prefix or glob base it was found under
+/// (`None` for a file named itself): where its hive partition directories start.
+pub fn list_files(
+    paths: &[PathBuf],
+    remote: &RemoteSettings,
+) -> Result<Vec<(PathBuf, Option<String>)>> {
     let mut out = Vec::new();
     for p in paths {
         if is_url(p) {
-            out.extend(list_url(p, remote)?);
+            let root = p.to_string_lossy().into_owned();
+            let under = root.ends_with('/').then_some(root.clone());
+            out.extend(list_url(p, remote)?.into_iter().map(|f| (f, under.clone())));
+            continue;
+        }
+        let text = p.to_string_lossy();
+        if text.contains(['*', '?', '[']) {
+            out.extend(glob_files(p)?);
             continue;
         }
         // a path that is not a directory is a file to open: opening it names what is wrong
         if !std::fs::metadata(p).is_ok_and(|m| m.is_dir()) {
-            out.push(p.clone());
+            out.push((p.clone(), None));
             continue;
         }
-        let mut found: Vec<PathBuf> = std::fs::read_dir(p)
-            .map_err(|e| Error::io(p, "list", e))?
-            .filter_map(|entry| entry.ok().map(|e| e.path()))
-            .filter(|f| {
-                let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                !name.starts_with(['_', '.'])
-                    && f.extension()
-                        .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
-                    && f.is_file()
-            })
-            .collect();
+        let mut found = Vec::new();
+        walk(p, &mut found)?;
         if found.is_empty() {
             return Err(Error::io(
                 p,
                 "list",
-                std::io::Error::other("the directory holds no *.parquet file"),
+                std::io::Error::other(
+                    "the directory holds no *.parquet file, at any depth (names starting with \
+                     _ or . are skipped)",
+                ),
             ));
         }
         found.sort();
-        out.extend(found);
+        let root = format!("{}/", text.trim_end_matches('/'));
+        out.extend(found.into_iter().map(|f| (f, Some(root.clone()))));
     }
     Ok(out)
+}
+
+/// Whether a directory entry's name is skipped (`_SUCCESS`, `.crc`, `_temporary/`).
+fn hidden(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name.starts_with(['_', '.'])
+}
+
+fn is_parquet(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
+}
+
+/// The `*.parquet` files under `dir`, at any depth.
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, "list", e))? {
+        let path = entry.map_err(|e| Error::io(dir, "list", e))?.path();
+        if hidden(&path) {
+            continue;
+        }
+        if path.is_dir() {
+            walk(&path, out)?;
+        } else if is_parquet(&path) && path.is_file() {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// The files matching glob `pattern` (hidden names skipped), sorted, each with the pattern's
+/// directory before its first wildcard as its root.
+fn glob_files(pattern: &Path) -> Result<Vec<(PathBuf, Option<String>)>> {
+    let text = pattern.to_string_lossy();
+    let wild = text.find(['*', '?', '[']).unwrap_or(text.len());
+    let root = match text[..wild].rfind('/') {
+        Some(i) => text[..=i].to_string(),
+        None => String::new(),
+    };
+    let bad = |reason: String| Error::io(pattern, "list", std::io::Error::other(reason));
+    let paths = glob::glob(&text).map_err(|e| bad(format!("not a glob pattern: {e}")))?;
+    let mut found = Vec::new();
+    for p in paths {
+        let p = p.map_err(|e| bad(e.to_string()))?;
+        let skipped = (p.strip_prefix(&root).unwrap_or(&p).components())
+            .any(|c| hidden(Path::new(c.as_os_str())));
+        if p.is_file() && !skipped {
+            found.push(p);
+        }
+    }
+    if found.is_empty() {
+        return Err(bad("no file matches this pattern".into()));
+    }
+    found.sort();
+    let root = (!root.is_empty()).then_some(root);
+    Ok(found.into_iter().map(|f| (f, root.clone())).collect())
 }
 
 #[cfg(feature = "object-store")]

@@ -24,15 +24,17 @@
 //!   `EXPLAIN`.
 //! * [`GpuParquetOpener`] opens one file of a partition: it prunes row groups by their
 //!   statistics and pages by the page index with DataFusion's `PruningPredicate`, keeps only
-//!   the row groups of the partition's byte range (files are read whole: one load each, its
-//!   row groups pipelined on the device), hands the resulting access plan to
+//!   the row groups of the partition's byte range (a table of fewer files than partitions is cut
+//!   into byte ranges, one load each, so that a one-file table uses every partition; otherwise
+//!   files are read whole: one load each, its row groups pipelined on the device), hands the resulting access plan to
 //!   [`cuparquet::Scan`] and streams its batches. The reader's blocking work runs
 //!   on a thread of its own, never on the async executor.
 //! * [`register_gpu_parquet`] registers a file or a directory as a table in one call.
 //!
 //! Every pushed filter prunes row groups and pages. Those cuparquet evaluates exactly as
-//! DataFusion does (comparisons with literals, `IN`, `IS [NOT] NULL`, `AND`/`OR`/`NOT` over
-//! integer, boolean, string, date, timestamp and decimal columns) are applied to the rows by
+//! DataFusion does (comparisons with literals and of two columns of one type, `IN`,
+//! `IS [NOT] NULL`, `LIKE`, `AND`/`OR`/`NOT` over integer, boolean, string, date, timestamp
+//! and decimal columns) are applied to the rows by
 //! the reader's row filter ([`cuparquet::ScanBuilder::with_row_predicate`]; on the GPU for
 //! device scans) and are `Exact`; the others stay `Inexact`, under DataFusion's own
 //! `FilterExec` ([`GpuScanOptions::row_filter`]). `LIMIT` without a filter reads only the row groups it

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{exec_err, Result};
-use datafusion::datasource::physical_plan::{FileOpener, FileScanConfig, FileSource};
+use datafusion::datasource::physical_plan::{
+    FileGroupPartitioner, FileOpener, FileScanConfig, FileSource,
+};
 use datafusion::datasource::projection::{ProjectionOpener, SplitProjection};
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::execution::cache::cache_manager::FileMetadataCache;
@@ -208,13 +210,35 @@ impl FileSource for GpuParquetSource {
         &self.metrics
     }
 
-    /// Files are not cut into byte ranges across partitions: each file is one load (its row
-    /// groups pipelined on the device), and files are spread over the partitions whole. On the
-    /// H200 (benches/history/2026-12-01.md, late night) whole files beat byte ranges in every
-    /// query: Q1 402 ms against 566, Q6 74 against 83 (24M lineitem rows in 8 files, 16
+    /// Files are cut into byte ranges only where the table has fewer files than partitions:
+    /// then each range is a load of its own (the row groups whose middle lies in it, as
+    /// DataFusion's own scan assigns them), so a one-file table uses every partition. With as
+    /// many files as partitions or more, files are spread over the partitions whole: each file
+    /// one load, its row groups pipelined on the device; on the H200
+    /// (benches/history/2026-12-01.md, late night) whole files beat byte ranges there in
+    /// every query (Q1 402 ms against 566, Q6 74 against 83; 24M lineitem rows in 8 files, 16
     /// partitions).
-    fn supports_repartitioning(&self) -> bool {
-        false
+    fn repartitioned(
+        &self,
+        target_partitions: usize,
+        repartition_file_min_size: usize,
+        output_ordering: Option<datafusion::physical_expr::LexOrdering>,
+        config: &FileScanConfig,
+    ) -> Result<Option<FileScanConfig>> {
+        let files: usize = config.file_groups.iter().map(|g| g.len()).sum();
+        if files >= target_partitions || config.file_compression_type.is_compressed() {
+            return Ok(None);
+        }
+        let groups = FileGroupPartitioner::new()
+            .with_target_partitions(target_partitions)
+            .with_repartition_file_min_size(repartition_file_min_size)
+            .with_preserve_order_within_groups(output_ordering.is_some())
+            .repartition_file_groups(&config.file_groups);
+        Ok(groups.map(|file_groups| {
+            let mut c = config.clone();
+            c.file_groups = file_groups;
+            c
+        }))
     }
 
     fn file_type(&self) -> &str {

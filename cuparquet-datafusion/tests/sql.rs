@@ -729,6 +729,79 @@ async fn corpus_files_read_as_datafusion_reads_them() {
     assert!(same > 30, "{same}");
 }
 
+/// A one-file table is cut into byte ranges over the partitions (fewer files than partitions),
+/// each range read as a load of its own: every partition works, and the answers are
+/// DataFusion's. A table of as many files as partitions keeps them whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_file_spreads_over_the_partitions() {
+    let t = &data().snappy;
+    let file = t.lineitem.join("part-0.parquet");
+    let config = || {
+        let mut c = config();
+        c.options_mut().optimizer.repartition_file_min_size = 64 << 10;
+        c
+    };
+    let gpu = SessionContext::new_with_config(config());
+    register_gpu_parquet(
+        &gpu,
+        "lineitem",
+        file.to_str().unwrap(),
+        GpuScanOptions::default(),
+    )
+    .await
+    .unwrap();
+    let df = SessionContext::new_with_config(config());
+    df.register_parquet(
+        "lineitem",
+        file.to_str().unwrap(),
+        ParquetReadOptions::default(),
+    )
+    .await
+    .unwrap();
+    let explain = text(&run(&gpu, "EXPLAIN SELECT sum(l_quantity) FROM lineitem").await);
+    assert!(explain.contains("file_groups={4 groups:"), "{explain}");
+    assert!(
+        explain.contains("part-0.parquet:0.."),
+        "byte ranges: {explain}"
+    );
+    for q in [
+        tpch::Q1,
+        tpch::Q6,
+        "SELECT count(*) FROM lineitem",
+        "SELECT count(*), min(l_orderkey), max(l_orderkey), sum(l_quantity) FROM lineitem
+           WHERE l_shipmode LIKE 'MA%'",
+        "SELECT count(*) FROM (SELECT l_orderkey FROM lineitem LIMIT 25)",
+    ] {
+        let ours = run(&gpu, q).await;
+        assert_eq!(text(&ours), text(&run(&df, q).await), "{q}");
+    }
+    // every row group read once, whichever range holds it
+    let (_, plan) = executed(&gpu, "SELECT sum(l_quantity) FROM lineitem").await;
+    let rows = run(&df, "SELECT count(*) FROM lineitem").await;
+    let rows = (rows[0].column(0))
+        .as_any()
+        .downcast_ref::<datafusion::arrow::array::Int64Array>()
+        .unwrap()
+        .value(0) as usize;
+    assert_eq!(metric(&plan, "cuparquet_rows_read"), rows);
+    // as many files as partitions: whole files
+    let whole = SessionContext::new_with_config(
+        SessionConfig::new()
+            .with_target_partitions(3)
+            .set_usize("datafusion.optimizer.repartition_file_min_size", 64 << 10),
+    );
+    register_gpu_parquet(
+        &whole,
+        "lineitem",
+        &s(&t.lineitem),
+        GpuScanOptions::default(),
+    )
+    .await
+    .unwrap();
+    let explain = text(&run(&whole, "EXPLAIN SELECT sum(l_quantity) FROM lineitem").await);
+    assert!(!explain.contains(".parquet:0.."), "{explain}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn files_with_different_columns_read_as_one_table() {
     use datafusion::arrow::array::{ArrayRef, Int64Array, StringArray};

@@ -82,6 +82,11 @@ impl LoadedBatch {
         LoadedBatch::host(batch, Arc::clone(&self.file), self.rows.clone())
     }
 
+    /// The same file, holding `batch` of the rows `rows` (filtered batches gathered).
+    pub(crate) fn replace_host_rows(&self, batch: RecordBatch, rows: Vec<RowSpan>) -> Self {
+        LoadedBatch::host(batch, Arc::clone(&self.file), rows)
+    }
+
     /// The same file, rows and device, holding `batch` instead (the rows a filter kept).
     pub(crate) fn replace_device(&self, batch: DeviceRecordBatch) -> Self {
         let ordinal = match &self.data {

@@ -190,8 +190,8 @@ unsafe fn open(
     b.build().map_err(|e| named(e.into()))
 }
 
-/// Opens `path` (a Parquet file, or a directory whose `*.parquet` files are read as one, in
-/// name order) to read `columns` (comma-separated names or dotted paths; NULL: all) of the
+/// Opens `path` (a Parquet file; a directory whose `*.parquet` files, at any depth, are read
+/// as one, in path order, hive `key=value` directories giving columns; or a glob) to read `columns` (comma-separated names or dotted paths; NULL: all) of the
 /// rows where `filter` is true (SQL's WHERE in cuparquet's predicate language, e.g.
 /// `"x > 5 AND s = 'a'"`; NULL: every row) onto `device` (`"auto"`, `"host"`, `"cuda:N"`;
 /// NULL: auto). The footers are read and the load planned here; nothing is read yet. On

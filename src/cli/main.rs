@@ -92,6 +92,17 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Print the first rows as a table (on the host; --where and --columns as for load).
+    Head {
+        /// Parquet files, directories or globs, as for load.
+        #[arg(required = true, num_args = 1..)]
+        files: Vec<PathBuf>,
+        /// Rows to print.
+        #[arg(short = 'n', long = "rows", default_value_t = 10)]
+        rows: usize,
+        #[command(flatten)]
+        sel: SelectionArgs,
+    },
     /// Show the byte ranges a selection needs, and how they are coalesced into requests.
     Plan {
         /// Parquet files or directories (their *.parquet files, sorted; names starting with _
@@ -103,6 +114,9 @@ enum Cmd {
         /// Print the plan as JSON.
         #[arg(long)]
         json: bool,
+        /// List every pruned row group with its reason (by default: a count and their ranges).
+        #[arg(long, short = 'v')]
+        verbose: bool,
         /// Also cut the plan into passes under this device-memory budget (e.g. 512MiB), each
         /// yielding batches of --batch-rows rows: what a device load under that budget reads
         /// together (one pass after the other when the whole load does not fit at once).
@@ -122,9 +136,9 @@ enum Cmd {
     },
     /// Load a selection and print what happened.
     Load {
-        /// Parquet files or directories (a directory stands for its *.parquet files, not
-        /// recursive, sorted, names starting with _ or . skipped): read as one dataset, one
-        /// schema.
+        /// Parquet files, directories (their *.parquet files at any depth, sorted, names
+        /// starting with _ or . skipped; hive key=value directories give columns) or globs
+        /// ('data/*/*.parquet'): read as one dataset, one schema.
         #[arg(required = true, num_args = 1..)]
         files: Vec<PathBuf>,
         #[command(flatten)]
@@ -133,9 +147,13 @@ enum Cmd {
         /// cuda and cuda:N.
         #[arg(long, default_value = "auto", value_parser = parse_device)]
         device: Device,
-        /// Write the loaded data as an Arrow IPC file.
+        /// Write the loaded data to this file: an Arrow IPC file (.arrow), an IPC stream
+        /// (.arrows), Parquet (.parquet) or CSV (.csv), as its extension or --format says.
         #[arg(long, short)]
         output: Option<PathBuf>,
+        /// The format of --output, where its extension does not say it.
+        #[arg(long, value_enum, requires = "output")]
+        format: Option<output::Format>,
         /// Add every I/O request with its path, size and time.
         #[arg(long)]
         report: bool,
@@ -239,6 +257,30 @@ impl SelectionArgs {
             rows: None,
         })
     }
+
+    /// The plan of `path`'s selection, as a load makes it: with a row filter, the columns it
+    /// tests read too and the plan saying that it filters rows.
+    fn plan(
+        &self,
+        path: &std::path::Path,
+        meta: &cuparquet::metadata::FileMetadata,
+    ) -> Result<cuparquet::plan::ReadPlan, Error> {
+        let mut sel = self.selection()?;
+        let Some(w) = &self.row_filter else {
+            return plan(path, meta, &sel);
+        };
+        let (text, columns) = cuparquet::plan::row_filter_columns(&meta.metadata, w)?;
+        if let Some(cols) = &mut sel.columns {
+            for c in columns {
+                if !cols.contains(&c) {
+                    cols.push(c);
+                }
+            }
+        }
+        let mut p = plan(path, meta, &sel)?;
+        p.row_filter = Some(text);
+        Ok(p)
+    }
 }
 
 /// `--row-groups 0,2-4`, as one value (a bare `Vec` would be taken as repeated values).
@@ -285,7 +327,7 @@ fn main() -> ExitCode {
     };
     let file = match &cli.cmd {
         Cmd::Inspect { file, .. } => file.display().to_string(),
-        Cmd::Plan { files, .. } | Cmd::Load { files, .. } => files
+        Cmd::Plan { files, .. } | Cmd::Load { files, .. } | Cmd::Head { files, .. } => files
             .iter()
             .map(|f| f.display().to_string())
             .collect::<Vec<_>>()
@@ -334,10 +376,58 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         Cmd::Inspect { file, brief, json } => {
             inspect(&file, &remote, brief, json).map(|()| ExitCode::SUCCESS)
         }
+        Cmd::Head { files, rows, sel } => {
+            let mut b = Scan::builder(&files)
+                .with_device(Device::Host)
+                .with_batch_rows(rows.clamp(1, 65_536))
+                .with_storage_options(remote.options.clone())
+                .with_remote_concurrency(remote.concurrency);
+            let s = sel.selection()?;
+            if let Some(c) = s.columns {
+                b = b.with_columns(c);
+            }
+            if let Some(r) = s.row_groups {
+                b = b.with_row_groups(r);
+            }
+            if let Some(f) = &sel.filter {
+                b = b.with_filter(f);
+            }
+            if let Some(w) = &sel.row_filter {
+                b = b.with_row_filter(w);
+            }
+            let scan = b.build()?;
+            // the stream stops reading once it is dropped: only the first batches are read
+            let mut batches = Vec::new();
+            let mut have = 0;
+            for batch in scan.batches() {
+                if have >= rows {
+                    break;
+                }
+                let batch = batch?.to_host()?;
+                let take = batch.num_rows().min(rows - have);
+                have += take;
+                batches.push(batch.slice(0, take));
+            }
+            let table = arrow::util::pretty::pretty_format_batches(&batches)
+                .map_err(|e| output::out_err(&files[0], e))?;
+            if batches.is_empty() {
+                let names: Vec<&str> = scan
+                    .schema()
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect();
+                out!("(no rows) columns: {}\n", names.join(", "));
+            } else {
+                out!("{table}\n");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Plan {
             files,
             sel,
             json,
+            verbose,
             memory_budget,
             batch_rows,
             keep_dictionaries,
@@ -357,7 +447,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 if let [first, .., last] = schemas.as_slice() {
                     cuparquet::metadata::merge_schemas(&[first.clone(), last.clone()])?;
                 }
-                let p = plan(path, &meta, &sel.selection()?)?;
+                let p = sel.plan(path, &meta)?;
                 let passes_of =
                     |p: &cuparquet::plan::ReadPlan, meta: &cuparquet::metadata::FileMetadata| {
                         memory_budget
@@ -378,7 +468,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     // has a page index
                     Err(e @ cuparquet::Error::MemoryBudget { .. }) if !sel.page_index => {
                         let meta = read_metadata(&f, true)?;
-                        let p = plan(path, &meta, &sel.selection()?)?;
+                        let p = sel.plan(path, &meta)?;
                         let passes = passes_of(&p, &meta).map_err(|_| e)?;
                         plans.push((path.clone(), p, passes));
                     }
@@ -445,7 +535,11 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     if !single {
                         out!("file: {}\n", path.display());
                     }
-                    out!("{p}");
+                    if verbose {
+                        out!("{p:#}");
+                    } else {
+                        out!("{p}");
+                    }
                     if let Some(passes) = passes {
                         out!("{passes}");
                     }
@@ -461,6 +555,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             sel,
             device,
             output,
+            format,
             report,
             json,
             quiet,
@@ -529,13 +624,18 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 b = b.with_progress(move |p| bar.update(p));
             }
             // the output's temporary file first: a missing directory fails before any read
-            let pending = output.as_deref().map(Pending::create).transpose()?;
-            let single = files.len() == 1 && !file.is_dir();
+            let pending = match &output {
+                Some(o) => Some(Pending::create(o, output::Format::of(o, format)?)?),
+                None => None,
+            };
             let spread = devices.is_some();
             if let Some(DeviceList(ordinals)) = devices {
                 b = b.with_devices(ordinals);
             }
             let scan = b.build()?;
+            // one file named as itself (not a directory or a glob standing for one)
+            let single =
+                files.len() == 1 && scan.files().len() == 1 && scan.files()[0].path() == file;
             let loaded = scan.load();
             if let Some(bar) = &bar {
                 bar.finish();
@@ -607,8 +707,11 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     serde_json::to_string_pretty(&v).map_err(|e| out_err(&file, e))?
                 );
             } else if !quiet {
-                for r in &reports {
-                    out!("{}", summary(r, report, output.as_deref()));
+                // one "wrote" line, after the last file's summary
+                for (i, r) in reports.iter().enumerate() {
+                    let last = i + 1 == reports.len();
+                    let output = output.as_deref().filter(|_| last && single);
+                    out!("{}", summary(r, report, output));
                 }
                 if !single {
                     let rows: u64 = reports.iter().map(|r| r.rows).sum();
@@ -622,6 +725,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                         cuparquet::config::human_bytes(bytes),
                         wall * 1e3
                     );
+                    if let Some(o) = &output {
+                        out!("wrote {}\n", o.display());
+                    }
                 }
             }
             Ok(ExitCode::SUCCESS)

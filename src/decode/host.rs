@@ -121,6 +121,11 @@ pub(crate) fn view_schema(schema: &SchemaRef) -> Option<SchemaRef> {
 }
 
 impl HostDecoder {
+    /// Rows per batch asked.
+    pub(crate) fn batch_rows(&self) -> usize {
+        self.batch_rows
+    }
+
     /// A decoder, for a file of `file_len` bytes, of leaf columns `leaves` of the file described by `metadata`, producing
     /// batches of at most `batch_rows` rows (batches never span row groups). With
     /// `keep_dictionaries`, top-level string and binary columns stored with a dictionary

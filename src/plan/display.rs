@@ -1,4 +1,6 @@
-//! `cuparquet plan`'s text: the plan as a table of chunks, units and requests.
+//! `cuparquet plan`'s text: the plan as a table of chunks, units and requests. The alternate
+//! form (`{:#}`, `cuparquet plan --verbose`) lists every pruned row group with its reason; the
+//! plain one counts them and gives their ranges.
 
 use std::fmt;
 
@@ -21,11 +23,32 @@ impl fmt::Display for ReadPlan {
             if self.requests.len() == 1 { "" } else { "s" },
             human_bytes(self.request_bytes()),
         )?;
-        if let Some(filter) = &self.filter {
-            writeln!(
+        match (&self.filter, &self.row_filter) {
+            (Some(filter), Some(rf)) => {
+                if filter != rf {
+                    writeln!(f, "filter: {filter} (prunes row groups by statistics)")?;
+                }
+                writeln!(
+                    f,
+                    "row filter: {rf} (prunes row groups{} by statistics, then keeps only the \
+                     rows where it is true; the rows above are the rows read)",
+                    if self.page_pruning.is_empty() {
+                        ""
+                    } else {
+                        " and pages"
+                    }
+                )?;
+            }
+            (Some(filter), None) => writeln!(
                 f,
                 "filter: {filter} (prunes row groups by statistics; rows are not filtered)"
-            )?;
+            )?,
+            (None, Some(rf)) => writeln!(
+                f,
+                "row filter: {rf} (keeps only the rows where it is true; the rows above are the \
+                 rows read)"
+            )?,
+            (None, None) => {}
         }
         if let Some(rows) = &self.rows {
             let ranges: usize = rows.values().map(Vec::len).sum();
@@ -73,8 +96,22 @@ impl fmt::Display for ReadPlan {
                 )?;
             }
         }
-        for p in &self.pruned {
-            writeln!(f, "  pruned row group {}: {}", p.row_group, p.reason)?;
+        if f.alternate() {
+            for p in &self.pruned {
+                writeln!(f, "  pruned row group {}: {}", p.row_group, p.reason)?;
+            }
+        } else if let Some(first) = self.pruned.first() {
+            let groups: Vec<usize> = self.pruned.iter().map(|p| p.row_group).collect();
+            let n = groups.len();
+            writeln!(
+                f,
+                "  pruned {n} row group{} ({}): row group {}: {}{}",
+                if n == 1 { "" } else { "s" },
+                fmt_index_list(&groups),
+                first.row_group,
+                first.reason,
+                if n > 1 { "; --verbose: each one's reason" } else { "" }
+            )?;
         }
         if !self.page_pruning.is_empty() {
             let kept: usize = self.page_pruning.iter().map(|p| p.pages_kept).sum();

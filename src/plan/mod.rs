@@ -225,6 +225,11 @@ pub struct ReadPlan {
     pub pruned: Vec<PrunedRowGroup>,
     /// The predicate as understood, if any.
     pub filter: Option<String>,
+    /// The row filter, when the load keeps only the rows where it is true (its pruning is in
+    /// [`filter`](Self::filter); [`num_rows`](Self::num_rows) counts the rows read, before
+    /// it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row_filter: Option<String>,
     /// One entry per (row group, leaf), row group major.
     pub chunks: Vec<ColumnChunkPlan>,
     /// Coalesced reads, unit by unit, in file order within a unit, laid end to end in the
@@ -298,6 +303,18 @@ pub struct ReadUnit {
     pub requests: Range<usize>,
     /// Bytes of the unit's requests.
     pub bytes: u64,
+}
+
+/// A row filter `expr` over `md`'s schema: its text as understood, and the columns it tests
+/// (as `with_columns` takes them), which a load reads beside the asked ones.
+pub fn row_filter_columns(md: &ParquetMetaData, expr: &str) -> Result<(String, Vec<String>)> {
+    let pred = parse_predicate(expr)?;
+    let schema = md.file_metadata().schema_descr();
+    let rf = predicate::row_filter(&pred, expr, schema)?;
+    let columns = (rf.leaves().iter())
+        .map(|&l| predicate::fmt_column(schema.column(l).path().parts()))
+        .collect();
+    Ok((pred.to_string(), columns))
 }
 
 /// Parses a row-group list such as `0,2-4,7`.
@@ -640,6 +657,7 @@ pub fn plan_with(
         page_pruning,
         pruned,
         filter: filter_text,
+        row_filter: None,
         chunks,
         requests,
         units,

@@ -647,6 +647,7 @@ pub fn piece_plan(
         page_pruning: Vec::new(),
         pruned: Vec::new(),
         filter: plan.filter.clone(),
+        row_filter: plan.row_filter.clone(),
         chunks,
         requests,
         units,

@@ -19,6 +19,9 @@ use crate::io::{IoReport, RangeReader};
 pub struct Batches {
     schema: SchemaRef,
     inner: Inner,
+    /// Hive-partitioned sources: the partition columns appended to each batch, and the
+    /// schema they take.
+    partitions: Option<(Arc<super::partitions::Partitions>, SchemaRef)>,
 }
 
 enum Inner {
@@ -70,6 +73,7 @@ impl Batches {
         let current_budgeted = files.first().is_some_and(FileScan::budgeted);
         Batches {
             schema,
+            partitions: None,
             inner: Inner::Files(Box::new(Files {
                 restamp: files.len() > 1,
                 files,
@@ -87,13 +91,27 @@ impl Batches {
     pub(super) fn spread(schema: SchemaRef, spread: SpreadBatches) -> Self {
         Batches {
             schema,
+            partitions: None,
             inner: Inner::Spread(spread),
         }
     }
 
+    /// The batches with `partitions`' columns appended, taking `schema`.
+    pub(super) fn with_partitions(
+        mut self,
+        partitions: Arc<super::partitions::Partitions>,
+        schema: SchemaRef,
+    ) -> Self {
+        self.partitions = Some((partitions, schema));
+        self
+    }
+
     /// The schema of the batches (see [`Scan::schema`](super::Scan::schema)).
     pub fn schema(&self) -> &SchemaRef {
-        &self.schema
+        match &self.partitions {
+            Some((_, s)) => s,
+            None => &self.schema,
+        }
     }
 
     /// What the batches handed over so far read: every request with the path it took.
@@ -192,9 +210,13 @@ impl Iterator for Batches {
     type Item = Result<LoadedBatch>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        match &mut self.inner {
+        let b = match &mut self.inner {
             Inner::Files(x) => x.next(&self.schema),
             Inner::Spread(x) => x.next(),
+        };
+        match (&self.partitions, b) {
+            (Some((p, schema)), Some(Ok(b))) => Some(p.append(b, schema)),
+            (_, b) => b,
         }
     }
 }

@@ -71,7 +71,7 @@ pub struct ScanBuilder {
     pub(super) devices: Option<Vec<usize>>,
     /// One access plan per file, in file order ([`Self::with_access_plans`]).
     pub(super) access_plans: Option<Vec<Option<Vec<crate::plan::RowGroupAccess>>>>,
-    selection: Selection,
+    pub(super) selection: Selection,
     device: Device,
     pub(super) batch_rows: usize,
     pub(super) keep_dictionaries: bool,
@@ -91,7 +91,7 @@ pub struct ScanBuilder {
     progress: Option<ProgressFn>,
     metadata: Option<Arc<FileMetadata>>,
     max_page_size: Option<u64>,
-    row_filter: Option<RowFilterExpr>,
+    pub(super) row_filter: Option<RowFilterExpr>,
     string_views: bool,
     /// How URL sources are read (storage options, GETs in flight, piece size).
     pub(super) remote: crate::config::RemoteSettings,
@@ -99,7 +99,7 @@ pub struct ScanBuilder {
 
 /// A row filter as given: text, parsed at build, or a typed predicate.
 #[derive(Debug, Clone)]
-enum RowFilterExpr {
+pub(super) enum RowFilterExpr {
     Text(String),
     Typed(Predicate),
 }
@@ -480,7 +480,8 @@ impl ScanBuilder {
     /// the files' schemas: a mismatch is an error naming both files and the field. Over
     /// several devices, the passes are planned and given to the devices here too.
     pub fn build(self) -> Result<Scan> {
-        let files = list_sources(&self.sources, &self.remote)?;
+        let listed = list_sources(&self.sources, &self.remote)?;
+        let files: Vec<PathBuf> = listed.iter().map(|(f, _)| f.clone()).collect();
         let access = match &self.access_plans {
             None => vec![None; files.len()],
             Some(a) if a.len() == files.len() => a.clone(),
@@ -492,6 +493,18 @@ impl ScanBuilder {
                 ))
             }
         };
+        let hive: Vec<(PathBuf, Vec<(String, String)>)> = (listed.iter())
+            .map(|(f, root)| {
+                let kv = match root {
+                    Some(r) => super::partitions::hive_values(r, &f.to_string_lossy()),
+                    None => Vec::new(),
+                };
+                (f.clone(), kv)
+            })
+            .collect();
+        if let Some(parts) = super::partitions::Partitions::new(&hive)? {
+            return self.build_partitioned(parts, files, access);
+        }
         match self.devices.clone() {
             Some(ordinals) => {
                 crate::config::check_devices(&ordinals)?;
@@ -502,8 +515,10 @@ impl ScanBuilder {
                 let (files, schema) = open_files(&self, &files, &access)?;
                 Ok(Scan {
                     files,
+                    file_schema: schema.clone(),
                     schema,
                     spread: None,
+                    partitions: None,
                 })
             }
         }
@@ -642,7 +657,8 @@ impl ScanBuilder {
                 Some((rf, asked))
             }
         };
-        let plan = plan_with(&self.path, &meta, &selection, &coalesce)?;
+        let mut plan = plan_with(&self.path, &meta, &selection, &coalesce)?;
+        plan.row_filter = filter.as_ref().map(|(rf, _)| rf.text().to_string());
         let decode_meta = crate::metadata::without_dictionary_offsets(
             &self.path,
             &meta.metadata,
@@ -787,12 +803,13 @@ impl ScanBuilder {
 }
 
 /// The files of `sources` (files, or directories of `*.parquet` files, listed as
-/// [`crate::source::expand_paths`] lists them); none at all is an error naming the sources.
+/// [`crate::source::expand_paths`] lists them), each with where its partition directories
+/// start; none at all is an error naming the sources.
 fn list_sources(
     sources: &[PathBuf],
     remote: &crate::config::RemoteSettings,
-) -> Result<Vec<PathBuf>> {
-    let files = crate::source::expand_sources(sources, remote)?;
+) -> Result<Vec<(PathBuf, Option<String>)>> {
+    let files = crate::source::list_files(sources, remote)?;
     if files.is_empty() {
         return Err(Error::NoFiles {
             sources: sources.to_vec(),
@@ -863,17 +880,32 @@ pub(super) fn open_files(
     files: &[PathBuf],
     access: &[Option<Vec<crate::plan::RowGroupAccess>>],
 ) -> Result<(Vec<FileScan>, SchemaRef)> {
-    let build = |i: usize| {
-        let mut b = builder.clone().with_path(&files[i]);
-        if let Some(a) = access[i].clone() {
-            b = b.with_access_plan(a);
-        }
-        b.build_file()
-    };
-    let readers: Vec<FileScan> = if files.len() == 1 {
-        vec![build(0)?]
+    let builders = (0..files.len())
+        .map(|i| {
+            let mut b = builder.clone().with_path(&files[i]);
+            if let Some(a) = access[i].clone() {
+                b = b.with_access_plan(a);
+            }
+            b
+        })
+        .collect();
+    open_builders(builders, files)
+}
+
+/// Each of `builders` (one per file of `files`) built (several in parallel), and their
+/// schemas merged in file order; the first error in file order is returned.
+pub(super) fn open_builders(
+    builders: Vec<ScanBuilder>,
+    files: &[PathBuf],
+) -> Result<(Vec<FileScan>, SchemaRef)> {
+    let readers: Vec<FileScan> = if builders.len() == 1 {
+        vec![builders.into_iter().next().ok_or(Error::NoFiles {
+            sources: files.to_vec(),
+        })?
+        .build_file()?]
     } else {
-        let built: Vec<Result<FileScan>> = (0..files.len()).into_par_iter().map(build).collect();
+        let built: Vec<Result<FileScan>> =
+            builders.into_par_iter().map(ScanBuilder::build_file).collect();
         built.into_iter().collect::<Result<_>>()?
     };
     let mut schema = readers[0].schema().clone();

@@ -295,6 +295,7 @@ impl ReaderState {
             row_filter: self.row_filter.as_ref(),
             views: self.views.as_ref(),
             path: &self.path,
+            batch_rows: self.decoder.batch_rows(),
         }
     }
 

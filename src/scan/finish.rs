@@ -1,7 +1,8 @@
 //! Decoded batches finished as the scan yields them ([`Finish`]): the exact row filter
 //! ([`ScanBuilder::with_row_filter`](super::ScanBuilder::with_row_filter)) — host batches by
 //! arrow-rs, device batches by the GPU's predicate and compaction kernels, batches left with no
-//! row dropped — then string and binary columns as views where they were asked for
+//! row dropped, consecutive host batches of a wave gathered into batches of about `batch_rows`
+//! kept rows (never more, unless one batch alone is) — then string and binary columns as views where they were asked for
 //! ([`ScanBuilder::with_string_views`](super::ScanBuilder::with_string_views): the host
 //! decodes them as views; a device builds them after the filter, from offsets).
 
@@ -21,6 +22,8 @@ pub(super) struct Finish<'a> {
     pub(super) views: Option<&'a SchemaRef>,
     /// The file, named by a failed view's error.
     pub(super) path: &'a Path,
+    /// Rows per batch asked: what filtered host batches are gathered up to.
+    pub(super) batch_rows: usize,
 }
 
 impl Finish<'_> {
@@ -73,6 +76,55 @@ impl Finish<'_> {
                 out.push(kept);
             }
         }
+        self.gather(out)
+    }
+
+    /// Consecutive host batches of `batches` (a wave's, in order) concatenated into batches of
+    /// about `batch_rows` rows: a filter's batches are as large as asked, not as the rows read.
+    fn gather(&self, batches: Vec<LoadedBatch>) -> Result<Vec<LoadedBatch>> {
+        let mut out = Vec::with_capacity(batches.len());
+        let mut pending: Vec<LoadedBatch> = Vec::new();
+        let mut rows = 0usize;
+        let flush = |pending: &mut Vec<LoadedBatch>, out: &mut Vec<LoadedBatch>| -> Result<()> {
+            match pending.len() {
+                0 => {}
+                1 => out.extend(pending.pop()),
+                _ => {
+                    let hosts: Vec<_> = pending.iter().filter_map(|b| b.as_host()).collect();
+                    let merged = arrow::compute::concat_batches(&hosts[0].schema(), hosts)
+                        .map_err(|e| Error::Decode {
+                            path: self.path.to_path_buf(),
+                            row_group: pending[0].rows().first().map(|r| r.row_group),
+                            column: None,
+                            reason: format!("gathering the filtered batches: {e}"),
+                        })?;
+                    let spans = pending.iter().flat_map(|b| b.rows().iter().cloned()).collect();
+                    out.push(pending[0].replace_host_rows(merged, spans));
+                    pending.clear();
+                }
+            }
+            Ok(())
+        };
+        for b in batches {
+            if b.as_host().is_none() {
+                flush(&mut pending, &mut out)?;
+                rows = 0;
+                out.push(b);
+                continue;
+            }
+            // dictionaries stay one per row group (`with_keep_dictionaries`)
+            let dictionaries = (b.as_host())
+                .is_some_and(|h| h.schema().fields().iter().any(|f| matches!(f.data_type(), arrow::datatypes::DataType::Dictionary(..))));
+            let last = pending.last().and_then(|p| p.rows().last()).map(|r| r.row_group);
+            let first = b.rows().first().map(|r| r.row_group);
+            if rows + b.num_rows() > self.batch_rows || (dictionaries && last != first) {
+                flush(&mut pending, &mut out)?;
+                rows = 0;
+            }
+            rows += b.num_rows();
+            pending.push(b);
+        }
+        flush(&mut pending, &mut out)?;
         Ok(out)
     }
 

@@ -32,6 +32,7 @@ mod file;
 mod finish;
 mod host_load;
 pub(crate) mod in_order;
+mod partitions;
 mod report;
 mod spread;
 mod stream;
@@ -74,9 +75,9 @@ pub(crate) use file::ReaderState;
 /// jobs once (benches/RESULTS.md).
 pub const DEFAULT_BATCH_ROWS: usize = 1 << 20;
 
-/// The sources a [`Scan`] reads: a path (a file, or a directory standing for its
-/// `*.parquet` files, not recursive, sorted by name, names starting with `_` or `.` skipped),
-/// or a list of them.
+/// The sources a [`Scan`] reads: a path (a file; a directory standing for the `*.parquet`
+/// files under it at any depth, sorted by path, names starting with `_` or `.` skipped,
+/// hive `key=value` directories giving columns; a glob), or a list of them.
 pub trait IntoSources {
     /// The paths, in the order given.
     fn into_sources(self) -> Vec<PathBuf>;
@@ -144,9 +145,13 @@ impl<P: AsRef<Path>, const N: usize> IntoSources for [P; N] {
 pub struct Scan {
     files: Vec<FileScan>,
     /// The files' Arrow schemas merged.
+    file_schema: SchemaRef,
+    /// The batches' schema: the files' with the hive partition columns after them.
     schema: SchemaRef,
     /// Over several devices: which device takes each pass, and how each pass is loaded.
     spread: Option<Arc<spread::Spread>>,
+    /// Hive-partitioned sources: the columns their directories give each file's batches.
+    partitions: Option<Arc<partitions::Partitions>>,
 }
 
 /// What [`Scan::load`] produced: every batch, in order, with the one schema and the report.
@@ -215,9 +220,13 @@ impl Scan {
     }
 
     fn stream(&self, reader: Option<Arc<dyn RangeReader>>) -> Batches {
-        match &self.spread {
-            Some(s) => Batches::spread(self.schema.clone(), s.batches(reader)),
-            None => Batches::files(self.files.clone(), self.schema.clone(), reader),
+        match (&self.spread, &self.partitions) {
+            (Some(s), _) => Batches::spread(self.schema.clone(), s.batches(reader)),
+            (None, None) => Batches::files(self.files.clone(), self.schema.clone(), reader),
+            (None, Some(p)) => {
+                Batches::files(self.files.clone(), self.file_schema.clone(), reader)
+                    .with_partitions(Arc::clone(p), self.schema.clone())
+            }
         }
     }
 
@@ -260,10 +269,16 @@ impl Scan {
                 Some(r) => f.load_with(r)?,
                 None => f.load()?,
             };
-            if restamp {
-                batches.extend(loaded.batches.into_iter().map(|b| b.with_schema(&self.schema)));
-            } else {
-                batches.extend(loaded.batches);
+            for b in loaded.batches {
+                let b = if restamp {
+                    b.with_schema(&self.file_schema)
+                } else {
+                    b
+                };
+                batches.push(match &self.partitions {
+                    Some(p) => p.append(b, &self.schema)?,
+                    None => b,
+                });
             }
             loads.push(loaded.report);
         }

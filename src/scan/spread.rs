@@ -207,8 +207,10 @@ impl Spread {
         };
         Ok(Opened::Scan(Scan {
             files: readers,
+            file_schema: schema.clone(),
             schema,
             spread: Some(Arc::new(me)),
+            partitions: None,
         }))
     }
 

@@ -258,3 +258,208 @@ fn per_file_access_plans_read_what_each_says() {
         );
     }
 }
+
+/// A hive-partitioned directory (`year=…/region=…/`, as pyarrow's `write_to_dataset` and
+/// DuckDB's `PARTITION_BY` write it), with a null partition and files the listing skips.
+fn hive_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut start = 0;
+    for (year, region) in [
+        ("2023", "eu"),
+        ("2023", "us"),
+        ("2024", "eu"),
+        ("2024", "__HIVE_DEFAULT_PARTITION__"),
+    ] {
+        let sub = dir
+            .path()
+            .join(format!("year={year}"))
+            .join(format!("region={region}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        part(&sub.join("part-0.parquet"), start, 400, 150, true);
+        start += 1000;
+    }
+    std::fs::write(dir.path().join("_SUCCESS"), "").unwrap();
+    std::fs::create_dir_all(dir.path().join("_temporary/year=1999/region=x")).unwrap();
+    part(
+        &dir.path().join("_temporary/year=1999/region=x/p.parquet"),
+        0,
+        10,
+        10,
+        true,
+    );
+    dir
+}
+
+type HiveRow = (i64, Option<i64>, Option<String>);
+
+/// `got` equals `want`; else the counts and the first difference.
+fn same_rows(got: &[HiveRow], want: &[HiveRow], ctx: &str) {
+    if got != want {
+        let at = got.iter().zip(want).position(|(a, b)| a != b);
+        panic!(
+            "{ctx}: {} rows, want {}; first difference at {at:?}: {:?} against {:?}",
+            got.len(),
+            want.len(),
+            at.map(|i| &got[i]),
+            at.map(|i| &want[i])
+        );
+    }
+}
+
+/// The ids, years and regions of `batches` (of the scan's schema), in order.
+fn hive_rows(batches: &[RecordBatch]) -> Vec<HiveRow> {
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::Int64Type;
+    let mut out = Vec::new();
+    for b in batches {
+        let id = b.column_by_name("id").unwrap().as_primitive::<Int64Type>();
+        let year = b
+            .column_by_name("year")
+            .map(|c| c.as_primitive::<Int64Type>().clone());
+        let region = b
+            .column_by_name("region")
+            .map(|c| c.as_string::<i32>().clone());
+        for i in 0..b.num_rows() {
+            out.push((
+                id.value(i),
+                year.as_ref()
+                    .and_then(|y| y.is_valid(i).then(|| y.value(i))),
+                region
+                    .as_ref()
+                    .and_then(|r| r.is_valid(i).then(|| r.value(i).to_string())),
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn hive_partitions_are_typed_columns_and_prune_whole_directories() {
+    let dir = hive_dir();
+    let region = |k: i64| match k / 1000 {
+        0 | 2 => Some("eu".to_string()),
+        1 => Some("us".to_string()),
+        _ => None,
+    };
+    let year = |k: i64| if k < 2000 { 2023 } else { 2024 };
+    let all: Vec<i64> = (0..4).flat_map(|f| f * 1000..f * 1000 + 400).collect();
+    for device in devices() {
+        let scan = Scan::builder(dir.path())
+            .with_device(device)
+            .build()
+            .unwrap();
+        assert_eq!(
+            scan.files().len(),
+            4,
+            "{device}: _temporary and _SUCCESS skipped"
+        );
+        let names: Vec<(&str, DataType)> = (scan.schema().fields().iter())
+            .map(|f| (f.name().as_str(), f.data_type().clone()))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("id", DataType::Int64),
+                ("s", DataType::Utf8),
+                ("year", DataType::Int64),
+                ("region", DataType::Utf8)
+            ],
+            "{device}"
+        );
+        let got = hive_rows(&host(&scan.load().unwrap().batches));
+        let mut want: Vec<_> = all.iter().map(|&k| (k, Some(year(k)), region(k))).collect();
+        // files in path order: region=__HIVE_DEFAULT_PARTITION__ before region=eu
+        want.sort_by_key(|r| (r.1, r.2.clone().unwrap_or_default(), r.0));
+        same_rows(&got, &want, &format!("{device}"));
+        // the stream appends them too
+        let streamed: Vec<LoadedBatch> = scan.batches().collect::<cuparquet::Result<_>>().unwrap();
+        same_rows(
+            &hive_rows(&host(&streamed)),
+            &want,
+            &format!("{device} stream"),
+        );
+
+        // filters on partition columns prune whole directories; the rest filters the rows
+        let scan = Scan::builder(dir.path())
+            .with_device(device)
+            .with_row_filter("year = 2024 AND (region IS NULL OR id < 2100)")
+            .build()
+            .unwrap();
+        assert_eq!(scan.files().len(), 2, "{device}: only year=2024 opened");
+        let got = hive_rows(&host(&scan.load().unwrap().batches));
+        let mut want: Vec<_> = (all.iter().copied())
+            .filter(|&k| year(k) == 2024 && (region(k).is_none() || k < 2100))
+            .map(|k| (k, Some(2024), region(k)))
+            .collect();
+        want.sort_by_key(|r| (r.2.clone().unwrap_or_default(), r.0));
+        same_rows(&got, &want, &format!("{device} filtered"));
+        assert!(!got.is_empty());
+        let scan = Scan::builder(dir.path())
+            .with_device(device)
+            .with_row_filter("NOT region LIKE 'e%' AND id >= 0")
+            .with_columns(["id", "region"])
+            .build()
+            .unwrap();
+        assert_eq!(
+            scan.files().len(),
+            1,
+            "{device}: NULL region is not 'NOT LIKE'"
+        );
+        let batches = host(&scan.load().unwrap().batches);
+        assert_eq!(batches[0].num_columns(), 2, "{device}: id, region");
+        assert!(hive_rows(&batches)
+            .iter()
+            .all(|r| r.2.as_deref() == Some("us")));
+        // every file ruled out: an empty scan of the files' schema
+        let scan = Scan::builder(dir.path())
+            .with_device(device)
+            .with_filter("year > 2030")
+            .build()
+            .unwrap();
+        let loaded = scan.load().unwrap();
+        assert_eq!(
+            loaded.batches.iter().map(|b| b.num_rows()).sum::<usize>(),
+            0
+        );
+        assert_eq!(loaded.schema.fields().len(), 4);
+    }
+    // globs, relative to their first wildcard's directory
+    let pattern = format!("{}/year=2024/*/*.parquet", dir.path().display());
+    let scan = Scan::builder(&pattern)
+        .with_device(Device::Host)
+        .build()
+        .unwrap();
+    assert_eq!(scan.files().len(), 2);
+    let fields: Vec<&str> = scan
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect();
+    assert_eq!(fields, ["id", "s", "region"]);
+    let pattern = format!("{}/**/*.parquet", dir.path().display());
+    let scan = Scan::builder(&pattern)
+        .with_device(Device::Host)
+        .build()
+        .unwrap();
+    assert_eq!(scan.files().len(), 4, "** descends, _temporary skipped");
+    // errors name the file and what is wrong
+    let e = Scan::builder(dir.path())
+        .with_row_filter("year = 'x'")
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("partition column 'year' holds integers"), "{e}");
+    let e = Scan::builder(format!("{}/nothing-*.parquet", dir.path().display()))
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no file matches this pattern"), "{e}");
+    std::fs::create_dir_all(dir.path().join("year=2025")).unwrap();
+    part(&dir.path().join("year=2025/odd.parquet"), 0, 5, 5, true);
+    let e = Scan::builder(dir.path()).build().unwrap_err().to_string();
+    assert!(
+        e.contains("odd.parquet") && e.contains("differ from"),
+        "{e}"
+    );
+}

@@ -522,6 +522,47 @@ fn row_filter_cases() -> Vec<(&'static str, Oracle)> {
     ]
 }
 
+/// Under a row filter, host batches hold about `batch_rows` kept rows (filtered batches of a
+/// wave gathered), not the few rows kept of each batch read; never more than asked.
+#[test]
+fn filtered_batches_hold_about_the_rows_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gather.parquet");
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(50_000))
+        .build();
+    write(&path, &[flat_batch(100_000, 9)], props);
+    // utf8 is s0..s49: 's1%' keeps s1 and s10..s19, about a fifth of the non-null rows
+    let expr = "utf8 LIKE 's1%'";
+    let reader = Scan::builder(&path)
+        .with_device(Device::Host)
+        .with_batch_rows(4096)
+        .with_row_filter(expr)
+        .build()
+        .unwrap();
+    let loaded = reader.load().unwrap();
+    let sizes: Vec<usize> = loaded.batches.iter().map(|b| b.num_rows()).collect();
+    let kept: usize = sizes.iter().sum();
+    assert!(kept > 15_000 && kept < 25_000, "{kept}");
+    assert!(sizes.iter().all(|&n| n > 0 && n <= 4096), "{sizes:?}");
+    // about 900 kept rows per 4096 read: gathered, the batches average well above that
+    assert!(
+        kept / sizes.len() > 3_000,
+        "{} batches: {sizes:?}",
+        sizes.len()
+    );
+    // and they are the rows arrow-rs keeps
+    let (all, _) = read_all(&path, None);
+    let mask = arrow::compute::kernels::comparison::like(
+        col(&all, "utf8"),
+        &StringArray::new_scalar("s1%"),
+    )
+    .unwrap();
+    let want = filter_record_batch(&all, &mask).unwrap();
+    let got = concat(reader.schema(), &to_host(&loaded.batches));
+    assert_eq!(got.columns(), want.columns());
+}
+
 #[test]
 fn row_filters_equal_arrow_rs_compute_filters() {
     let dir = tempfile::tempdir().unwrap();

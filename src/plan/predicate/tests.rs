@@ -142,6 +142,8 @@ fn parse_errors_say_where() {
 
 mod stats {
     use super::super::*;
+    use parquet::basic::{ColumnOrder, SortOrder};
+    use parquet::file::statistics::Statistics;
     use parquet::file::metadata::{ColumnChunkMetaData, FileMetaData, RowGroupMetaData};
     use parquet::schema::parser::parse_message_type;
     use parquet::schema::types::SchemaDescriptor;

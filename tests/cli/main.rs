@@ -1,6 +1,9 @@
-//! The `cuparquet` binary: inspect, plan, load --output, exit codes.
+//! The `cuparquet` binary: inspect, plan, load --output, exit codes; `looking` holds the
+//! commands for looking at data (head, output formats, hive directories and globs).
 
+#[path = "../common/mod.rs"]
 mod common;
+mod looking;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
