@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::config::IoSettings;
-use crate::device::probe_cuda;
+use crate::device::{probe_cuda, CudaProbe};
 use crate::io::cufile;
 use crate::io::policy::{decide, nvidia_fs_fact, Target};
 
@@ -79,16 +79,25 @@ pub struct DoctorOptions {
 pub fn run(opts: &DoctorOptions) -> Vec<Check> {
     let mut out = Vec::new();
     let cuda = probe_cuda();
-    out.push(if cuda.devices > 0 {
-        check(Status::Ok, "CUDA driver", &cuda.detail, None)
-    } else {
-        check(
-            Status::Warn,
-            "CUDA driver",
-            format!("{}: loads use host memory", cuda.detail),
-            Some("install the NVIDIA driver to load into GPU memory"),
-        )
-    });
+    if cuda.devices == 0 {
+        // no GPU: one line on what loads do here and what a GPU would add, none of the GPU
+        // stack's checks (nvCOMP, cuFile, nvidia-fs, udev, cufile.json) and their advice
+        out.push(check(
+            Status::Ok,
+            "GPU",
+            format!(
+                "none here ({}): loads decode on this machine's cores into host memory, every \
+                 encoding and codec; with an NVIDIA GPU and its driver they would decode on the \
+                 GPU into device memory (then this command checks nvCOMP, cuFile/GDS, \
+                 nvidia-fs and udev too)",
+                cuda.detail
+            ),
+            None,
+        ));
+        host_checks(opts, cuda, &mut out);
+        return out;
+    }
+    out.push(check(Status::Ok, "CUDA driver", &cuda.detail, None));
 
     out.push(nvcomp_check());
 
@@ -159,6 +168,16 @@ pub fn run(opts: &DoctorOptions) -> Vec<Check> {
         out.push(udev_check(&opts.path));
     }
     out.extend(cufile_json_checks());
+    host_checks(opts, cuda, &mut out);
+    out
+}
+
+/// The checks of every machine, GPU or not: object stores, the device `auto` picks, the
+/// settings, the path a range takes, the ceilings.
+fn host_checks(opts: &DoctorOptions, cuda: &CudaProbe, out: &mut Vec<Check>) {
+    if cuda.devices == 0 && crate::source::is_url(&opts.path) {
+        out.push(remote_probe(&opts.path, &opts.remote));
+    }
     out.push(stores_check());
 
     match crate::device::resolve(crate::device::Device::Auto) {
@@ -226,7 +245,6 @@ pub fn run(opts: &DoctorOptions) -> Vec<Check> {
             out.extend(pinned_copy_ceiling());
         }
     }
-    out
 }
 
 /// The variables `object_store`'s builders read, by store: those set (names only, never values).
@@ -719,25 +737,31 @@ mod tests {
             remote: Default::default(),
         });
         let names: Vec<&str> = checks.iter().map(|c| c.name.as_str()).collect();
-        for want in [
+        let gpu = probe_cuda().devices > 0;
+        let gpu_stack = [
             "CUDA driver",
             "libcufile",
             "cuFileDriverOpen",
             "nvidia-fs",
             "udev record",
             "cufile.json",
-            "settings",
-            "path for a 1 MiB range",
-            "object stores",
-        ] {
+        ];
+        for want in ["settings", "path for a 1 MiB range", "object stores"]
+            .into_iter()
+            .chain(gpu_stack.into_iter().filter(|_| gpu))
+        {
             assert!(names.contains(&want), "{want} missing from {names:?}");
         }
-        // never a failure only because there is no GPU
-        if probe_cuda().devices == 0 {
+        // without a GPU: one line saying so, no GPU-stack check, no warning, no sudo advice
+        if !gpu {
+            assert!(names.contains(&"GPU"), "{names:?}");
+            assert!(gpu_stack.iter().all(|g| !names.contains(g)), "{names:?}");
+            // (a build without the object-store feature says so in a warning of its own)
             assert!(
-                checks.iter().all(|c| c.status != Status::Fail),
+                (checks.iter()).all(|c| c.status == Status::Ok || c.name == "object stores"),
                 "{checks:#?}"
             );
+            assert!(checks.iter().all(|c| !c.to_string().contains("sudo")));
             let path = checks
                 .iter()
                 .find(|c| c.name == "path for a 1 MiB range")

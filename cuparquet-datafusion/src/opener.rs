@@ -517,6 +517,22 @@ impl ScanJob {
             },
         }
         .map_err(|e| external(&self.name, e))?;
+        // the row groups the reader's bloom filters ruled out (of those DataFusion's pruning
+        // kept), reported as DataFusion's own scan reports its bloom-filter pruning
+        if let Some(f) = reader.files().first() {
+            let bloom = (f.plan().pruned.iter())
+                .filter(|p| p.reason.contains("bloom filter"))
+                .count();
+            let kept = f.plan().row_groups.len();
+            self.metrics
+                .parquet
+                .row_groups_pruned_bloom_filter
+                .add_pruned(bloom);
+            self.metrics
+                .parquet
+                .row_groups_pruned_bloom_filter
+                .add_matched(kept);
+        }
         Ok(Opened::Scan(reader))
     }
 

@@ -71,6 +71,10 @@ fn config() -> SessionConfig {
     SessionConfig::new().with_target_partitions(4)
 }
 
+fn ctx() -> SessionContext {
+    SessionContext::new_with_config(config())
+}
+
 fn s(p: &Path) -> String {
     format!("{}/", p.display())
 }
@@ -727,6 +731,46 @@ async fn corpus_files_read_as_datafusion_reads_them() {
         differ.join("\n")
     );
     assert!(same > 30, "{same}");
+}
+
+/// Bloom filters prune row groups on equalities (`=`, `IN`) as DataFusion's own scan does, and
+/// `EXPLAIN ANALYZE`'s `row_groups_pruned_bloom_filter` counts them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bloom_filters_prune_as_datafusion_does() {
+    use datafusion::arrow::array::{ArrayRef, Int64Array};
+    let dir = tempfile::tempdir().unwrap();
+    let (path, n) = (dir.path().join("bloom.parquet"), 80_000i64);
+    let k: ArrayRef = Arc::new(Int64Array::from_iter_values((0..n).map(|i| i * 7_919 % n)));
+    let v: ArrayRef = Arc::new(Int64Array::from_iter_values(0..n));
+    let batch = RecordBatch::try_from_iter([("k", k), ("v", v)]).unwrap();
+    let props = WriterProperties::builder().set_max_row_group_row_count(Some(10_000));
+    let props = props.set_bloom_filter_enabled(true).build();
+    let f = std::fs::File::create(&path).unwrap();
+    let mut w =
+        datafusion::parquet::arrow::ArrowWriter::try_new(f, batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let (ours, theirs, p) = (ctx(), ctx(), path.to_str().unwrap());
+    register_gpu_parquet(&ours, "t", p, GpuScanOptions::default())
+        .await
+        .unwrap();
+    let options = ParquetReadOptions::default();
+    theirs.register_parquet("t", p, options).await.unwrap();
+    for q in [
+        "SELECT k, v FROM t WHERE k = 4242",
+        "SELECT k, v FROM t WHERE k IN (1, 2, 3) ORDER BY k",
+    ] {
+        let (a, plan) = executed(&ours, q).await;
+        let (b, their_plan) = executed(&theirs, q).await;
+        assert_eq!(text(&a), text(&b), "{q}");
+        let pruned = metric(&plan, "row_groups_pruned_bloom_filter");
+        assert!(pruned > 0, "{q}: no row group pruned by bloom filters");
+        assert_eq!(
+            pruned,
+            metric(&their_plan, "row_groups_pruned_bloom_filter"),
+            "{q}: as DataFusion's own scan"
+        );
+    }
 }
 
 /// A one-file table is cut into byte ranges over the partitions (fewer files than partitions),

@@ -150,8 +150,10 @@ def read_table(
     memory_budget: int | None = None,
     **settings: Any,
 ) -> Table:
-    """Reads ``source`` (a file, a directory of ``*.parquet``, a URL — ``s3://``, ``gs://``,
-    ``az://``, ``http(s)://``; ending in ``/``: the objects under it — or a list) whole.
+    """Reads ``source`` (a file; a directory of ``*.parquet`` at any depth, hive
+    ``key=value/`` directories giving columns, filters on them skipping whole directories; a
+    glob such as ``"data/year=*/*.parquet"``; a URL — ``s3://``, ``gs://``, ``az://``,
+    ``http(s)://``; ending in ``/``: the objects under it — or a list) whole.
 
     ``columns``: the columns to read (nested fields as ``"s.b"``); ``filter``: only the rows
     where it is true, as row-filter text (``"x > 3 AND s = 'a'"``) or pyarrow's DNF list

@@ -121,3 +121,27 @@ def test_language_errors_name_what_is_wrong(files):
     ]:
         with pytest.raises(cuparquet.CuparquetError, match=match):
             cuparquet.read_table(files["pyarrow"], filter=text, device="host")
+
+
+def test_hive_partitions_as_pyarrow_reads_them(tmp_path):
+    """A directory pyarrow's ``write_to_dataset`` partitions by two keys: the partition columns
+    come after the files' own, and a filter on them reads only the directories it keeps."""
+    t = table(6_000).select(["id", "qty", "s"]).append_column(
+        "year", pa.array([1995 + i % 3 for i in range(6_000)], pa.int64())
+    ).append_column("mode", pa.array([["AIR", "MAIL"][i % 2] for i in range(6_000)]))
+    pq.write_to_dataset(t, tmp_path, partition_cols=["year", "mode"])
+    ours = cuparquet.read_table(tmp_path, device="host").to_pyarrow()
+    assert ours.column_names == ["id", "qty", "s", "year", "mode"]
+    theirs = pq.read_table(tmp_path)
+    key = lambda r: r["id"]  # noqa: E731
+    assert sorted(ours.to_pylist(), key=key) == sorted(
+        theirs.select(ours.column_names).to_pylist(), key=key
+    )
+    got = cuparquet.read_table(tmp_path, filter="year = 1996 AND mode = 'MAIL' AND qty < 10", device="host")
+    rows = got.to_pyarrow().to_pylist()
+    want = [r for r in t.to_pylist() if r["year"] == 1996 and r["mode"] == "MAIL" and r["qty"] is not None and r["qty"] < 10]
+    assert sorted(rows, key=key) == sorted(want, key=key) and rows
+    # a glob over one key's directories
+    some = cuparquet.read_table(str(tmp_path / "year=1997" / "*" / "*.parquet"), device="host").to_pyarrow()
+    assert some.column_names == ["id", "qty", "s", "mode"]
+    assert some.num_rows == 2_000

@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 
 use cuparquet::metadata::read_metadata;
 use cuparquet::plan::human_bytes;
@@ -21,12 +22,43 @@ use parquet::schema::types::ColumnDescriptor;
 
 use crate::output::out_err;
 
+/// `inspect` of `sources` (files, directories, globs, URLs): each file's footer in turn; as
+/// JSON, one object for one file, `{"files": [...]}` for several.
 pub(crate) fn inspect(
-    path: &Path,
+    sources: &[std::path::PathBuf],
     remote: &cuparquet::config::RemoteSettings,
     brief: bool,
     json: bool,
 ) -> Result<(), Error> {
+    let paths = cuparquet::source::expand_sources(sources, remote)?;
+    let single = sources.len() == 1 && paths.len() == 1 && paths[0] == sources[0];
+    let mut objects = Vec::new();
+    for (i, path) in paths.iter().enumerate() {
+        if i > 0 && !json {
+            out!("\n");
+        }
+        if let Some(v) = inspect_one(path, remote, brief, json)? {
+            objects.push(v);
+        }
+    }
+    if json {
+        let v = match (single, objects.len()) {
+            (true, 1) => objects.pop().unwrap_or_default(),
+            _ => serde_json::json!({ "files": objects }),
+        };
+        let text = serde_json::to_string_pretty(&v).map_err(|e| out_err(&paths[0], e))?;
+        out!("{text}\n");
+    }
+    Ok(())
+}
+
+/// One file: printed as text, or returned as JSON.
+fn inspect_one(
+    path: &Path,
+    remote: &cuparquet::config::RemoteSettings,
+    brief: bool,
+    json: bool,
+) -> Result<Option<serde_json::Value>, Error> {
     let f = ParquetFile::open_with(path, remote)?;
     let meta = read_metadata(&f, false)?;
     let md = &meta.metadata;
@@ -59,12 +91,10 @@ pub(crate) fn inspect(
             "created_by": fm.created_by(),
             "rows": fm.num_rows(),
             "footer_bytes": meta.footer_len,
-            "schema": schema,
+            "schema": schema_json(&fm.schema_descr().root_schema_ptr()),
             "row_groups": groups,
         });
-        let text = serde_json::to_string_pretty(&v).map_err(|e| out_err(path, e))?;
-        out!("{text}\n");
-        return Ok(());
+        return Ok(Some(v));
     }
     let mut s = String::new();
     let _ = writeln!(s, "file: {} ({} bytes)", path.display(), meta.file_len);
@@ -122,7 +152,112 @@ pub(crate) fn inspect(
         }
     }
     out!("{s}");
-    Ok(())
+    Ok(None)
+}
+
+/// The schema as a tree: each field's name, repetition and types, a group's fields.
+fn schema_json(t: &parquet::schema::types::TypePtr) -> serde_json::Value {
+    use parquet::schema::types::{ColumnDescriptor, ColumnPath, Type};
+    let info = t.get_basic_info();
+    let mut v = serde_json::json!({ "name": info.name() });
+    if info.has_repetition() {
+        v["repetition"] = info.repetition().to_string().into();
+    }
+    match t.as_ref() {
+        Type::PrimitiveType {
+            physical_type,
+            type_length,
+            ..
+        } => {
+            v["physical_type"] = physical_type.to_string().into();
+            if *type_length > 0 {
+                v["type_length"] = (*type_length).into();
+            }
+            let d = ColumnDescriptor::new(Arc::clone(t), 0, 0, ColumnPath::new(Vec::new()));
+            if let Some(name) = type_name(&d) {
+                v["logical_type"] = name.into();
+            }
+        }
+        Type::GroupType { fields, .. } => {
+            if let Some(l) = info.logical_type_ref() {
+                v["logical_type"] = format!("{l:?}").to_uppercase().into();
+            } else if info.converted_type() != ConvertedType::NONE {
+                v["logical_type"] = info.converted_type().to_string().into();
+            }
+            v["fields"] = fields.iter().map(schema_json).collect();
+        }
+    }
+    v
+}
+
+/// A chunk's min and max as typed JSON: numbers as numbers, booleans as booleans, strings as
+/// they are; dates, times, timestamps, decimals and UUIDs as their text; other bytes in hex.
+fn min_max_json(cc: &ColumnChunkMetaData) -> (serde_json::Value, serde_json::Value) {
+    use serde_json::Value as J;
+    let Some(st) = cc.statistics() else {
+        return (J::Null, J::Null);
+    };
+    let k = kind(cc.column_descr());
+    let (tmin, tmax) = min_max(cc);
+    let text = |t: Option<String>| t.map_or(J::Null, J::String);
+    let float =
+        |f: f64| serde_json::Number::from_f64(f).map_or(J::String(f.to_string()), J::Number);
+    let raw = |b: Option<&[u8]>| match b.map(std::str::from_utf8) {
+        None => J::Null,
+        Some(Ok(t)) => J::String(t.to_string()),
+        Some(Err(_)) => J::String(hex(b.unwrap_or_default())),
+    };
+    let plain = matches!(k, Kind::Plain | Kind::Unsigned);
+    match st {
+        Statistics::Boolean(s) => (
+            s.min_opt().map_or(J::Null, |&b| J::Bool(b)),
+            s.max_opt().map_or(J::Null, |&b| J::Bool(b)),
+        ),
+        Statistics::Int32(s) if plain => {
+            let n = |v: &i32| match k {
+                Kind::Unsigned => J::from(*v as u32),
+                _ => J::from(*v),
+            };
+            (
+                s.min_opt().map_or(J::Null, n),
+                s.max_opt().map_or(J::Null, n),
+            )
+        }
+        Statistics::Int64(s) if plain => {
+            let n = |v: &i64| match k {
+                Kind::Unsigned => J::from(*v as u64),
+                _ => J::from(*v),
+            };
+            (
+                s.min_opt().map_or(J::Null, n),
+                s.max_opt().map_or(J::Null, n),
+            )
+        }
+        Statistics::Float(s) => (
+            s.min_opt().map_or(J::Null, |&f| float(f64::from(f))),
+            s.max_opt().map_or(J::Null, |&f| float(f64::from(f))),
+        ),
+        Statistics::Double(s) => (
+            s.min_opt().map_or(J::Null, |&f| float(f)),
+            s.max_opt().map_or(J::Null, |&f| float(f)),
+        ),
+        Statistics::ByteArray(s) if k == Kind::Text => (
+            raw(s.min_opt().map(|v| v.data())),
+            raw(s.max_opt().map(|v| v.data())),
+        ),
+        _ => {
+            // the text form, without the quotes strings carry there
+            let unq = |t: Option<String>| {
+                t.map(
+                    |t| match t.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')) {
+                        Some(inner) => inner.to_string(),
+                        None => t,
+                    },
+                )
+            };
+            (text(unq(tmin)), text(unq(tmax)))
+        }
+    }
 }
 
 /// Which page-index structures a chunk has.
@@ -138,7 +273,7 @@ fn page_index(cc: &ColumnChunkMetaData) -> &'static str {
 /// One column chunk as JSON.
 fn chunk_json(cc: &ColumnChunkMetaData) -> serde_json::Value {
     let d = cc.column_descr();
-    let (min, max) = min_max(cc);
+    let (min, max) = min_max_json(cc);
     let st = cc.statistics();
     serde_json::json!({
         "path": cc.column_path().string(),
@@ -157,7 +292,10 @@ fn chunk_json(cc: &ColumnChunkMetaData) -> serde_json::Value {
             "null_count": st.null_count_opt(),
             "distinct_count": st.distinct_count_opt(),
         })),
-        "page_index": page_index(cc),
+        "page_index": {
+            "column_index": cc.column_index_offset().is_some(),
+            "offset_index": cc.offset_index_offset().is_some(),
+        },
         "bloom_filter": cc.bloom_filter_offset().is_some(),
     })
 }

@@ -83,8 +83,9 @@ enum Cmd {
     },
     /// Show schema, row groups and column chunks (types, encodings, codec, sizes, statistics).
     Inspect {
-        /// Parquet file.
-        file: PathBuf,
+        /// Parquet files, directories or globs (each file's footer in turn).
+        #[arg(required = true, num_args = 1..)]
+        files: Vec<PathBuf>,
         /// Leave out per-column-chunk details.
         #[arg(long)]
         brief: bool,
@@ -264,10 +265,16 @@ impl SelectionArgs {
         &self,
         path: &std::path::Path,
         meta: &cuparquet::metadata::FileMetadata,
+        remote: &cuparquet::config::RemoteSettings,
     ) -> Result<cuparquet::plan::ReadPlan, Error> {
         let mut sel = self.selection()?;
+        let file = cuparquet::source::ParquetFile::open_sized(path, remote, meta.file_len)?;
+        let bloom = |p: cuparquet::plan::ReadPlan, sel: &cuparquet::plan::Selection| {
+            let coalesce = cuparquet::plan::CoalesceConfig::default();
+            cuparquet::plan::bloom::prune_by_bloom_filters(path, meta, p, sel, &coalesce, &file)
+        };
         let Some(w) = &self.row_filter else {
-            return plan(path, meta, &sel);
+            return bloom(plan(path, meta, &sel)?, &sel);
         };
         let (text, columns) = cuparquet::plan::row_filter_columns(&meta.metadata, w)?;
         if let Some(cols) = &mut sel.columns {
@@ -277,7 +284,7 @@ impl SelectionArgs {
                 }
             }
         }
-        let mut p = plan(path, meta, &sel)?;
+        let mut p = bloom(plan(path, meta, &sel)?, &sel)?;
         p.row_filter = Some(text);
         Ok(p)
     }
@@ -326,8 +333,10 @@ fn main() -> ExitCode {
         }
     };
     let file = match &cli.cmd {
-        Cmd::Inspect { file, .. } => file.display().to_string(),
-        Cmd::Plan { files, .. } | Cmd::Load { files, .. } | Cmd::Head { files, .. } => files
+        Cmd::Plan { files, .. }
+        | Cmd::Load { files, .. }
+        | Cmd::Head { files, .. }
+        | Cmd::Inspect { files, .. } => files
             .iter()
             .map(|f| f.display().to_string())
             .collect::<Vec<_>>()
@@ -373,8 +382,8 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             no_bench,
             json,
         } => Ok(doctor(&path, &remote, !no_bench, json)),
-        Cmd::Inspect { file, brief, json } => {
-            inspect(&file, &remote, brief, json).map(|()| ExitCode::SUCCESS)
+        Cmd::Inspect { files, brief, json } => {
+            inspect(&files, &remote, brief, json).map(|()| ExitCode::SUCCESS)
         }
         Cmd::Head { files, rows, sel } => {
             let mut b = Scan::builder(&files)
@@ -447,7 +456,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 if let [first, .., last] = schemas.as_slice() {
                     cuparquet::metadata::merge_schemas(&[first.clone(), last.clone()])?;
                 }
-                let p = sel.plan(path, &meta)?;
+                let p = sel.plan(path, &meta, &remote)?;
                 let passes_of =
                     |p: &cuparquet::plan::ReadPlan, meta: &cuparquet::metadata::FileMetadata| {
                         memory_budget
@@ -468,7 +477,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     // has a page index
                     Err(e @ cuparquet::Error::MemoryBudget { .. }) if !sel.page_index => {
                         let meta = read_metadata(&f, true)?;
-                        let p = sel.plan(path, &meta)?;
+                        let p = sel.plan(path, &meta, &remote)?;
                         let passes = passes_of(&p, &meta).map_err(|_| e)?;
                         plans.push((path.clone(), p, passes));
                     }
@@ -641,6 +650,16 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 bar.finish();
             }
             let l = loaded?;
+            if memory_budget.is_some()
+                && scan.location() == cuparquet::array::Location::Host
+                && !quiet
+            {
+                // said on stderr, so that --json stays one document
+                eprintln!(
+                    "cuparquet: note: --memory-budget bounds device memory; this load went to host \
+                     memory and ignored it (host loads hold one batch per thread in flight)"
+                );
+            }
             if let Some(out) = pending {
                 // device batches are copied back (`to_host`): the file is what is on the device
                 out.finish(&l.batches, &l.schema)?;

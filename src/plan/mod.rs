@@ -14,6 +14,7 @@
 //! budget, a row group larger than it in pieces), [`devices`] (those passes spread over several
 //! GPUs), [`coalesce`], `display` (`cuparquet plan`'s text).
 
+pub mod bloom;
 pub mod coalesce;
 pub mod devices;
 mod display;
@@ -793,12 +794,26 @@ pub fn codec_name(c: parquet::basic::Compression) -> &'static str {
     }
 }
 
+/// The columns a selection may name: top-level names, a nested field's with the dotted paths
+/// of its leaves (`s (s.a, s.b)`), the first 30 fields.
 fn top_level_names(md: &ParquetMetaData) -> String {
-    let fields = md.file_metadata().schema_descr().root_schema().get_fields();
+    let schema = md.file_metadata().schema_descr();
+    let fields = schema.root_schema().get_fields();
     let mut names: Vec<String> = fields
         .iter()
+        .enumerate()
         .take(30)
-        .map(|f| f.name().to_string())
+        .map(|(i, f)| {
+            if f.is_primitive() {
+                return predicate::fmt_column(&[f.name().to_string()]);
+            }
+            let leaves: Vec<String> = (0..schema.num_columns())
+                .filter(|&l| schema.get_column_root_idx(l) == i)
+                .take(8)
+                .map(|l| predicate::fmt_column(schema.column(l).path().parts()))
+                .collect();
+            format!("{} ({})", predicate::fmt_column(&[f.name().to_string()]), leaves.join(", "))
+        })
         .collect();
     if fields.len() > 30 {
         names.push(format!("... ({} in all)", fields.len()));

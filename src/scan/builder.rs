@@ -657,7 +657,10 @@ impl ScanBuilder {
                 Some((rf, asked))
             }
         };
-        let mut plan = plan_with(&self.path, &meta, &selection, &coalesce)?;
+        let plan = plan_with(&self.path, &meta, &selection, &coalesce)?;
+        let mut plan = crate::plan::bloom::prune_by_bloom_filters(
+            &self.path, &meta, plan, &selection, &coalesce, &file,
+        )?;
         plan.row_filter = filter.as_ref().map(|(rf, _)| rf.text().to_string());
         let decode_meta = crate::metadata::without_dictionary_offsets(
             &self.path,

@@ -223,3 +223,36 @@ fn read_ipc_of(f: &str, dir: &Path) -> arrow::record_batch::RecordBatch {
     assert!(o.status.success());
     read_ipc(&out)
 }
+
+/// `plan` and `load` prune row groups by bloom filters on equalities.
+#[test]
+fn plan_and_load_prune_by_bloom_filters() {
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bloom.parquet");
+    let n = 40_000i64;
+    let k = arrow::array::Int64Array::from_iter_values((0..n).map(|i| i * 7_919 % n));
+    let batch = arrow::record_batch::RecordBatch::try_from_iter([(
+        "k",
+        Arc::new(k) as arrow::array::ArrayRef,
+    )])
+    .unwrap();
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(5_000))
+        .set_bloom_filter_enabled(true)
+        .build();
+    write(&f, &[batch], props);
+    let f = f.to_str().unwrap();
+    let o = run(&["plan", f, "--where", "k = 4242"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.starts_with("plan: 1 row group (5000 rows)"), "{out}");
+    assert!(out.contains("not in the column's bloom filter"), "{out}");
+    let o = run(&["load", f, "--device", "host", "--where", "k = 4242"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("rows 1, columns 1 (1 leaf), row groups 1"),
+        "{out}"
+    );
+}

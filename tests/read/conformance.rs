@@ -386,7 +386,9 @@ fn nested_paths_select_leaves() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("unknown column 's.zzz'") && e.contains("available columns: id, list_i32"),
+        e.contains("unknown column 's.zzz'")
+            && e.contains("available columns: id, list_i32 (list_i32.list.item)")
+            && e.contains("s (s.a, s.b)"),
         "{e}"
     );
 }

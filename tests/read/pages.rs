@@ -393,3 +393,90 @@ fn an_offset_index_that_does_not_describe_its_chunk_is_an_error() {
     );
     assert!(e.to_string().contains("offset index puts page 4"), "{e}");
 }
+
+/// Bloom filters: a high-cardinality key in random order (statistics prune nothing) in 8 row
+/// groups with bloom filters (as arrow-rs writes them, offset and length in the footer): `k =
+/// v` reads only the row group holding v, `k IN (…)` only those holding one, and the rows are
+/// arrow-rs's; `plan` says which row groups the bloom filters ruled out.
+#[test]
+fn bloom_filters_prune_row_groups_on_equalities() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bloom.parquet");
+    let n = 80_000i64;
+    // a permutation of 0..n: every row group's min and max span nearly the whole range
+    let k: Vec<i64> = (0..n).map(|i| (i * 7_919) % n).collect();
+    let s: Vec<String> = k.iter().map(|v| format!("key-{v}")).collect();
+    let batch = RecordBatch::try_from_iter([
+        ("k", Arc::new(Int64Array::from(k.clone())) as ArrayRef),
+        ("s", Arc::new(StringArray::from(s)) as ArrayRef),
+    ])
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(10_000))
+        .set_bloom_filter_enabled(true)
+        .build();
+    write(&path, &[batch], props);
+    let where_is = |v: i64| k.iter().position(|&x| x == v).unwrap() / 10_000;
+    for device in devices() {
+        for (expr, want_groups, want_rows) in [
+            ("k = 4242", vec![where_is(4242)], 1usize),
+            (
+                "s = 'key-77' OR k = 12345",
+                {
+                    let mut g = vec![where_is(77), where_is(12_345)];
+                    g.sort_unstable();
+                    g.dedup();
+                    g
+                },
+                2,
+            ),
+            (
+                "k IN (1, 2, 3) AND s != 'x'",
+                {
+                    let mut g = vec![where_is(1), where_is(2), where_is(3)];
+                    g.sort_unstable();
+                    g.dedup();
+                    g
+                },
+                3,
+            ),
+            ("k = -5", vec![], 0),
+        ] {
+            let reader = Scan::builder(&path)
+                .with_device(device)
+                .with_row_filter(expr)
+                .build()
+                .unwrap();
+            let f = &reader.files()[0];
+            assert_eq!(f.plan().row_groups, want_groups, "{expr} on {device}");
+            // statistics prune first (a group whose min is above 3 for `IN (1, 2, 3)`), the
+            // bloom filters the rest
+            let pruned = &f.plan().pruned;
+            let bloom = pruned
+                .iter()
+                .filter(|p| p.reason.contains("bloom filter"))
+                .count();
+            assert_eq!(pruned.len(), 8 - want_groups.len(), "{expr}: {pruned:?}");
+            assert!(bloom >= 1 || want_rows == 0, "{expr}: {pruned:?}");
+            let got: usize = reader
+                .load()
+                .unwrap()
+                .batches
+                .iter()
+                .map(|b| b.num_rows())
+                .sum();
+            assert_eq!(got, want_rows, "{expr} on {device}");
+        }
+    }
+    // a float or a range is not a bloom filter's to decide: statistics only
+    let reader = Scan::builder(&path)
+        .with_device(Device::Host)
+        .with_row_filter("k < 5")
+        .build()
+        .unwrap();
+    let pruned = &reader.files()[0].plan().pruned;
+    assert!(
+        pruned.iter().all(|p| !p.reason.contains("bloom")),
+        "{pruned:?}"
+    );
+}

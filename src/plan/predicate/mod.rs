@@ -869,6 +869,7 @@ fn leaves_of(b: &Bound, out: &mut Vec<usize>) {
     }
 }
 
+mod bloom;
 mod like;
 mod literals;
 pub mod pages;
