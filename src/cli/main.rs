@@ -93,6 +93,15 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// SQL over Parquet through the DataFusion provider: runs `cuparquet-sql` (built with
+    /// cuparquet-datafusion, beside this binary), e.g.
+    /// `cuparquet sql "SELECT count(*) FROM t" data/` or `--table name=PATH`.
+    #[command(disable_help_flag = true)]
+    Sql {
+        /// The query, tables and options, as `cuparquet-sql` takes them (`--help` lists them).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// Print the first rows as a table (on the host; --where and --columns as for load).
     Head {
         /// Parquet files, directories or globs, as for load.
@@ -342,6 +351,7 @@ fn main() -> ExitCode {
             .collect::<Vec<_>>()
             .join(", "),
         Cmd::Doctor { path, .. } => path.display().to_string(),
+        Cmd::Sql { .. } => "sql".to_string(),
     };
     match run(cli) {
         Ok(code) => code,
@@ -385,6 +395,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         Cmd::Inspect { files, brief, json } => {
             inspect(&files, &remote, brief, json).map(|()| ExitCode::SUCCESS)
         }
+        Cmd::Sql { args } => Ok(sql(&args)),
         Cmd::Head { files, rows, sel } => {
             let mut b = Scan::builder(&files)
                 .with_device(Device::Host)
@@ -750,6 +761,28 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 }
             }
             Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// `cuparquet sql`: `cuparquet-sql` beside this binary (else on the PATH) with `args`; its
+/// exit status, or 1 with a line saying how to build it.
+fn sql(args: &[String]) -> ExitCode {
+    let beside = std::env::current_exe()
+        .ok()
+        .map(|e| e.with_file_name("cuparquet-sql"))
+        .filter(|p| p.exists());
+    let exe = beside.unwrap_or_else(|| PathBuf::from("cuparquet-sql"));
+    match std::process::Command::new(&exe).args(args).status() {
+        Ok(s) => ExitCode::from(s.code().map_or(1, |c| c.clamp(0, 255) as u8)),
+        Err(e) => {
+            eprintln!(
+                "cuparquet: error: sql runs cuparquet-sql, the DataFusion provider's binary ({}: \
+                 {e}); build it beside this one with `cargo build -p cuparquet-datafusion` (the \
+                 same profile)",
+                exe.display()
+            );
+            ExitCode::from(1)
         }
     }
 }

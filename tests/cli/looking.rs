@@ -256,3 +256,26 @@ fn plan_and_load_prune_by_bloom_filters() {
         "{out}"
     );
 }
+
+/// `cuparquet sql` runs `cuparquet-sql` beside it (built with cuparquet-datafusion), or says how
+/// to build it.
+#[test]
+fn sql_runs_the_providers_binary_or_says_how_to_build_it() {
+    let f = "testdata/lineitem-sample.parquet";
+    let o = run(&[
+        "sql",
+        "--csv",
+        "SELECT count(*) AS n FROM t WHERE l_returnflag = 'R'",
+        f,
+    ]);
+    let (out, err) = text(&o);
+    if o.status.success() {
+        assert_eq!(out, "n\n6682\n", "{err}");
+        let o = run(&["sql", "SELEC 1"]);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1));
+        assert!(err.contains("cuparquet sql: error: SQL error"), "{err}");
+    } else {
+        assert!(err.contains("cargo build -p cuparquet-datafusion"), "{err}");
+    }
+}
