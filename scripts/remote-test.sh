@@ -20,4 +20,4 @@ export CUPARQUET_TEST_PYTHON CUPARQUET_REQUIRE_REMOTE=1
 # One invocation over the workspace: cargo unifies dependencies' features over the packages it is
 # asked for, so `-p cuparquet-datafusion` alone would build DataFusion a second time (other tokio
 # features) beside the build `cargo test --workspace` made.
-cargo test --workspace --features "cuparquet/object-store cuparquet-datafusion/object-store cuparquet-distributed/object-store" --test remote "$@"
+cargo test --workspace --features "cuparquet/object-store cuparquet-datafusion/object-store cuparquet-distributed/object-store cuparquet-python/object-store" --test remote "$@"

@@ -140,7 +140,8 @@ impl FileFormat for GpuParquetFormat {
             .with_options(self.options.clone())
             .with_footers(Some(
                 state.runtime_env().cache_manager.get_file_metadata_cache(),
-            ));
+            ))
+            .with_parquet_options(state.table_options().parquet.clone());
         let conf = FileScanConfigBuilder::from(conf)
             .with_source(Arc::new(source))
             .build();

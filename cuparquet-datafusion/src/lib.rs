@@ -68,6 +68,7 @@
 mod adapt;
 mod device;
 mod format;
+mod morsel;
 mod opener;
 mod options;
 mod prune;

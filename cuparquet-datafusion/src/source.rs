@@ -6,6 +6,7 @@ use std::sync::Arc;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{exec_err, Result};
+use datafusion::config::TableParquetOptions;
 use datafusion::datasource::physical_plan::{
     FileGroupPartitioner, FileOpener, FileScanConfig, FileSource,
 };
@@ -17,6 +18,9 @@ use datafusion::physical_expr::projection::ProjectionExprs;
 use datafusion::physical_plan::filter_pushdown::{FilterPushdownPropagation, PushedDown};
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use datafusion::physical_plan::{apply_expression_roots, DisplayFormatType, PhysicalExpr};
+use datafusion_datasource::morsel::Morselizer;
+use datafusion_datasource_parquet::source::ParquetSource;
+use datafusion_datasource_parquet::CachedParquetFileReaderFactory;
 use object_store::ObjectStore;
 
 use crate::opener::{GpuParquetOpener, Remote};
@@ -29,6 +33,11 @@ use crate::options::GpuScanOptions;
 /// `OR`, `NOT` over integer, boolean, string, date, timestamp and decimal columns) are applied
 /// to the rows, on the GPU for device scans, and are `Exact`; the others stay `Inexact` and
 /// DataFusion keeps its `FilterExec` for them.
+///
+/// Where the scan decodes on the host (no GPU, or `device` = `host`), it is DataFusion's own
+/// Parquet scan that reads and decodes, with the scan's projection, pruning, options, metrics
+/// and `EXPLAIN` line: a host scan is as fast as the scan it replaces, and filters stay with
+/// DataFusion's `FilterExec` there, as they do over its own scan.
 #[derive(Clone)]
 pub struct GpuParquetSource {
     table_schema: TableSchema,
@@ -38,9 +47,15 @@ pub struct GpuParquetSource {
     row_filters: Vec<Arc<dyn PhysicalExpr>>,
     options: GpuScanOptions,
     batch_size: Option<usize>,
-    metrics: ExecutionPlanMetricsSet,
+    /// DataFusion's own Parquet scan of the table, unconfigured: the host scan is built from
+    /// it ([`Self::host_source`]), and its metrics are this scan's (`EXPLAIN ANALYZE` reads one
+    /// set, which both fill).
+    host: ParquetSource,
     /// The session's file metadata cache, where footers read are kept ([`Self::with_footers`]).
     footers: Option<Arc<FileMetadataCache>>,
+    /// DataFusion's Parquet options of the session ([`Self::with_parquet_options`]), for the
+    /// host scan ([`Self::host_source`]).
+    parquet_options: TableParquetOptions,
 }
 
 impl fmt::Debug for GpuParquetSource {
@@ -60,14 +75,73 @@ impl GpuParquetSource {
         let table_schema = table_schema.into();
         GpuParquetSource {
             projection: SplitProjection::unprojected(&table_schema),
+            host: ParquetSource::new(table_schema.clone()),
             table_schema,
             predicate: None,
             row_filters: Vec::new(),
             options,
             batch_size: None,
-            metrics: ExecutionPlanMetricsSet::new(),
             footers: None,
+            parquet_options: TableParquetOptions::default(),
         }
+    }
+
+    /// The same scan, with the session's Parquet options (`datafusion.execution.parquet.*`)
+    /// for where it decodes on the host, by DataFusion's own reader: its metadata size hint,
+    /// bloom filters, filter pushdown and the rest, as DataFusion's own scan would read
+    /// ([`GpuScanOptions`]'s `page_index` and `pruning` over them).
+    pub fn with_parquet_options(mut self, options: TableParquetOptions) -> Self {
+        self.parquet_options = options;
+        self
+    }
+
+    /// Whether `partition` decodes on the host: `device` = `host`, or `auto` where no GPU can
+    /// be used.
+    pub fn decodes_on_host(&self, partition: usize) -> bool {
+        match self.options.device_of_partition(partition) {
+            cuparquet::Device::Host => true,
+            d @ cuparquet::Device::Auto => {
+                d.location().is_ok_and(|l| l == cuparquet::Location::Host)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether every partition decodes on the host ([`Self::decodes_on_host`]).
+    fn decodes_on_host_everywhere(&self) -> bool {
+        self.options.devices.is_empty() && self.decodes_on_host(0)
+    }
+
+    /// DataFusion's own Parquet scan of the same files with this scan's projection, pruning
+    /// predicate, options and metrics: what reads them where the scan decodes on the host.
+    fn host_source(&self, store: Arc<dyn ObjectStore>) -> Result<ParquetSource> {
+        let mut options = self.parquet_options.clone();
+        options.global.pruning = self.options.pruning;
+        options.global.enable_page_index = self.options.page_index;
+        // built from `host`, whose metrics every clone shares
+        let mut source = (self.host.clone())
+            .with_table_parquet_options(options)
+            .with_enable_page_index(self.options.page_index);
+        if let Some(cache) = &self.footers {
+            source = source.with_parquet_file_reader_factory(Arc::new(
+                CachedParquetFileReaderFactory::new(store, Arc::clone(cache)),
+            ));
+        }
+        if let Some(p) = &self.predicate {
+            source = source.with_predicate(Arc::clone(p));
+        }
+        // its projection is every column: this scan's merged over it
+        let projected = source
+            .try_pushdown_projection(&self.projection.source)?
+            .ok_or_else(|| datafusion::common::internal_datafusion_err!("no projection"))?;
+        let batch_size = (self.options.batch_rows)
+            .or(self.batch_size)
+            .unwrap_or(crate::options::HOST_BATCH_ROWS);
+        let sized = projected.with_batch_size(batch_size);
+        sized
+            .downcast_ref::<ParquetSource>()
+            .cloned()
+            .ok_or_else(|| datafusion::common::internal_datafusion_err!("not a ParquetSource"))
     }
 
     /// The same scan, keeping the footers it reads in `cache` (the session's file metadata
@@ -155,7 +229,7 @@ impl GpuParquetSource {
             },
             base_config.limit,
             self.options.clone(),
-            self.metrics.clone(),
+            self.host.metrics().clone(),
         )
         .with_remote(remote)
         .with_footers(self.footers.clone()))
@@ -163,6 +237,29 @@ impl GpuParquetSource {
 }
 
 impl FileSource for GpuParquetSource {
+    /// DataFusion's own Parquet reader where this partition decodes on the host and no filter
+    /// was taken as exact (filters are not, on the host: [`Self::try_pushdown_filters`]; a
+    /// plan made where a GPU was, run where none is, keeps cuparquet's host decoder, which
+    /// applies them); cuparquet's opener otherwise.
+    fn create_morselizer(
+        &self,
+        object_store: Arc<dyn ObjectStore>,
+        base_config: &FileScanConfig,
+        partition: usize,
+    ) -> Result<Box<dyn Morselizer>> {
+        if self.row_filters.is_empty() && self.decodes_on_host(partition) {
+            let inner = self
+                .host_source(Arc::clone(&object_store))?
+                .create_morselizer(Arc::clone(&object_store), base_config, partition)?;
+            return Ok(Box::new(crate::morsel::NamingMorsels {
+                inner,
+                store: object_store,
+            }));
+        }
+        let opener = self.create_file_opener(object_store, base_config, partition)?;
+        Ok(Box::new(crate::morsel::OpenerMorsels(opener)))
+    }
+
     fn create_file_opener(
         &self,
         object_store: Arc<dyn ObjectStore>,
@@ -207,7 +304,7 @@ impl FileSource for GpuParquetSource {
     }
 
     fn metrics(&self) -> &ExecutionPlanMetricsSet {
-        &self.metrics
+        self.host.metrics()
     }
 
     /// Files are cut into byte ranges only where the table has fewer files than partitions:
@@ -286,7 +383,8 @@ impl FileSource for GpuParquetSource {
 
     /// Every filter prunes row groups and pages. Those cuparquet evaluates exactly as
     /// DataFusion does are also applied to the rows (`PushedDown::Yes`: DataFusion drops its
-    /// `FilterExec` for them); the others stay with DataFusion (`PushedDown::No`).
+    /// `FilterExec` for them) where the scan decodes on a GPU; the others, and all of them on
+    /// the host, stay with DataFusion (`PushedDown::No`).
     fn try_pushdown_filters(
         &self,
         filters: Vec<Arc<dyn PhysicalExpr>>,
@@ -298,13 +396,16 @@ impl FileSource for GpuParquetSource {
             ));
         }
         let mut s = self.clone();
+        // DataFusion's own reader decodes a host scan, and its `FilterExec` filters the rows
+        // as over its own scan
+        let exact_here = self.options.row_filter && !self.decodes_on_host_everywhere();
         let table = self.table_schema.table_schema();
         let file_columns = self.table_schema.file_schema().fields().len();
         let pushed: Vec<PushedDown> = filters
             .iter()
             .map(|f| {
-                let exact = self.options.row_filter
-                    && crate::row_filter::row_filter(f, table, file_columns).is_some();
+                let exact =
+                    exact_here && crate::row_filter::row_filter(f, table, file_columns).is_some();
                 if exact {
                     s.row_filters.push(Arc::clone(f));
                     PushedDown::Yes

@@ -9,52 +9,121 @@ use std::process::Command;
 use crate::common::*;
 use crate::reference_decoder;
 
-/// Builds `tests/emulated/emu/{name}_main.cpp` with the kernel sources on the include path; `None` (and
-/// a printed reason) when no C++ compiler works here.
+/// The emulator `tests/emulated/emu/{name}_main.cpp`, built with the kernel sources on the
+/// include path; `None` (and a printed reason) when no C++ compiler works here.
+///
+/// The emulators are one harness build: the first test to ask builds them all, side by side
+/// (one compiler per core), and a build is kept in the target directory under the hash of
+/// every source, flag and the compiler it was made from, so a test run after an unchanged one
+/// compiles nothing.
 pub(crate) fn emulator(name: &str) -> Option<PathBuf> {
-    // built once per test process (tests run in parallel and share the output path)
-    static BUILT: std::sync::Mutex<Vec<(String, Option<PathBuf>)>> =
-        std::sync::Mutex::new(Vec::new());
-    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, p)) = built.iter().find(|(n, _)| n == name) {
-        return p.clone();
-    }
-    let p = build_emulator(name);
-    built.push((name.to_string(), p.clone()));
-    p
-}
-
-pub(crate) fn build_emulator(name: &str) -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}_emu"));
-    let src = root.join(format!("tests/emulated/emu/{name}_main.cpp"));
-    if !src.exists() {
-        // a test binary run away from its source tree (e.g. on the GPU machine)
-        eprintln!(
-            "skipping the emulated {name} kernel: {} is not here",
-            src.display()
-        );
-        return None;
-    }
-    // the build directory may not exist where the test binary runs (copied to another
-    // machine, or a cleaned target/)
-    if let Some(dir) = out.parent() {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!(
-                "skipping the emulated {name} kernel: cannot create {}: {e}",
-                dir.display()
-            );
-            return None;
+    static BUILT: std::sync::OnceLock<Vec<(String, Option<PathBuf>)>> = std::sync::OnceLock::new();
+    let built = BUILT.get_or_init(build_emulators);
+    match built.iter().find(|(n, _)| n == name) {
+        Some((_, p)) => p.clone(),
+        None => {
+            // a test binary run away from its source tree (e.g. on the GPU machine)
+            eprintln!("skipping the emulated {name} kernel: tests/emulated/emu/{name}_main.cpp is not here");
+            None
         }
     }
+}
+
+/// Every `*_main.cpp` built (or found built), by name.
+fn build_emulators() -> Vec<(String, Option<PathBuf>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let emu = root.join("tests/emulated/emu");
+    let kernels = root.join("src/decode/gpu/kernels");
+    let mut names: Vec<String> = std::fs::read_dir(&emu)
+        .map(|d| {
+            d.filter_map(|e| {
+                let n = e.ok()?.file_name().into_string().ok()?;
+                Some(n.strip_suffix("_main.cpp")?.to_string())
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
     // CUPARQUET_EMU_DEFINES: extra -D options, to check the kernels' tunables (e.g.
     // "-DSNAPPY_THREADS=256 -DLOG2_WIN=10")
     let defines = std::env::var("CUPARQUET_EMU_DEFINES").unwrap_or_default();
+    // AddressSanitizer and UBSan on by default: every buffer a kernel touches is allocated to
+    // its exact size, so a read or write past one stops the run (CUPARQUET_EMU_SANITIZE=0: off)
+    let sanitize = std::env::var_os("CUPARQUET_EMU_SANITIZE").is_none_or(|v| v != "0");
+    let key = build_key(&[&emu, &kernels], &[&cxx, &defines, &sanitize.to_string()]);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let out = std::sync::Mutex::new(Vec::new());
+    let width = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..width.min(names.len()) {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(name) = names.get(k) else { return };
+                let built = build_emulator(name, &key, &cxx, &defines, sanitize);
+                let mut out = out.lock().unwrap_or_else(|p| p.into_inner());
+                out.push((name.clone(), built));
+            });
+        }
+    });
+    out.into_inner().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A hash of every file under `dirs` (names and bytes) and of `words`, as hex.
+fn build_key(dirs: &[&Path], words: &[&str]) -> String {
+    use std::hash::{Hash, Hasher};
+    // SipHash with fixed keys: the same sources give the same key in every process
+    let mut h = std::hash::DefaultHasher::new();
+    for dir in dirs {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|d| d.filter_map(|e| Some(e.ok()?.path())).collect())
+            .unwrap_or_default();
+        files.sort();
+        for f in files {
+            f.file_name().hash(&mut h);
+            std::fs::read(&f).unwrap_or_default().hash(&mut h);
+        }
+    }
+    words.hash(&mut h);
+    format!("{:016x}", h.finish())
+}
+
+/// Builds `tests/emulated/emu/{name}_main.cpp` into the target directory as
+/// `{name}_emu-{key}`, unless it is there.
+fn build_emulator(
+    name: &str,
+    key: &str,
+    cxx: &str,
+    defines: &str,
+    sanitize: bool,
+) -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let out = dir.join(format!("{name}_emu-{key}"));
+    if out.exists() {
+        return Some(out);
+    }
+    let src = root.join(format!("tests/emulated/emu/{name}_main.cpp"));
+    // the build directory may not exist where the test binary runs (copied to another
+    // machine, or a cleaned target/)
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        eprintln!(
+            "skipping the emulated {name} kernel: cannot create {}: {e}",
+            dir.display()
+        );
+        return None;
+    }
+    // built under a name of this process's, then renamed: another test process building the
+    // same emulator never runs a half-written one
+    let partial = dir.join(format!("{name}_emu-{key}.{}", std::process::id()));
     let build = |flags: &[&str]| {
-        Command::new(&cxx)
+        Command::new(cxx)
             .args(["-std=c++20", "-O2", "-pthread", "-Wall"])
-            .args(["-Wno-unused-function", "-Wno-sign-compare"])
+            .args([
+                "-Wno-unused-function",
+                "-Wno-sign-compare",
+                "-Wno-unknown-pragmas",
+            ])
             .args(defines.split_whitespace())
             .args(flags)
             .arg("-I")
@@ -63,12 +132,9 @@ pub(crate) fn build_emulator(name: &str) -> Option<PathBuf> {
             .arg(root.join("src/decode/gpu/kernels"))
             .arg(&src)
             .arg("-o")
-            .arg(&out)
+            .arg(&partial)
             .output()
     };
-    // AddressSanitizer and UBSan on by default: every buffer a kernel touches is allocated to
-    // its exact size, so a read or write past one stops the run (CUPARQUET_EMU_SANITIZE=0: off)
-    let sanitize = std::env::var_os("CUPARQUET_EMU_SANITIZE").is_none_or(|v| v != "0");
     let sanitizers = [
         "-fsanitize=address,undefined",
         "-fno-sanitize-recover=all",
@@ -86,7 +152,10 @@ pub(crate) fn build_emulator(name: &str) -> Option<PathBuf> {
             other => other,
         };
     match built {
-        Ok(o) if o.status.success() => Some(out),
+        Ok(o) if o.status.success() => match std::fs::rename(&partial, &out) {
+            Ok(()) => Some(out),
+            Err(e) => panic!("renaming {} to {}: {e}", partial.display(), out.display()),
+        },
         Ok(o) => panic!(
             "{cxx} failed on {}:\n{}",
             src.display(),

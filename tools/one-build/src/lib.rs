@@ -1,0 +1,1 @@
+//! Nothing: this crate only names the workspace's dependencies with their features (see its Cargo.toml).
