@@ -211,11 +211,20 @@ impl Error {
     /// The error, naming the file `path` where it does not already: device errors (an
     /// allocation, a kernel) arise below the file's load, which adds its name here.
     pub(crate) fn in_file(self, path: &std::path::Path) -> Error {
+        self.doing(path, "loading")
+    }
+
+    /// The error, naming `path` as the file of a batch being copied to the host.
+    pub(crate) fn copying_from(self, path: &std::path::Path) -> Error {
+        self.doing(path, "copying to the host a batch of")
+    }
+
+    fn doing(self, path: &std::path::Path, what: &str) -> Error {
         match self {
             Error::Device { device, reason } if !reason.contains(&path.display().to_string()) => {
                 Error::Device {
                     device,
-                    reason: format!("{reason} (loading {})", path.display()),
+                    reason: format!("{reason} ({what} {})", path.display()),
                 }
             }
             e => e,

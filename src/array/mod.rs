@@ -218,10 +218,11 @@ impl LoadedBatch {
 
     /// The batch as an arrow-rs `RecordBatch` in host memory (a cheap clone on the host; a
     /// device→host copy for device batches).
+    /// A failed copy (pinned memory refused, a device error) names the batch's file.
     pub fn to_host(&self) -> Result<RecordBatch> {
         match &self.data {
             BatchData::Host(b) => Ok(b.clone()),
-            BatchData::Device(b, _) => b.to_host(),
+            BatchData::Device(b, _) => b.to_host().map_err(|e| e.copying_from(&self.file)),
         }
     }
 
@@ -229,7 +230,7 @@ impl LoadedBatch {
     pub fn into_host(self) -> Result<RecordBatch> {
         match self.data {
             BatchData::Host(b) => Ok(b),
-            BatchData::Device(b, _) => b.to_host(),
+            BatchData::Device(b, _) => b.to_host().map_err(|e| e.copying_from(&self.file)),
         }
     }
 }
