@@ -45,6 +45,11 @@ pub struct GpuParquetSource {
     predicate: Option<Arc<dyn PhysicalExpr>>,
     /// The pushed filters applied to the rows (each also in `predicate`).
     row_filters: Vec<Arc<dyn PhysicalExpr>>,
+    /// Filters cuparquet evaluates exactly, pushed where the plan's scan decodes on the host
+    /// (a coordinator without a GPU): DataFusion's `FilterExec` stays over them, and a scan
+    /// that decodes on a GPU after all (a worker with one) applies them to the rows too, so
+    /// that fewer rows come back ([`Self::gpu_filters`]).
+    gpu_filters: Vec<Arc<dyn PhysicalExpr>>,
     options: GpuScanOptions,
     batch_size: Option<usize>,
     /// DataFusion's own Parquet scan of the table, unconfigured: the host scan is built from
@@ -79,6 +84,7 @@ impl GpuParquetSource {
             table_schema,
             predicate: None,
             row_filters: Vec::new(),
+            gpu_filters: Vec::new(),
             options,
             batch_size: None,
             footers: None,
@@ -172,6 +178,17 @@ impl GpuParquetSource {
         (!self.row_filters.is_empty()).then(|| conjunction(self.row_filters.clone()))
     }
 
+    /// The filters `partition` applies to the rows: the `Exact` ones, and where it decodes on
+    /// a GPU the [`gpu_filters`](Self::gpu_filters).
+    fn row_filter_of(&self, partition: usize) -> Option<Arc<dyn PhysicalExpr>> {
+        if self.gpu_filters.is_empty() || self.decodes_on_host(partition) {
+            return self.row_filter();
+        }
+        Some(conjunction(
+            self.row_filters.iter().chain(&self.gpu_filters).cloned(),
+        ))
+    }
+
     /// The pushed filters the scan applies to the rows, each as it was pushed.
     pub fn row_filters(&self) -> &[Arc<dyn PhysicalExpr>] {
         &self.row_filters
@@ -183,6 +200,20 @@ impl GpuParquetSource {
     /// the predicate ([`with_predicate`](Self::with_predicate)) to prune.
     pub fn with_row_filters(mut self, filters: Vec<Arc<dyn PhysicalExpr>>) -> Self {
         self.row_filters = filters;
+        self
+    }
+
+    /// Filters applied to the rows only where the scan decodes on a GPU, DataFusion's
+    /// `FilterExec` kept over them: those the scan would have taken as `Exact` had it been
+    /// planned where a GPU is.
+    pub fn gpu_filters(&self) -> &[Arc<dyn PhysicalExpr>] {
+        &self.gpu_filters
+    }
+
+    /// The same scan, applying `filters` (over the table schema) to the rows where it decodes
+    /// on a GPU ([`Self::gpu_filters`]; a plan decoded in another process).
+    pub fn with_gpu_filters(mut self, filters: Vec<Arc<dyn PhysicalExpr>>) -> Self {
+        self.gpu_filters = filters;
         self
     }
 
@@ -225,7 +256,7 @@ impl GpuParquetSource {
             self.projection.file_indices.clone(),
             crate::opener::ScanFilters {
                 predicate: self.predicate.clone(),
-                row_filter: self.row_filter(),
+                row_filter: self.row_filter_of(partition),
             },
             base_config.limit,
             self.options.clone(),
@@ -360,6 +391,10 @@ impl FileSource for GpuParquetSource {
                 if let Some(r) = self.row_filter() {
                     write!(f, ", row_filter={r}")?;
                 }
+                if !self.gpu_filters.is_empty() {
+                    let g = conjunction(self.gpu_filters.clone());
+                    write!(f, ", row_filter_on_gpu={g}")?;
+                }
                 if self.options.page_index {
                     write!(f, ", page_index=true")?;
                 }
@@ -376,6 +411,10 @@ impl FileSource for GpuParquetSource {
                 if let Some(r) = self.row_filter() {
                     writeln!(f, "row_filter={r}")?;
                 }
+                if !self.gpu_filters.is_empty() {
+                    let g = conjunction(self.gpu_filters.clone());
+                    writeln!(f, "row_filter_on_gpu={g}")?;
+                }
                 Ok(())
             }
         }
@@ -383,8 +422,10 @@ impl FileSource for GpuParquetSource {
 
     /// Every filter prunes row groups and pages. Those cuparquet evaluates exactly as
     /// DataFusion does are also applied to the rows (`PushedDown::Yes`: DataFusion drops its
-    /// `FilterExec` for them) where the scan decodes on a GPU; the others, and all of them on
-    /// the host, stay with DataFusion (`PushedDown::No`).
+    /// `FilterExec` for them) where the scan decodes on a GPU; the others stay with DataFusion
+    /// (`PushedDown::No`). Where the scan is planned to decode on the host, every filter stays
+    /// with DataFusion, those cuparquet evaluates kept as [`gpu_filters`](Self::gpu_filters)
+    /// for a worker that has a GPU.
     fn try_pushdown_filters(
         &self,
         filters: Vec<Arc<dyn PhysicalExpr>>,
@@ -410,6 +451,12 @@ impl FileSource for GpuParquetSource {
                     s.row_filters.push(Arc::clone(f));
                     PushedDown::Yes
                 } else {
+                    if self.options.row_filter
+                        && !exact_here
+                        && crate::row_filter::row_filter(f, table, file_columns).is_some()
+                    {
+                        s.gpu_filters.push(Arc::clone(f));
+                    }
                     PushedDown::No
                 }
             })
@@ -431,6 +478,7 @@ impl FileSource for GpuParquetSource {
             self.predicate
                 .iter()
                 .chain(&self.row_filters)
+                .chain(&self.gpu_filters)
                 .chain(self.projection.source.iter().map(|p| &p.expr)),
             f,
         )

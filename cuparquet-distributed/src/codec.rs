@@ -47,6 +47,10 @@ struct GpuScanProto {
     /// The pushed filters the scan applies to the rows.
     #[prost(message, repeated, tag = "5")]
     row_filters: Vec<protobuf::PhysicalExprNode>,
+    /// Those it applies to the rows where it decodes on a GPU (a coordinator without one
+    /// planned it; `FilterExec` above them).
+    #[prost(message, repeated, tag = "6")]
+    gpu_filters: Vec<protobuf::PhysicalExprNode>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -173,7 +177,12 @@ impl PhysicalExtensionCodec for GpuScanCodec {
         let row_filters = (p.row_filters.iter())
             .map(|e| typed(conv.proto_to_physical_expr(e, &schema, &dctx)?))
             .collect::<Result<Vec<_>>>()?;
-        let source = source.with_row_filters(row_filters);
+        let gpu_filters = (p.gpu_filters.iter())
+            .map(|e| typed(conv.proto_to_physical_expr(e, &schema, &dctx)?))
+            .collect::<Result<Vec<_>>>()?;
+        let source = source
+            .with_row_filters(row_filters)
+            .with_gpu_filters(gpu_filters);
         let fsc = parse_protobuf_file_scan_config(&conf, &dctx, conv, Arc::new(source))?;
         Ok(DataSourceExec::from_data_source(fsc))
     }
@@ -206,6 +215,10 @@ impl PhysicalExtensionCodec for GpuScanCodec {
             .map(|e| conv.physical_expr_to_proto(e, self))
             .collect::<Result<Vec<_>>>()
             .map_err(|e| shipped("its row filter", e))?;
+        let gpu_filters = (source.gpu_filters().iter())
+            .map(|e| conv.physical_expr_to_proto(e, self))
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| shipped("its row filter", e))?;
         let options = (source.options().to_pairs().into_iter())
             .map(|(k, v)| OptionPair {
                 key: k.to_string(),
@@ -218,6 +231,7 @@ impl PhysicalExtensionCodec for GpuScanCodec {
             options,
             predicate,
             row_filters,
+            gpu_filters,
         }
         .encode(buf)
         .map_err(|e| shipped("encoding", DataFusionError::External(Box::new(e))))

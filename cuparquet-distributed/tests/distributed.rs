@@ -291,8 +291,18 @@ async fn the_scan_travels_whole() {
         );
     } else {
         // planned where the scan decodes on the host: every filter stays with DataFusion's
-        // FilterExec, no row filter to carry
+        // FilterExec; those cuparquet evaluates travel to be applied where a worker has a GPU
         assert_eq!(rf(&s1), None);
+        let g = |s: &GpuParquetSource| {
+            let f: Vec<String> = s.gpu_filters().iter().map(|e| e.to_string()).collect();
+            f.join(" AND ")
+        };
+        assert_eq!(g(&s0), g(&s1));
+        assert!(
+            g(&s1).contains("l_quantity") && g(&s1).contains("l_orderkey"),
+            "{}",
+            g(&s1)
+        );
     }
     assert_eq!(s0.file_columns(), s1.file_columns());
     assert_eq!(f0.file_groups.len(), f1.file_groups.len());
@@ -318,7 +328,33 @@ async fn the_scan_travels_whole() {
     assert_eq!(rows(&x), rows(&y));
     if gpu {
         let sql = "SELECT count(*) FROM lineitem WHERE l_quantity > 30 AND l_orderkey < 90000";
-        assert_eq!(rows(&y), count(sql).await);
+        let want = count(sql).await;
+        assert_eq!(rows(&y), want);
+        // planned on the host (a coordinator without a GPU), run by a worker with one: the
+        // filters travel as GPU filters and the worker's GPU applies them to the rows
+        let host = GpuScanOptions {
+            device: cuparquet::Device::Host,
+            ..options.clone()
+        };
+        let planned = planned_scan(
+            "SELECT l_orderkey, l_quantity FROM lineitem
+               WHERE l_quantity > 30 AND upper(l_shipmode) = 'AIR' AND l_orderkey < 90000",
+            host,
+        )
+        .await;
+        let mut buf = Vec::new();
+        GpuScanCodec::default()
+            .try_encode(planned, &mut buf, &conv)
+            .unwrap();
+        let on_gpu = GpuScanCodec::for_worker(WorkerOptions {
+            device: Some(cuparquet::Device::Cuda(0)),
+            ..WorkerOptions::default()
+        });
+        let back = on_gpu.try_decode(&buf, &[], &task, &conv).unwrap();
+        let (_, s2) = source(&back);
+        assert!(s2.row_filters().is_empty() && !s2.gpu_filters().is_empty());
+        let got = collect(back, ctx.task_ctx()).await.unwrap();
+        assert_eq!(rows(&got), want);
     }
 
     // other nodes are declined, for the codecs after this one
