@@ -125,9 +125,7 @@ impl GpuParquetSource {
         options.global.pruning = self.options.pruning;
         options.global.enable_page_index = self.options.page_index;
         // built from `host`, whose metrics every clone shares
-        let mut source = (self.host.clone())
-            .with_table_parquet_options(options)
-            .with_enable_page_index(self.options.page_index);
+        let mut source = (self.host.clone()).with_table_parquet_options(options);
         if let Some(cache) = &self.footers {
             source = source.with_parquet_file_reader_factory(Arc::new(
                 CachedParquetFileReaderFactory::new(store, Arc::clone(cache)),
@@ -439,25 +437,24 @@ impl FileSource for GpuParquetSource {
         let mut s = self.clone();
         // DataFusion's own reader decodes a host scan, and its `FilterExec` filters the rows
         // as over its own scan
-        let exact_here = self.options.row_filter && !self.decodes_on_host_everywhere();
+        let exact_here = !self.decodes_on_host_everywhere();
         let table = self.table_schema.table_schema();
         let file_columns = self.table_schema.file_schema().fields().len();
         let pushed: Vec<PushedDown> = filters
             .iter()
             .map(|f| {
-                let exact =
-                    exact_here && crate::row_filter::row_filter(f, table, file_columns).is_some();
-                if exact {
-                    s.row_filters.push(Arc::clone(f));
-                    PushedDown::Yes
-                } else {
-                    if self.options.row_filter
-                        && !exact_here
-                        && crate::row_filter::row_filter(f, table, file_columns).is_some()
-                    {
-                        s.gpu_filters.push(Arc::clone(f));
+                let evaluable = self.options.row_filter
+                    && crate::row_filter::row_filter(f, table, file_columns).is_some();
+                match (evaluable, exact_here) {
+                    (true, true) => {
+                        s.row_filters.push(Arc::clone(f));
+                        PushedDown::Yes
                     }
-                    PushedDown::No
+                    (true, false) => {
+                        s.gpu_filters.push(Arc::clone(f));
+                        PushedDown::No
+                    }
+                    (false, _) => PushedDown::No,
                 }
             })
             .collect();
