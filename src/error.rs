@@ -130,7 +130,7 @@ pub enum Error {
     },
 
     /// One row group needs more device memory than the load's budget allows.
-    #[error("{}: row group {row_group} needs about {} of device memory while it decodes (beside the next row group's reads; where its page index cuts it into pieces of pages, its smallest piece), more than the memory budget of {}; raise the budget or read fewer columns (row groups are cut into pieces only where the file has a page index)", path.display(), mib(*needed), mib(*budget))]
+    #[error("{}: row group {row_group} needs about {} of device memory while it decodes (beside the next row group's reads; where its page index cuts it into pieces of pages, its smallest piece), more than the memory budget of {}; raise the budget or read fewer columns (row groups are cut into pieces where the file has a page index, or where its page headers say each page's rows: columns that do not repeat, or v2 data pages)", path.display(), mib(*needed), mib(*budget))]
     MemoryBudget {
         /// The file.
         path: PathBuf,

@@ -16,6 +16,7 @@ use parquet::DecodeResult;
 use crate::error::{Error, Result};
 use crate::source::ParquetFile;
 pub(crate) mod thrift;
+pub mod page_header;
 
 use thrift::{ty, Reader, ThriftError};
 

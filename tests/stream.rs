@@ -230,9 +230,10 @@ fn gpu_memory_budget_bounds_the_live_device_memory() {
     );
 }
 
-/// A row group larger than the budget, in a file with a page index (read for the purpose):
-/// loaded in pieces cut at page boundaries, each reading only its pages; the live device
-/// memory stays within 1.1 × the budget and the batches equal arrow-rs.
+/// A row group larger than the budget, in a file with a page index (read for the purpose) or
+/// without one (the page headers give it): loaded in pieces cut at page boundaries, each
+/// reading only its pages; the live device memory stays within 1.1 × the budget and the
+/// batches equal arrow-rs.
 #[test]
 fn gpu_a_row_group_larger_than_the_budget_loads_in_pieces() {
     if !gpu_available("memory budget") {
@@ -257,9 +258,25 @@ fn gpu_a_row_group_larger_than_the_budget_loads_in_pieces() {
     let md = r.files()[0].metadata().metadata.clone();
     let whole = cuparquet::plan::passes::row_group_cost(r.files()[0].plan(), &md, 0).device_bytes;
     let g = cuparquet::device::gpu(0).unwrap();
-    for (parts, page_index) in [(2u64, false), (4, true), (8, false)] {
+    // the same rows without a page index: cut by the page headers
+    let no_index = dir.path().join("large-no-index.parquet");
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(1 << 20))
+        .set_dictionary_enabled(false)
+        .set_data_page_row_count_limit(700)
+        .set_write_batch_size(100)
+        .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk)
+        .set_offset_index_disabled(true)
+        .build();
+    write(&no_index, &[flat_batch(60_000, 5)], props);
+    for (parts, page_index, file) in [
+        (2u64, false, &f),
+        (4, true, &f),
+        (8, false, &f),
+        (4, false, &no_index),
+    ] {
         let budget = whole / parts;
-        let reader = Scan::builder(&f)
+        let reader = Scan::builder(file)
             .with_device(Device::Cuda(0))
             .with_page_index(page_index)
             .with_memory_budget(budget)
@@ -278,7 +295,10 @@ fn gpu_a_row_group_larger_than_the_budget_loads_in_pieces() {
             drop(b);
         }
         let peak = g.peak_live_bytes() - base;
-        eprintln!("one row group of ~{whole} bytes, budget {budget}: peaked at {peak} bytes");
+        eprintln!(
+            "one row group of ~{whole} bytes, budget {budget} ({}): peaked at {peak} bytes",
+            file.display()
+        );
         assert!(
             peak as f64 <= 1.1 * budget as f64,
             "budget {budget}: peak {peak}"

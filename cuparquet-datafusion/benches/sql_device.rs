@@ -10,7 +10,8 @@
 //! - `CUPARQUET_BENCH_PARTITIONS` (default: the cores);
 //! - `CUPARQUET_BENCH_DEVICES`: CUDA ordinals (e.g. `0,1`) the `cuparquet` scans' partitions
 //!   are spread over (scan option `devices`; default: cuda:0 alone);
-//! - `CUPARQUET_BENCH_QUERIES` (a comma-separated subset of `Q1`, `Q3`, `Q6`, `Q12`) and
+//! - `CUPARQUET_BENCH_QUERIES` (a comma-separated subset of `Q1`, `Q3`, `Q6`, `Q12`, `LIKE`,
+//!   `GROUPBY` (a high-cardinality key, top 10), `COUNT` (`count(*)`), `LIMIT`) and
 //!   `CUPARQUET_BENCH_SCANS` (of `cuparquet`, `cuparquet-utf8` (strings as `Utf8`: the
 //!   session's `schema_force_view_types` off), `cuparquet-inexact`, `cuparquet-host`,
 //!   `datafusion`, `memtable`, `memtable-utf8` (the MemTable's string columns cast from
@@ -49,11 +50,27 @@ fn env_usize(k: &str, d: usize) -> usize {
         .unwrap_or(d)
 }
 
-const QUERIES: [(&str, &str); 4] = [
+const QUERIES: [(&str, &str); 8] = [
     ("Q1", tpch::Q1),
     ("Q3", tpch::Q3),
     ("Q6", tpch::Q6),
     ("Q12", tpch::Q12),
+    // a substring filter on a string column and a flag, counted
+    (
+        "LIKE",
+        "SELECT count(*) AS n FROM lineitem WHERE l_comment LIKE '%ironic dep%' AND l_returnflag = 'R'",
+    ),
+    // a high-cardinality GROUP BY, top 10
+    (
+        "GROUPBY",
+        "SELECT l_partkey, sum(l_quantity) AS q FROM lineitem GROUP BY l_partkey ORDER BY q DESC, l_partkey LIMIT 10",
+    ),
+    ("COUNT", "SELECT count(*) AS n FROM lineitem"),
+    // a LIMIT that stops the scan early (the count of what it kept: the same on every scan)
+    (
+        "LIMIT",
+        "SELECT count(*) AS n FROM (SELECT l_orderkey FROM lineitem WHERE l_shipmode = 'AIR' LIMIT 1000) t",
+    ),
 ];
 
 fn config(partitions: usize) -> SessionConfig {

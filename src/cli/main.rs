@@ -483,17 +483,38 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                             })
                             .transpose()
                     };
-                match passes_of(&p, &meta) {
-                    // a row group too large: in pieces by pages, as a load does, when the file
-                    // has a page index
-                    Err(e @ cuparquet::Error::MemoryBudget { .. }) if !sel.page_index => {
-                        let meta = read_metadata(&f, true)?;
-                        let p = sel.plan(path, &meta, &remote)?;
-                        let passes = passes_of(&p, &meta).map_err(|_| e)?;
-                        plans.push((path.clone(), p, passes));
+                // a row group too large: in pieces by pages, as a load does, with the page
+                // index (read now), or one built from the headers where the file has none
+                let (mut meta, mut p) = (meta, p);
+                let passes = loop {
+                    match passes_of(&p, &meta) {
+                        Err(cuparquet::Error::MemoryBudget { .. }) if !meta.page_index_loaded => {
+                            meta = read_metadata(&f, true)?;
+                        }
+                        Err(
+                            e @ cuparquet::Error::MemoryBudget {
+                                row_group, budget, ..
+                            },
+                        ) => {
+                            let rgs = cuparquet::plan::unindexed_for_budget(
+                                &p,
+                                &meta.metadata,
+                                row_group,
+                                budget,
+                            );
+                            if rgs.is_empty() {
+                                return Err(e);
+                            }
+                            match cuparquet::plan::with_header_index(&f, &meta, &rgs, &p.leaves)? {
+                                Some(m) => meta = m,
+                                None => return Err(e),
+                            }
+                        }
+                        passes => break passes?,
                     }
-                    passes => plans.push((path.clone(), p, passes?)),
-                }
+                    p = sel.plan(path, &meta, &remote)?;
+                };
+                plans.push((path.clone(), p, passes));
             }
             let single = files.len() == 1 && paths.len() == 1 && paths[0] == files[0];
             let first = paths[0].clone();

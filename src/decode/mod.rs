@@ -21,6 +21,6 @@ pub(crate) mod gpu;
 pub mod gpu_plan;
 pub(crate) mod host;
 pub(crate) mod levels;
-pub mod page_header;
+pub use crate::metadata::page_header;
 pub(crate) mod prefix;
 pub(crate) mod snappy_host;

@@ -17,6 +17,7 @@
 pub mod bloom;
 pub mod coalesce;
 pub mod devices;
+mod header_index;
 mod display;
 mod page_reads;
 pub mod passes;
@@ -30,6 +31,7 @@ use std::path::Path;
 use parquet::file::metadata::ParquetMetaData;
 
 pub use coalesce::{CoalesceConfig, IoRequest};
+pub use header_index::{has_offset_index, unindexed_for_budget, with_header_index};
 pub(crate) use passes::spans_of;
 pub use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 pub use passes::{

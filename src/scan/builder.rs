@@ -6,11 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use arrow::datatypes::SchemaRef;
-use rayon::prelude::*;
 
 use super::{FileScan, Progress, ProgressFn, ReaderState, Scan, DEFAULT_BATCH_ROWS};
-use super::spread::{OpenPass, Opened, PassFile, Spread, SpreadInput};
+pub(super) use super::open::{open_builders, open_files, open_spread};
+use super::open::list_sources;
 use crate::array::Location;
 use crate::config::{CompatMode, IoSettings, Tuning};
 use crate::decode::filter::BatchFilter;
@@ -21,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::io::gpu::GpuReader;
 use crate::io::host::HostReader;
 use crate::io::policy::MachineFacts;
-use crate::metadata::{merge_schemas, read_metadata, FileMetadata};
+use crate::metadata::{read_metadata, FileMetadata};
 use crate::plan::predicate::{fmt_column, parse_predicate, row_filter, Predicate};
 use crate::plan::{plan_with, projected_leaves, CoalesceConfig, ReadPlan, Selection};
 use crate::source::ParquetFile;
@@ -509,7 +508,8 @@ impl ScanBuilder {
             Some(ordinals) => {
                 crate::config::check_devices(&ordinals)?;
                 let devices = ordinals.into_iter().map(Device::Cuda).collect();
-                open_spread(self, files, access, devices)
+                let n = files.len();
+                open_spread(self, files, access, vec![None; n], devices)
             }
             None => {
                 let (files, schema) = open_files(&self, &files, &access)?;
@@ -730,12 +730,35 @@ impl ScanBuilder {
                 ) {
                     // a row group too large: split by pages, with the page index if the file
                     // has one (read now when it was not asked for)
-                    Err(e @ Error::MemoryBudget { .. }) if !self.page_index => {
-                        let mut again = self.clone();
-                        again.page_index = true;
-                        return match again.build_file() {
-                            Ok(r) if r.state.budget_waves.is_some() => Ok(r),
-                            _ => Err(e),
+                    Err(Error::MemoryBudget { .. }) if !self.page_index => {
+                        return self.clone().with_page_index(true).build_file();
+                    }
+                    // and where it has none, with one built from the page headers of the row
+                    // groups to cut
+                    Err(Error::MemoryBudget {
+                        path,
+                        row_group,
+                        needed,
+                        budget,
+                    }) => {
+                        let e = Error::MemoryBudget {
+                            path,
+                            row_group,
+                            needed,
+                            budget,
+                        };
+                        let rgs = crate::plan::unindexed_for_budget(
+                            &plan,
+                            &meta.metadata,
+                            row_group,
+                            budget,
+                        );
+                        if rgs.is_empty() {
+                            return Err(e);
+                        }
+                        return match crate::plan::with_header_index(&file, &meta, &rgs, &plan.leaves)? {
+                            Some(m) => self.clone().with_metadata(Arc::new(m)).build_file(),
+                            None => Err(e),
                         };
                     }
                     other => other?,
@@ -803,119 +826,6 @@ impl ScanBuilder {
             },
         }))
     }
-}
-
-/// The files of `sources` (files, or directories of `*.parquet` files, listed as
-/// [`crate::source::expand_paths`] lists them), each with where its partition directories
-/// start; none at all is an error naming the sources.
-fn list_sources(
-    sources: &[PathBuf],
-    remote: &crate::config::RemoteSettings,
-) -> Result<Vec<(PathBuf, Option<String>)>> {
-    let files = crate::source::list_files(sources, remote)?;
-    if files.is_empty() {
-        return Err(Error::NoFiles {
-            sources: sources.to_vec(),
-        });
-    }
-    Ok(files)
-}
-
-/// The scan of `files` (access plans not yet applied: `access`) spread over `devices`: the
-/// files opened on the first device, each device's budget, and the spread planned
-/// ([`Spread::open`]); again with the page index where a row group must be cut into pieces.
-pub(super) fn open_spread(
-    builder: ScanBuilder,
-    files: Vec<PathBuf>,
-    access: Vec<Option<Vec<crate::plan::RowGroupAccess>>>,
-    devices: Vec<Device>,
-) -> Result<Scan> {
-    // every footer read and plan made (in parallel), the schemas checked, on the first device
-    let (opened, schema) = open_files(&builder.clone().with_device(devices[0]), &files, &access)?;
-    let budgets = (devices.iter())
-        .map(|d| match (builder.memory_budget, d) {
-            (Some(b), _) => Ok(b),
-            (None, Device::Cuda(n)) => default_budget(*n, false),
-            (None, _) => Ok(u64::MAX / 4),
-        })
-        .collect::<Result<Vec<u64>>>()?;
-    let selected = (access.iter())
-        .map(|a| builder.rows.is_some() || a.is_some())
-        .collect();
-    let b = builder.clone();
-    let open_pass: OpenPass = Arc::new(move |p: PassFile<'_>| {
-        let mut b = (b.clone())
-            .with_path(p.path)
-            .with_device(p.device)
-            .with_row_groups(p.row_groups.iter().copied())
-            .with_memory_budget(p.budget)
-            .with_metadata(p.metadata);
-        if let Some(rows) = p.rows {
-            b = b.with_row_ranges(rows);
-        }
-        b.build_file()
-    });
-    let input = SpreadInput {
-        files: files.clone(),
-        opened,
-        schema,
-        selected,
-        devices: devices.clone(),
-        budgets,
-        batch_rows: builder.batch_rows as u64,
-        keep_dictionaries: builder.keep_dictionaries,
-        page_index: builder.page_index,
-        open_pass,
-    };
-    match Spread::open(input)? {
-        Opened::Scan(scan) => Ok(scan),
-        // a row group too large for a pass: cut into pieces by pages, with the page index
-        // (read now when it was not asked for)
-        Opened::NeedsPageIndex => open_spread(builder.with_page_index(true), files, access, devices),
-    }
-}
-
-/// Every file of `files` built with `builder`'s options (several in parallel), each read as
-/// its access plan says (`None`: as the builder says), and their schemas merged in file order;
-/// the first error in file order is returned.
-pub(super) fn open_files(
-    builder: &ScanBuilder,
-    files: &[PathBuf],
-    access: &[Option<Vec<crate::plan::RowGroupAccess>>],
-) -> Result<(Vec<FileScan>, SchemaRef)> {
-    let builders = (0..files.len())
-        .map(|i| {
-            let mut b = builder.clone().with_path(&files[i]);
-            if let Some(a) = access[i].clone() {
-                b = b.with_access_plan(a);
-            }
-            b
-        })
-        .collect();
-    open_builders(builders, files)
-}
-
-/// Each of `builders` (one per file of `files`) built (several in parallel), and their
-/// schemas merged in file order; the first error in file order is returned.
-pub(super) fn open_builders(
-    builders: Vec<ScanBuilder>,
-    files: &[PathBuf],
-) -> Result<(Vec<FileScan>, SchemaRef)> {
-    let readers: Vec<FileScan> = if builders.len() == 1 {
-        vec![builders.into_iter().next().ok_or(Error::NoFiles {
-            sources: files.to_vec(),
-        })?
-        .build_file()?]
-    } else {
-        let built: Vec<Result<FileScan>> =
-            builders.into_par_iter().map(ScanBuilder::build_file).collect();
-        built.into_iter().collect::<Result<_>>()?
-    };
-    let mut schema = readers[0].schema().clone();
-    for (f, r) in files.iter().zip(&readers).skip(1) {
-        schema = merge_schemas(&[(files[0].clone(), schema), (f.clone(), r.schema().clone())])?;
-    }
-    Ok((readers, schema))
 }
 
 /// Environment variable for [`ScanBuilder::with_memory_budget`] (a size: `512MiB`, `2GiB`).

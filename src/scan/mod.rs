@@ -31,6 +31,7 @@ mod device;
 mod file;
 mod finish;
 mod host_load;
+mod open;
 pub(crate) mod in_order;
 mod partitions;
 mod report;

@@ -99,6 +99,15 @@ pub(super) struct SpreadInput {
 pub(super) enum Opened {
     Scan(Scan),
     NeedsPageIndex,
+    /// With the page index read, row groups `row_groups` of file `file` (footer `meta`, the
+    /// load reading leaves `leaves`) have none: an offset index built from their page headers cuts them, or `error` stands.
+    NeedsHeaderIndex {
+        file: usize,
+        row_groups: Vec<usize>,
+        leaves: Vec<usize>,
+        meta: Arc<crate::metadata::FileMetadata>,
+        error: Error,
+    },
 }
 
 impl Spread {
@@ -143,7 +152,7 @@ impl Spread {
         let pass_budget = (smallest / 2).min(share.max(largest));
         let mut plans = Vec::with_capacity(files.len());
         let mut pass_rows = Vec::new();
-        for ((path, r), &selected) in files.iter().zip(&readers).zip(&selected) {
+        for (i, ((path, r), &selected)) in files.iter().zip(&readers).zip(&selected).enumerate() {
             let passes = match crate::plan::plan_passes(
                 path,
                 r.plan(),
@@ -156,6 +165,34 @@ impl Spread {
                 // index (read now when it was not asked for)
                 Err(Error::MemoryBudget { .. }) if !page_index => {
                     return Ok(Opened::NeedsPageIndex);
+                }
+                // ... and where the file has none, by one built from the page headers
+                Err(Error::MemoryBudget {
+                    path,
+                    row_group,
+                    needed,
+                    ..
+                }) if !crate::plan::has_offset_index(&r.metadata().metadata, row_group) => {
+                    let row_groups = crate::plan::unindexed_for_budget(
+                        r.plan(),
+                        &r.metadata().metadata,
+                        row_group,
+                        pass_budget,
+                    );
+                    let scaled = (needed as u128 * smallest as u128)
+                        .div_ceil(pass_budget.max(1) as u128);
+                    return Ok(Opened::NeedsHeaderIndex {
+                        file: i,
+                        row_groups,
+                        leaves: r.plan().leaves.clone(),
+                        meta: Arc::new(r.metadata().clone()),
+                        error: Error::MemoryBudget {
+                            path,
+                            row_group,
+                            needed: u64::try_from(scaled).unwrap_or(u64::MAX),
+                            budget: smallest,
+                        },
+                    });
                 }
                 // passes are planned within a share of the smallest budget: the error names
                 // the budget asked for, and the one whose share would hold the pass
@@ -410,7 +447,7 @@ mod tests {
     /// A scan of `files` spread over `n` host decoders (the same code as over GPUs).
     fn over_hosts(b: ScanBuilder, files: Vec<PathBuf>, n: usize) -> Result<Scan> {
         let access = vec![None; files.len()];
-        crate::scan::builder::open_spread(b, files, access, vec![Device::Host; n])
+        crate::scan::builder::open_spread(b, files, access, vec![None; n], vec![Device::Host; n])
     }
 
     #[test]
@@ -643,8 +680,9 @@ mod tests {
         }
     }
 
-    /// A file of one row group of `rows` rows, pages of about 1000 rows, with the page index.
-    fn one_big_row_group(rows: i64) -> tempfile::NamedTempFile {
+    /// A file of one row group of `rows` rows, pages of about 1000 rows, with or without the
+    /// page index.
+    fn one_big_row_group_with(rows: i64, page_index: bool) -> tempfile::NamedTempFile {
         use arrow::array::{ArrayRef, Int64Array, StringArray};
         let f = tempfile::NamedTempFile::new().unwrap();
         let batch = arrow::record_batch::RecordBatch::try_from_iter([
@@ -661,15 +699,31 @@ mod tests {
             .set_max_row_group_row_count(Some(rows as usize))
             .set_data_page_row_count_limit(1000)
             .set_write_batch_size(500)
-            .set_dictionary_enabled(false)
-            .build();
-        crate::scan::tests::written(f, &batch, props)
+            .set_dictionary_enabled(false);
+        let props = if page_index {
+            props
+        } else {
+            props
+                .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk)
+                .set_offset_index_disabled(true)
+        };
+        crate::scan::tests::written(f, &batch, props.build())
     }
 
     #[test]
     fn a_row_group_too_large_for_a_pass_is_spread_in_pieces() {
-        let f = one_big_row_group(60_000);
+        for page_index in [true, false] {
+            row_group_spread_in_pieces(page_index);
+        }
+    }
+
+    /// Without a page index, the pieces are cut by the page headers.
+    fn row_group_spread_in_pieces(page_index: bool) {
+        let f = one_big_row_group_with(60_000, page_index);
         let path = f.path().to_path_buf();
+        let md = crate::metadata::read_metadata(&crate::source::ParquetFile::open(&path).unwrap(), true)
+            .unwrap();
+        assert_eq!(md.metadata.offset_index().is_some(), page_index);
         let sel = || {
             crate::plan::RowSelection::from(vec![
                 crate::plan::RowSelector::skip(2500),
@@ -705,5 +759,50 @@ mod tests {
             let file = std::fs::metadata(&path).unwrap().len();
             assert!(read < 2 * file, "read {read} of a {file}-byte file in {} passes", passes.len());
         }
+    }
+
+    #[test]
+    fn a_row_group_whose_pages_cannot_say_their_rows_keeps_the_budget_error() {
+        // a list column of v1 pages: its headers count values, not rows
+        use arrow::array::{ArrayRef, Int64Array, ListArray};
+        use arrow::datatypes::Int64Type;
+        let f = tempfile::NamedTempFile::new().unwrap();
+        let rows = 40_000i64;
+        let lists = ListArray::from_iter_primitive::<Int64Type, _, _>(
+            (0..rows).map(|i| Some(vec![Some(i), Some(i + 1)])),
+        );
+        let batch = arrow::record_batch::RecordBatch::try_from_iter([
+            ("a", Arc::new(Int64Array::from_iter_values(0..rows)) as ArrayRef),
+            ("l", Arc::new(lists) as ArrayRef),
+        ])
+        .unwrap();
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_max_row_group_row_count(Some(rows as usize))
+            .set_data_page_row_count_limit(1000)
+            .set_write_batch_size(500)
+            .set_dictionary_enabled(false)
+            .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk)
+            .set_offset_index_disabled(true)
+            .build();
+        let f = crate::scan::tests::written(f, &batch, props);
+        let e = over_hosts(
+            Scan::builder(f.path()).with_memory_budget(1 << 20),
+            vec![f.path().to_path_buf()],
+            2,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("row group 0 needs about"), "{e}");
+        // the flat column alone has pages that say their rows: cut by them
+        let one = one_host_load(Scan::builder(f.path()).with_columns(["a"]));
+        let s = over_hosts(
+            Scan::builder(f.path()).with_columns(["a"]).with_memory_budget(1 << 18),
+            vec![f.path().to_path_buf()],
+            2,
+        )
+        .unwrap();
+        assert!(s.spread().unwrap().passes.len() >= 2, "{:?}", s.spread().unwrap());
+        let got = s.load().unwrap();
+        assert_eq!(concat(&got.batches), concat(&one));
     }
 }

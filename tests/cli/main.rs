@@ -164,6 +164,42 @@ fn plan_cuts_passes_under_a_memory_budget() {
     );
 }
 
+/// A row group larger than the budget in a file without a page index: cut into pieces by its
+/// page headers, as a load cuts it.
+#[test]
+fn plan_cuts_a_row_group_without_a_page_index_by_its_page_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("no-index.parquet");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(1 << 20))
+        .set_dictionary_enabled(false)
+        .set_data_page_row_count_limit(700)
+        .set_write_batch_size(100)
+        .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk)
+        .set_offset_index_disabled(true)
+        .build();
+    write(&f, &[flat_batch(60_000, 5)], props);
+    let f = f.to_str().unwrap();
+    let o = run(&["plan", f, "--memory-budget", "8MiB"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("(a piece: only its pages read)"), "{out}");
+    let o = run(&["plan", f, "--memory-budget", "8MiB", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("plan --json is JSON");
+    let passes = v["passes"]["passes"].as_array().unwrap();
+    assert!(passes.len() >= 4, "{}", passes.len());
+    // the pieces hold every row once, in order
+    let mut next = 0;
+    for p in passes {
+        for b in p["batches"].as_array().unwrap() {
+            let rows = &b["parts"][0]["rows"];
+            assert_eq!(rows["start"], next, "{p}");
+            next = rows["end"].as_u64().unwrap();
+        }
+    }
+    assert_eq!(next, 60_000);
+}
+
 #[test]
 fn plan_spreads_passes_over_devices() {
     let f = "testdata/lineitem-sample.parquet";

@@ -339,14 +339,16 @@ fn a_row_group_larger_than_the_budget_is_planned_in_pieces() {
         matches!(e, cuparquet::Error::MemoryBudget { row_group: 0, .. }),
         "{e}"
     );
-    // no page index: the same error
+    // no page index: the same error, until the page headers give one; then the same pieces
+    let want = plan_passes(&f, &p, md, whole.device_bytes / 3, 1 << 20, false).unwrap();
     let g = dir.path().join("large_no_index.parquet");
     one_large_row_group(&g, false);
-    let meta = read_metadata(&ParquetFile::open(&g).unwrap(), true).unwrap();
-    let p = plan(&g, &meta, &Selection::default()).unwrap();
+    let file = ParquetFile::open(&g).unwrap();
+    let meta = read_metadata(&file, true).unwrap();
+    let q = plan(&g, &meta, &Selection::default()).unwrap();
     let e = plan_passes(
         &g,
-        &p,
+        &q,
         &meta.metadata,
         whole.device_bytes / 3,
         1 << 20,
@@ -354,10 +356,42 @@ fn a_row_group_larger_than_the_budget_is_planned_in_pieces() {
     )
     .unwrap_err();
     assert!(
-        e.to_string()
-            .contains("only where the file has a page index"),
+        e.to_string().contains("where the file has a page index"),
         "{e}"
     );
+    let cuparquet::Error::MemoryBudget {
+        row_group, budget, ..
+    } = e
+    else {
+        panic!("{e}")
+    };
+    let rgs = cuparquet::plan::unindexed_for_budget(&q, &meta.metadata, row_group, budget);
+    assert_eq!(rgs, [0]);
+    let meta = cuparquet::plan::with_header_index(&file, &meta, &rgs, &q.leaves)
+        .unwrap()
+        .unwrap();
+    let q = plan(&g, &meta, &Selection::default()).unwrap();
+    let got = plan_passes(
+        &g,
+        &q,
+        &meta.metadata,
+        whole.device_bytes / 3,
+        1 << 20,
+        false,
+    )
+    .unwrap();
+    let rows = |passes: &cuparquet::plan::PassPlan| -> Vec<_> {
+        (passes.passes.iter())
+            .map(|p| (p.piece.as_ref().unwrap().rows.clone(), p.read_bytes))
+            .collect()
+    };
+    // the same rows in each piece; the bytes of pages without their statistics
+    let (w, g2) = (rows(&want), rows(&got));
+    assert_eq!(w.len(), g2.len());
+    for ((wr, wb), (gr, gb)) in w.iter().zip(&g2) {
+        assert_eq!(wr, gr);
+        assert!(gb <= wb, "{gb} > {wb}");
+    }
 }
 
 /// A page index that cannot describe its chunk (two page locations swapped) is an error naming

@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use crate::metadata::thrift::{ty, Reader, MAX_DEPTH as THRIFT_DEPTH};
+use super::thrift::{ty, Reader, MAX_DEPTH as THRIFT_DEPTH};
 
 /// Nesting deeper than this (structs in structs, lists of lists) is refused.
 pub const MAX_DEPTH: usize = THRIFT_DEPTH;
