@@ -96,6 +96,16 @@ impl LoadedBatch {
         LoadedBatch::device(batch, ordinal, Arc::clone(&self.file), self.rows.clone())
     }
 
+    /// The same file and device, holding `batch` of the rows `rows` (filtered batches
+    /// gathered).
+    pub(crate) fn replace_device_rows(&self, batch: DeviceRecordBatch, rows: Vec<RowSpan>) -> Self {
+        let ordinal = match &self.data {
+            BatchData::Device(_, n) => *n,
+            BatchData::Host(_) => 0,
+        };
+        LoadedBatch::device(batch, ordinal, Arc::clone(&self.file), rows)
+    }
+
     /// A device batch changed by `f` (given the batch and its device's ordinal), the same
     /// file and rows; a host batch unchanged. An error for a device batch shared with another
     /// holder (its buffers cannot be moved).

@@ -1,8 +1,9 @@
 //! Decoded batches finished as the scan yields them ([`Finish`]): the exact row filter
 //! ([`ScanBuilder::with_row_filter`](super::ScanBuilder::with_row_filter)) — host batches by
 //! arrow-rs, device batches by the GPU's predicate and compaction kernels, batches left with no
-//! row dropped, consecutive host batches of a wave gathered into batches of about `batch_rows`
-//! kept rows (never more, unless one batch alone is) — then string and binary columns as views where they were asked for
+//! row dropped, consecutive batches of a wave gathered into batches of about `batch_rows`
+//! kept rows (never more, unless one batch alone is; device batches joined on their device) —
+//! then string and binary columns as views where they were asked for
 //! ([`ScanBuilder::with_string_views`](super::ScanBuilder::with_string_views): the host
 //! decodes them as views; a device builds them after the filter, from offsets).
 
@@ -79,35 +80,19 @@ impl Finish<'_> {
         self.gather(out)
     }
 
-    /// Consecutive host batches of `batches` (a wave's, in order) concatenated into batches of
-    /// about `batch_rows` rows: a filter's batches are as large as asked, not as the rows read.
+    /// Consecutive batches of `batches` (a wave's, in order) joined into batches of about
+    /// `batch_rows` rows: a filter's batches are as large as asked, not as the rows read.
+    /// Host batches are concatenated by arrow-rs, device batches on their device
+    /// ([`crate::decode::gpu::concat_device`]; a batch with a column it does not join stays as
+    /// it is).
     fn gather(&self, batches: Vec<LoadedBatch>) -> Result<Vec<LoadedBatch>> {
         let mut out = Vec::with_capacity(batches.len());
         let mut pending: Vec<LoadedBatch> = Vec::new();
         let mut rows = 0usize;
-        let flush = |pending: &mut Vec<LoadedBatch>, out: &mut Vec<LoadedBatch>| -> Result<()> {
-            match pending.len() {
-                0 => {}
-                1 => out.extend(pending.pop()),
-                _ => {
-                    let hosts: Vec<_> = pending.iter().filter_map(|b| b.as_host()).collect();
-                    let merged = arrow::compute::concat_batches(&hosts[0].schema(), hosts)
-                        .map_err(|e| Error::Decode {
-                            path: self.path.to_path_buf(),
-                            row_group: pending[0].rows().first().map(|r| r.row_group),
-                            column: None,
-                            reason: format!("gathering the filtered batches: {e}"),
-                        })?;
-                    let spans = pending.iter().flat_map(|b| b.rows().iter().cloned()).collect();
-                    out.push(pending[0].replace_host_rows(merged, spans));
-                    pending.clear();
-                }
-            }
-            Ok(())
-        };
         for b in batches {
-            if b.as_host().is_none() {
-                flush(&mut pending, &mut out)?;
+            let kind = Kind::of(&b);
+            if kind == Kind::Apart {
+                self.flush(&mut pending, &mut out)?;
                 rows = 0;
                 out.push(b);
                 continue;
@@ -117,15 +102,58 @@ impl Finish<'_> {
                 .is_some_and(|h| h.schema().fields().iter().any(|f| matches!(f.data_type(), arrow::datatypes::DataType::Dictionary(..))));
             let last = pending.last().and_then(|p| p.rows().last()).map(|r| r.row_group);
             let first = b.rows().first().map(|r| r.row_group);
-            if rows + b.num_rows() > self.batch_rows || (dictionaries && last != first) {
-                flush(&mut pending, &mut out)?;
+            let other = pending.first().is_some_and(|p| Kind::of(p) != kind);
+            if other || rows + b.num_rows() > self.batch_rows || (dictionaries && last != first) {
+                self.flush(&mut pending, &mut out)?;
                 rows = 0;
             }
             rows += b.num_rows();
             pending.push(b);
         }
-        flush(&mut pending, &mut out)?;
+        self.flush(&mut pending, &mut out)?;
         Ok(out)
+    }
+
+    /// `pending` (batches of one [`Kind`]) joined into one batch at the end of `out`.
+    fn flush(&self, pending: &mut Vec<LoadedBatch>, out: &mut Vec<LoadedBatch>) -> Result<()> {
+        if pending.len() < 2 {
+            out.append(pending);
+            return Ok(());
+        }
+        let spans = pending.iter().flat_map(|b| b.rows().iter().cloned()).collect();
+        let failed = |reason: String| Error::Decode {
+            path: self.path.to_path_buf(),
+            row_group: pending[0].rows().first().map(|r| r.row_group),
+            column: None,
+            reason: format!("gathering the filtered batches: {reason}"),
+        };
+        match Kind::of(&pending[0]) {
+            Kind::Host => {
+                let hosts: Vec<_> = pending.iter().filter_map(|b| b.as_host()).collect();
+                let merged = arrow::compute::concat_batches(&hosts[0].schema(), hosts)
+                    .map_err(|e| failed(e.to_string()))?;
+                out.push(pending[0].replace_host_rows(merged, spans));
+            }
+            Kind::Device(ordinal) => {
+                let parts: Vec<&crate::array::DeviceRecordBatch> =
+                    pending.iter().filter_map(|b| b.as_device().map(|d| d.as_ref())).collect();
+                match crate::decode::gpu::concat_device(&parts, ordinal)
+                    .map_err(|e| e.in_file(self.path))?
+                {
+                    Some(merged) => out.push(pending[0].replace_device_rows(merged, spans)),
+                    None => {
+                        out.append(pending);
+                        return Ok(());
+                    }
+                }
+            }
+            Kind::Apart => {
+                out.append(pending);
+                return Ok(());
+            }
+        }
+        pending.clear();
+        Ok(())
     }
 
     /// A device's `batches` with their string and binary columns as views where they were
@@ -140,6 +168,29 @@ impl Finish<'_> {
                         .map_err(|e| e.in_file(self.path))
                 })
                 .collect(),
+        }
+    }
+}
+
+/// What a batch is joined with when gathered: host batches with host batches, device batches
+/// with those of the same device whose columns it joins; anything else stays apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Host,
+    Device(usize),
+    Apart,
+}
+
+impl Kind {
+    fn of(b: &LoadedBatch) -> Kind {
+        match (b.as_host(), b.as_device(), b.location()) {
+            (Some(_), ..) => Kind::Host,
+            (None, Some(d), Location::Cuda(n))
+                if d.schema.fields().iter().all(|f| crate::decode::gpu::joinable(f.data_type())) =>
+            {
+                Kind::Device(n)
+            }
+            _ => Kind::Apart,
         }
     }
 }

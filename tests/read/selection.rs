@@ -522,45 +522,89 @@ fn row_filter_cases() -> Vec<(&'static str, Oracle)> {
     ]
 }
 
-/// Under a row filter, host batches hold about `batch_rows` kept rows (filtered batches of a
-/// wave gathered), not the few rows kept of each batch read; never more than asked.
+/// Under a row filter, batches hold about `batch_rows` kept rows (filtered batches of a wave
+/// gathered: on the host by arrow-rs, on a device by its join kernels), not the few rows kept
+/// of each batch read; never more than asked. Flat columns of every type, and lists, structs
+/// and maps.
 #[test]
 fn filtered_batches_hold_about_the_rows_asked() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gather.parquet");
-    let props = WriterProperties::builder()
-        .set_max_row_group_row_count(Some(50_000))
-        .build();
-    write(&path, &[flat_batch(100_000, 9)], props);
-    // utf8 is s0..s49: 's1%' keeps s1 and s10..s19, about a fifth of the non-null rows
-    let expr = "utf8 LIKE 's1%'";
-    let reader = Scan::builder(&path)
-        .with_device(Device::Host)
-        .with_batch_rows(4096)
-        .with_row_filter(expr)
-        .build()
-        .unwrap();
-    let loaded = reader.load().unwrap();
-    let sizes: Vec<usize> = loaded.batches.iter().map(|b| b.num_rows()).collect();
-    let kept: usize = sizes.iter().sum();
-    assert!(kept > 15_000 && kept < 25_000, "{kept}");
-    assert!(sizes.iter().all(|&n| n > 0 && n <= 4096), "{sizes:?}");
-    // about 900 kept rows per 4096 read: gathered, the batches average well above that
-    assert!(
-        kept / sizes.len() > 3_000,
-        "{} batches: {sizes:?}",
-        sizes.len()
-    );
-    // and they are the rows arrow-rs keeps
-    let (all, _) = read_all(&path, None);
-    let mask = arrow::compute::kernels::comparison::like(
-        col(&all, "utf8"),
-        &StringArray::new_scalar("s1%"),
-    )
-    .unwrap();
-    let want = filter_record_batch(&all, &mask).unwrap();
-    let got = concat(reader.schema(), &to_host(&loaded.batches));
-    assert_eq!(got.columns(), want.columns());
+    let props = || {
+        WriterProperties::builder()
+            .set_max_row_group_row_count(Some(50_000))
+            .build()
+    };
+    write(&path, &[flat_batch(100_000, 9)], props());
+    // nested columns, and `k`: a tenth of the rows 3
+    let nested = dir.path().join("gather-nested.parquet");
+    let b = nested_batch(100_000);
+    let k = Arc::new(arrow::array::Int32Array::from_iter_values(
+        (0..100_000).map(|i| (i * 7) % 10),
+    ));
+    let schema = b.schema();
+    let mut cols: Vec<(&str, ArrayRef)> = vec![("k", k)];
+    for (f, c) in schema.fields().iter().zip(b.columns()) {
+        cols.push((f.name().as_str(), Arc::clone(c)));
+    }
+    let b = RecordBatch::try_from_iter(cols).unwrap();
+    write(&nested, &[b], props());
+    for device in devices() {
+        // utf8 is s0..s49: 's1%' keeps s1 and s10..s19, about a fifth of the non-null rows
+        let like = |all: &RecordBatch| {
+            arrow::compute::kernels::comparison::like(
+                col(all, "utf8"),
+                &StringArray::new_scalar("s1%"),
+            )
+            .unwrap()
+        };
+        let k3 = |all: &RecordBatch| {
+            arrow::compute::kernels::cmp::eq(
+                col(all, "k"),
+                &arrow::array::Int32Array::new_scalar(3),
+            )
+            .unwrap()
+        };
+        type Oracle<'a> = &'a dyn Fn(&RecordBatch) -> BooleanArray;
+        let cases: [(&Path, &str, Oracle<'_>, (usize, usize)); 2] = [
+            (&path, "utf8 LIKE 's1%'", &like, (15_000, 25_000)),
+            (&nested, "k = 3", &k3, (9_000, 11_000)),
+        ];
+        for (file, expr, oracle, (lo, hi)) in cases {
+            let what = format!("{device}, {expr}");
+            let reader = Scan::builder(file)
+                .with_device(device)
+                .with_batch_rows(4096)
+                .with_row_filter(expr)
+                .build()
+                .unwrap();
+            let loaded = reader.load().unwrap();
+            let sizes: Vec<usize> = loaded.batches.iter().map(|b| b.num_rows()).collect();
+            let kept: usize = sizes.iter().sum();
+            assert!(kept > lo && kept < hi, "{what}: {kept}");
+            assert!(
+                sizes.iter().all(|&n| n > 0 && n <= 4096),
+                "{what}: {sizes:?}"
+            );
+            // about a fifth (a tenth) of 4096 read per batch: gathered, the batches average
+            // well above that
+            assert!(
+                kept / sizes.len() > 3_000,
+                "{what}: {} batches: {sizes:?}",
+                sizes.len()
+            );
+            // each batch's rows add up to its spans
+            for b in &loaded.batches {
+                let spans: u64 = b.rows().iter().map(|r| r.rows.end - r.rows.start).sum();
+                assert!(spans >= b.num_rows() as u64, "{what}");
+            }
+            // and they are the rows arrow-rs keeps
+            let (all, _) = read_all(file, None);
+            let want = filter_record_batch(&all, &oracle(&all)).unwrap();
+            let got = concat(reader.schema(), &to_host(&loaded.batches));
+            assert_eq!(got.columns(), want.columns(), "{what}");
+        }
+    }
 }
 
 #[test]

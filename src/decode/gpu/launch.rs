@@ -64,6 +64,14 @@ unsafe impl KernelArg for i32 {
     }
 }
 
+// SAFETY: i64 is `long long`, 8 bytes, little-endian.
+unsafe impl KernelArg for i64 {
+    #[cfg(test)]
+    fn c_type() -> String {
+        "i64".into()
+    }
+}
+
 // SAFETY: u64 is `unsigned long long`, 8 bytes.
 unsafe impl KernelArg for u64 {
     #[cfg(test)]

@@ -57,6 +57,7 @@ mod bytes;
 mod c_source;
 mod decimals;
 mod decompress;
+mod concat;
 mod filter;
 mod fixed;
 pub(crate) mod kernels;
@@ -71,6 +72,7 @@ mod views;
 mod wave;
 
 pub use bytes::decode_bytes_columns;
+pub(crate) use concat::{concat_device, joinable};
 pub(crate) use filter::{filter_device, DeviceKept};
 pub(crate) use locate::device_decompresses;
 pub use fixed::decode_fixed_columns;

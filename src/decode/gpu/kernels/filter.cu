@@ -331,3 +331,27 @@ extern "C" __global__ void __launch_bounds__(FILTER_THREADS) compact_chars(
         for (i64 j = lane; j < b - a; j += 32) dst[j] = chars[a + j];
     }
 }
+
+// Batches joined end to end (gathering a filter's small batches): the `n` bits of `in` (every
+// bit set when `in` is null: a part without nulls) set at bits `at ..` of `out` (zeroed words).
+extern "C" __global__ void __launch_bounds__(FILTER_THREADS) concat_bits(
+    const u8* in, u64 n, u64 at, u32* out)
+{
+    GRID_STRIDE(i, n) {
+        if (in == nullptr || bit_at(in, i)) {
+            u64 p = at + i;
+            atomicOr(&out[p >> 5], 1u << (p & 31));
+        }
+    }
+}
+
+// The n + 1 offsets of `in` (i32, or i64 when large) plus `base` (the values or children
+// before this part) into `out`.
+extern "C" __global__ void __launch_bounds__(FILTER_THREADS) concat_offsets(
+    const u8* in, u64 n, int large, i64 base, u8* out)
+{
+    GRID_STRIDE(i, n + 1) {
+        if (large) ((i64*)out)[i] = ((const i64*)in)[i] + base;
+        else ((int*)out)[i] = (int)(((const int*)in)[i] + base);
+    }
+}
