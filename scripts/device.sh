@@ -163,6 +163,7 @@ setup() {
   export PARQUET_TESTING_DIR=${PARQUET_TESTING_DIR:-$PWD/.dev/corpus/parquet-testing}
   mkdir -p "$CUPARQUET_BENCH_DIR"
   if [ -x .dev/bin/cuparquet ]; then export CUPARQUET_BIN=${CUPARQUET_BIN:-$PWD/.dev/bin/cuparquet}; fi
+  if [ -x .dev/bin/cuparquet-sql ]; then export CUPARQUET_SQL_BIN=${CUPARQUET_SQL_BIN:-$PWD/.dev/bin/cuparquet-sql}; fi
   echo "=== machine: $(nproc) cores; $(nvidia-smi --query-gpu=name,driver_version,memory.total \
     --format=csv,noheader 2>/dev/null | paste -sd ';' || echo 'nvidia-smi failed')"
   echo "commit: $(cat .dev/COMMIT 2> /dev/null || echo '?')"

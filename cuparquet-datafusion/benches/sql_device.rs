@@ -12,7 +12,8 @@
 //!   are spread over (scan option `devices`; default: cuda:0 alone);
 //! - `CUPARQUET_BENCH_QUERIES` (a comma-separated subset of `Q1`, `Q3`, `Q6`, `Q12`, `LIKE`,
 //!   `GROUPBY` (a high-cardinality key, top 10), `COUNT` (`count(*)`), `LIMIT`) and
-//!   `CUPARQUET_BENCH_SCANS` (of `cuparquet`, `cuparquet-utf8` (strings as `Utf8`: the
+//!   `CUPARQUET_BENCH_SCANS` (of `cuparquet`, `cuparquet-gpu` (every query on the GPU:
+//!   `host_when_faster` off), `cuparquet-utf8` (strings as `Utf8`: the
 //!   session's `schema_force_view_types` off), `cuparquet-inexact`, `cuparquet-host`,
 //!   `datafusion`, `memtable`, `memtable-utf8` (the MemTable's string columns cast from
 //!   views to `Utf8`)): default all.
@@ -343,6 +344,16 @@ async fn bench(cores: usize) {
         },
     )
     .await;
+    // every query on the GPU (host_when_faster off)
+    let always = gpu_ctx_with(
+        &root,
+        config(partitions),
+        GpuScanOptions {
+            host_when_faster: false,
+            ..base.clone()
+        },
+    )
+    .await;
     let host = gpu_ctx(&root, config(partitions), Device::Host).await;
     let df = df_ctx(&root, partitions).await;
     let (mem, mem_utf8) = mem_ctxs(&inexact, partitions).await;
@@ -352,8 +363,9 @@ async fn bench(cores: usize) {
         cfg.options_mut().execution.parquet.schema_force_view_types = false;
         gpu_ctx_with(&root, cfg, base.clone()).await
     };
-    let scans: [(&str, &SessionContext); 7] = [
+    let scans: [(&str, &SessionContext); 8] = [
         ("cuparquet", &gpu),
+        ("cuparquet-gpu", &always),
         ("cuparquet-utf8", &utf8),
         ("cuparquet-inexact", &inexact),
         ("cuparquet-host", &host),
@@ -381,13 +393,16 @@ async fn bench(cores: usize) {
         .filter(|(s, _)| wanted("CUPARQUET_BENCH_SCANS", s))
         .collect();
     for (scan, ctx) in &scans {
-        if matches!(*scan, "cuparquet" | "cuparquet-utf8" | "datafusion") {
+        if matches!(
+            *scan,
+            "cuparquet" | "cuparquet-gpu" | "cuparquet-utf8" | "datafusion"
+        ) {
             println!("Q1's scan alone, {scan}: {}", scan_floor(ctx, rounds).await);
         }
     }
     // the columns of the rows printed below
-    println!("| query | cuparquet | cuparquet, strings as Utf8 | cuparquet, filters pruning only | cuparquet on host | DataFusion's scan | MemTable | MemTable, strings as Utf8 | vs DataFusion | vs MemTable |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| query | cuparquet | cuparquet, always the GPU | cuparquet, strings as Utf8 | cuparquet, filters pruning only | cuparquet on host | DataFusion's scan | MemTable | MemTable, strings as Utf8 | vs DataFusion | always the GPU vs DataFusion | vs MemTable |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, sql) in QUERIES {
         if !wanted("CUPARQUET_BENCH_QUERIES", name) {
             continue;
@@ -420,8 +435,9 @@ async fn bench(cores: usize) {
             _ => "—".to_string(),
         };
         println!(
-            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell("cuparquet"),
+            cell("cuparquet-gpu"),
             cell("cuparquet-utf8"),
             cell("cuparquet-inexact"),
             cell("cuparquet-host"),
@@ -429,6 +445,7 @@ async fn bench(cores: usize) {
             cell("memtable"),
             cell("memtable-utf8"),
             ratio("datafusion", "cuparquet"),
+            ratio("datafusion", "cuparquet-gpu"),
             ratio("cuparquet", "memtable"),
         );
         if let Some(f) = out.as_mut() {

@@ -71,6 +71,7 @@ mod format;
 mod morsel;
 mod opener;
 mod options;
+pub mod placement;
 mod prune;
 mod row_filter;
 mod source;

@@ -31,6 +31,14 @@ pub struct GpuScanOptions {
     /// that `target_partitions` of at least the device count keeps every device busy. Empty
     /// (default): every partition on [`device`](Self::device).
     pub devices: Vec<usize>,
+    /// Where the scan would decode on a GPU, decode on the host instead (DataFusion's own
+    /// Parquet reader, the `Exact` filters applied as its row filters) where the GPU is not
+    /// expected to win (default true): a scan that reads no column (`count(*)`), one under a
+    /// `LIMIT`, one without a filter the GPU applies to the rows, or one whose filters keep
+    /// most rows by the files' statistics ([`crate::placement`]). Measured on an H100
+    /// (benches/RESULTS.md): those are the queries where the GPU scan moved every row it read
+    /// back over PCIe and lost to DataFusion's own scan. False: always on the GPU.
+    pub host_when_faster: bool,
 }
 
 impl Default for GpuScanOptions {
@@ -43,6 +51,7 @@ impl Default for GpuScanOptions {
             memory_budget: None,
             row_filter: true,
             devices: Vec::new(),
+            host_when_faster: true,
         }
     }
 }
@@ -55,7 +64,7 @@ impl Default for GpuScanOptions {
 pub const HOST_BATCH_ROWS: usize = 1 << 16;
 
 /// The keys [`GpuScanOptions::set`] takes.
-pub const OPTION_KEYS: [&str; 7] = [
+pub const OPTION_KEYS: [&str; 8] = [
     "device",
     "devices",
     "batch_rows",
@@ -63,6 +72,7 @@ pub const OPTION_KEYS: [&str; 7] = [
     "pruning",
     "memory_budget",
     "row_filter",
+    "host_when_faster",
 ];
 
 impl GpuScanOptions {
@@ -103,6 +113,7 @@ impl GpuScanOptions {
             ("page_index", self.page_index.to_string()),
             ("pruning", self.pruning.to_string()),
             ("row_filter", self.row_filter.to_string()),
+            ("host_when_faster", self.host_when_faster.to_string()),
         ];
         if let Some(n) = self.batch_rows {
             v.push(("batch_rows", n.to_string()));
@@ -119,8 +130,8 @@ impl GpuScanOptions {
     /// Sets one option by name, as `CREATE EXTERNAL TABLE … OPTIONS (…)` gives them (with or
     /// without a `format.` prefix): `device` (`auto`, `host`, `cuda:N`), `devices`
     /// (`cuda:0,cuda:1`, `all` for every CUDA device here, or empty for none), `batch_rows`,
-    /// `page_index`, `pruning` and `row_filter` (`true`/`false`), `memory_budget` (bytes, or
-    /// `512MiB`).
+    /// `page_index`, `pruning`, `row_filter` and `host_when_faster` (`true`/`false`),
+    /// `memory_budget` (bytes, or `512MiB`).
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let key = key.strip_prefix("format.").unwrap_or(key);
         let bad = |why: String| {
@@ -146,6 +157,9 @@ impl GpuScanOptions {
             "page_index" => self.page_index = parse_bool(value).ok_or_else(|| bad(bool_why()))?,
             "pruning" => self.pruning = parse_bool(value).ok_or_else(|| bad(bool_why()))?,
             "row_filter" => self.row_filter = parse_bool(value).ok_or_else(|| bad(bool_why()))?,
+            "host_when_faster" => {
+                self.host_when_faster = parse_bool(value).ok_or_else(|| bad(bool_why()))?
+            }
             "memory_budget" => {
                 let n = cuparquet::config::parse_size("memory_budget", value)
                     .map_err(|e| bad(format!("{e}")))?;
@@ -274,6 +288,7 @@ mod tests {
         o.row_filter = false;
         o.page_index = false;
         o.devices = vec![2, 0];
+        o.host_when_faster = false;
         for start in [GpuScanOptions::default(), o] {
             let mut back = GpuScanOptions {
                 device: Device::Host,
@@ -283,6 +298,7 @@ mod tests {
                 memory_budget: Some(1),
                 row_filter: !start.row_filter,
                 devices: vec![5],
+                host_when_faster: !start.host_when_faster,
             };
             // the pairs name every option that differs from the default
             back.batch_rows = None;

@@ -119,11 +119,16 @@ impl GpuParquetSource {
     }
 
     /// DataFusion's own Parquet scan of the same files with this scan's projection, pruning
-    /// predicate, options and metrics: what reads them where the scan decodes on the host.
+    /// predicate, options and metrics: what reads them where the scan decodes on the host. The
+    /// filters taken as `Exact` ([`Self::row_filters`], each in the predicate) are applied to
+    /// the rows by its row filter (`pushdown_filters`).
     fn host_source(&self, store: Arc<dyn ObjectStore>) -> Result<ParquetSource> {
         let mut options = self.parquet_options.clone();
         options.global.pruning = self.options.pruning;
         options.global.enable_page_index = self.options.page_index;
+        if !self.row_filters.is_empty() {
+            options.global.pushdown_filters = true;
+        }
         // built from `host`, whose metrics every clone shares
         let mut source = (self.host.clone()).with_table_parquet_options(options);
         if let Some(cache) = &self.footers {
@@ -131,8 +136,26 @@ impl GpuParquetSource {
                 CachedParquetFileReaderFactory::new(store, Arc::clone(cache)),
             ));
         }
-        if let Some(p) = &self.predicate {
-            source = source.with_predicate(Arc::clone(p));
+        // the predicate, and every Exact filter in it (a plan rebuilt from its parts may
+        // carry them apart)
+        let missing: Vec<Arc<dyn PhysicalExpr>> = (self.row_filters.iter())
+            .filter(|f| {
+                self.predicate.as_ref().is_none_or(|p| {
+                    !datafusion::physical_expr::split_conjunction(p)
+                        .iter()
+                        .any(|c| c.as_ref() == f.as_ref())
+                })
+            })
+            .cloned()
+            .collect();
+        let predicate = match (&self.predicate, missing.is_empty()) {
+            (Some(p), true) => Some(Arc::clone(p)),
+            (Some(p), false) => Some(conjunction(std::iter::once(Arc::clone(p)).chain(missing))),
+            (None, false) => Some(conjunction(missing)),
+            (None, true) => None,
+        };
+        if let Some(p) = predicate {
+            source = source.with_predicate(p);
         }
         // its projection is every column: this scan's merged over it
         let projected = source
@@ -266,17 +289,25 @@ impl GpuParquetSource {
 }
 
 impl FileSource for GpuParquetSource {
-    /// DataFusion's own Parquet reader where this partition decodes on the host and no filter
-    /// was taken as exact (filters are not, on the host: [`Self::try_pushdown_filters`]; a
-    /// plan made where a GPU was, run where none is, keeps cuparquet's host decoder, which
-    /// applies them); cuparquet's opener otherwise.
+    /// DataFusion's own Parquet reader where this partition decodes on the host — no GPU, or
+    /// one not expected to win ([`GpuScanOptions::host_when_faster`]) — with the filters taken
+    /// as exact (on a GPU: [`Self::try_pushdown_filters`]) as its row filters; cuparquet's
+    /// opener otherwise.
     fn create_morselizer(
         &self,
         object_store: Arc<dyn ObjectStore>,
         base_config: &FileScanConfig,
         partition: usize,
     ) -> Result<Box<dyn Morselizer>> {
-        if self.row_filters.is_empty() && self.decodes_on_host(partition) {
+        let on_host = self.decodes_on_host(partition)
+            || (self.options.host_when_faster
+                && crate::placement::host_reason(
+                    base_config,
+                    self.projection.file_indices.len(),
+                    &self.row_filters,
+                )
+                .is_some());
+        if on_host {
             let inner = self
                 .host_source(Arc::clone(&object_store))?
                 .create_morselizer(Arc::clone(&object_store), base_config, partition)?;

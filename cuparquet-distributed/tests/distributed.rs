@@ -342,6 +342,17 @@ async fn the_scan_travels_whole() {
             host,
         )
         .await;
+        // a coordinator without a GPU plans with the device left to the machine (auto, the
+        // host there); here the host was named to plan as it does, and auto is shipped
+        let (fsc, s) = source(&planned);
+        let auto = s.with_options(GpuScanOptions {
+            device: cuparquet::Device::Auto,
+            ..options.clone()
+        });
+        let fsc = datafusion::datasource::physical_plan::FileScanConfigBuilder::from(fsc)
+            .with_source(Arc::new(auto))
+            .build();
+        let planned: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(fsc);
         let mut buf = Vec::new();
         GpuScanCodec::default()
             .try_encode(planned, &mut buf, &conv)

@@ -1,8 +1,9 @@
 //! Batches joined end to end on the device (`concat_bits` and `concat_offsets` in
 //! `src/decode/gpu/kernels/filter.cu`, what gathers a row filter's small batches) run on the
 //! host through the CUDA emulation of `tests/emulated/emu`: bitmaps of random lengths (parts
-//! without a bitmap set every bit) joined at unaligned bit positions, and 32- and 64-bit offsets
-//! shifted to follow the parts before them, against the same joins computed here.
+//! without a bitmap set every bit) joined at unaligned bit positions, 32- and 64-bit offsets
+//! shifted to follow the parts before them and dictionary keys shifted past the dictionaries
+//! before them, against the same joins computed here.
 
 use crate::common;
 use crate::emu::*;
@@ -18,7 +19,8 @@ fn emulated_concat_joins_bits_and_offsets() {
     let cases = 60u32;
     input.extend(cases.to_le_bytes());
     for c in 0..cases {
-        let bits = c % 2 == 0;
+        let bits = c % 3 == 0;
+        let keys = c % 3 == 2;
         let large = c % 4 == 1;
         let parts = 1 + r.below(6) as usize;
         let lens: Vec<u64> = (0..parts)
@@ -31,7 +33,16 @@ fn emulated_concat_joins_bits_and_offsets() {
             })
             .collect();
         let total: u64 = lens.iter().sum();
-        input.extend((!bits as u32).to_le_bytes());
+        input.extend(
+            (if bits {
+                0u32
+            } else if keys {
+                2
+            } else {
+                1
+            })
+            .to_le_bytes(),
+        );
         input.extend((large as u32).to_le_bytes());
         input.extend((parts as u32).to_le_bytes());
         input.extend(total.to_le_bytes());
@@ -70,6 +81,34 @@ fn emulated_concat_joins_bits_and_offsets() {
                 }
             }
             expect.push(words);
+        } else if keys {
+            // each part's keys index its own dictionary of `size` values; joined, they follow
+            // the dictionaries before them
+            let mut want: Vec<i64> = Vec::new();
+            let mut base = 0i64;
+            for &n in &lens {
+                let size = 1 + r.below(50) as i64;
+                let part: Vec<i64> = (0..n).map(|_| r.below(size as u64) as i64).collect();
+                input.extend(n.to_le_bytes());
+                input.extend(1u32.to_le_bytes());
+                for k in &part {
+                    match large {
+                        true => input.extend(k.to_le_bytes()),
+                        false => input.extend((*k as i32).to_le_bytes()),
+                    }
+                }
+                input.extend(base.to_le_bytes());
+                want.extend(part.iter().map(|k| k + base));
+                base += size;
+            }
+            let mut bytes = Vec::new();
+            for k in want {
+                match large {
+                    true => bytes.extend(k.to_le_bytes()),
+                    false => bytes.extend((k as i32).to_le_bytes()),
+                }
+            }
+            expect.push(bytes);
         } else {
             // each part's offsets start anywhere; the joined ones follow on from the part
             // before (its first offset shifted to the sum of the sizes before it)

@@ -586,7 +586,15 @@ async fn bloom_filters_prune_as_datafusion_does() {
 /// `cuparquet-sql` (what `cuparquet sql` runs): a table named on the command line, a query.
 #[test]
 fn the_sql_binary_answers_a_query() {
-    let (t, exe) = (&data().snappy, env!("CARGO_BIN_EXE_cuparquet-sql"));
+    let exe = std::env::var("CUPARQUET_SQL_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_cuparquet-sql").to_string());
+    if !Path::new(&exe).exists() {
+        // a test binary run away from its build (the GPU machine, where pack.sh packs the
+        // binary as .dev/bin/cuparquet-sql only when asked)
+        eprintln!("skipping the cuparquet-sql binary: {exe} is not here (set CUPARQUET_SQL_BIN)");
+        return;
+    }
+    let t = &data().snappy;
     let table = format!("l={}", s(&t.lineitem));
     let mut cmd = std::process::Command::new(exe);
     let q = "SELECT count(*) AS n FROM l WHERE l_shipmode LIKE 'MA%' OR l_orderkey > 0";

@@ -3,8 +3,9 @@
 //! filter's small batches gathered into batches of about the rows asked for, without a trip
 //! to the host. Fixed-width values and characters are copied as they are; validity and boolean
 //! bits are set at their new positions; offsets (strings, binaries, lists, maps) are shifted by
-//! the values or children before them. Types whose buffers point at each other (dictionaries,
-//! views) are not joined here ([`joinable`]).
+//! the values or children before them; dictionaries join their values, and each part's keys
+//! are shifted past the values before them. Views (whose buffers are indexed by number) and
+//! keys narrower than 32 bits are not joined here ([`joinable`]).
 
 use arrow::datatypes::DataType;
 
@@ -32,6 +33,9 @@ pub(crate) fn joinable(dt: &DataType) -> bool {
         }
         DataType::FixedSizeList(f, _) => joinable(f.data_type()),
         DataType::Struct(fs) => fs.iter().all(|f| joinable(f.data_type())),
+        DataType::Dictionary(k, v) => {
+            matches!(k.as_ref(), DataType::Int32 | DataType::Int64) && joinable(v)
+        }
         dt => dt.primitive_width().is_some(),
     }
 }
@@ -150,6 +154,31 @@ impl Join<'_> {
                 }
                 (Vec::new(), kids)
             }
+            DataType::Dictionary(k, v) => {
+                // the values joined; each part's keys shifted past the values before it
+                let large = matches!(k.as_ref(), DataType::Int64);
+                let values: Vec<&DeviceArray> = arrays
+                    .iter()
+                    .map(|a| a.dictionary.as_deref().ok_or_else(|| self.unsupported(dt)))
+                    .collect::<Result<_>>()?;
+                let Some(joined) = self.array(v, &values)? else {
+                    return Ok(None);
+                };
+                let sizes: Vec<usize> = values.iter().map(|v| v.len).collect();
+                if !large && joined.len > i32::MAX as usize {
+                    return Ok(None);
+                }
+                let keys = self.keys(arrays, large, &sizes)?;
+                return Ok(Some(DeviceArray {
+                    data_type: dt.clone(),
+                    len,
+                    null_count: if validity.is_some() { null_count } else { 0 },
+                    validity,
+                    buffers: vec![keys],
+                    children: Vec::new(),
+                    dictionary: Some(Box::new(joined)),
+                }));
+            }
             dt => {
                 let w = match dt {
                     DataType::FixedSizeBinary(w) => *w as usize,
@@ -254,6 +283,49 @@ impl Join<'_> {
         self.bits(parts.into_iter())
     }
 
+    /// The dictionary keys of `arrays` (`large`: i64) joined, each part's shifted past the
+    /// `sizes` of the dictionaries before it.
+    fn keys(
+        &self,
+        arrays: &[&DeviceArray],
+        large: bool,
+        sizes: &[usize],
+    ) -> Result<(DeviceBuffer, usize)> {
+        let w = if large { 8 } else { 4 };
+        let len: usize = arrays.iter().map(|a| a.len).sum();
+        let out = self.gpu.alloc((len * w).max(1))?;
+        let (mut row, mut base) = (0usize, 0i64);
+        for (a, size) in arrays.iter().zip(sizes) {
+            let src = a.buffers.first().ok_or_else(|| self.unsupported(&a.data_type))?;
+            if src.1 < a.len * w {
+                return Err(self.unsupported(&a.data_type));
+            }
+            self.shift(src.0.device_ptr(), a.len, (large as i32) | 2, base, out.device_ptr() + (row * w) as u64)?;
+            row += a.len;
+            base += *size as i64;
+        }
+        Ok((out, len * w))
+    }
+
+    /// `concat_offsets` over `n` entries at `src` (mode: bit 0 i64, bit 1 `n` entries rather
+    /// than n + 1) plus `base`, to `dst`.
+    fn shift(&self, src: u64, n: usize, mode: i32, base: i64, dst: u64) -> Result<()> {
+        let count = if mode & 2 != 0 { n } else { n + 1 };
+        // SAFETY: the callers give `src` holding `count` entries of the mode's width and
+        // `dst` room for as many inside their output; parts write in stream order (offsets:
+        // each its first over the last one of the part before, the same value); all live
+        // until the caller's final wait.
+        unsafe {
+            CONCAT_OFFSETS.launch_nowait(
+                self.gpu,
+                self.module,
+                blocks(count as u64),
+                FILTER_THREADS,
+                (Const::at(src), n as u64, mode, base, Mut::at(dst)),
+            )
+        }
+    }
+
     /// The offsets of `arrays` (`large`: i64; each spanning `ends`) joined, each part's
     /// shifted to follow the parts before it.
     fn offsets(
@@ -275,25 +347,14 @@ impl Join<'_> {
         let (mut row, mut base) = (0usize, 0i64);
         for (a, e) in arrays.iter().zip(ends) {
             let src = a.buffers.first().ok_or_else(|| self.unsupported(&a.data_type))?;
-            // SAFETY: `src` holds a.len + 1 offsets of `w` bytes (checked by `ends`), `out`
-            // len + 1 from `row + a.len + 1 <= len + 1`; parts write in stream order, each
-            // its first offset over the last one of the part before (the same value: `base`);
-            // all live until the caller's final wait.
-            unsafe {
-                CONCAT_OFFSETS.launch_nowait(
-                    self.gpu,
-                    self.module,
-                    blocks(a.len as u64 + 1),
-                    FILTER_THREADS,
-                    (
-                        Const::at(src.0.device_ptr()),
-                        a.len as u64,
-                        large as i32,
-                        base - e.start as i64,
-                        Mut::at(out.device_ptr() + (row * w) as u64),
-                    ),
-                )?
-            };
+            // (`ends` checked that `src` holds a.len + 1 offsets)
+            self.shift(
+                src.0.device_ptr(),
+                a.len,
+                large as i32,
+                base - e.start as i64,
+                out.device_ptr() + (row * w) as u64,
+            )?;
             row += a.len;
             base += e.len() as i64;
         }

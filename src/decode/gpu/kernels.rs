@@ -286,7 +286,7 @@ kernels! {
     KEPT_LENGTHS = kept_lengths in FILTER_MODULE(Const<u8>, i32, u64, Const<u8>, Mut<i64>);
     /// Bits joined end to end. (in or null, n, at, out words).
     CONCAT_BITS = concat_bits in FILTER_MODULE(Const<u8>, u64, u64, Mut<u32>);
-    /// Offsets joined end to end. (in, n, large, base, out).
+    /// Offsets (or dictionary keys) joined end to end. (in, n, mode, base, out).
     CONCAT_OFFSETS = concat_offsets in FILTER_MODULE(Const<u8>, u64, i32, i64, Mut<u8>);
     /// Output offsets of the kept rows. (starts, n, mask, pos, m, large, out).
     COMPACT_OFFSETS = compact_offsets in FILTER_MODULE(

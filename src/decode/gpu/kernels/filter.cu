@@ -345,12 +345,14 @@ extern "C" __global__ void __launch_bounds__(FILTER_THREADS) concat_bits(
     }
 }
 
-// The n + 1 offsets of `in` (i32, or i64 when large) plus `base` (the values or children
-// before this part) into `out`.
+// The n + 1 offsets of `in` (i32, or i64 when mode bit 0 is set) plus `base` (the values or
+// children before this part) into `out`; mode bit 1: n entries (dictionary keys), not n + 1.
 extern "C" __global__ void __launch_bounds__(FILTER_THREADS) concat_offsets(
-    const u8* in, u64 n, int large, i64 base, u8* out)
+    const u8* in, u64 n, int mode, i64 base, u8* out)
 {
-    GRID_STRIDE(i, n + 1) {
+    int large = mode & 1;
+    u64 count = (mode & 2) ? n : n + 1;
+    GRID_STRIDE(i, count) {
         if (large) ((i64*)out)[i] = ((const i64*)in)[i] + base;
         else ((int*)out)[i] = (int)(((const int*)in)[i] + base);
     }
