@@ -117,6 +117,7 @@ fn faults_fail_loads_clearly_and_the_next_load_works() {
         hog(bytes.parse().unwrap());
         return;
     }
+    let step = watchdog();
     let dir = scratch_dir();
     let path = dir.path().join("faults.parquet");
     let batch = flat_batch(20_000, 3);
@@ -140,6 +141,7 @@ fn faults_fail_loads_clearly_and_the_next_load_works() {
             (Site::ShortRead, &["ended"][..]),
         ] {
             for nth in [1, 2, 5] {
+                step(format!("{device}: {} #{nth}", site.name()));
                 let reader = Scan::builder(&path)
                     .with_device(device)
                     .with_batch_rows(4096)
@@ -159,6 +161,7 @@ fn faults_fail_loads_clearly_and_the_next_load_works() {
             }
         }
         // the stream: batches before the failure whole and right, then one error, then the end
+        step(format!("{device}: the stream"));
         let reader = Scan::builder(&path)
             .with_device(device)
             .with_batch_rows(2_500)
@@ -178,6 +181,7 @@ fn faults_fail_loads_clearly_and_the_next_load_works() {
     // the RangeReader seam: a reader whose n-th call fails (host target)
     let host = HostReader::new(IoSettings::default()).unwrap();
     for fail_at in [1, 2, 4] {
+        step(format!("the range reader failing at call {fail_at}"));
         let reader = Scan::builder(&path)
             .with_device(Device::Host)
             .with_batch_rows(2_500)
@@ -214,6 +218,7 @@ fn faults_fail_loads_clearly_and_the_next_load_works() {
     // the file truncated after the footer was read: the data reads run past its end
     let bytes = std::fs::read(&path).unwrap();
     for &device in &devices {
+        step(format!("{device}: the file truncated"));
         let reader = Scan::builder(&path).with_device(device).build().unwrap();
         let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         f.set_len(bytes.len() as u64 / 2).unwrap();
@@ -226,6 +231,7 @@ fn faults_fail_loads_clearly_and_the_next_load_works() {
     // the device layer: an allocation failing at each of the first few, a cuFile read failing
     if devices.contains(&Device::Cuda(0)) {
         for nth in 1..=8 {
+            step(format!("device-alloc #{nth}"));
             fault::arm(Site::DeviceAlloc, nth);
             let r = load(&path, Device::Cuda(0));
             fault::disarm();
@@ -247,6 +253,7 @@ fn faults_fail_loads_clearly_and_the_next_load_works() {
         // pinned host memory that cannot be allocated, at each of the first few allocations
         // (the process's pool emptied first, so that the load allocates its staging)
         for nth in 1..=4 {
+            step(format!("pinned-alloc #{nth}"));
             cuparquet::device::gpu(0).unwrap().release_pinned();
             fault::arm(Site::PinnedAlloc, nth);
             let r = load(&path, Device::Cuda(0));
@@ -274,6 +281,7 @@ fn faults_fail_loads_clearly_and_the_next_load_works() {
                 .build()
                 .unwrap()
         };
+        step("cufile-read".into());
         fault::arm(Site::CufileRead, 1);
         let r = via_cufile().load();
         fault::disarm();
@@ -291,7 +299,29 @@ fn faults_fail_loads_clearly_and_the_next_load_works() {
             &concat(&l.schema, &l.to_host().unwrap()),
             &want,
         );
-        memory_pressure(&path, &want);
+        memory_pressure(&path, &want, &step);
+    }
+}
+
+/// Says each step of the test as it starts, and ends the process naming the step where one
+/// takes more than two minutes: a hang is a failure that names where it hangs, not a time
+/// limit running out in silence.
+fn watchdog() -> impl Fn(String) {
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+    let at = Arc::new(Mutex::new(("the start".to_string(), Instant::now())));
+    let seen = Arc::clone(&at);
+    std::thread::spawn(move || loop {
+        std::thread::sleep(Duration::from_secs(5));
+        let (what, since) = seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if since.elapsed() > Duration::from_secs(120) {
+            eprintln!("faults: no progress for two minutes at: {what}");
+            std::process::exit(101);
+        }
+    });
+    move |what: String| {
+        eprintln!("faults: {what}");
+        *at.lock().unwrap_or_else(|p| p.into_inner()) = (what, Instant::now());
     }
 }
 
@@ -320,12 +350,16 @@ fn hog(bytes: usize) {
 /// default budget, computed from the free memory when the scan starts, and a budget set above
 /// what is free) fit or fail with an error naming the memory, within a minute each (never a
 /// CUDA abort, never a hang), and the next load, once the memory is back, works.
-fn memory_pressure(path: &Path, want: &RecordBatch) {
+fn memory_pressure(path: &Path, want: &RecordBatch, step: &dyn Fn(String)) {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     let gpu = cuparquet::device::gpu(0).unwrap();
     let (free, _) = gpu.memory_info().unwrap();
     for spare in [256usize << 20, 32 << 20, 0] {
+        step(format!(
+            "memory pressure: another process holding all but {} MiB",
+            spare >> 20
+        ));
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",

@@ -6,8 +6,9 @@
 //! own reader, decoding on every core while the next operator reads its batches, is as fast
 //! or faster (an H100, 16 partitions, 24M lineitem rows: Q1, whose filter keeps 98% of the
 //! rows, 0.76-0.87× DataFusion's scan on the GPU; `count(*)` and `LIMIT` are bound by the
-//! first batch's latency). So a scan decodes on the host where it reads no column, runs under
-//! a `LIMIT`, applies no filter to the rows, or keeps more than [`MOST_ROWS`] of them by the
+//! first batch's latency). So a scan decodes on the host where it runs under a `LIMIT`,
+//! applies no filter to the rows (`count(*)` reads no column at all), or keeps more than
+//! [`MOST_ROWS`] of them by the
 //! statistics of its files: each column's range narrowed by the filters' comparisons with
 //! literals, its share of the column's min..max range taken as the rows kept (columns taken as
 //! independent; a test the statistics say nothing of, such as `LIKE` or an equality, as
@@ -74,14 +75,16 @@ fn reason(
     columns: usize,
     row_filters: &[Arc<dyn PhysicalExpr>],
 ) -> Option<HostReason> {
-    if columns == 0 {
-        return Some(HostReason::NoColumns);
+    if row_filters.is_empty() {
+        // (with row filters, their columns are read whatever the output's)
+        return Some(match columns {
+            0 => HostReason::NoColumns,
+            _ if limit.is_some() => HostReason::Limit,
+            _ => HostReason::NoRowFilter,
+        });
     }
     if limit.is_some() {
         return Some(HostReason::Limit);
-    }
-    if row_filters.is_empty() {
-        return Some(HostReason::NoRowFilter);
     }
     let share = kept_share(stats, row_filters);
     (share > MOST_ROWS).then_some(HostReason::MostRowsKept(share))
@@ -274,9 +277,11 @@ mod tests {
             ScalarValue::Int64(Some(80)),
         )];
         assert_eq!(kept_share(&stats, &none), 0.0);
-        // no column, a LIMIT, no filter: the host, whatever the filters
-        assert_eq!(reason(None, &stats, 0, &q6), Some(HostReason::NoColumns));
+        // a LIMIT: the host, whatever the filters; no column and no filter (count(*)): the
+        // host; no column read for the output but a filter's (count(*) WHERE …): its share
         assert_eq!(reason(Some(10), &stats, 3, &q6), Some(HostReason::Limit));
+        assert_eq!(reason(None, &stats, 0, &[]), Some(HostReason::NoColumns));
+        assert_eq!(reason(None, &stats, 0, &q6), None);
         assert_eq!(reason(None, &stats, 3, &[]), Some(HostReason::NoRowFilter));
         // no statistics: each column's range half
         let absent = Statistics::new_unknown(&s);

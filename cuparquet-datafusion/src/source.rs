@@ -120,8 +120,8 @@ impl GpuParquetSource {
 
     /// DataFusion's own Parquet scan of the same files with this scan's projection, pruning
     /// predicate, options and metrics: what reads them where the scan decodes on the host. The
-    /// filters taken as `Exact` ([`Self::row_filters`], each in the predicate) are applied to
-    /// the rows by its row filter (`pushdown_filters`).
+    /// filters taken as `Exact` ([`Self::row_filters`]) are applied to the rows by its row
+    /// filter (`pushdown_filters`), and prune.
     fn host_source(&self, store: Arc<dyn ObjectStore>) -> Result<ParquetSource> {
         let mut options = self.parquet_options.clone();
         options.global.pruning = self.options.pruning;
@@ -136,23 +136,12 @@ impl GpuParquetSource {
                 CachedParquetFileReaderFactory::new(store, Arc::clone(cache)),
             ));
         }
-        // the predicate, and every Exact filter in it (a plan rebuilt from its parts may
-        // carry them apart)
-        let missing: Vec<Arc<dyn PhysicalExpr>> = (self.row_filters.iter())
-            .filter(|f| {
-                self.predicate.as_ref().is_none_or(|p| {
-                    !datafusion::physical_expr::split_conjunction(p)
-                        .iter()
-                        .any(|c| c.as_ref() == f.as_ref())
-                })
-            })
-            .cloned()
-            .collect();
-        let predicate = match (&self.predicate, missing.is_empty()) {
-            (Some(p), true) => Some(Arc::clone(p)),
-            (Some(p), false) => Some(conjunction(std::iter::once(Arc::clone(p)).chain(missing))),
-            (None, false) => Some(conjunction(missing)),
-            (None, true) => None,
+        // the Exact filters where there are some: its row filter applies every conjunct of
+        // its predicate, and the scan's rows are those they keep (the other filters stay in
+        // DataFusion's FilterExec above); else the predicate, for pruning
+        let predicate = match self.row_filters.is_empty() {
+            true => self.predicate.clone(),
+            false => Some(conjunction(self.row_filters.clone())),
         };
         if let Some(p) = predicate {
             source = source.with_predicate(p);

@@ -83,9 +83,13 @@ async fn coordinator(workers: StaticWorkers, t: &tpch::Tables) -> SessionContext
     let mut ctx = SessionContext::from(coordinator_state(config, workers));
     ctx.set_distributed_file_scan_config_bytes_per_partition(1)
         .unwrap();
-    t.register(&ctx, Some(&GpuScanOptions::default()))
-        .await
-        .unwrap();
+    // every query's scan on the workers' GPUs where they have one (none left to the host
+    // for being faster there), so that a GPU's decoding is what is checked
+    let always = GpuScanOptions {
+        host_when_faster: false,
+        ..GpuScanOptions::default()
+    };
+    t.register(&ctx, Some(&always)).await.unwrap();
     ctx
 }
 

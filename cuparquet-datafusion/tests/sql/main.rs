@@ -452,7 +452,12 @@ async fn limit_reads_only_the_row_groups_it_needs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_scan_uses_the_gpu_when_one_is_required() {
     let t = &data().snappy;
-    let ctx = gpu_ctx(t, GpuScanOptions::default()).await;
+    // (a query without a filter is the host's where the GPU is not expected to win)
+    let always = GpuScanOptions {
+        host_when_faster: false,
+        ..GpuScanOptions::default()
+    };
+    let ctx = gpu_ctx(t, always).await;
     let (_, plan) = executed(&ctx, "SELECT sum(l_quantity) FROM lineitem").await;
     let on_device = metric(&plan, "cuparquet_device_batches");
     let probe = cuparquet::device::probe_cuda();
@@ -791,7 +796,11 @@ async fn hive_partitioned_directories_read_as_datafusion_reads_them() {
 async fn footers_are_kept_in_the_session_cache() {
     let t = &data().snappy;
     let ctx = SessionContext::new_with_config(config());
-    register_gpu_parquet(&ctx, "orders", &s(&t.orders), GpuScanOptions::default())
+    let always = GpuScanOptions {
+        host_when_faster: false,
+        ..GpuScanOptions::default()
+    };
+    register_gpu_parquet(&ctx, "orders", &s(&t.orders), always)
         .await
         .unwrap();
     let sql = "SELECT o_orderstatus, count(*), sum(o_totalprice) FROM orders GROUP BY 1 ORDER BY 1";
@@ -827,4 +836,113 @@ async fn footers_are_kept_in_the_session_cache() {
     assert!(ours > 1, "{ours} files");
     assert_eq!(text(&run(&ctx, sql).await), first);
     assert_eq!(first, text(&run(&df_ctx(t).await, sql).await));
+}
+
+/// Where the GPU is not expected to win (`host_when_faster`, on by default) the scan decodes
+/// on the host through DataFusion's reader, its `Exact` filters applied as that reader's row
+/// filters; where it is, on the GPU. The answers are DataFusion's either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_scan_decodes_where_it_is_faster() {
+    let t = &data().snappy;
+    let ctx = gpu_ctx(t, GpuScanOptions::default()).await;
+    let df = df_ctx(t).await;
+    for (sql, on_device) in [
+        // the filter keeps almost every row: the host
+        (
+            "SELECT l_returnflag, count(*) AS n, sum(l_quantity) AS q FROM lineitem
+               WHERE l_shipdate <= date '1998-09-02' GROUP BY 1 ORDER BY 1",
+            false,
+        ),
+        // a few percent of the rows: the GPU
+        (tpch::Q6, true),
+        // no column, no filter: the host
+        ("SELECT count(*) AS n FROM lineitem", false),
+        // a LIKE and a flag, counted: the GPU
+        (
+            "SELECT count(*) AS n FROM lineitem WHERE l_comment LIKE '%ironic%' AND l_returnflag = 'R'",
+            true,
+        ),
+    ] {
+        let (out, plan) = executed(&ctx, sql).await;
+        assert_eq!(text(&out), text(&run(&df, sql).await), "{sql}");
+        if on_gpu() {
+            let batches = metric(&plan, "cuparquet_device_batches");
+            assert_eq!(batches > 0, on_device, "{sql}: {batches} device batches");
+        }
+    }
+}
+
+/// Filters taken as `Exact` where a GPU was, run where the scan decodes on the host: DataFusion's
+/// reader applies them as its row filters, and the scan's rows are those they keep (a filter
+/// left to DataFusion's `FilterExec` is not applied by the scan).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exact_filters_decoded_on_the_host_keep_their_rows() {
+    use datafusion::datasource::physical_plan::{FileScanConfig, FileScanConfigBuilder};
+    use datafusion::datasource::source::DataSourceExec;
+    use datafusion::physical_expr::expressions::{BinaryExpr, Column};
+    let t = &data().snappy;
+    let host = GpuScanOptions {
+        device: cuparquet::Device::Host,
+        ..GpuScanOptions::default()
+    };
+    let ctx = gpu_ctx(t, host).await;
+    let sql = "SELECT l_orderkey, l_quantity FROM lineitem
+       WHERE l_quantity > 30 AND upper(l_shipmode) = 'AIR' AND l_orderkey < 9000";
+    let plan = ctx
+        .sql(sql)
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    let mut scan = None;
+    let mut stack = vec![plan];
+    while let Some(p) = stack.pop() {
+        if p.downcast_ref::<DataSourceExec>().is_some() {
+            scan = Some(p);
+            break;
+        }
+        stack.extend(p.children().into_iter().cloned());
+    }
+    let scan = scan.expect("a scan");
+    let fsc = (scan.downcast_ref::<DataSourceExec>().unwrap().data_source())
+        .downcast_ref::<FileScanConfig>()
+        .unwrap()
+        .clone();
+    let source = fsc
+        .file_source()
+        .downcast_ref::<cuparquet_datafusion::GpuParquetSource>()
+        .unwrap()
+        .clone();
+    // the comparisons of a column with a literal, as a GPU would have taken them
+    let exact: Vec<_> = datafusion::physical_expr::split_conjunction(
+        &datafusion::datasource::physical_plan::FileSource::filter(&source).expect("a predicate"),
+    )
+    .into_iter()
+    .filter(|c| {
+        c.downcast_ref::<BinaryExpr>()
+            .is_some_and(|b| b.left().downcast_ref::<Column>().is_some())
+    })
+    .cloned()
+    .collect();
+    assert_eq!(exact.len(), 2, "{exact:?}");
+    let fsc = FileScanConfigBuilder::from(fsc)
+        .with_source(Arc::new(source.with_row_filters(exact)))
+        .build();
+    let exec: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(fsc);
+    let got = collect(exec, ctx.task_ctx()).await.unwrap();
+    let rows: usize = got.iter().map(|b| b.num_rows()).sum();
+    let want = run(
+        &df_ctx(t).await,
+        "SELECT count(*) AS n FROM lineitem WHERE l_quantity > 30 AND l_orderkey < 9000",
+    )
+    .await;
+    let want = want[0]
+        .column(0)
+        .as_any()
+        .downcast_ref::<datafusion::arrow::array::Int64Array>()
+        .unwrap()
+        .value(0) as usize;
+    assert!(want > 0);
+    assert_eq!(rows, want);
 }
