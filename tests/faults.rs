@@ -329,7 +329,10 @@ fn watchdog() -> impl Fn(String) {
 /// when its standard input closes (the test's end, or its death).
 fn hog(bytes: usize) {
     use std::io::{Read, Write};
+    // (its progress on standard error, which the test's shares: where it stops, if it does)
+    eprintln!("hog: taking {} MiB of cuda:0", bytes >> 20);
     let gpu = cuparquet::device::gpu(0).unwrap();
+    eprintln!("hog: context ready");
     // in pieces of 1 GiB: as much of `bytes` as the device gives
     let mut held = Vec::new();
     let mut left = bytes;
@@ -337,9 +340,15 @@ fn hog(bytes: usize) {
         let n = left.min(1 << 30);
         match gpu.alloc(n) {
             Ok(b) => held.push(b),
-            Err(_) => break,
+            Err(e) => {
+                eprintln!("hog: {e}");
+                break;
+            }
         }
         left -= n;
+        if held.len() % 16 == 0 {
+            eprintln!("hog: {} GiB held", held.len());
+        }
     }
     println!("holding {}", bytes - left);
     std::io::stdout().flush().unwrap();
@@ -372,12 +381,29 @@ fn memory_pressure(path: &Path, want: &RecordBatch, step: &dyn Fn(String)) {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        while !line.starts_with("holding") {
-            line.clear();
-            assert!(out.read_line(&mut line).unwrap() > 0, "the hog ended");
-        }
+        // its "holding" line, within 90 s (else the test fails naming the wait, never hangs)
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut out = BufReader::new(out);
+            let mut line = String::new();
+            while !line.starts_with("holding") {
+                line.clear();
+                if out.read_line(&mut line).unwrap_or(0) == 0 {
+                    let _ = tx.send(None);
+                    return;
+                }
+            }
+            let _ = tx.send(Some(line));
+        });
+        let line = match rx.recv_timeout(std::time::Duration::from_secs(90)) {
+            Ok(Some(line)) => line,
+            Ok(None) => panic!("the other process ended before it held the memory"),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("the other process did not take the memory in 90 s (its progress above)")
+            }
+        };
         let (now, _) = gpu.memory_info().unwrap();
         eprintln!("another process {}; {} MiB free", line.trim(), now >> 20);
         for budget in [None, Some(free as u64)] {
