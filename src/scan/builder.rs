@@ -810,6 +810,7 @@ impl ScanBuilder {
             host_reader,
             tuning,
             snappy: self.snappy,
+            keep_dictionaries: self.keep_dictionaries,
             cuts,
             spans,
             views,

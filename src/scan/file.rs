@@ -57,6 +57,9 @@ pub(crate) struct ReaderState {
     pub(super) snappy: crate::decode::gpu::SnappyPlacement,
     /// The batches of the plan ([`crate::plan::batches_of`]), in order.
     pub(super) spans: Vec<BatchSpan>,
+    /// Kept dictionaries ([`ScanBuilder::with_keep_dictionaries`](super::ScanBuilder::with_keep_dictionaries)):
+    /// no batch spans row groups.
+    pub(super) keep_dictionaries: bool,
     /// The row groups after which no batch goes on ([`Self::batch_ends`]).
     pub(super) cuts: std::collections::HashSet<usize>,
     /// A device's batches with their string and binary columns as views: their schema
@@ -206,6 +209,11 @@ impl ReaderState {
             Location::Host => self.load_to_host(reader, t0),
         }
         .map_err(|e| e.in_file(&self.path))?;
+        // a row filter's batches gathered across waves too
+        loaded.batches = self
+            .finisher()
+            .across_waves(std::mem::take(&mut loaded.batches))
+            .map_err(|e| e.in_file(&self.path))?;
         loaded.report.kernel_load_time =
             crate::device::nvrtc::module_load_time().saturating_sub(kernels0);
         Ok(loaded)
@@ -296,6 +304,7 @@ impl ReaderState {
             views: self.views.as_ref(),
             path: &self.path,
             batch_rows: self.decoder.batch_rows(),
+            keep_dictionaries: self.keep_dictionaries,
         }
     }
 

@@ -25,6 +25,8 @@ pub(super) struct Finish<'a> {
     pub(super) path: &'a Path,
     /// Rows per batch asked: what filtered host batches are gathered up to.
     pub(super) batch_rows: usize,
+    /// Kept dictionaries: no batch spans row groups (one dictionary each).
+    pub(super) keep_dictionaries: bool,
 }
 
 impl Finish<'_> {
@@ -80,6 +82,21 @@ impl Finish<'_> {
         self.gather(out)
     }
 
+    /// `batches` (the file's, in order, each wave's gathered already) gathered across waves
+    /// where a row filter left them small; unchanged without one.
+    pub(super) fn across_waves(&self, batches: Vec<LoadedBatch>) -> Result<Vec<LoadedBatch>> {
+        match self.row_filter {
+            Some(_) if batches.len() > 1 => self.gather(batches),
+            _ => Ok(batches),
+        }
+    }
+
+    /// Whether the stream holds `b`, the last batch it has, to join it with the next wave's:
+    /// under a row filter, a batch of fewer than `batch_rows` rows.
+    pub(super) fn holds(&self, b: &LoadedBatch) -> bool {
+        self.row_filter.is_some() && b.num_rows() < self.batch_rows
+    }
+
     /// Consecutive batches of `batches` (a wave's, in order) joined into batches of about
     /// `batch_rows` rows: a filter's batches are as large as asked, not as the rows read.
     /// Host batches are concatenated by arrow-rs, device batches on their device
@@ -97,13 +114,12 @@ impl Finish<'_> {
                 out.push(b);
                 continue;
             }
-            // dictionaries stay one per row group (`with_keep_dictionaries`)
-            let dictionaries = (b.as_host())
-                .is_some_and(|h| h.schema().fields().iter().any(|f| matches!(f.data_type(), arrow::datatypes::DataType::Dictionary(..))));
+            // kept dictionaries stay one per row group
             let last = pending.last().and_then(|p| p.rows().last()).map(|r| r.row_group);
             let first = b.rows().first().map(|r| r.row_group);
+            let cut = self.keep_dictionaries && last.is_some() && last != first;
             let other = pending.first().is_some_and(|p| Kind::of(p) != kind);
-            if other || rows + b.num_rows() > self.batch_rows || (dictionaries && last != first) {
+            if other || rows + b.num_rows() > self.batch_rows || cut {
                 self.flush(&mut pending, &mut out)?;
                 rows = 0;
             }
@@ -129,8 +145,11 @@ impl Finish<'_> {
         };
         match Kind::of(&pending[0]) {
             Kind::Host => {
-                let hosts: Vec<_> = pending.iter().filter_map(|b| b.as_host()).collect();
-                let merged = arrow::compute::concat_batches(&hosts[0].schema(), hosts)
+                let hosts: Vec<arrow::array::RecordBatch> =
+                    pending.iter().filter_map(|b| b.as_host().cloned()).collect();
+                // (dictionaries of several row groups whose values outgrow their keys: joined
+                // as arrow-rs reads a batch spanning them)
+                let merged = crate::decode::host::join_batches(&hosts[0].schema(), &hosts)
                     .map_err(|e| failed(e.to_string()))?;
                 out.push(pending[0].replace_host_rows(merged, spans));
             }

@@ -63,6 +63,9 @@ pub(crate) struct FileBatches {
     handed: Arc<Handed>,
     path: std::path::PathBuf,
     done: bool,
+    /// The file's state: what finishes its batches (a row filter's small batches are joined
+    /// across waves, [`Finish::holds`](super::finish::Finish::holds)).
+    state: Arc<ReaderState>,
 }
 
 impl std::fmt::Debug for FileBatches {
@@ -93,6 +96,7 @@ impl FileBatches {
         let handed = Arc::new(Handed::in_order());
         let h = Arc::clone(&handed);
         let w = waves.clone();
+        let kept = Arc::clone(&state);
         let producer = std::thread::Builder::new()
             .name("cuparquet-stream".into())
             .spawn(move || {
@@ -121,6 +125,7 @@ impl FileBatches {
             handed,
             path,
             done,
+            state: kept,
         }
     }
 
@@ -182,10 +187,19 @@ impl Iterator for FileBatches {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some(b) = self.ready.pop_front() {
-                return Some(Ok(b));
+            let more = !self.done && self.next_wave < self.waves.len();
+            // under a row filter, the last small batch waits for the next wave's to join them
+            // (a held batch is fewer than batch_rows kept rows; the producer counts its wave as
+            // handed over)
+            let hold = more
+                && self.ready.len() == 1
+                && self.ready.front().is_some_and(|b| self.state.finisher().holds(b));
+            if !hold {
+                if let Some(b) = self.ready.pop_front() {
+                    return Some(Ok(b));
+                }
             }
-            if self.done || self.next_wave >= self.waves.len() {
+            if !more {
                 self.stop();
                 return None;
             }
@@ -200,6 +214,16 @@ impl Iterator for FileBatches {
                         t.gpu_decode.absorb(g);
                     }
                     self.ready.extend(batches);
+                    if self.ready.len() > 1 && self.state.finisher().row_filter.is_some() {
+                        let all: Vec<LoadedBatch> = self.ready.drain(..).collect();
+                        match self.state.finisher().across_waves(all) {
+                            Ok(b) => self.ready.extend(b),
+                            Err(e) => {
+                                self.stop();
+                                return Some(Err(e.in_file(&self.path)));
+                            }
+                        }
+                    }
                 }
                 Some(Err(e)) => {
                     self.stop();

@@ -593,6 +593,15 @@ fn filtered_batches_hold_about_the_rows_asked() {
                 "{what}: {} batches: {sizes:?}",
                 sizes.len()
             );
+            eprintln!("{what}: batches of {sizes:?}");
+            // at most one batch short of 3/4 of the rows asked: gathered across waves too
+            assert!(
+                sizes.iter().filter(|&&n| n < 3072).count() <= 1,
+                "{what}: {sizes:?}"
+            );
+            // the stream's batches are the load's (gathered across waves as well)
+            let streamed: Vec<usize> = reader.batches().map(|b| b.unwrap().num_rows()).collect();
+            assert_eq!(streamed, sizes, "{what}: the stream");
             // each batch's rows add up to its spans
             for b in &loaded.batches {
                 let spans: u64 = b.rows().iter().map(|r| r.rows.end - r.rows.start).sum();

@@ -902,7 +902,7 @@ mod tests {
             declared.len(),
             "declared kernels missing from their sources"
         );
-        assert_eq!(found, 40);
+        assert_eq!(found, 42);
     }
 
     fn mirror<T: CStruct>() -> (&'static str, usize, &'static [(&'static str, &'static str)]) {
