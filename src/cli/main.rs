@@ -496,16 +496,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                                 row_group, budget, ..
                             },
                         ) => {
-                            let rgs = cuparquet::plan::unindexed_for_budget(
-                                &p,
-                                &meta.metadata,
-                                row_group,
-                                budget,
-                            );
-                            if rgs.is_empty() {
-                                return Err(e);
-                            }
-                            match cuparquet::plan::with_header_index(&f, &meta, &rgs, &p.leaves)? {
+                            match cuparquet::plan::header_index_for_budget(
+                                &f, &meta, &p, row_group, budget,
+                            )? {
                                 Some(m) => meta = m,
                                 None => return Err(e),
                             }

@@ -191,6 +191,24 @@ fn chunk_pages(
     Ok(Some(pages))
 }
 
+/// What mends a budget error (row group `failed` of `plan` did not fit `budget`) where the file
+/// has no page index: `meta` with an offset index built from the page headers of the row
+/// groups to cut ([`unindexed_for_budget`], [`with_header_index`]). `Ok(None)`: the error
+/// stands (`failed` has an index already, or its pages do not say their rows).
+pub fn header_index_for_budget(
+    file: &ParquetFile,
+    meta: &FileMetadata,
+    plan: &super::ReadPlan,
+    failed: usize,
+    budget: u64,
+) -> Result<Option<FileMetadata>> {
+    let rgs = unindexed_for_budget(plan, &meta.metadata, failed, budget);
+    if rgs.is_empty() {
+        return Ok(None);
+    }
+    with_header_index(file, meta, &rgs, &plan.leaves)
+}
+
 /// The row groups of `plan` that a budget error (row group `failed` did not fit `budget`)
 /// calls for cutting into pieces of pages and that have no offset index: `failed`, and each
 /// that needs more than half the budget. Empty when `failed` has one: the error stands.

@@ -31,7 +31,9 @@ use std::path::Path;
 use parquet::file::metadata::ParquetMetaData;
 
 pub use coalesce::{CoalesceConfig, IoRequest};
-pub use header_index::{has_offset_index, unindexed_for_budget, with_header_index};
+pub use header_index::{
+    has_offset_index, header_index_for_budget, unindexed_for_budget, with_header_index,
+};
 pub(crate) use passes::spans_of;
 pub use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 pub use passes::{

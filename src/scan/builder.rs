@@ -747,16 +747,10 @@ impl ScanBuilder {
                             needed,
                             budget,
                         };
-                        let rgs = crate::plan::unindexed_for_budget(
-                            &plan,
-                            &meta.metadata,
-                            row_group,
-                            budget,
-                        );
-                        if rgs.is_empty() {
-                            return Err(e);
-                        }
-                        return match crate::plan::with_header_index(&file, &meta, &rgs, &plan.leaves)? {
+                        let mended = crate::plan::header_index_for_budget(
+                            &file, &meta, &plan, row_group, budget,
+                        )?;
+                        return match mended {
                             Some(m) => self.clone().with_metadata(Arc::new(m)).build_file(),
                             None => Err(e),
                         };
