@@ -288,15 +288,21 @@ impl FileSource for GpuParquetSource {
         base_config: &FileScanConfig,
         partition: usize,
     ) -> Result<Box<dyn Morselizer>> {
-        let on_host = self.decodes_on_host(partition)
-            || (self.options.host_when_faster
-                && crate::placement::host_reason(
-                    base_config,
-                    self.projection.file_indices.len(),
-                    &self.row_filters,
-                )
-                .is_some());
-        if on_host {
+        let placed = !self.decodes_on_host(partition)
+            && self.options.host_when_faster
+            && crate::placement::host_reason(
+                base_config,
+                self.projection.file_indices.len(),
+                &self.row_filters,
+            )
+            .is_some();
+        if placed {
+            // EXPLAIN ANALYZE: the partitions the scan placed on the host
+            datafusion::physical_plan::metrics::MetricBuilder::new(self.host.metrics())
+                .counter("cuparquet_placed_on_host", partition)
+                .add(1);
+        }
+        if placed || self.decodes_on_host(partition) {
             let inner = self
                 .host_source(Arc::clone(&object_store))?
                 .create_morselizer(Arc::clone(&object_store), base_config, partition)?;

@@ -868,6 +868,12 @@ async fn the_scan_decodes_where_it_is_faster() {
         if on_gpu() {
             let batches = metric(&plan, "cuparquet_device_batches");
             assert_eq!(batches > 0, on_device, "{sql}: {batches} device batches");
+            // EXPLAIN ANALYZE counts the partitions placed on the host (a count(*) the
+            // statistics answer runs no scan)
+            let placed = metric(&plan, "cuparquet_placed_on_host");
+            if on_device || scanned(&plan) > 0 {
+                assert_eq!(placed > 0, !on_device, "{sql}: {placed} partitions placed");
+            }
         }
     }
 }
