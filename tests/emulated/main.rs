@@ -16,5 +16,6 @@ mod like;
 mod lz4;
 mod nested;
 mod plain;
+mod pred_cols;
 mod snappy;
 mod views;

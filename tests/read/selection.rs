@@ -729,3 +729,98 @@ fn typed_row_predicates_equal_their_text_and_bad_filters_are_errors() {
         assert!(e.contains(says), "{expr}: {e}");
     }
 }
+
+/// A column against a column of the same type (dates, doubles with NaN, decimals of one scale,
+/// unsigned integers; nulls on both sides): on the GPU by its kernel for device loads, equal to
+/// arrow-rs's comparison (NaN as IEEE 754: only `!=` holds).
+#[test]
+fn same_type_column_comparisons_equal_arrow_rs() {
+    use arrow::array::{Date32Array, Decimal128Array, Float64Array, UInt16Array};
+    use arrow::compute::kernels::cmp::{gt_eq, lt, neq};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("columns.parquet");
+    let n = 20_000usize;
+    let r = |i: usize, k: u64| {
+        ((i as u64).wrapping_add(k.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+            .wrapping_mul(6364136223846793005)
+            >> 33
+    };
+    let null = |i: usize, k: u64| r(i, k) % 11 == 0;
+    let dates = |k: u64| {
+        Arc::new(Date32Array::from_iter((0..n).map(|i| {
+            (!null(i, k)).then(|| 9000 + (r(i, k + 1) % 60) as i32)
+        }))) as ArrayRef
+    };
+    let doubles = |k: u64| {
+        Arc::new(Float64Array::from_iter((0..n).map(|i| {
+            (!null(i, k)).then(|| match r(i, k + 1) % 20 {
+                0 => f64::NAN,
+                x => x as f64 / 4.0,
+            })
+        }))) as ArrayRef
+    };
+    let decimals = |k: u64, p: u8| {
+        Arc::new(
+            Decimal128Array::from_iter(
+                (0..n).map(|i| (!null(i, k)).then(|| (r(i, k + 1) % 40) as i128 - 20)),
+            )
+            .with_precision_and_scale(p, 2)
+            .unwrap(),
+        ) as ArrayRef
+    };
+    let unsigned = |k: u64| {
+        Arc::new(UInt16Array::from_iter((0..n).map(|i| {
+            (!null(i, k)).then(|| 65_000 + (r(i, k + 1) % 30) as u16)
+        }))) as ArrayRef
+    };
+    let batch = RecordBatch::try_from_iter([
+        ("d1", dates(1)),
+        ("d2", dates(7)),
+        ("f1", doubles(3)),
+        ("f2", doubles(5)),
+        ("x1", decimals(11, 15)),
+        ("x2", decimals(13, 12)),
+        ("u1", unsigned(17)),
+        ("u2", unsigned(19)),
+    ])
+    .unwrap();
+    write(
+        &path,
+        &[batch],
+        WriterProperties::builder()
+            .set_max_row_group_row_count(Some(6000))
+            .build(),
+    );
+    /// f1 op f2 as IEEE 754 compares, false on a null row.
+    fn ieee(b: &RecordBatch, op: fn(f64, f64) -> bool) -> BooleanArray {
+        let (x, y) = (col(b, "f1"), col(b, "f2"));
+        let (x, y) = (
+            x.as_any().downcast_ref::<Float64Array>().unwrap(),
+            y.as_any().downcast_ref::<Float64Array>().unwrap(),
+        );
+        BooleanArray::from_iter(
+            (0..b.num_rows())
+                .map(|i| Some(x.is_valid(i) && y.is_valid(i) && op(x.value(i), y.value(i)))),
+        )
+    }
+    let cases: Vec<(&str, Oracle)> = vec![
+        ("d1 < d2", |b| lt(col(b, "d1"), col(b, "d2")).unwrap()),
+        ("x1 >= x2", |b| {
+            let t = arrow::datatypes::DataType::Decimal128(38, 2);
+            let c = |n: &str| arrow::compute::cast(col(b, n), &t).unwrap();
+            gt_eq(&c("x1"), &c("x2")).unwrap()
+        }),
+        ("u1 != u2", |b| neq(col(b, "u1"), col(b, "u2")).unwrap()),
+        ("f1 <= f2", |b| ieee(b, |x, y| x <= y)),
+        ("f1 != f2 AND d1 > d2", |b| {
+            let d = arrow::compute::kernels::cmp::gt(col(b, "d1"), col(b, "d2")).unwrap();
+            arrow::compute::and(&ieee(b, |x, y| x != y), &d).unwrap()
+        }),
+    ];
+    for device in devices() {
+        for (expr, oracle) in &cases {
+            let kept = check_row_filter(&path, device, expr, *oracle, None, false);
+            assert!(kept > 0 && kept < n, "{expr}: {kept}");
+        }
+    }
+}

@@ -17,8 +17,8 @@ use arrow::datatypes::{DataType, FieldRef};
 
 use super::kernels::{
     COMPACT_BITS, COMPACT_CHARS, COMPACT_FIXED, COMPACT_OFFSETS, FILTER_MODULE, FILTER_SPAN,
-    FILTER_THREADS, KEPT_LENGTHS, MASK_COMBINE, PRED_BYTES, PRED_FLOAT, PRED_INT, PRED_LIKE,
-    PRED_VALID,
+    FILTER_THREADS, KEPT_LENGTHS, MASK_COMBINE, PRED_BYTES, PRED_COLS, PRED_FLOAT, PRED_INT,
+    PRED_LIKE, PRED_VALID,
     SPAN_SCAN, SPAN_TOTAL,
 };
 use super::launch::{u64s, u64s_from_device, upload, zeroed, Const, Mut};
@@ -106,7 +106,7 @@ pub(crate) fn filter_device(
 }
 
 /// Whether the kernels run every test: each test's column of a type they compare (LIKE on
-/// plain strings; column-to-column comparisons go to the host).
+/// plain strings; a column against a column of the same fixed-width type).
 fn tests_on_device(f: &BatchFilter, batch: &DeviceRecordBatch) -> bool {
     fn on_device(t: &RowTest, batch: &DeviceRecordBatch) -> bool {
         let dt = |leaf: usize| leaf_of(batch, leaf).map(|(a, _)| &a.data_type);
@@ -123,7 +123,10 @@ fn tests_on_device(f: &BatchFilter, batch: &DeviceRecordBatch) -> bool {
                     DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary
                 )
             }),
-            RowTest::CmpColumns { .. } => false,
+            RowTest::CmpColumns { left, right, .. } => match (dt(*left), dt(*right)) {
+                (Some(a), Some(b)) => columns_mode(a, b).is_some(),
+                _ => false,
+            },
             RowTest::Never { leaf } | RowTest::Valid { leaf } | RowTest::Null { leaf } => {
                 dt(*leaf).is_some()
             }
@@ -168,6 +171,41 @@ fn device_comparable(dt: &DataType, kind: RowKind) -> bool {
         }
         _ => false,
     }
+}
+
+/// How `pred_cols` compares a column of type `a` with one of type `b`: (byte width, signed,
+/// float), for two columns of one fixed-width type (decimals of one storage and scale);
+/// `None` for the pairs the host compares (other types, mixed types).
+fn columns_mode(a: &DataType, b: &DataType) -> Option<(i32, bool, bool)> {
+    use DataType as D;
+    let same_decimal = |a: &DataType, b: &DataType| match (a, b) {
+        (D::Decimal32(_, s), D::Decimal32(_, t))
+        | (D::Decimal64(_, s), D::Decimal64(_, t))
+        | (D::Decimal128(_, s), D::Decimal128(_, t)) => s == t,
+        _ => false,
+    };
+    if a != b && !same_decimal(a, b) {
+        return None;
+    }
+    Some(match a {
+        D::Int8 => (1, true, false),
+        D::Int16 => (2, true, false),
+        D::Int32 | D::Date32 | D::Time32(_) | D::Decimal32(..) => (4, true, false),
+        D::Int64
+        | D::Date64
+        | D::Time64(_)
+        | D::Timestamp(..)
+        | D::Duration(_)
+        | D::Decimal64(..) => (8, true, false),
+        D::Decimal128(..) => (16, true, false),
+        D::UInt8 => (1, false, false),
+        D::UInt16 => (2, false, false),
+        D::UInt32 => (4, false, false),
+        D::UInt64 => (8, false, false),
+        D::Float32 => (4, true, true),
+        D::Float64 => (8, true, true),
+        _ => return None,
+    })
 }
 
 /// The device array at leaf position `pos` of `batch`, and the validity bitmaps of the structs
@@ -260,12 +298,58 @@ impl Cx<'_> {
                 }
                 Ok(out)
             }
-            RowTest::CmpColumns { .. } => Err(crate::error::Error::Device {
-                device: format!("cuda:{}", self.gpu.ordinal()),
-                reason: "a column-to-column comparison reached the device filter (it runs on \
-                         the host)"
-                    .into(),
-            }),
+            RowTest::CmpColumns {
+                left,
+                op,
+                right,
+                nan_too,
+                ..
+            } => {
+                let (a, pa) = self.leaf(*left)?;
+                let (b, pb) = self.leaf(*right)?;
+                let Some((width, sgn, float)) = columns_mode(&a.data_type, &b.data_type) else {
+                    return Err(crate::error::Error::Device {
+                        device: format!("cuda:{}", self.gpu.ordinal()),
+                        reason: format!(
+                            "a comparison of a {} column with a {} column reached the device \
+                             filter (the host compares those)",
+                            a.data_type, b.data_type
+                        ),
+                    });
+                };
+                let mode = op_code(*op)
+                    | (width << 4)
+                    | (i32::from(sgn) << 12)
+                    | (i32::from(float) << 13)
+                    | (i32::from(*nan_too) << 14);
+                let values = |x: &DeviceArray| x.buffers.first().map_or(0, |b| b.0.device_ptr());
+                let valid = |x: &DeviceArray| x.validity.as_ref().map_or(0, |v| v.device_ptr());
+                let out = self.gpu.alloc((n as usize).max(1))?;
+                // SAFETY: `a` and `b` hold `n` values of `width` bytes each (one batch's
+                // columns of that type), their bitmaps `n` bits (or are null), `out` `n`
+                // bytes; all live until the batch's final wait (the caller's scope).
+                unsafe {
+                    PRED_COLS.launch_nowait(
+                        self.gpu,
+                        self.module,
+                        self.grid(),
+                        FILTER_THREADS,
+                        (
+                            Const::at(values(a)),
+                            Const::at(values(b)),
+                            n,
+                            Const::at(valid(a)),
+                            Const::at(valid(b)),
+                            mode,
+                            Mut::at(out.device_ptr()),
+                        ),
+                    )?
+                };
+                for p in pa.into_iter().chain(pb) {
+                    self.combine(&out, p, 2)?;
+                }
+                Ok(out)
+            }
             RowTest::Cmp {
                 leaf,
                 op,

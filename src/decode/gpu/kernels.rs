@@ -265,6 +265,10 @@ kernels! {
     PRED_LIKE = pred_like in FILTER_MODULE(
         Const<u8>, Const<u8>, u64, Const<u8>, i32, Const<u8>, Const<u8>, u64, Mut<u8>
     );
+    /// Two columns of one type compared. (a, b, n, a's valid, b's valid, mode, out).
+    PRED_COLS = pred_cols in FILTER_MODULE(
+        Const<u8>, Const<u8>, u64, Const<u8>, Const<u8>, i32, Mut<u8>
+    );
     /// Valid or null rows. (valid, n, want, out).
     PRED_VALID = pred_valid in FILTER_MODULE(Const<u8>, u64, i32, Mut<u8>);
     /// a = a AND/OR b. (a, b, n, mode).
@@ -902,7 +906,7 @@ mod tests {
             declared.len(),
             "declared kernels missing from their sources"
         );
-        assert_eq!(found, 42);
+        assert_eq!(found, 43);
     }
 
     fn mirror<T: CStruct>() -> (&'static str, usize, &'static [(&'static str, &'static str)]) {

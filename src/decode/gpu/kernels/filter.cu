@@ -74,6 +74,56 @@ extern "C" __global__ void __launch_bounds__(FILTER_THREADS) pred_int(
     }
 }
 
+// Two columns of one type, row by row: integers of `width` bytes (1, 2, 4, 8; 16: Decimal128,
+// low word first), signed or not, or (bit 13) FLOAT (width 4) / DOUBLE (8) as IEEE 754
+// compares, with nan_too (bit 14) a NaN on either side holding as well. A row null on either
+// side does not hold. mode = op | width << 4 | sgn << 12 | float << 13 | nan_too << 14.
+__device__ static inline void int_at(const u8* values, u64 i, int width, int sgn, i64* hi, u64* lo) {
+    switch (width) {
+    case 1: { i64 v = sgn ? (i64)((const signed char*)values)[i] : (i64)values[i];
+              *lo = (u64)v; *hi = v < 0 ? -1 : 0; break; }
+    case 2: { i64 v = sgn ? (i64)((const short*)values)[i]
+                          : (i64)((const unsigned short*)values)[i];
+              *lo = (u64)v; *hi = v < 0 ? -1 : 0; break; }
+    case 4: { i64 v = sgn ? (i64)((const int*)values)[i] : (i64)((const u32*)values)[i];
+              *lo = (u64)v; *hi = v < 0 ? -1 : 0; break; }
+    case 8: { u64 v = ((const u64*)values)[i];
+              *lo = v; *hi = (sgn && (i64)v < 0) ? -1 : 0; break; }
+    default: *lo = ((const u64*)values)[2 * i]; *hi = ((const i64*)values)[2 * i + 1]; break;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(FILTER_THREADS) pred_cols(
+    const u8* a, const u8* b, u64 n, const u8* va, const u8* vb, int mode, u8* out)
+{
+    int op = mode & 15, width = (mode >> 4) & 255, sgn = (mode >> 12) & 1;
+    int is_float = (mode >> 13) & 1, nan_too = (mode >> 14) & 1;
+    GRID_STRIDE(i, n) {
+        bool h;
+        if (is_float) {
+            double x = width == 4 ? (double)((const float*)a)[i] : ((const double*)a)[i];
+            double y = width == 4 ? (double)((const float*)b)[i] : ((const double*)b)[i];
+            switch (op) {
+            case OP_LT: h = x < y; break;
+            case OP_LE: h = x <= y; break;
+            case OP_GT: h = x > y; break;
+            case OP_GE: h = x >= y; break;
+            case OP_EQ: h = x == y; break;
+            default: h = x != y; break;
+            }
+            h = h || (nan_too && (x != x || y != y));
+        } else {
+            i64 ah, bh;
+            u64 al, bl;
+            int_at(a, i, width, sgn, &ah, &al);
+            int_at(b, i, width, sgn, &bh, &bl);
+            int c = ah < bh ? -1 : ah > bh ? 1 : al < bl ? -1 : al > bl ? 1 : 0;
+            h = holds(op, c);
+        }
+        out[i] = valid_at(va, i) && valid_at(vb, i) && h;
+    }
+}
+
 // FLOAT (width 4) or DOUBLE (8) against a double (its bits), as IEEE 754 compares: NaN
 // satisfies only !=; with nan_too, NaN rows hold as well. mode = op | width << 4 | nan_too << 12.
 extern "C" __global__ void __launch_bounds__(FILTER_THREADS) pred_float(
