@@ -288,12 +288,19 @@ impl FileSource for GpuParquetSource {
         base_config: &FileScanConfig,
         partition: usize,
     ) -> Result<Box<dyn Morselizer>> {
+        // (the filters a GPU applies to the rows: the Exact ones and the GPU filters)
+        let on_gpu: Vec<Arc<dyn PhysicalExpr>> = self
+            .row_filters
+            .iter()
+            .chain(&self.gpu_filters)
+            .cloned()
+            .collect();
         let placed = !self.decodes_on_host(partition)
             && self.options.host_when_faster
             && crate::placement::host_reason(
                 base_config,
                 self.projection.file_indices.len(),
-                &self.row_filters,
+                &on_gpu,
             )
             .is_some();
         if placed {
