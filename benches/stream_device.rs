@@ -6,7 +6,8 @@
 //!   lineitem files are `bench-decode_device`'s, generated here when missing);
 //! - `CUPARQUET_BENCH_ROUNDS` (default 5), `CUPARQUET_BENCH_OUT` (JSON lines appended);
 //! - `CUPARQUET_BENCH_FILES`: a comma-separated subset of `small-row-groups`, `snappy-dict`,
-//!   `plain-uncompressed` (default: all);
+//!   `plain-uncompressed`, `wide-no-index` (400 doubles, one 200k-row row group, no page
+//!   index) (default: all);
 //! - `CUPARQUET_BENCH_BATCH_ROWS`: batch sizes to measure `batches()` with (default the
 //!   reader's default);
 //! - `CUPARQUET_BENCH_EXTRA`: more files to measure, `name=path` pairs separated by commas
@@ -39,6 +40,34 @@ use cuparquet::array::DeviceRecordBatch;
 use cuparquet::{Device, LoadedBatch, Scan};
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
+
+/// 400 double columns of 200,000 rows in one row group, without a page index (SNAPPY, no
+/// dictionaries): a row group larger than a 2 GiB budget's pass, cut by its page headers.
+fn wide_no_index(path: &Path) {
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_dictionary_enabled(false)
+        .set_max_row_group_row_count(Some(200_000))
+        .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk)
+        .set_offset_index_disabled(true)
+        .build();
+    let rows = 200_000usize;
+    let cols: Vec<(String, ArrayRef)> = (0..400)
+        .map(|c| {
+            let v = Float64Array::from_iter_values(
+                (0..rows).map(|i| ((i * 31 + c * 7919) % 100_003) as f64 / 7.0),
+            );
+            (format!("c{c:03}"), Arc::new(v) as ArrayRef)
+        })
+        .collect();
+    let batch = arrow::record_batch::RecordBatch::try_from_iter(cols).unwrap();
+    let tmp = path.with_extension("tmp");
+    let f = std::fs::File::create(&tmp).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(f, batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
 
 /// 8M rows in 800 row groups of 10,000: key, random int64, double, string of 20,000 values.
 fn small_row_groups(path: &Path) {
@@ -276,6 +305,13 @@ fn main() {
             }
             files.push((name, p));
         }
+    }
+    if wants("wide-no-index") {
+        let p = dir.join("wide-400x200k-no-index.parquet");
+        if !p.exists() {
+            wide_no_index(&p);
+        }
+        files.push(("wide-no-index", p));
     }
     let extra = std::env::var("CUPARQUET_BENCH_EXTRA").unwrap_or_default();
     let extra: Vec<(String, PathBuf)> = extra
