@@ -260,14 +260,14 @@ fn gpu_a_row_group_larger_than_the_budget_loads_in_pieces() {
     let g = cuparquet::device::gpu(0).unwrap();
     // the same rows without a page index: cut by the page headers
     let no_index = dir.path().join("large-no-index.parquet");
-    let props = WriterProperties::builder()
-        .set_max_row_group_row_count(Some(1 << 20))
-        .set_dictionary_enabled(false)
-        .set_data_page_row_count_limit(700)
-        .set_write_batch_size(100)
-        .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk)
-        .set_offset_index_disabled(true)
-        .build();
+    let props = without_page_index(
+        WriterProperties::builder()
+            .set_max_row_group_row_count(Some(1 << 20))
+            .set_dictionary_enabled(false)
+            .set_data_page_row_count_limit(700)
+            .set_write_batch_size(100),
+    )
+    .build();
     write(&no_index, &[flat_batch(60_000, 5)], props);
     for (parts, page_index, file) in [
         (2u64, false, &f),

@@ -288,28 +288,25 @@ impl FileSource for GpuParquetSource {
         base_config: &FileScanConfig,
         partition: usize,
     ) -> Result<Box<dyn Morselizer>> {
-        // (the filters a GPU applies to the rows: the Exact ones and the GPU filters)
-        let on_gpu: Vec<Arc<dyn PhysicalExpr>> = self
-            .row_filters
-            .iter()
-            .chain(&self.gpu_filters)
-            .cloned()
-            .collect();
-        let placed = !self.decodes_on_host(partition)
-            && self.options.host_when_faster
-            && crate::placement::host_reason(
-                base_config,
-                self.projection.file_indices.len(),
-                &on_gpu,
-            )
-            .is_some();
+        let on_host = self.decodes_on_host(partition);
+        let placed = !on_host && self.options.host_when_faster && {
+            // the filters a GPU applies to the rows: the Exact ones and the GPU filters
+            let on_gpu: Vec<Arc<dyn PhysicalExpr>> = self
+                .row_filters
+                .iter()
+                .chain(&self.gpu_filters)
+                .cloned()
+                .collect();
+            let columns = self.projection.file_indices.len();
+            crate::placement::host_reason(base_config, columns, &on_gpu).is_some()
+        };
         if placed {
             // EXPLAIN ANALYZE: the partitions the scan placed on the host
             datafusion::physical_plan::metrics::MetricBuilder::new(self.host.metrics())
                 .counter("cuparquet_placed_on_host", partition)
                 .add(1);
         }
-        if placed || self.decodes_on_host(partition) {
+        if placed || on_host {
             let inner = self
                 .host_source(Arc::clone(&object_store))?
                 .create_morselizer(Arc::clone(&object_store), base_config, partition)?;

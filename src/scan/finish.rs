@@ -105,11 +105,12 @@ impl Finish<'_> {
     fn gather(&self, batches: Vec<LoadedBatch>) -> Result<Vec<LoadedBatch>> {
         let mut out = Vec::with_capacity(batches.len());
         let mut pending: Vec<LoadedBatch> = Vec::new();
-        let mut rows = 0usize;
+        // what the pending batches are, and their rows
+        let (mut pending_kind, mut rows) = (Kind::Apart, 0usize);
         for b in batches {
             let kind = Kind::of(&b);
             if kind == Kind::Apart {
-                self.flush(&mut pending, &mut out)?;
+                self.flush(pending_kind, &mut pending, &mut out)?;
                 rows = 0;
                 out.push(b);
                 continue;
@@ -118,20 +119,26 @@ impl Finish<'_> {
             let last = pending.last().and_then(|p| p.rows().last()).map(|r| r.row_group);
             let first = b.rows().first().map(|r| r.row_group);
             let cut = self.keep_dictionaries && last.is_some() && last != first;
-            let other = pending.first().is_some_and(|p| Kind::of(p) != kind);
+            let other = !pending.is_empty() && pending_kind != kind;
             if other || rows + b.num_rows() > self.batch_rows || cut {
-                self.flush(&mut pending, &mut out)?;
+                self.flush(pending_kind, &mut pending, &mut out)?;
                 rows = 0;
             }
             rows += b.num_rows();
+            pending_kind = kind;
             pending.push(b);
         }
-        self.flush(&mut pending, &mut out)?;
+        self.flush(pending_kind, &mut pending, &mut out)?;
         Ok(out)
     }
 
-    /// `pending` (batches of one [`Kind`]) joined into one batch at the end of `out`.
-    fn flush(&self, pending: &mut Vec<LoadedBatch>, out: &mut Vec<LoadedBatch>) -> Result<()> {
+    /// `pending` (batches of one [`Kind`], `kind`) joined into one batch at the end of `out`.
+    fn flush(
+        &self,
+        kind: Kind,
+        pending: &mut Vec<LoadedBatch>,
+        out: &mut Vec<LoadedBatch>,
+    ) -> Result<()> {
         if pending.len() < 2 {
             out.append(pending);
             return Ok(());
@@ -143,7 +150,7 @@ impl Finish<'_> {
             column: None,
             reason: format!("gathering the filtered batches: {reason}"),
         };
-        match Kind::of(&pending[0]) {
+        match kind {
             Kind::Host => {
                 let hosts: Vec<arrow::array::RecordBatch> =
                     pending.iter().filter_map(|b| b.as_host().cloned()).collect();

@@ -170,14 +170,14 @@ fn plan_cuts_passes_under_a_memory_budget() {
 fn plan_cuts_a_row_group_without_a_page_index_by_its_page_headers() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("no-index.parquet");
-    let props = parquet::file::properties::WriterProperties::builder()
-        .set_max_row_group_row_count(Some(1 << 20))
-        .set_dictionary_enabled(false)
-        .set_data_page_row_count_limit(700)
-        .set_write_batch_size(100)
-        .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk)
-        .set_offset_index_disabled(true)
-        .build();
+    let props = without_page_index(
+        parquet::file::properties::WriterProperties::builder()
+            .set_max_row_group_row_count(Some(1 << 20))
+            .set_dictionary_enabled(false)
+            .set_data_page_row_count_limit(700)
+            .set_write_batch_size(100),
+    )
+    .build();
     write(&f, &[flat_batch(60_000, 5)], props);
     let f = f.to_str().unwrap();
     let o = run(&["plan", f, "--memory-budget", "8MiB"]);

@@ -531,6 +531,16 @@ pub fn nested_batch(rows: usize) -> RecordBatch {
     .unwrap()
 }
 
+/// `props` writing no page index (statistics per chunk only, no offset index), as pyarrow
+/// writes by default.
+pub fn without_page_index(
+    props: parquet::file::properties::WriterPropertiesBuilder,
+) -> parquet::file::properties::WriterPropertiesBuilder {
+    props
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_offset_index_disabled(true)
+}
+
 /// Writes `batches` to `path` with `props`.
 pub fn write(path: &Path, batches: &[RecordBatch], props: WriterProperties) {
     let f = File::create(path).unwrap();

@@ -269,9 +269,7 @@ fn one_large_row_group(path: &Path, page_index: bool) {
         .set_data_page_row_count_limit(700)
         .set_write_batch_size(100);
     if !page_index {
-        props = props
-            .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk)
-            .set_offset_index_disabled(true);
+        props = without_page_index(props);
     }
     write(path, &[flat_batch(60_000, 5)], props.build());
 }
@@ -340,21 +338,16 @@ fn a_row_group_larger_than_the_budget_is_planned_in_pieces() {
         "{e}"
     );
     // no page index: the same error, until the page headers give one; then the same pieces
-    let want = plan_passes(&f, &p, md, whole.device_bytes / 3, 1 << 20, false).unwrap();
+    let passes = |path: &Path, p: &cuparquet::plan::ReadPlan, md: &_| {
+        plan_passes(path, p, md, whole.device_bytes / 3, 1 << 20, false)
+    };
+    let want = passes(&f, &p, md).unwrap();
     let g = dir.path().join("large_no_index.parquet");
     one_large_row_group(&g, false);
     let file = ParquetFile::open(&g).unwrap();
     let meta = read_metadata(&file, true).unwrap();
     let q = plan(&g, &meta, &Selection::default()).unwrap();
-    let e = plan_passes(
-        &g,
-        &q,
-        &meta.metadata,
-        whole.device_bytes / 3,
-        1 << 20,
-        false,
-    )
-    .unwrap_err();
+    let e = passes(&g, &q, &meta.metadata).unwrap_err();
     assert!(
         e.to_string().contains("where the file has a page index"),
         "{e}"
@@ -371,15 +364,7 @@ fn a_row_group_larger_than_the_budget_is_planned_in_pieces() {
         .unwrap()
         .unwrap();
     let q = plan(&g, &meta, &Selection::default()).unwrap();
-    let got = plan_passes(
-        &g,
-        &q,
-        &meta.metadata,
-        whole.device_bytes / 3,
-        1 << 20,
-        false,
-    )
-    .unwrap();
+    let got = passes(&g, &q, &meta.metadata).unwrap();
     let rows = |passes: &cuparquet::plan::PassPlan| -> Vec<_> {
         (passes.passes.iter())
             .map(|p| (p.piece.as_ref().unwrap().rows.clone(), p.read_bytes))

@@ -233,15 +233,31 @@ async fn partitions_spread_over_several_gpus() {
     same_answers(t, GpuScanOptions::default().with_devices(all)).await;
 }
 
-/// The plan of `sql` over cuparquet's tables, run to the end, with its scan node.
-async fn executed(ctx: &SessionContext, sql: &str) -> (Vec<RecordBatch>, Arc<dyn ExecutionPlan>) {
-    let plan = ctx
-        .sql(sql)
+/// The physical plan of `sql`.
+async fn physical(ctx: &SessionContext, sql: &str) -> Arc<dyn ExecutionPlan> {
+    ctx.sql(sql)
         .await
         .unwrap()
         .create_physical_plan()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// The plan's first scan node (depth first), under whatever DataFusion put on top.
+fn scan_node(plan: &Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+    let mut stack = vec![Arc::clone(plan)];
+    while let Some(p) = stack.pop() {
+        if p.name() == "DataSourceExec" {
+            return p;
+        }
+        stack.extend(p.children().into_iter().rev().cloned());
+    }
+    panic!("no scan in the plan")
+}
+
+/// The plan of `sql` over cuparquet's tables, run to the end, with its scan node.
+async fn executed(ctx: &SessionContext, sql: &str) -> (Vec<RecordBatch>, Arc<dyn ExecutionPlan>) {
+    let plan = physical(ctx, sql).await;
     let out = collect(Arc::clone(&plan), ctx.task_ctx()).await.unwrap();
     (out, plan)
 }
@@ -524,16 +540,8 @@ async fn create_external_table_stored_as_gpuparquet() {
 async fn device_batches_hold_the_scanned_columns() {
     let t = &data().snappy;
     let ctx = gpu_ctx(t, GpuScanOptions::default()).await;
-    let df = ctx
-        .sql("SELECT l_shipmode, l_quantity FROM lineitem")
-        .await
-        .unwrap();
-    let plan = df.create_physical_plan().await.unwrap();
-    // the scan node under whatever DataFusion put on top
-    let mut scan = Arc::clone(&plan);
-    while scan.name() != "DataSourceExec" {
-        scan = Arc::clone(scan.children()[0]);
-    }
+    let plan = physical(&ctx, "SELECT l_shipmode, l_quantity FROM lineitem").await;
+    let scan = scan_node(&plan);
     let mut rows = 0;
     let partitions = scan.properties().output_partitioning().partition_count();
     for p in 0..partitions {
@@ -894,23 +902,7 @@ async fn exact_filters_decoded_on_the_host_keep_their_rows() {
     let ctx = gpu_ctx(t, host).await;
     let sql = "SELECT l_orderkey, l_quantity FROM lineitem
        WHERE l_quantity > 30 AND upper(l_shipmode) = 'AIR' AND l_orderkey < 9000";
-    let plan = ctx
-        .sql(sql)
-        .await
-        .unwrap()
-        .create_physical_plan()
-        .await
-        .unwrap();
-    let mut scan = None;
-    let mut stack = vec![plan];
-    while let Some(p) = stack.pop() {
-        if p.downcast_ref::<DataSourceExec>().is_some() {
-            scan = Some(p);
-            break;
-        }
-        stack.extend(p.children().into_iter().cloned());
-    }
-    let scan = scan.expect("a scan");
+    let scan = scan_node(&physical(&ctx, sql).await);
     let fsc = (scan.downcast_ref::<DataSourceExec>().unwrap().data_source())
         .downcast_ref::<FileScanConfig>()
         .unwrap()

@@ -96,7 +96,10 @@ impl Join<'_> {
         let len: usize = arrays.iter().map(|a| a.len).sum();
         let null_count: usize = arrays.iter().map(|a| a.null_count).sum();
         let validity = match arrays.iter().any(|a| a.validity.is_some() && a.null_count > 0) {
-            true => Some(self.bits(arrays.iter().map(|a| (a.validity.as_ref(), a.len)))?),
+            true => {
+                let parts: Vec<_> = arrays.iter().map(|a| (a.validity.as_ref(), a.len)).collect();
+                Some(self.bits(&parts)?)
+            }
             false => None,
         };
         let child = |k: usize| -> Result<Vec<&DeviceArray>> {
@@ -108,8 +111,16 @@ impl Join<'_> {
         let (buffers, children) = match dt {
             DataType::Null => (Vec::new(), Vec::new()),
             DataType::Boolean => {
-                let values = arrays.iter().map(|a| (a.buffers.first().map(|b| &b.0), a.len));
-                (vec![(self.bits_all(values)?, len.div_ceil(8))], Vec::new())
+                // values, every part's (a missing one is an error, not every bit set)
+                let values: Vec<_> = arrays
+                    .iter()
+                    .map(|a| match a.buffers.first() {
+                        Some(b) => Some((Some(&b.0), a.len)),
+                        None => (a.len == 0).then_some((None, 0)),
+                    })
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| self.unsupported(dt))?;
+                (vec![(self.bits(&values)?, len.div_ceil(8))], Vec::new())
             }
             DataType::Utf8 | DataType::Binary | DataType::LargeUtf8 | DataType::LargeBinary => {
                 let large = matches!(dt, DataType::LargeUtf8 | DataType::LargeBinary);
@@ -245,15 +256,11 @@ impl Join<'_> {
     }
 
     /// Bitmaps `(bits or None: all set, bits)` joined.
-    fn bits<'b>(
-        &self,
-        parts: impl Iterator<Item = (Option<&'b DeviceBuffer>, usize)>,
-    ) -> Result<DeviceBuffer> {
-        let parts: Vec<_> = parts.collect();
+    fn bits(&self, parts: &[(Option<&DeviceBuffer>, usize)]) -> Result<DeviceBuffer> {
         let total: usize = parts.iter().map(|p| p.1).sum();
         let out = zeroed(self.gpu, total.div_ceil(32) * 4)?;
         let mut at = 0u64;
-        for (b, n) in parts {
+        for &(b, n) in parts {
             let src = b.map_or(0, |b| b.device_ptr());
             // SAFETY: `src` holds `n` bits (or is null: every bit set), `out` `total` bits
             // from `at + n <= total`; both live until the caller's final wait.
@@ -269,18 +276,6 @@ impl Join<'_> {
             at += n as u64;
         }
         Ok(out)
-    }
-
-    /// Value bitmaps joined (a missing one is an error, not all set).
-    fn bits_all<'b>(
-        &self,
-        parts: impl Iterator<Item = (Option<&'b DeviceBuffer>, usize)>,
-    ) -> Result<DeviceBuffer> {
-        let parts: Vec<_> = parts.collect();
-        if parts.iter().any(|p| p.0.is_none() && p.1 > 0) {
-            return Err(self.unsupported(&DataType::Boolean));
-        }
-        self.bits(parts.into_iter())
     }
 
     /// The dictionary keys of `arrays` (`large`: i64) joined, each part's shifted past the

@@ -10,14 +10,7 @@
 #include <cstdio>
 #include <vector>
 #include "filter.cu"
-
-template <typename T> static bool rd(FILE* f, T& v) { return std::fread(&v, sizeof v, 1, f) == 1; }
-
-static bool rd_bytes(FILE* f, std::vector<u8>& v, u64 n) {
-    // exact sizes (at least one byte): ASan catches a read past them
-    v.assign(n ? n : 1, 0);
-    return n == 0 || std::fread(v.data(), 1, n, f) == n;
-}
+#include "read_input.h"
 
 int main(int argc, char** argv) {
     if (argc != 3) return 2;
