@@ -46,40 +46,11 @@ __device__ static inline bool valid_at(const u8* valid, u64 i) {
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
          i += (u64)gridDim.x * blockDim.x)
 
-// Integers of `width` bytes (1, 2, 4, 8; 16: Decimal128, low word first; 0: bit-packed
-// booleans), signed or not, against the 128-bit literal (lit_hi:lit_lo, two's complement).
-// mode = op | width << 4 | signed << 12.
-extern "C" __global__ void __launch_bounds__(FILTER_THREADS) pred_int(
-    const u8* values, u64 n, const u8* valid, int mode, u64 lit_lo, u64 lit_hi, u8* out)
-{
-    int op = mode & 15, width = (mode >> 4) & 255, sgn = (mode >> 12) & 1;
-    GRID_STRIDE(i, n) {
-        i64 hi;
-        u64 lo;
-        switch (width) {
-        case 0: lo = bit_at(values, i); hi = 0; break;
-        case 1: { i64 v = sgn ? (i64)((const signed char*)values)[i] : (i64)values[i];
-                  lo = (u64)v; hi = v < 0 ? -1 : 0; break; }
-        case 2: { i64 v = sgn ? (i64)((const short*)values)[i]
-                              : (i64)((const unsigned short*)values)[i];
-                  lo = (u64)v; hi = v < 0 ? -1 : 0; break; }
-        case 4: { i64 v = sgn ? (i64)((const int*)values)[i] : (i64)((const u32*)values)[i];
-                  lo = (u64)v; hi = v < 0 ? -1 : 0; break; }
-        case 8: { u64 v = ((const u64*)values)[i];
-                  lo = v; hi = (sgn && (i64)v < 0) ? -1 : 0; break; }
-        default: lo = ((const u64*)values)[2 * i]; hi = ((const i64*)values)[2 * i + 1]; break;
-        }
-        int c = hi < (i64)lit_hi ? -1 : hi > (i64)lit_hi ? 1 : lo < lit_lo ? -1 : lo > lit_lo ? 1 : 0;
-        out[i] = valid_at(valid, i) && holds(op, c);
-    }
-}
-
-// Two columns of one type, row by row: integers of `width` bytes (1, 2, 4, 8; 16: Decimal128,
-// low word first), signed or not, or (bit 13) FLOAT (width 4) / DOUBLE (8) as IEEE 754
-// compares, with nan_too (bit 14) a NaN on either side holding as well. A row null on either
-// side does not hold. mode = op | width << 4 | sgn << 12 | float << 13 | nan_too << 14.
+// The integer at row i of `width` bytes (1, 2, 4, 8; 16: Decimal128, low word first; 0:
+// bit-packed booleans), signed or not, as a 128-bit two's complement hi:lo.
 __device__ static inline void int_at(const u8* values, u64 i, int width, int sgn, i64* hi, u64* lo) {
     switch (width) {
+    case 0: *lo = bit_at(values, i); *hi = 0; break;
     case 1: { i64 v = sgn ? (i64)((const signed char*)values)[i] : (i64)values[i];
               *lo = (u64)v; *hi = v < 0 ? -1 : 0; break; }
     case 2: { i64 v = sgn ? (i64)((const short*)values)[i]
@@ -93,6 +64,48 @@ __device__ static inline void int_at(const u8* values, u64 i, int width, int sgn
     }
 }
 
+// -1, 0 or 1 as a:al compares with b:bl, 128-bit two's complement
+__device__ static inline int cmp128(i64 ah, u64 al, i64 bh, u64 bl) {
+    return ah < bh ? -1 : ah > bh ? 1 : al < bl ? -1 : al > bl ? 1 : 0;
+}
+
+// the FLOAT (width 4) or DOUBLE (8) at row i, as a double
+__device__ static inline double float_at(const u8* values, u64 i, int width) {
+    return width == 4 ? (double)((const float*)values)[i] : ((const double*)values)[i];
+}
+
+// x op y as IEEE 754 compares: NaN satisfies only !=
+__device__ static inline bool ieee_holds(int op, double x, double y) {
+    bool h;
+    switch (op) {
+    case OP_LT: h = x < y; break;
+    case OP_LE: h = x <= y; break;
+    case OP_GT: h = x > y; break;
+    case OP_GE: h = x >= y; break;
+    case OP_EQ: h = x == y; break;
+    default: h = x != y; break;
+    }
+    return h;
+}
+
+// Integers (int_at's widths) against the 128-bit literal (lit_hi:lit_lo, two's complement).
+// mode = op | width << 4 | signed << 12.
+extern "C" __global__ void __launch_bounds__(FILTER_THREADS) pred_int(
+    const u8* values, u64 n, const u8* valid, int mode, u64 lit_lo, u64 lit_hi, u8* out)
+{
+    int op = mode & 15, width = (mode >> 4) & 255, sgn = (mode >> 12) & 1;
+    GRID_STRIDE(i, n) {
+        i64 hi;
+        u64 lo;
+        int_at(values, i, width, sgn, &hi, &lo);
+        out[i] = valid_at(valid, i) && holds(op, cmp128(hi, lo, (i64)lit_hi, lit_lo));
+    }
+}
+
+// Two columns of one type, row by row: integers (int_at's widths but booleans), signed or not,
+// or (bit 13) FLOAT (width 4) / DOUBLE (8) as IEEE 754 compares, with nan_too (bit 14) a NaN
+// on either side holding as well. A row null on either side does not hold.
+// mode = op | width << 4 | sgn << 12 | float << 13 | nan_too << 14.
 extern "C" __global__ void __launch_bounds__(FILTER_THREADS) pred_cols(
     const u8* a, const u8* b, u64 n, const u8* va, const u8* vb, int mode, u8* out)
 {
@@ -101,24 +114,14 @@ extern "C" __global__ void __launch_bounds__(FILTER_THREADS) pred_cols(
     GRID_STRIDE(i, n) {
         bool h;
         if (is_float) {
-            double x = width == 4 ? (double)((const float*)a)[i] : ((const double*)a)[i];
-            double y = width == 4 ? (double)((const float*)b)[i] : ((const double*)b)[i];
-            switch (op) {
-            case OP_LT: h = x < y; break;
-            case OP_LE: h = x <= y; break;
-            case OP_GT: h = x > y; break;
-            case OP_GE: h = x >= y; break;
-            case OP_EQ: h = x == y; break;
-            default: h = x != y; break;
-            }
-            h = h || (nan_too && (x != x || y != y));
+            double x = float_at(a, i, width), y = float_at(b, i, width);
+            h = ieee_holds(op, x, y) || (nan_too && (x != x || y != y));
         } else {
             i64 ah, bh;
             u64 al, bl;
             int_at(a, i, width, sgn, &ah, &al);
             int_at(b, i, width, sgn, &bh, &bl);
-            int c = ah < bh ? -1 : ah > bh ? 1 : al < bl ? -1 : al > bl ? 1 : 0;
-            h = holds(op, c);
+            h = holds(op, cmp128(ah, al, bh, bl));
         }
         out[i] = valid_at(va, i) && valid_at(vb, i) && h;
     }
@@ -132,17 +135,8 @@ extern "C" __global__ void __launch_bounds__(FILTER_THREADS) pred_float(
     int op = mode & 15, width = (mode >> 4) & 255, nan_too = (mode >> 12) & 1;
     double lit = __longlong_as_double((i64)lit_bits);
     GRID_STRIDE(i, n) {
-        double x = width == 4 ? (double)((const float*)values)[i] : ((const double*)values)[i];
-        bool h;
-        switch (op) {
-        case OP_LT: h = x < lit; break;
-        case OP_LE: h = x <= lit; break;
-        case OP_GT: h = x > lit; break;
-        case OP_GE: h = x >= lit; break;
-        case OP_EQ: h = x == lit; break;
-        default: h = x != lit; break;
-        }
-        out[i] = valid_at(valid, i) && (h || (nan_too && x != x));
+        double x = float_at(values, i, width);
+        out[i] = valid_at(valid, i) && (ieee_holds(op, x, lit) || (nan_too && x != x));
     }
 }
 
