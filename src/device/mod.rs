@@ -11,6 +11,10 @@
 
 mod event;
 mod gpu;
+#[cfg(test)]
+pub(crate) mod c_source;
+pub(crate) mod launch;
+pub(crate) mod profile;
 pub mod nvcomp;
 pub mod nvrtc;
 

@@ -6,7 +6,7 @@
 //! against them.
 
 pub(crate) use super::launch::CStruct;
-use super::launch::{Const, Kernel, KernelModule, Mut, Pointee};
+use super::launch::{kernels, Const, KernelModule, Mut, Pointee};
 
 /// Page headers parsed on the device (the twin of [`page_header`](crate::decode::page_header)).
 pub(crate) const PAGE_HEADERS_MODULE: KernelModule = KernelModule {
@@ -116,24 +116,6 @@ pub(crate) const SEG_ZONE: u64 = 512;
 
 /// `snappy_split`'s error bit that is no error: the page was parsed whole, by one block.
 pub(crate) const SNAPPY_WHOLE: u32 = 0x100;
-
-/// Declares each kernel once: `CONST = function in MODULE(parameter types);`, and the list of
-/// them all the signature test walks.
-macro_rules! kernels {
-    ($($(#[$meta:meta])* $konst:ident = $name:ident in $module:ident($($arg:ty),+ $(,)?);)*) => {
-        $(
-            $(#[$meta])*
-            pub(crate) const $konst: Kernel<($($arg,)+)> =
-                Kernel::new(&$module, stringify!($name));
-        )*
-
-        /// Every declared kernel: (module, function, parameter C types).
-        #[cfg(test)]
-        pub(crate) fn declared_kernels() -> Vec<(&'static str, &'static str, Vec<String>)> {
-            vec![$(($konst.module.name, $konst.name, $konst.c_types())),*]
-        }
-    };
-}
 
 kernels! {
     /// Per chunk: counts its pages (or fills `pages` up to the capacity in `page_counts`).
@@ -888,7 +870,7 @@ mod tests {
     /// module's source, and every kernel of the sources is declared.
     #[test]
     fn kernel_declarations_match_the_sources() {
-        use crate::decode::gpu::c_source::kernel_signatures;
+        use crate::device::c_source::kernel_signatures;
         let declared = declared_kernels();
         let mut found = 0;
         for m in MODULES {
@@ -918,7 +900,7 @@ mod tests {
     /// sources assert has a mirror.
     #[test]
     fn job_structs_match_the_sources() {
-        use crate::decode::gpu::c_source::{asserted_size, asserted_structs, struct_fields};
+        use crate::device::c_source::{asserted_size, asserted_structs, struct_fields};
         let mirrors = [
             mirror::<DecompressJob>(),
             mirror::<BytesColumn>(),

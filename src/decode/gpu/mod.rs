@@ -53,20 +53,16 @@
 //! without waiting are followed by a wait before their buffers go).
 
 mod bytes;
-#[cfg(test)]
-mod c_source;
 mod decimals;
 mod decompress;
 mod concat;
 mod filter;
 mod fixed;
 pub(crate) mod kernels;
-mod launch;
 mod locate;
 mod nested;
 mod page_jobs;
 mod page_tables;
-mod profile;
 mod report;
 mod views;
 mod wave;
@@ -80,7 +76,8 @@ pub use page_tables::page_tables;
 pub(crate) use page_tables::checked_page_tables;
 pub(crate) use wave::{decode_wave, WaveInput};
 pub use wave::keys_fallback;
-pub(crate) use profile::{profile_absorb, profile_begin, profile_end, profiling, timed};
+pub(crate) use crate::device::profile::{profile_absorb, profile_begin, profile_end, profiling, timed};
+pub(crate) use crate::device::{launch, profile};
 pub use report::{Decompressed, FieldDecode, GpuDecodeReport, PageCounts};
 pub use decompress::{segments_of, snappy_fragments_of, SnappyPlacement};
 pub(crate) use views::to_views;

@@ -59,7 +59,7 @@ fn without_launch_bounds(s: &str) -> String {
 
 /// A declaration `decl` ("const long long* page_start", "int pad[3]") as (normalised type,
 /// name).
-pub(super) fn declaration(decl: &str) -> (String, String) {
+pub(crate) fn declaration(decl: &str) -> (String, String) {
     let decl = decl
         .replace("unsigned long long", "u64")
         .replace("long long", "i64")
@@ -98,7 +98,7 @@ pub(super) fn declaration(decl: &str) -> (String, String) {
 }
 
 /// (name, parameter types) of every `extern "C" __global__` function of `src`, in order.
-pub(super) fn kernel_signatures(src: &str) -> Vec<(String, Vec<String>)> {
+pub(crate) fn kernel_signatures(src: &str) -> Vec<(String, Vec<String>)> {
     let src = without_launch_bounds(&strip_comments(src));
     let mut out = Vec::new();
     let mut rest = src.as_str();
@@ -122,7 +122,7 @@ pub(super) fn kernel_signatures(src: &str) -> Vec<(String, Vec<String>)> {
 }
 
 /// The fields (name, type) of the first `struct name { ... };` of `src`.
-pub(super) fn struct_fields(src: &str, name: &str) -> Option<Vec<(String, String)>> {
+pub(crate) fn struct_fields(src: &str, name: &str) -> Option<Vec<(String, String)>> {
     let src = strip_comments(src);
     let key = format!("struct {name}");
     let mut from = 0;
@@ -154,7 +154,7 @@ fn squeezed(src: &str) -> String {
 }
 
 /// N of the first `static_assert(sizeof(name) == N` of `src`.
-pub(super) fn asserted_size(src: &str, name: &str) -> Option<usize> {
+pub(crate) fn asserted_size(src: &str, name: &str) -> Option<usize> {
     let src = squeezed(&strip_comments(src))
         .replace("( ", "(")
         .replace(" )", ")");
@@ -165,7 +165,7 @@ pub(super) fn asserted_size(src: &str, name: &str) -> Option<usize> {
 }
 
 /// The names of the structures whose size `src` asserts (`static_assert(sizeof(X) ...`).
-pub(super) fn asserted_structs(src: &str) -> Vec<String> {
+pub(crate) fn asserted_structs(src: &str) -> Vec<String> {
     let src = squeezed(&strip_comments(src))
         .replace("( ", "(")
         .replace(" )", ")");

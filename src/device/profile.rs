@@ -54,7 +54,7 @@ pub(crate) fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
 }
 
 /// While profiling, records stage `name` as running from `start` until now.
-pub(super) fn since(name: &str, start: Instant) {
+pub(crate) fn since(name: &str, start: Instant) {
     if !profiling() {
         return;
     }

@@ -1,6 +1,6 @@
 //! Typed kernel launches, and the small upload and read-back helpers the stages share.
 //!
-//! A kernel is declared once ([`Kernel`], in [`kernels`](super::kernels)) with its parameter
+//! A kernel is declared once ([`Kernel`], as `decode::gpu::kernels` and `compute` declare theirs) with its parameter
 //! list as a type: a tuple of [`Const<T>`] (`const T*`), [`Mut<T>`] (`T*`), `i32` (`int`) and
 //! `u64`. A launch takes a tuple of exactly those types, so an argument of the wrong kind or
 //! count does not compile, and each argument reaches `cuLaunchKernel` as a pointer to a value
@@ -304,7 +304,7 @@ impl<A: KernelArgs> Kernel<A> {
 }
 
 /// A device copy of `bytes` (at least 8 bytes allocated).
-pub(super) fn upload(gpu: &Arc<Gpu>, bytes: &[u8]) -> Result<DeviceBuffer> {
+pub(crate) fn upload(gpu: &Arc<Gpu>, bytes: &[u8]) -> Result<DeviceBuffer> {
     let mut b = gpu.alloc(bytes.len().max(8))?;
     b.copy_from_host(0, bytes)?;
     Ok(b)
@@ -336,7 +336,7 @@ pub(crate) trait CStruct: Sized {
 }
 
 /// Uploads a table of kernel jobs, each in its C layout.
-pub(super) fn upload_table<T: CStruct>(
+pub(crate) fn upload_table<T: CStruct>(
     gpu: &Arc<Gpu>,
     items: &[T],
 ) -> Result<DeviceBuffer> {
@@ -348,17 +348,17 @@ pub(super) fn upload_table<T: CStruct>(
 }
 
 /// The little-endian bytes of `v`, for uploading a u32 array.
-pub(super) fn u32s(v: impl IntoIterator<Item = u32>) -> Vec<u8> {
+pub(crate) fn u32s(v: impl IntoIterator<Item = u32>) -> Vec<u8> {
     v.into_iter().flat_map(u32::to_le_bytes).collect()
 }
 
 /// The little-endian bytes of `v`, for uploading a u64 array.
-pub(super) fn u64s(v: impl IntoIterator<Item = u64>) -> Vec<u8> {
+pub(crate) fn u64s(v: impl IntoIterator<Item = u64>) -> Vec<u8> {
     v.into_iter().flat_map(u64::to_le_bytes).collect()
 }
 
 /// The i32 values of a device array of `n` (one copy): kernels' error words and counts.
-pub(super) fn i32s_from_device(b: &DeviceBuffer, n: usize) -> Result<Vec<i32>> {
+pub(crate) fn i32s_from_device(b: &DeviceBuffer, n: usize) -> Result<Vec<i32>> {
     Ok(b.copy_to_host(0..n * 4)?
         .chunks_exact(4)
         .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -366,7 +366,7 @@ pub(super) fn i32s_from_device(b: &DeviceBuffer, n: usize) -> Result<Vec<i32>> {
 }
 
 /// The u64 values of a device array of `n` (one copy).
-pub(super) fn u64s_from_device(b: &DeviceBuffer, n: usize) -> Result<Vec<u64>> {
+pub(crate) fn u64s_from_device(b: &DeviceBuffer, n: usize) -> Result<Vec<u64>> {
     Ok(b.copy_to_host(0..n * 8)?
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
@@ -374,14 +374,14 @@ pub(super) fn u64s_from_device(b: &DeviceBuffer, n: usize) -> Result<Vec<u64>> {
 }
 
 /// A zero-filled device allocation of at least `len` bytes.
-pub(super) fn zeroed(gpu: &Arc<Gpu>, len: usize) -> Result<DeviceBuffer> {
+pub(crate) fn zeroed(gpu: &Arc<Gpu>, len: usize) -> Result<DeviceBuffer> {
     let mut b = gpu.alloc(len.max(4))?;
     b.fill(0)?;
     Ok(b)
 }
 
 /// A zeroed validity bitmap (32-bit words) for `rows` rows of an optional column.
-pub(super) fn validity_words(
+pub(crate) fn validity_words(
     gpu: &Arc<Gpu>,
     rows: usize,
     optional: bool,
@@ -390,6 +390,25 @@ pub(super) fn validity_words(
         .then(|| zeroed(gpu, rows.div_ceil(32) * 4))
         .transpose()
 }
+
+/// Declares each kernel once: `CONST = function in MODULE(parameter types);`, and the list of
+/// them all the signature test walks.
+macro_rules! kernels {
+    ($($(#[$meta:meta])* $konst:ident = $name:ident in $module:ident($($arg:ty),+ $(,)?);)*) => {
+        $(
+            $(#[$meta])*
+            pub(crate) const $konst: $crate::device::launch::Kernel<($($arg,)+)> =
+                $crate::device::launch::Kernel::new(&$module, stringify!($name));
+        )*
+
+        /// Every declared kernel: (module, function, parameter C types).
+        #[cfg(test)]
+        pub(crate) fn declared_kernels() -> Vec<(&'static str, &'static str, Vec<String>)> {
+            vec![$(($konst.module.name, $konst.name, $konst.c_types())),*]
+        }
+    };
+}
+pub(crate) use kernels;
 
 #[cfg(test)]
 mod tests {
