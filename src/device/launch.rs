@@ -391,6 +391,101 @@ pub(crate) fn validity_words(
         .transpose()
 }
 
+/// A field of a job structure: a C scalar, naturally aligned, little-endian.
+pub(crate) trait CField: Copy {
+    /// The C type (`u64`, `i64`, `int`), for the layout test.
+    #[cfg(test)]
+    const C_TYPE: &'static str;
+    /// Bytes, also the alignment.
+    const SIZE: usize;
+    /// Writes the value at `out[..SIZE]`.
+    fn put(self, out: &mut [u8]);
+    /// Reads a value from `b[..SIZE]`.
+    fn get(b: &[u8]) -> Self;
+}
+
+macro_rules! c_field {
+    ($($t:ty => $c:literal),*) => {
+        $(impl CField for $t {
+            #[cfg(test)]
+            const C_TYPE: &'static str = $c;
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn put(self, out: &mut [u8]) {
+                out[..Self::SIZE].copy_from_slice(&self.to_le_bytes());
+            }
+            fn get(b: &[u8]) -> Self {
+                <$t>::from_le_bytes(b[..Self::SIZE].try_into().unwrap_or_default())
+            }
+        })*
+    };
+}
+c_field!(u64 => "u64", i64 => "i64", i32 => "int");
+
+
+/// The offset of a field of `size` bytes placed after `end` bytes, naturally aligned.
+pub(crate) const fn field_at(end: usize, size: usize) -> usize {
+    end.next_multiple_of(size)
+}
+
+/// Declares a Rust mirror of a C job structure: the struct, its [`CStruct`] layout and its
+/// [`Pointee`] name (the C name is the Rust name).
+macro_rules! c_struct {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident($size:literal bytes) {
+            $($(#[$fmeta:meta])* $field:ident: $ty:ty,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[repr(C)]
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        $vis struct $name {
+            $($(#[$fmeta])* $vis $field: $ty,)*
+        }
+
+        // the C structure holds at least the Rust fields (it may add padding)
+        const _: () = assert!(std::mem::size_of::<$name>() <= $size);
+
+        impl $crate::device::launch::CStruct for $name {
+            #[cfg(test)]
+            const NAME: &'static str = stringify!($name);
+            const SIZE: usize = $size;
+            #[cfg(test)]
+            const FIELDS: &'static [(&'static str, &'static str)] =
+                &[$((stringify!($field), <$ty as $crate::device::launch::CField>::C_TYPE)),*];
+
+            fn write_to(&self, out: &mut [u8]) {
+                let mut end = 0;
+                $(
+                    let at = $crate::device::launch::field_at(end, <$ty as $crate::device::launch::CField>::SIZE);
+                    $crate::device::launch::CField::put(self.$field, &mut out[at..]);
+                    end = at + <$ty as $crate::device::launch::CField>::SIZE;
+                )*
+                let _ = end;
+            }
+
+            fn from_bytes(b: &[u8]) -> Self {
+                let mut end = 0;
+                $(
+                    let at = $crate::device::launch::field_at(end, <$ty as $crate::device::launch::CField>::SIZE);
+                    let $field = <$ty as $crate::device::launch::CField>::get(&b[at..]);
+                    end = at + <$ty as $crate::device::launch::CField>::SIZE;
+                )*
+                let _ = end;
+                $name { $($field),* }
+            }
+        }
+
+        impl $crate::device::launch::Pointee for $name {
+            #[cfg(test)]
+            fn c_name() -> String {
+                stringify!($name).to_string()
+            }
+        }
+    };
+}
+pub(crate) use c_struct;
+
 /// Declares each kernel once: `CONST = function in MODULE(parameter types);`, and the list of
 /// them all the signature test walks.
 macro_rules! kernels {
