@@ -16,7 +16,7 @@ if [ ! -e $dir/lib/libnvrtc.so ]; then
   ln -sf libnvrtc.so.12 $dir/lib/libnvrtc.so
 fi
 export LD_LIBRARY_PATH="$PWD/$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-cargo test --lib kernels_compile_with_nvrtc -- --nocapture
+cargo test --lib compile_with_nvrtc -- --nocapture
 if [ "${REGISTERS:-0}" = 1 ]; then
   case "${MODULE:-decompress}" in
     decompress) files="snappy.cu inflate.cu" ;;

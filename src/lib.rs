@@ -210,6 +210,7 @@ with_cuda_bindings! {
     pub mod array;
     #[allow(unsafe_code)] // the C API: raw pointers from C callers (see the module docs)
     pub mod capi;
+    pub mod compute;
     pub mod config;
     mod decode;
     #[allow(unsafe_code)] // the CUDA driver and NVRTC (see the module docs)

@@ -24,6 +24,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("io", &["error", "config", "source", "plan", "device"]),
     // a leaf of data-layout types that decode fills and reader hands out
     ("array", &["error", "config", "device"]),
+    // device kernels over decoded batches (partial aggregation): no Parquet, no plans
+    ("compute", &["error", "config", "device", "array"]),
     (
         "decode",
         &[
@@ -51,7 +53,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "lib",
         &[
             "error", "config", "source", "metadata", "plan", "device", "io", "array", "decode",
-            "scan", "capi", "doctor",
+            "scan", "capi", "doctor", "compute",
         ],
     ),
 ];

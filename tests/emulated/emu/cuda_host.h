@@ -100,7 +100,30 @@ inline unsigned __ballot_sync(unsigned, int pred) {
     return m;
 }
 
+// the lanes of the warp whose `v` equals this lane's
+template <typename T>
+inline unsigned __match_any_sync(unsigned, T v) {
+    static_assert(sizeof(T) <= 8, "match of at most 8 bytes");
+    unsigned w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    unsigned long long bits = 0;
+    std::memcpy(&bits, &v, sizeof(T));
+    emu_warp_slots()[lane] = bits;
+    __syncwarp();
+    unsigned m = 0;
+    unsigned width = blockDim.x - w * 32 < 32 ? blockDim.x - w * 32 : 32;
+    for (unsigned i = 0; i < width; i++)
+        if (emu_warp_slots()[i] == bits) m |= 1u << i;
+    __syncwarp();
+    return m;
+}
+
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
+inline int __ffs(unsigned v) { return __builtin_ffs((int)v); }
+inline long long __double_as_longlong(double x) {
+    long long b;
+    std::memcpy(&b, &x, sizeof b);
+    return b;
+}
 inline unsigned __brev(unsigned v) {
     unsigned r = 0;
     for (int i = 0; i < 32; i++) r |= ((v >> i) & 1u) << (31 - i);
@@ -117,6 +140,27 @@ inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
 
 template <typename T>
 inline T atomicAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+inline double atomicAdd(double* p, double v) {
+    double cur, next;
+    __atomic_load(p, &cur, __ATOMIC_SEQ_CST);
+    do {
+        next = cur + v;
+    } while (!__atomic_compare_exchange(p, &cur, &next, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+    return cur;
+}
+template <typename T>
+inline T atomicCAS(T* p, T expected, T desired) {
+    __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    return expected;
+}
+template <typename T>
+inline T atomicMax(T* p, T v) {
+    T cur = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+    while (v > cur && !__atomic_compare_exchange_n(p, &cur, v, false, __ATOMIC_SEQ_CST,
+                                                   __ATOMIC_SEQ_CST)) {
+    }
+    return cur;
+}
 template <typename T>
 inline T atomicOr(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }
 template <typename T>

@@ -34,6 +34,7 @@ fn build_emulators() -> Vec<(String, Option<PathBuf>)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let emu = root.join("tests/emulated/emu");
     let kernels = root.join("src/decode/gpu/kernels");
+    let compute = root.join("src/compute/kernels");
     let mut names: Vec<String> = std::fs::read_dir(&emu)
         .map(|d| {
             d.filter_map(|e| {
@@ -51,7 +52,10 @@ fn build_emulators() -> Vec<(String, Option<PathBuf>)> {
     // AddressSanitizer and UBSan on by default: every buffer a kernel touches is allocated to
     // its exact size, so a read or write past one stops the run (CUPARQUET_EMU_SANITIZE=0: off)
     let sanitize = std::env::var_os("CUPARQUET_EMU_SANITIZE").is_none_or(|v| v != "0");
-    let key = build_key(&[&emu, &kernels], &[&cxx, &defines, &sanitize.to_string()]);
+    let key = build_key(
+        &[&emu, &kernels, &compute],
+        &[&cxx, &defines, &sanitize.to_string()],
+    );
     let next = std::sync::atomic::AtomicUsize::new(0);
     let out = std::sync::Mutex::new(Vec::new());
     let width = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -130,6 +134,8 @@ fn build_emulator(
             .arg(root.join("tests/emulated/emu"))
             .arg("-I")
             .arg(root.join("src/decode/gpu/kernels"))
+            .arg("-I")
+            .arg(root.join("src/compute/kernels"))
             .arg(&src)
             .arg("-o")
             .arg(&partial)

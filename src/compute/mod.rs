@@ -1,0 +1,476 @@
+//! Device kernels over decoded batches that engines push down: partial aggregation (GROUP BY
+//! keys, `COUNT`, `SUM`, `MIN`, `MAX`) of a batch in device memory, its groups brought to the
+//! host — kilobytes where the rows are gigabytes.
+//!
+//! An [`Aggregator`] holds a [`GroupBy`] (key columns and aggregates, columns by their index in
+//! the batch) and the device hash table it reuses from batch to batch. [`Aggregator::aggregate`]
+//! takes one device batch ([`LoadedBatch::as_device`]) and returns its [`Groups`]: one row per
+//! distinct key, in no particular order, with each aggregate's partial value. Groups of several
+//! batches are not merged here: an engine's final aggregation merges them (as DataFusion's
+//! `Final` step merges its `Partial` step's output).
+//!
+//! What is accepted ([`GroupBy::check`] says why not, before any device work):
+//! - keys: integers, dates, times, timestamps, decimals, booleans, strings and binary (offsets
+//!   or views) and dictionary-encoded columns (grouped by key, the dictionary's values attached
+//!   to the result); a null key is a group of its own, as SQL wants;
+//! - `COUNT(*)`, and `COUNT` of any column or [`Expr`];
+//! - `SUM` of an integer or `Decimal128` column (up to 28 digits: exact, a 128-bit sum) as
+//!   `Decimal128(38, scale)`, or of a float column or an arithmetic [`Expr`] over numeric
+//!   columns, computed in doubles (`Float64`);
+//! - `MIN` and `MAX` of integers (but `UInt64`), dates, times, timestamps, decimals of up to 18
+//!   digits, and floats (ordered as IEEE 754's totalOrder, as arrow-rs orders them), in the
+//!   column's type.
+//!
+//! A group's `SUM`, `MIN` or `MAX` is null where it saw no value. Float sums are added in the
+//! order the device's atomics take them: equal to a host sum to rounding, not bit for bit.
+
+#[allow(unsafe_code)] // kernel launches (each with its SAFETY line)
+mod aggregate;
+
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, BooleanArray, Decimal128Array, DictionaryArray, Float32Array, Float64Array,
+    Int64Array, PrimitiveArray,
+};
+use arrow::buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow::datatypes::{ArrowPrimitiveType, DataType, Schema};
+
+use crate::array::LoadedBatch;
+use crate::device::Location;
+use crate::error::{Error, Result};
+
+pub use aggregate::Aggregator;
+
+/// An aggregate's argument: a column, or arithmetic over numeric columns in doubles.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// The batch's column of this index.
+    Column(usize),
+    /// A constant.
+    Literal(f64),
+    /// `a + b`.
+    Add(Box<Expr>, Box<Expr>),
+    /// `a - b`.
+    Sub(Box<Expr>, Box<Expr>),
+    /// `a * b`.
+    Mul(Box<Expr>, Box<Expr>),
+    /// `a / b` (IEEE 754: a division by zero is infinite or NaN).
+    Div(Box<Expr>, Box<Expr>),
+    /// `-a`.
+    Neg(Box<Expr>),
+}
+
+/// One aggregate function.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Aggregate {
+    /// `COUNT(*)`: the group's rows (`Int64`).
+    CountRows,
+    /// `COUNT(x)`: the group's rows where `x` is not null (`Int64`).
+    Count(Expr),
+    /// `SUM(x)`.
+    Sum(Expr),
+    /// `MIN(column)`.
+    Min(usize),
+    /// `MAX(column)`.
+    Max(usize),
+}
+
+/// What to compute: the key columns and the aggregates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupBy {
+    /// Key columns (indices into the batch); none: one group of every row.
+    pub keys: Vec<usize>,
+    /// The aggregates, in output order.
+    pub aggregates: Vec<Aggregate>,
+}
+
+/// One batch's groups on the host: `keys[k]` and `values[a]` each hold one row per group.
+#[derive(Debug, Clone)]
+pub struct Groups {
+    /// The key columns, of the batch's types.
+    pub keys: Vec<ArrayRef>,
+    /// The aggregates' values ([`GroupBy::output_type`]).
+    pub values: Vec<ArrayRef>,
+}
+
+impl Groups {
+    /// Groups.
+    pub fn len(&self) -> usize {
+        self.values
+            .first()
+            .or(self.keys.first())
+            .map_or(0, |a| a.len())
+    }
+
+    /// Whether there is no group.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The largest decimal precision summed exactly (2^32 values of 28 digits stay within i128).
+const SUM_DECIMAL_DIGITS: u8 = 28;
+
+/// The largest decimal precision whose MIN/MAX the device takes (values within 64 bits).
+const MINMAX_DECIMAL_DIGITS: u8 = 18;
+
+fn is_int(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+            | DataType::UInt64
+    )
+}
+
+fn is_float(t: &DataType) -> bool {
+    matches!(t, DataType::Float32 | DataType::Float64)
+}
+
+/// Types held as integers of 4 or 8 bytes other than plain integers.
+fn is_temporal(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Date32
+            | DataType::Date64
+            | DataType::Time32(_)
+            | DataType::Time64(_)
+            | DataType::Timestamp(..)
+            | DataType::Duration(_)
+    )
+}
+
+/// Whether a column of type `t` can be a GROUP BY key.
+fn key_type_ok(t: &DataType) -> bool {
+    match t {
+        DataType::Boolean
+        | DataType::Utf8
+        | DataType::LargeUtf8
+        | DataType::Binary
+        | DataType::LargeBinary
+        | DataType::Utf8View
+        | DataType::BinaryView
+        | DataType::Decimal128(..) => true,
+        DataType::Dictionary(k, _) => is_int(k),
+        t => is_int(t) || is_temporal(t),
+    }
+}
+
+impl GroupBy {
+    /// Why the device cannot compute this over batches of `schema`, if it cannot.
+    pub fn check(&self, schema: &Schema) -> std::result::Result<(), String> {
+        let field = |i: usize| {
+            schema
+                .fields()
+                .get(i)
+                .ok_or_else(|| format!("column {i} is not in a batch of {}", schema.fields().len()))
+        };
+        for &k in &self.keys {
+            let f = field(k)?;
+            if !key_type_ok(f.data_type()) {
+                return Err(format!(
+                    "GROUP BY {} ({}) is not a key type the device groups",
+                    f.name(),
+                    f.data_type()
+                ));
+            }
+        }
+        for a in &self.aggregates {
+            match a {
+                Aggregate::CountRows => {}
+                Aggregate::Count(Expr::Column(c)) => {
+                    field(*c)?;
+                }
+                Aggregate::Count(e) => self.check_expr(e, schema)?,
+                Aggregate::Sum(Expr::Column(c)) => {
+                    let f = field(*c)?;
+                    match f.data_type() {
+                        t if is_int(t) || is_float(t) => {}
+                        DataType::Decimal128(p, _) if *p <= SUM_DECIMAL_DIGITS => {}
+                        t => {
+                            return Err(format!(
+                                "SUM({}) of {t}: the device sums integers, floats and decimals of \
+                                 up to {SUM_DECIMAL_DIGITS} digits",
+                                f.name()
+                            ))
+                        }
+                    }
+                }
+                Aggregate::Sum(e) => self.check_expr(e, schema)?,
+                Aggregate::Min(c) | Aggregate::Max(c) => {
+                    let f = field(*c)?;
+                    match f.data_type() {
+                        DataType::UInt64 => {
+                            return Err(format!("MIN/MAX({}) of UInt64", f.name()))
+                        }
+                        t if is_int(t) || is_float(t) || is_temporal(t) => {}
+                        DataType::Decimal128(p, _) if *p <= MINMAX_DECIMAL_DIGITS => {}
+                        t => {
+                            return Err(format!(
+                                "MIN/MAX({}) of {t} is not computed on the device",
+                                f.name()
+                            ))
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_expr(&self, e: &Expr, schema: &Schema) -> std::result::Result<(), String> {
+        let mut depth = 0;
+        let mut max = 0;
+        check_expr_at(e, schema, &mut depth, &mut max)?;
+        if max > aggregate::EXPR_STACK {
+            return Err(format!(
+                "an expression needing {max} operands at once (the device evaluates {} at most)",
+                aggregate::EXPR_STACK
+            ));
+        }
+        Ok(())
+    }
+
+    /// The type of aggregate `a`'s values over batches of `schema` (checked).
+    pub fn output_type(&self, a: usize, schema: &Schema) -> DataType {
+        match &self.aggregates[a] {
+            Aggregate::CountRows | Aggregate::Count(_) => DataType::Int64,
+            Aggregate::Sum(Expr::Column(c)) => match schema.field(*c).data_type() {
+                DataType::Decimal128(_, s) => DataType::Decimal128(38, *s),
+                t if is_int(t) => DataType::Decimal128(38, 0),
+                _ => DataType::Float64,
+            },
+            Aggregate::Sum(_) => DataType::Float64,
+            Aggregate::Min(c) | Aggregate::Max(c) => schema.field(*c).data_type().clone(),
+        }
+    }
+}
+
+/// Checks an expression's columns are numeric, and counts its stack depth.
+fn check_expr_at(
+    e: &Expr,
+    schema: &Schema,
+    depth: &mut usize,
+    max: &mut usize,
+) -> std::result::Result<(), String> {
+    match e {
+        Expr::Column(c) => {
+            let f = schema
+                .fields()
+                .get(*c)
+                .ok_or_else(|| format!("column {c} is not in the batch"))?;
+            if !(is_int(f.data_type()) || is_float(f.data_type())) {
+                return Err(format!(
+                    "{} ({}) in arithmetic: the device computes over integers and floats",
+                    f.name(),
+                    f.data_type()
+                ));
+            }
+            *depth += 1;
+        }
+        Expr::Literal(_) => *depth += 1,
+        Expr::Neg(a) => check_expr_at(a, schema, depth, max)?,
+        Expr::Add(a, b) | Expr::Sub(a, b) | Expr::Mul(a, b) | Expr::Div(a, b) => {
+            check_expr_at(a, schema, depth, max)?;
+            check_expr_at(b, schema, depth, max)?;
+            *depth -= 1;
+        }
+    }
+    *max = (*max).max(*depth);
+    Ok(())
+}
+
+/// The ordinal of the device holding `batch`, or an error naming its file.
+fn device_of(batch: &LoadedBatch) -> Result<usize> {
+    match batch.location() {
+        Location::Cuda(n) => Ok(n),
+        Location::Host => Err(Error::Device {
+            device: "host".into(),
+            reason: format!(
+                "{}: a batch in host memory cannot be aggregated on a device",
+                batch.file().display()
+            ),
+        }),
+    }
+}
+
+/// A primitive array of `values` with `seen` as validity (None: all valid).
+fn primitive<T: ArrowPrimitiveType>(values: Vec<T::Native>, seen: Option<NullBuffer>) -> ArrayRef {
+    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), seen))
+}
+
+/// The validity of `seen` (a byte per group), None where every group saw a value.
+fn nulls_of(seen: &[u8]) -> Option<NullBuffer> {
+    let n = NullBuffer::from(seen.iter().map(|&b| b != 0).collect::<Vec<_>>());
+    (n.null_count() > 0).then_some(n)
+}
+
+/// MIN/MAX results (64-bit words from the device) in the column's type.
+fn minmax_array(words: &[i64], seen: &[u8], t: &DataType) -> Result<ArrayRef> {
+    use arrow::datatypes::*;
+    let nulls = nulls_of(seen);
+    macro_rules! narrow {
+        ($ty:ty) => {
+            primitive::<$ty>(
+                words.iter().map(|&w| w as <$ty as ArrowPrimitiveType>::Native).collect(),
+                nulls,
+            )
+        };
+    }
+    let a: ArrayRef = match t {
+        DataType::Int8 => narrow!(Int8Type),
+        DataType::Int16 => narrow!(Int16Type),
+        DataType::Int32 => narrow!(Int32Type),
+        DataType::Int64 => narrow!(Int64Type),
+        DataType::UInt8 => narrow!(UInt8Type),
+        DataType::UInt16 => narrow!(UInt16Type),
+        DataType::UInt32 => narrow!(UInt32Type),
+        DataType::Float32 | DataType::Float64 => {
+            // back from the total-order integer
+            let f: Vec<f64> = words
+                .iter()
+                .map(|&w| f64::from_bits((if w < 0 { w ^ i64::MAX } else { w }) as u64))
+                .collect();
+            if *t == DataType::Float32 {
+                Arc::new(Float32Array::new(
+                    f.iter().map(|&x| x as f32).collect::<Vec<_>>().into(),
+                    nulls,
+                ))
+            } else {
+                Arc::new(Float64Array::new(f.into(), nulls))
+            }
+        }
+        DataType::Decimal128(p, s) => Arc::new(
+            Decimal128Array::new(words.iter().map(|&w| w as i128).collect::<Vec<_>>().into(), nulls)
+                .with_precision_and_scale(*p, *s)
+                .map_err(|e| aggregate::device_error(0, format!("MIN/MAX of {t}: {e}")))?,
+        ),
+        t => {
+            // dates, times, timestamps, durations: the column's own width
+            let width = t.primitive_width().unwrap_or(8);
+            let bytes: Vec<u8> = if width == 4 {
+                words.iter().flat_map(|&w| (w as i32).to_le_bytes()).collect()
+            } else {
+                words.iter().flat_map(|&w| w.to_le_bytes()).collect()
+            };
+            let data = arrow::array::ArrayData::builder(t.clone())
+                .len(words.len())
+                .add_buffer(Buffer::from(bytes))
+                .nulls(nulls)
+                .build()
+                .map_err(|e| aggregate::device_error(0, format!("MIN/MAX of {t}: {e}")))?;
+            arrow::array::make_array(data)
+        }
+    };
+    Ok(a)
+}
+
+/// SUM results of integers or decimals (128-bit, two words each) as `Decimal128(38, scale)`.
+fn decimal_sums(words: &[u64], seen: &[u8], scale: i8) -> Result<ArrayRef> {
+    let v: Vec<i128> = words
+        .chunks_exact(2)
+        .map(|w| (w[0] as u128 | (w[1] as u128) << 64) as i128)
+        .collect();
+    Ok(Arc::new(
+        Decimal128Array::new(v.into(), nulls_of(seen))
+            .with_precision_and_scale(38, scale)
+            .map_err(|e| aggregate::device_error(0, format!("a SUM's result: {e}")))?,
+    ))
+}
+
+/// COUNT results.
+fn counts(words: &[u64]) -> ArrayRef {
+    Arc::new(Int64Array::from(
+        words.iter().map(|&w| w as i64).collect::<Vec<_>>(),
+    ))
+}
+
+/// Float SUM results.
+fn float_sums(words: &[u64], seen: &[u8]) -> ArrayRef {
+    Arc::new(Float64Array::new(
+        words.iter().map(|&w| f64::from_bits(w)).collect::<Vec<_>>().into(),
+        nulls_of(seen),
+    ))
+}
+
+/// A key column of `t` from the device's gathered bytes: fixed-width values (`width` each),
+/// booleans (a byte each) or strings (`offsets` and `chars`), and a validity byte per group.
+fn key_array(
+    t: &DataType,
+    groups: usize,
+    fixed: &[u8],
+    valid: &[u8],
+    strings: Option<(Vec<i64>, Vec<u8>)>,
+    dictionary: Option<ArrayRef>,
+) -> Result<ArrayRef> {
+    let nulls = nulls_of(valid);
+    let bad = |e: arrow::error::ArrowError| aggregate::device_error(0, format!("a {t} key: {e}"));
+    let a: ArrayRef = match (t, strings) {
+        (DataType::Boolean, _) => Arc::new(BooleanArray::new(
+            fixed.iter().map(|&b| b != 0).collect::<Vec<_>>().into(),
+            nulls,
+        )),
+        (DataType::Dictionary(k, _), _) => {
+            let keys = arrow::array::make_array(
+                arrow::array::ArrayData::builder(k.as_ref().clone())
+                    .len(groups)
+                    .add_buffer(Buffer::from(fixed.to_vec()))
+                    .nulls(nulls)
+                    .build()
+                    .map_err(bad)?,
+            );
+            let values = dictionary.ok_or_else(|| {
+                aggregate::device_error(0, "a dictionary key without its dictionary".into())
+            })?;
+            dictionary_array(keys, values).map_err(bad)?
+        }
+        (_, Some((offsets, chars))) => {
+            let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+            let large = arrow::array::LargeBinaryArray::try_new(offsets, Buffer::from(chars), nulls)
+                .map_err(bad)?;
+            arrow::compute::cast(&large, t).map_err(bad)?
+        }
+        (t, None) => arrow::array::make_array(
+            arrow::array::ArrayData::builder(t.clone())
+                .len(groups)
+                .add_buffer(Buffer::from(fixed.to_vec()))
+                .nulls(nulls)
+                .build()
+                .map_err(bad)?,
+        ),
+    };
+    Ok(a)
+}
+
+/// `keys` (an integer array) with `values` as a dictionary array.
+fn dictionary_array(keys: ArrayRef, values: ArrayRef) -> arrow::error::Result<ArrayRef> {
+    use arrow::datatypes::*;
+    use arrow::error::ArrowError;
+    macro_rules! dict {
+        ($t:ty) => {
+            Arc::new(DictionaryArray::<$t>::try_new(
+                keys.as_any()
+                    .downcast_ref::<PrimitiveArray<$t>>()
+                    .cloned()
+                    .ok_or_else(|| ArrowError::CastError("dictionary keys".into()))?,
+                values,
+            )?) as ArrayRef
+        };
+    }
+    Ok(match keys.data_type() {
+        DataType::Int8 => dict!(Int8Type),
+        DataType::Int16 => dict!(Int16Type),
+        DataType::Int32 => dict!(Int32Type),
+        DataType::Int64 => dict!(Int64Type),
+        DataType::UInt8 => dict!(UInt8Type),
+        DataType::UInt16 => dict!(UInt16Type),
+        DataType::UInt32 => dict!(UInt32Type),
+        _ => dict!(UInt64Type),
+    })
+}
