@@ -8,6 +8,7 @@ mod emu;
 #[path = "../reference_decoder/mod.rs"]
 mod reference_decoder;
 
+mod aggregate;
 mod concat;
 mod decimals;
 mod gzip;
