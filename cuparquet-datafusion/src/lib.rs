@@ -66,6 +66,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod adapt;
+mod aggregate;
 mod device;
 mod format;
 mod morsel;
@@ -89,6 +90,7 @@ use datafusion::datasource::listing_table_factory::ListingTableFactory;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
+pub use aggregate::{DeviceAggregateExec, DeviceAggregation};
 pub use device::{device_batches, DeviceBatchStream};
 pub use format::{GpuParquetFormat, GpuParquetFormatFactory, FORMAT_NAME};
 pub use opener::{CachedFooter, GpuParquetOpener};
@@ -113,19 +115,44 @@ pub async fn register_gpu_parquet(
         .with_listing_options(listing)
         .with_schema(schema);
     ctx.register_table(name, Arc::new(ListingTable::try_new(config)?))?;
+    enable_device_aggregation(ctx);
     Ok(())
+}
+
+/// Adds the [`DeviceAggregation`] rule to `ctx`'s physical optimizer, once: partial
+/// aggregations over cuparquet device scans then run on the GPU (per table, the option
+/// `device_aggregation` = false keeps them on the host). [`register_gpu_parquet`] and
+/// [`register_gpu_parquet_format`] call it. A distributed session (`cuparquet-distributed`)
+/// is left as it is: its workers are shipped scans, not device aggregations.
+pub fn enable_device_aggregation(ctx: &SessionContext) {
+    let state = ctx.state();
+    let names: Vec<&str> = state
+        .physical_optimizers()
+        .iter()
+        .map(|r| r.name())
+        .collect();
+    if names.contains(&aggregate::RULE_NAME) || names.contains(&"cuparquet_shippable_scans") {
+        return;
+    }
+    let state = datafusion::execution::SessionStateBuilder::new_from_existing(state)
+        .with_physical_optimizer_rule(Arc::new(DeviceAggregation))
+        .build();
+    *ctx.state_ref().write() = state;
 }
 
 /// Makes `CREATE EXTERNAL TABLE … STORED AS GPUPARQUET LOCATION '…'` scan with cuparquet.
 /// `OPTIONS` take the keys of [`GpuScanOptions::set`] (`'device' 'host'`, `'batch_rows'
 /// '65536'`, …). DataFusion's own `STORED AS PARQUET` is left as it is.
 pub fn register_gpu_parquet_format(ctx: &SessionContext) -> Result<()> {
-    let state = ctx.state_ref();
-    let mut state = state.write();
-    state.register_file_format(Arc::new(GpuParquetFormatFactory::default()), true)?;
-    state.table_factories_mut().insert(
-        FORMAT_NAME.to_uppercase(),
-        Arc::new(ListingTableFactory::new()),
-    );
+    {
+        let state = ctx.state_ref();
+        let mut state = state.write();
+        state.register_file_format(Arc::new(GpuParquetFormatFactory::default()), true)?;
+        state.table_factories_mut().insert(
+            FORMAT_NAME.to_uppercase(),
+            Arc::new(ListingTableFactory::new()),
+        );
+    }
+    enable_device_aggregation(ctx);
     Ok(())
 }

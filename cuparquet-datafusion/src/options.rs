@@ -39,6 +39,10 @@ pub struct GpuScanOptions {
     /// (benches/RESULTS.md): those are the queries where the GPU scan moved every row it read
     /// back over PCIe and lost to DataFusion's own scan. False: always on the GPU.
     pub host_when_faster: bool,
+    /// Compute the partial aggregation over a device scan on the GPU
+    /// ([`DeviceAggregation`](crate::DeviceAggregation)), so that only each batch's groups
+    /// cross PCIe (default true); false: DataFusion aggregates the scan's rows on the host.
+    pub device_aggregation: bool,
 }
 
 impl Default for GpuScanOptions {
@@ -52,6 +56,7 @@ impl Default for GpuScanOptions {
             row_filter: true,
             devices: Vec::new(),
             host_when_faster: true,
+            device_aggregation: true,
         }
     }
 }
@@ -64,7 +69,7 @@ impl Default for GpuScanOptions {
 pub const HOST_BATCH_ROWS: usize = 1 << 16;
 
 /// The keys [`GpuScanOptions::set`] takes.
-pub const OPTION_KEYS: [&str; 8] = [
+pub const OPTION_KEYS: [&str; 9] = [
     "device",
     "devices",
     "batch_rows",
@@ -73,6 +78,7 @@ pub const OPTION_KEYS: [&str; 8] = [
     "memory_budget",
     "row_filter",
     "host_when_faster",
+    "device_aggregation",
 ];
 
 impl GpuScanOptions {
@@ -114,6 +120,7 @@ impl GpuScanOptions {
             ("pruning", self.pruning.to_string()),
             ("row_filter", self.row_filter.to_string()),
             ("host_when_faster", self.host_when_faster.to_string()),
+            ("device_aggregation", self.device_aggregation.to_string()),
         ];
         if let Some(n) = self.batch_rows {
             v.push(("batch_rows", n.to_string()));
@@ -130,7 +137,8 @@ impl GpuScanOptions {
     /// Sets one option by name, as `CREATE EXTERNAL TABLE … OPTIONS (…)` gives them (with or
     /// without a `format.` prefix): `device` (`auto`, `host`, `cuda:N`), `devices`
     /// (`cuda:0,cuda:1`, `all` for every CUDA device here, or empty for none), `batch_rows`,
-    /// `page_index`, `pruning`, `row_filter` and `host_when_faster` (`true`/`false`),
+    /// `page_index`, `pruning`, `row_filter`, `host_when_faster` and `device_aggregation`
+    /// (`true`/`false`),
     /// `memory_budget` (bytes, or `512MiB`).
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let key = key.strip_prefix("format.").unwrap_or(key);
@@ -159,6 +167,9 @@ impl GpuScanOptions {
             "row_filter" => self.row_filter = parse_bool(value).ok_or_else(|| bad(bool_why()))?,
             "host_when_faster" => {
                 self.host_when_faster = parse_bool(value).ok_or_else(|| bad(bool_why()))?
+            }
+            "device_aggregation" => {
+                self.device_aggregation = parse_bool(value).ok_or_else(|| bad(bool_why()))?
             }
             "memory_budget" => {
                 let n = cuparquet::config::parse_size("memory_budget", value)
@@ -289,6 +300,7 @@ mod tests {
         o.page_index = false;
         o.devices = vec![2, 0];
         o.host_when_faster = false;
+        o.device_aggregation = false;
         for start in [GpuScanOptions::default(), o] {
             let mut back = GpuScanOptions {
                 device: Device::Host,
@@ -299,6 +311,7 @@ mod tests {
                 row_filter: !start.row_filter,
                 devices: vec![5],
                 host_when_faster: !start.host_when_faster,
+                device_aggregation: !start.device_aggregation,
             };
             // the pairs name every option that differs from the default
             back.batch_rows = None;

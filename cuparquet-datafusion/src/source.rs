@@ -113,6 +113,16 @@ impl GpuParquetSource {
         }
     }
 
+    /// Whether some partition of `scan` (a plan over this source) decodes on the host.
+    pub(crate) fn decodes_on_host_anywhere(
+        &self,
+        scan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+    ) -> bool {
+        use datafusion::physical_plan::ExecutionPlanProperties;
+        let n = scan.output_partitioning().partition_count();
+        (0..n.max(1)).any(|p| self.decodes_on_host(p))
+    }
+
     /// Whether every partition decodes on the host ([`Self::decodes_on_host`]).
     fn decodes_on_host_everywhere(&self) -> bool {
         self.options.devices.is_empty() && self.decodes_on_host(0)

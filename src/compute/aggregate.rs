@@ -7,7 +7,9 @@ use arrow::array::ArrayRef;
 use arrow::datatypes::{DataType, SchemaRef};
 
 use super::{Aggregate, Expr, GroupBy, Groups};
-use crate::array::{DeviceArray, LoadedBatch};
+use arrow::record_batch::RecordBatch;
+
+use crate::array::{DeviceArray, DeviceRecordBatch, LoadedBatch};
 use crate::device::launch::{
     c_struct, i32s_from_device, kernels, u64s, upload, upload_table, zeroed, Const, KernelModule,
     Mut,
@@ -237,12 +239,23 @@ impl Aggregator {
         let Some(b) = batch.as_device() else {
             return Err(device_error(ordinal, "the batch is not in device memory".into()));
         };
+        self.run(b, ordinal, &batch.file().display().to_string())
+    }
+
+    /// The groups of a host batch (of the aggregator's schema), copied to `cuda:{ordinal}`
+    /// first: a scan's batch that came back on the host (a row filter applied there).
+    pub fn aggregate_host(&mut self, batch: &RecordBatch, ordinal: usize) -> Result<Groups> {
+        let gpu = crate::device::gpu(ordinal)?;
+        let b = DeviceRecordBatch::upload(&gpu, batch)?;
+        self.run(&b, ordinal, "a host batch")
+    }
+
+    fn run(&mut self, b: &DeviceRecordBatch, ordinal: usize, what: &str) -> Result<Groups> {
         if b.columns.len() != self.schema.fields().len() {
             return Err(device_error(
                 ordinal,
                 format!(
-                    "{}: a batch of {} columns for an aggregation of {}",
-                    batch.file().display(),
+                    "{what}: a batch of {} columns for an aggregation of {}",
                     b.columns.len(),
                     self.schema.fields().len()
                 ),
@@ -363,7 +376,7 @@ impl Aggregator {
         gpu: &Arc<Gpu>,
         module: &crate::device::nvrtc::Module,
         jobs: &Jobs,
-        b: &crate::array::DeviceRecordBatch,
+        b: &DeviceRecordBatch,
         n: usize,
         cap: usize,
     ) -> Result<Groups> {
@@ -630,7 +643,7 @@ impl Jobs {
                 Aggregate::CountRows => (AGG_COUNT_ALL, None),
                 Aggregate::Count(e) => (AGG_COUNT, Some(e)),
                 Aggregate::Sum(e @ Expr::Column(c)) if !is_float_col(*c) => (AGG_SUM_INT, Some(e)),
-                Aggregate::Sum(e) => (AGG_SUM_FLOAT, Some(e)),
+                Aggregate::Sum(e) | Aggregate::SumFloat(e) => (AGG_SUM_FLOAT, Some(e)),
                 Aggregate::Min(c) if is_float_col(*c) => (AGG_MIN_FLOAT, None),
                 Aggregate::Max(c) if is_float_col(*c) => (AGG_MAX_FLOAT, None),
                 Aggregate::Min(_) => (AGG_MIN_INT, None),

@@ -68,8 +68,10 @@ pub enum Aggregate {
     CountRows,
     /// `COUNT(x)`: the group's rows where `x` is not null (`Int64`).
     Count(Expr),
-    /// `SUM(x)`.
+    /// `SUM(x)`: exact for an integer or decimal column, in doubles otherwise.
     Sum(Expr),
+    /// `SUM(x)` in doubles, integers converted (`SUM(CAST(x AS DOUBLE))`, as `AVG` sums).
+    SumFloat(Expr),
     /// `MIN(column)`.
     Min(usize),
     /// `MAX(column)`.
@@ -202,7 +204,7 @@ impl GroupBy {
                         }
                     }
                 }
-                Aggregate::Sum(e) => self.check_expr(e, schema)?,
+                Aggregate::Sum(e) | Aggregate::SumFloat(e) => self.check_expr(e, schema)?,
                 Aggregate::Min(c) | Aggregate::Max(c) => {
                     let f = field(*c)?;
                     match f.data_type() {
@@ -246,7 +248,7 @@ impl GroupBy {
                 t if is_int(t) => DataType::Decimal128(38, 0),
                 _ => DataType::Float64,
             },
-            Aggregate::Sum(_) => DataType::Float64,
+            Aggregate::Sum(_) | Aggregate::SumFloat(_) => DataType::Float64,
             Aggregate::Min(c) | Aggregate::Max(c) => schema.field(*c).data_type().clone(),
         }
     }
@@ -432,8 +434,18 @@ fn key_array(
         }
         (_, Some((offsets, chars))) => {
             let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
-            let large = arrow::array::LargeBinaryArray::try_new(offsets, Buffer::from(chars), nulls)
-                .map_err(bad)?;
+            let text = matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+            let large: ArrayRef = if text {
+                Arc::new(
+                    arrow::array::LargeStringArray::try_new(offsets, Buffer::from(chars), nulls)
+                        .map_err(bad)?,
+                )
+            } else {
+                Arc::new(
+                    arrow::array::LargeBinaryArray::try_new(offsets, Buffer::from(chars), nulls)
+                        .map_err(bad)?,
+                )
+            };
             arrow::compute::cast(&large, t).map_err(bad)?
         }
         (t, None) => arrow::array::make_array(
@@ -473,4 +485,128 @@ fn dictionary_array(keys: ArrayRef, values: ArrayRef) -> arrow::error::Result<Ar
         DataType::UInt32 => dict!(UInt32Type),
         _ => dict!(UInt64Type),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Date32Array, Int32Array, StringArray};
+
+    /// The host side of the groups: keys of every type from the device's gathered bytes, and
+    /// the aggregates' words in their output types.
+    #[test]
+    fn groups_come_back_in_the_batch_types() {
+        let valid = [1u8, 0, 1];
+        let strings = || Some((vec![0i64, 2, 2, 5], b"abxyz".to_vec()));
+        for t in [
+            DataType::Utf8,
+            DataType::LargeUtf8,
+            DataType::Utf8View,
+            DataType::Binary,
+            DataType::LargeBinary,
+            DataType::BinaryView,
+        ] {
+            let a = key_array(&t, 3, &[], &valid, strings(), None).unwrap();
+            assert_eq!(a.data_type(), &t);
+            let s = arrow::compute::cast(&a, &DataType::Utf8).unwrap();
+            let s = s.as_any().downcast_ref::<StringArray>().unwrap();
+            assert_eq!(
+                s.iter().collect::<Vec<_>>(),
+                [Some("ab"), None, Some("xyz")],
+                "{t}"
+            );
+        }
+        let ints: Vec<u8> = [7i32, 0, -3].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let a = key_array(&DataType::Date32, 3, &ints, &valid, None, None).unwrap();
+        assert_eq!(
+            a.as_any().downcast_ref::<Date32Array>().unwrap(),
+            &Date32Array::from(vec![Some(7), None, Some(-3)])
+        );
+        let a = key_array(&DataType::Boolean, 3, &[1, 0, 0], &[1, 1, 1], None, None).unwrap();
+        assert_eq!(
+            a.as_any().downcast_ref::<BooleanArray>().unwrap(),
+            &BooleanArray::from(vec![true, false, false])
+        );
+        let dict_t = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+        let values: ArrayRef = Arc::new(StringArray::from(vec!["x", "y"]));
+        let keys: Vec<u8> = [1i32, 0, 1].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let a = key_array(&dict_t, 3, &keys, &valid, None, Some(values)).unwrap();
+        let plain = arrow::compute::cast(&a, &DataType::Utf8).unwrap();
+        assert_eq!(
+            plain.as_any().downcast_ref::<StringArray>().unwrap(),
+            &StringArray::from(vec![Some("y"), None, Some("y")])
+        );
+        let dec: Vec<u8> = [5i128, -12].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let a = key_array(&DataType::Decimal128(15, 2), 2, &dec, &[1, 1], None, None).unwrap();
+        assert_eq!(a.data_type(), &DataType::Decimal128(15, 2));
+        // sums: 128-bit words, null where nothing was seen
+        let big = -(1i128 << 90) + 3;
+        let words = [big as u64, (big >> 64) as u64, 9, 0];
+        let s = decimal_sums(&words, &[1, 0], 2).unwrap();
+        let s = s.as_any().downcast_ref::<Decimal128Array>().unwrap();
+        assert_eq!(s.value(0), big);
+        assert!(s.is_null(1));
+        assert_eq!(s.data_type(), &DataType::Decimal128(38, 2));
+        // MIN/MAX words back to the column's type, floats from their total-order integers
+        let m = minmax_array(&[-4, 9], &[1, 1], &DataType::Int32).unwrap();
+        assert_eq!(
+            m.as_any().downcast_ref::<Int32Array>().unwrap(),
+            &Int32Array::from(vec![-4, 9])
+        );
+        let order = |x: f64| {
+            let b = x.to_bits() as i64;
+            if b < 0 {
+                b ^ i64::MAX
+            } else {
+                b
+            }
+        };
+        let m = minmax_array(&[order(-0.0), order(2.5)], &[1, 0], &DataType::Float64).unwrap();
+        let m = m.as_any().downcast_ref::<Float64Array>().unwrap();
+        assert_eq!(m.value(0).to_bits(), (-0.0f64).to_bits());
+        assert!(m.is_null(1));
+    }
+
+    #[test]
+    fn what_the_device_computes_is_checked_first() {
+        let schema = Schema::new(vec![
+            arrow::datatypes::Field::new("k", DataType::Utf8View, true),
+            arrow::datatypes::Field::new("d", DataType::Decimal128(38, 2), true),
+            arrow::datatypes::Field::new("f", DataType::Float64, true),
+            arrow::datatypes::Field::new("u", DataType::UInt64, true),
+            arrow::datatypes::Field::new(
+                "l",
+                DataType::List(Arc::new(arrow::datatypes::Field::new("x", DataType::Int32, true))),
+                true,
+            ),
+        ]);
+        let ok = GroupBy {
+            keys: vec![0],
+            aggregates: vec![
+                Aggregate::CountRows,
+                Aggregate::Sum(Expr::Column(2)),
+                Aggregate::Min(2),
+            ],
+        };
+        assert_eq!(ok.check(&schema), Ok(()));
+        assert_eq!(ok.output_type(1, &schema), DataType::Float64);
+        for (keys, aggregates, why) in [
+            (vec![4], vec![], "key type"),
+            (vec![], vec![Aggregate::Sum(Expr::Column(1))], "28 digits"),
+            (vec![], vec![Aggregate::Max(3)], "UInt64"),
+            (vec![], vec![Aggregate::Sum(Expr::Column(9))], "not in a batch"),
+            (
+                vec![],
+                vec![Aggregate::SumFloat(Expr::Mul(
+                    Box::new(Expr::Column(1)),
+                    Box::new(Expr::Literal(2.0)),
+                ))],
+                "arithmetic",
+            ),
+        ] {
+            let g = GroupBy { keys, aggregates };
+            let e = g.check(&schema).unwrap_err();
+            assert!(e.contains(why), "{e}");
+        }
+    }
 }

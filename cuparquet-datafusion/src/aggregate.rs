@@ -1,0 +1,569 @@
+//! Partial aggregation on the GPU: a physical optimizer rule ([`DeviceAggregation`]) that
+//! replaces DataFusion's `AggregateExec(Partial)` directly over a cuparquet device scan — through
+//! projections of columns and double arithmetic — by a [`DeviceAggregateExec`], which aggregates
+//! each batch where it was decoded ([`cuparquet::compute`]) and hands DataFusion the partial
+//! states its own `Final` step merges. Only the groups cross PCIe.
+//!
+//! What is pushed: `GROUP BY` columns (integers, dates, timestamps, decimals, booleans, strings,
+//! dictionaries); `COUNT(*)`, `COUNT(x)`, `SUM`, `AVG`, `MIN`, `MAX` of columns and of double
+//! arithmetic (`+ - * /`, negation, casts to double) over numeric columns; no `DISTINCT`, no
+//! `FILTER`, no `ORDER BY` in the aggregate, no grouping sets. Anything else leaves the plan as
+//! DataFusion made it, as does a scan that decodes on the host or the option
+//! `device_aggregation` = false. `EXPLAIN` shows `DeviceAggregateExec` where the rule applied.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use cuparquet::compute::{Aggregate, Aggregator, Expr, GroupBy, Groups};
+use cuparquet::LoadedBatch;
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, SchemaRef};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{exec_err, DataFusionError, Result, ScalarValue};
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::Operator;
+use datafusion::physical_expr::expressions::{BinaryExpr, CastExpr, Column, Literal, NegativeExpr};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{
+    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
+};
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
+};
+use futures::StreamExt;
+
+use datafusion::datasource::physical_plan::FileSource;
+
+use crate::source::GpuParquetSource;
+
+/// The rule: `AggregateExec(Partial)` over a cuparquet device scan → [`DeviceAggregateExec`].
+#[derive(Debug, Default)]
+pub struct DeviceAggregation;
+
+/// Its name, as sessions list their rules.
+pub(crate) const RULE_NAME: &str = "cuparquet_device_aggregation";
+
+impl PhysicalOptimizerRule for DeviceAggregation {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        _config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        plan.transform_up(|p| {
+            Ok(match rewrite(&p)? {
+                Some(new) => Transformed::yes(new),
+                None => Transformed::no(p),
+            })
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        RULE_NAME
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
+/// How one output state column of the partial aggregation is made from the device's values.
+#[derive(Debug, Clone)]
+struct StateColumn {
+    /// The index of the device aggregate whose values it takes.
+    value: usize,
+    /// The state's type (DataFusion's accumulator's).
+    data_type: DataType,
+}
+
+/// `plan` rewritten, where it is a partial aggregation the device computes.
+fn rewrite(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+    let Some(agg) = plan.downcast_ref::<AggregateExec>() else {
+        return Ok(None);
+    };
+    if *agg.mode() != AggregateMode::Partial
+        || agg.group_expr().has_grouping_set()
+        || agg.filter_expr().iter().any(Option::is_some)
+    {
+        return Ok(None);
+    }
+    // down to the scan through projections
+    let Some((scan, source)) = find_scan(agg.input()) else {
+        return Ok(None);
+    };
+    if !source.options().device_aggregation || source.decodes_on_host_anywhere(scan) {
+        return Ok(None);
+    }
+    let Some(columns) = scan_columns(scan, source) else {
+        return Ok(None);
+    };
+    let input = agg.input();
+    let mut keys = Vec::new();
+    for (e, _) in agg.group_expr().expr() {
+        match translate(e, input, &columns)? {
+            Some(Expr::Column(c)) => keys.push(c),
+            _ => return Ok(None),
+        }
+    }
+    let mut aggregates = Vec::new();
+    let mut states = Vec::new();
+    for a in agg.aggr_expr() {
+        if a.is_distinct() || !a.order_bys().is_empty() {
+            return Ok(None);
+        }
+        let fields = a.state_fields()?;
+        let args = a.expressions();
+        let arg = |i: usize| -> Result<Option<Expr>> {
+            match args.get(i) {
+                Some(e) => translate(e, input, &columns),
+                None => Ok(None),
+            }
+        };
+        let name = a.fun().name().to_ascii_lowercase();
+        let mut push = |agg: Aggregate, state: usize| {
+            aggregates.push(agg);
+            states.push(StateColumn {
+                value: aggregates.len() - 1,
+                data_type: fields[state].data_type().clone(),
+            });
+        };
+        match (name.as_str(), fields.len(), args.len()) {
+            ("count", 1, 1) => {
+                if is_constant(&args[0]) {
+                    push(Aggregate::CountRows, 0);
+                } else {
+                    let Some(e) = arg(0)? else { return Ok(None) };
+                    push(Aggregate::Count(e), 0);
+                }
+            }
+            ("sum", 1, 1) => {
+                let Some(e) = arg(0)? else { return Ok(None) };
+                let float = matches!(fields[0].data_type(), DataType::Float64);
+                push(
+                    if float {
+                        Aggregate::SumFloat(e)
+                    } else {
+                        Aggregate::Sum(e)
+                    },
+                    0,
+                );
+            }
+            ("avg", 2, 1) => {
+                // DataFusion's state: [count, sum]
+                let Some(e) = arg(0)? else { return Ok(None) };
+                let float = matches!(fields[1].data_type(), DataType::Float64);
+                push(Aggregate::Count(e.clone()), 0);
+                push(
+                    if float {
+                        Aggregate::SumFloat(e)
+                    } else {
+                        Aggregate::Sum(e)
+                    },
+                    1,
+                );
+            }
+            ("min" | "max", 1, 1) => {
+                let Some(Expr::Column(c)) = arg(0)? else {
+                    return Ok(None);
+                };
+                push(
+                    if name == "min" {
+                        Aggregate::Min(c)
+                    } else {
+                        Aggregate::Max(c)
+                    },
+                    0,
+                );
+            }
+            _ => return Ok(None),
+        }
+    }
+    let spec = GroupBy { keys, aggregates };
+    let batch_schema = Arc::new(
+        source
+            .table_schema()
+            .file_schema()
+            .project(source.file_columns())?,
+    );
+    if spec.check(&batch_schema).is_err() {
+        return Ok(None);
+    }
+    // a state the device's values do not convert to: DataFusion's aggregation
+    for s in &states {
+        let from = spec.output_type(s.value, &batch_schema);
+        if !converts(&from, &s.data_type) {
+            return Ok(None);
+        }
+    }
+    Ok(Some(Arc::new(DeviceAggregateExec::new(
+        Arc::clone(plan),
+        Arc::clone(scan),
+        spec,
+        batch_schema,
+        states,
+    ))))
+}
+
+/// The cuparquet scan under `plan`, through projections.
+fn find_scan(
+    plan: &Arc<dyn ExecutionPlan>,
+) -> Option<(&Arc<dyn ExecutionPlan>, &GpuParquetSource)> {
+    if let Some(p) = plan.downcast_ref::<ProjectionExec>() {
+        return find_scan(p.input());
+    }
+    let exec = plan.downcast_ref::<DataSourceExec>()?;
+    let (_, source) = exec.downcast_to_file_source::<GpuParquetSource>()?;
+    Some((plan, source))
+}
+
+/// For each output column of the scan, its column in the device batches (the file columns
+/// read, in the file schema's order), where it is one (not a partition column or expression).
+fn scan_columns(
+    scan: &Arc<dyn ExecutionPlan>,
+    source: &GpuParquetSource,
+) -> Option<Vec<Option<usize>>> {
+    let projection = source.projection()?;
+    let files = source.file_columns();
+    let width = source.table_schema().file_schema().fields().len();
+    let out: Vec<Option<usize>> = projection
+        .iter()
+        .map(|p| {
+            let c = p.expr.downcast_ref::<Column>()?;
+            (c.index() < width)
+                .then(|| files.iter().position(|&f| f == c.index()))
+                .flatten()
+        })
+        .collect();
+    (out.len() == scan.schema().fields().len()).then_some(out)
+}
+
+/// Whether `e` is a non-null literal (`COUNT(1)`, DataFusion's `COUNT(*)`).
+fn is_constant(e: &Arc<dyn PhysicalExpr>) -> bool {
+    e.downcast_ref::<Literal>()
+        .is_some_and(|l| !l.value().is_null())
+}
+
+/// `e` (over `plan`'s output) as a device expression over the scan's device batches, where it
+/// is one: a column of the scan, or double arithmetic over such columns.
+fn translate(
+    e: &Arc<dyn PhysicalExpr>,
+    plan: &Arc<dyn ExecutionPlan>,
+    columns: &[Option<usize>],
+) -> Result<Option<Expr>> {
+    let schema = plan.schema();
+    if let Some(c) = e.downcast_ref::<Column>() {
+        if let Some(p) = plan.downcast_ref::<ProjectionExec>() {
+            let Some(inner) = p.expr().get(c.index()) else {
+                return Ok(None);
+            };
+            return translate(&inner.expr, p.input(), columns);
+        }
+        return Ok(columns.get(c.index()).copied().flatten().map(Expr::Column));
+    }
+    // arithmetic: only in doubles, as the device computes it
+    if e.data_type(&schema)? != DataType::Float64 {
+        return Ok(None);
+    }
+    if let Some(l) = e.downcast_ref::<Literal>() {
+        return Ok(match l.value() {
+            ScalarValue::Float64(Some(v)) => Some(Expr::Literal(*v)),
+            _ => None,
+        });
+    }
+    if let Some(c) = e.downcast_ref::<CastExpr>() {
+        // integers and floats to double: exact or rounded as the device converts them
+        let from = c.expr().data_type(&schema)?;
+        if from.is_integer() || matches!(from, DataType::Float32 | DataType::Float64) {
+            return translate(c.expr(), plan, columns);
+        }
+        return Ok(None);
+    }
+    if let Some(n) = e.downcast_ref::<NegativeExpr>() {
+        return Ok(translate(n.arg(), plan, columns)?.map(|a| Expr::Neg(Box::new(a))));
+    }
+    if let Some(b) = e.downcast_ref::<BinaryExpr>() {
+        let (Some(l), Some(r)) = (
+            translate(b.left(), plan, columns)?,
+            translate(b.right(), plan, columns)?,
+        ) else {
+            return Ok(None);
+        };
+        let (l, r) = (Box::new(l), Box::new(r));
+        return Ok(match b.op() {
+            Operator::Plus => Some(Expr::Add(l, r)),
+            Operator::Minus => Some(Expr::Sub(l, r)),
+            Operator::Multiply => Some(Expr::Mul(l, r)),
+            Operator::Divide => Some(Expr::Div(l, r)),
+            _ => None,
+        });
+    }
+    Ok(None)
+}
+
+/// Whether the device's values of type `from` convert to DataFusion's state type `to`.
+fn converts(from: &DataType, to: &DataType) -> bool {
+    match (from, to) {
+        (a, b) if a == b => true,
+        (DataType::Decimal128(38, 0), DataType::Int64 | DataType::UInt64) => true,
+        (DataType::Decimal128(38, s), DataType::Decimal128(_, t)) => s == t,
+        (DataType::Int64, DataType::UInt64) => true,
+        _ => false,
+    }
+}
+
+/// `a` (the device's values) as DataFusion's state of type `to` ([`converts`]): integer sums
+/// wrap to 64 bits as DataFusion's do, decimal sums take the state's precision.
+fn convert(a: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
+    if a.data_type() == to {
+        return Ok(Arc::clone(a));
+    }
+    match (a.data_type(), to) {
+        (DataType::Decimal128(..), DataType::Int64) => {
+            let d = a.as_primitive::<Decimal128Type>();
+            Ok(Arc::new(
+                d.unary::<_, datafusion::arrow::datatypes::Int64Type>(|v| v as i64),
+            ))
+        }
+        (DataType::Decimal128(..), DataType::UInt64) => {
+            let d = a.as_primitive::<Decimal128Type>();
+            Ok(Arc::new(
+                d.unary::<_, datafusion::arrow::datatypes::UInt64Type>(|v| v as u64),
+            ))
+        }
+        (DataType::Decimal128(..), DataType::Decimal128(p, s)) => Ok(Arc::new(
+            a.as_primitive::<Decimal128Type>()
+                .clone()
+                .with_precision_and_scale(*p, *s)?,
+        )),
+        _ => Ok(cast(a, to)?),
+    }
+}
+
+/// The partial aggregation of a cuparquet device scan, on the GPU.
+#[derive(Debug)]
+pub struct DeviceAggregateExec {
+    /// The `AggregateExec(Partial)` it replaces (its schema, and `EXPLAIN`'s words).
+    replaced: Arc<dyn ExecutionPlan>,
+    scan: Arc<dyn ExecutionPlan>,
+    spec: GroupBy,
+    batch_schema: SchemaRef,
+    states: Vec<StateColumn>,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl DeviceAggregateExec {
+    fn new(
+        replaced: Arc<dyn ExecutionPlan>,
+        scan: Arc<dyn ExecutionPlan>,
+        spec: GroupBy,
+        batch_schema: SchemaRef,
+        states: Vec<StateColumn>,
+    ) -> Self {
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(replaced.schema()),
+            scan.output_partitioning().clone(),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        ));
+        DeviceAggregateExec {
+            replaced,
+            scan,
+            spec,
+            batch_schema,
+            states,
+            properties,
+            metrics: ExecutionPlanMetricsSet::new(),
+        }
+    }
+
+    /// What the device computes.
+    pub fn spec(&self) -> &GroupBy {
+        &self.spec
+    }
+
+    /// The groups of one batch as DataFusion's partial-state batch.
+    fn to_batch(&self, groups: Groups) -> Result<RecordBatch> {
+        let schema = self.schema();
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+        for (k, field) in groups.keys.iter().zip(schema.fields()) {
+            columns.push(if k.data_type() == field.data_type() {
+                Arc::clone(k)
+            } else {
+                cast(k, field.data_type())?
+            });
+        }
+        for s in &self.states {
+            columns.push(convert(&groups.values[s.value], &s.data_type)?);
+        }
+        Ok(RecordBatch::try_new(schema, columns)?)
+    }
+}
+
+impl DisplayAs for DeviceAggregateExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let agg = self.replaced.downcast_ref::<AggregateExec>();
+        let gby: Vec<String> = agg
+            .map(|a| {
+                a.group_expr()
+                    .expr()
+                    .iter()
+                    .map(|(_, n)| n.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let aggr: Vec<String> = agg
+            .map(|a| a.aggr_expr().iter().map(|e| e.name().to_string()).collect())
+            .unwrap_or_default();
+        write!(
+            f,
+            "DeviceAggregateExec: mode=Partial, gby=[{}], aggr=[{}] (on the GPU, over its scan's \
+             device batches)",
+            gby.join(", "),
+            aggr.join(", ")
+        )
+    }
+}
+
+/// Partition metrics of the device aggregation.
+struct AggMetrics {
+    batches: Count,
+    groups: Count,
+    rows_in: Count,
+    time: Time,
+}
+
+impl ExecutionPlan for DeviceAggregateExec {
+    fn name(&self) -> &str {
+        "DeviceAggregateExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    /// The scan, for `EXPLAIN` and its metrics: this node reads it through
+    /// [`device_batches`](crate::device_batches), never through its `execute`.
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.scan]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        mut children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if children.len() != 1 || find_scan(&children[0]).is_none() {
+            return exec_err!("DeviceAggregateExec takes one cuparquet scan");
+        }
+        Ok(Arc::new(DeviceAggregateExec::new(
+            Arc::clone(&self.replaced),
+            children.swap_remove(0),
+            self.spec.clone(),
+            Arc::clone(&self.batch_schema),
+            self.states.clone(),
+        )))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let ordinal = device_ordinal(&self.scan, partition)?;
+        let aggregator = Aggregator::new(self.spec.clone(), Arc::clone(&self.batch_schema))
+            .map_err(DataFusionError::Execution)?;
+        let aggregator = Arc::new(Mutex::new(aggregator));
+        let m = |name: &'static str| MetricBuilder::new(&self.metrics).counter(name, partition);
+        let metrics = Arc::new(AggMetrics {
+            batches: m("cuparquet_aggregated_batches"),
+            groups: m("cuparquet_groups_to_host"),
+            rows_in: m("cuparquet_rows_aggregated"),
+            time: MetricBuilder::new(&self.metrics)
+                .subset_time("cuparquet_aggregate_time", partition),
+        });
+        let this = Arc::new(Partial {
+            exec: DeviceAggregateExec {
+                replaced: Arc::clone(&self.replaced),
+                scan: Arc::clone(&self.scan),
+                spec: self.spec.clone(),
+                batch_schema: Arc::clone(&self.batch_schema),
+                states: self.states.clone(),
+                properties: Arc::clone(&self.properties),
+                metrics: self.metrics.clone(),
+            },
+        });
+        let batches = crate::device::device_batches(&self.scan, partition)?;
+        let stream = batches.then(move |b| {
+            let (aggregator, this, metrics) = (
+                Arc::clone(&aggregator),
+                Arc::clone(&this),
+                Arc::clone(&metrics),
+            );
+            async move {
+                let b: LoadedBatch = b?;
+                tokio::task::spawn_blocking(move || {
+                    let t = metrics.time.timer();
+                    let mut a = aggregator
+                        .lock()
+                        .map_err(|_| DataFusionError::Execution("a poisoned aggregator".into()))?;
+                    let groups = match b.as_host() {
+                        Some(h) => a.aggregate_host(h, ordinal),
+                        None => a.aggregate(&b),
+                    }
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
+                    t.done();
+                    metrics.batches.add(1);
+                    metrics.rows_in.add(b.num_rows());
+                    metrics.groups.add(groups.len());
+                    this.exec.to_batch(groups)
+                })
+                .await
+                .map_err(|e| DataFusionError::Execution(format!("device aggregation: {e}")))?
+            }
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.schema(),
+            stream,
+        )))
+    }
+}
+
+/// Shared by the stream's tasks.
+struct Partial {
+    exec: DeviceAggregateExec,
+}
+
+/// The CUDA device partition `partition` of `scan` decodes on.
+fn device_ordinal(scan: &Arc<dyn ExecutionPlan>, partition: usize) -> Result<usize> {
+    let Some((_, source)) = find_scan(scan) else {
+        return exec_err!("DeviceAggregateExec over a plan that is not a cuparquet scan");
+    };
+    match source.options().device_of_partition(partition).location() {
+        Ok(cuparquet::Location::Cuda(n)) => Ok(n),
+        Ok(cuparquet::Location::Host) => {
+            exec_err!(
+                "partition {partition} of the scan decodes on the host: no device to aggregate on"
+            )
+        }
+        Err(e) => Err(DataFusionError::External(Box::new(e))),
+    }
+}
