@@ -14,7 +14,7 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use cuparquet::compute::{Aggregate, Aggregator, Expr, GroupBy, Groups};
+use cuparquet::compute::{Aggregate, Aggregator, Expr, GroupBy, Groups, IntExpr};
 use cuparquet::LoadedBatch;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
@@ -34,9 +34,11 @@ use datafusion::physical_plan::metrics::{
     Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
 };
 use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning,
+    PlanProperties,
 };
 use futures::StreamExt;
 
@@ -86,6 +88,23 @@ struct StateColumn {
 
 /// `plan` rewritten, where it is a partial aggregation the device computes.
 fn rewrite(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+    if let Some((_, source)) = plan
+        .downcast_ref::<AggregateExec>()
+        .and_then(|a| find_scan(a.input()))
+    {
+        if !source.options().device_aggregation {
+            return Ok(None);
+        }
+    }
+    device_plan(plan, true)
+}
+
+/// [`rewrite`]'s work; `placed`: only over a scan whose partitions all decode on a device
+/// (false: whatever the device, to test the translation where there is none).
+fn device_plan(
+    plan: &Arc<dyn ExecutionPlan>,
+    placed: bool,
+) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     let Some(agg) = plan.downcast_ref::<AggregateExec>() else {
         return Ok(None);
     };
@@ -99,16 +118,13 @@ fn rewrite(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan
     let Some((scan, source)) = find_scan(agg.input()) else {
         return Ok(None);
     };
-    if !source.options().device_aggregation || source.decodes_on_host_anywhere(scan) {
+    if placed && source.decodes_on_host_anywhere(scan) {
         return Ok(None);
     }
-    let Some(columns) = scan_columns(scan, source) else {
-        return Ok(None);
-    };
-    let input = agg.input();
+    let input = &Level::Plan(agg.input());
     let mut keys = Vec::new();
     for (e, _) in agg.group_expr().expr() {
-        match translate(e, input, &columns)? {
+        match translate(e, input)? {
             Some(Expr::Column(c)) => keys.push(c),
             _ => return Ok(None),
         }
@@ -123,7 +139,7 @@ fn rewrite(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan
         let args = a.expressions();
         let arg = |i: usize| -> Result<Option<Expr>> {
             match args.get(i) {
-                Some(e) => translate(e, input, &columns),
+                Some(e) => translate(e, input),
                 None => Ok(None),
             }
         };
@@ -144,31 +160,38 @@ fn rewrite(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan
                     push(Aggregate::Count(e), 0);
                 }
             }
-            ("sum", 1, 1) => {
-                let Some(e) = arg(0)? else { return Ok(None) };
-                let float = matches!(fields[0].data_type(), DataType::Float64);
-                push(
-                    if float {
-                        Aggregate::SumFloat(e)
-                    } else {
-                        Aggregate::Sum(e)
-                    },
-                    0,
-                );
-            }
+            ("sum", 1, 1) => match fields[0].data_type() {
+                DataType::Float64 => {
+                    let Some(e) = arg(0)? else { return Ok(None) };
+                    push(Aggregate::SumFloat(e), 0);
+                }
+                t => {
+                    let scale = match t {
+                        DataType::Decimal128(_, s) => *s,
+                        t if t.is_integer() => 0,
+                        _ => return Ok(None),
+                    };
+                    match translate_int(&args[0], input)? {
+                        Some((e, s)) if s == scale => push(Aggregate::SumExact(e, s), 0),
+                        _ => return Ok(None),
+                    }
+                }
+            },
             ("avg", 2, 1) => {
                 // DataFusion's state: [count, sum]
                 let Some(e) = arg(0)? else { return Ok(None) };
-                let float = matches!(fields[1].data_type(), DataType::Float64);
-                push(Aggregate::Count(e.clone()), 0);
-                push(
-                    if float {
-                        Aggregate::SumFloat(e)
-                    } else {
-                        Aggregate::Sum(e)
-                    },
-                    1,
-                );
+                match fields[1].data_type() {
+                    DataType::Float64 => {
+                        push(Aggregate::Count(e.clone()), 0);
+                        push(Aggregate::SumFloat(e), 1);
+                    }
+                    DataType::Decimal128(_, scale) => {
+                        let Expr::Column(c) = e else { return Ok(None) };
+                        push(Aggregate::Count(e), 0);
+                        push(Aggregate::SumExact(IntExpr::Column(c), *scale), 1);
+                    }
+                    _ => return Ok(None),
+                }
             }
             ("min" | "max", 1, 1) => {
                 let Some(Expr::Column(c)) = arg(0)? else {
@@ -212,37 +235,76 @@ fn rewrite(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan
     ))))
 }
 
-/// The cuparquet scan under `plan`, through projections.
+/// The input of `plan` where it passes its input's rows and columns on as they are: a round
+/// robin repartition (the device aggregation reads the scan's own partitions instead).
+fn passes_through(plan: &Arc<dyn ExecutionPlan>) -> Option<&Arc<dyn ExecutionPlan>> {
+    let r = plan.downcast_ref::<RepartitionExec>()?;
+    matches!(r.partitioning(), Partitioning::RoundRobinBatch(_)).then(|| r.input())
+}
+
+/// The cuparquet scan under `plan`, through projections (and round robin repartitions).
 fn find_scan(
     plan: &Arc<dyn ExecutionPlan>,
 ) -> Option<(&Arc<dyn ExecutionPlan>, &GpuParquetSource)> {
     if let Some(p) = plan.downcast_ref::<ProjectionExec>() {
         return find_scan(p.input());
     }
+    if let Some(input) = passes_through(plan) {
+        return find_scan(input);
+    }
     let exec = plan.downcast_ref::<DataSourceExec>()?;
     let (_, source) = exec.downcast_to_file_source::<GpuParquetSource>()?;
     Some((plan, source))
 }
 
-/// For each output column of the scan, its column in the device batches (the file columns
-/// read, in the file schema's order), where it is one (not a partition column or expression).
-fn scan_columns(
-    scan: &Arc<dyn ExecutionPlan>,
-    source: &GpuParquetSource,
-) -> Option<Vec<Option<usize>>> {
-    let projection = source.projection()?;
-    let files = source.file_columns();
-    let width = source.table_schema().file_schema().fields().len();
-    let out: Vec<Option<usize>> = projection
-        .iter()
-        .map(|p| {
-            let c = p.expr.downcast_ref::<Column>()?;
-            (c.index() < width)
-                .then(|| files.iter().position(|&f| f == c.index()))
-                .flatten()
-        })
-        .collect();
-    (out.len() == scan.schema().fields().len()).then_some(out)
+/// Where an expression's columns come from: a plan's output, or the scan's table (whose file
+/// columns are the device batches' columns).
+#[derive(Clone, Copy)]
+enum Level<'a> {
+    Plan(&'a Arc<dyn ExecutionPlan>),
+    Table(&'a GpuParquetSource),
+}
+
+/// A column resolved one level down.
+enum Source<'a> {
+    /// An expression over the level below.
+    Expr(Arc<dyn PhysicalExpr>, Level<'a>),
+    /// A column of the device batches.
+    Device(usize),
+}
+
+impl<'a> Level<'a> {
+    fn schema(&self) -> SchemaRef {
+        match self {
+            Level::Plan(p) => p.schema(),
+            Level::Table(s) => Arc::clone(s.table_schema().table_schema()),
+        }
+    }
+
+    /// What column `i` of this level is.
+    fn column(&self, i: usize) -> Option<Source<'a>> {
+        match *self {
+            Level::Table(s) => {
+                let width = s.table_schema().file_schema().fields().len();
+                (i < width)
+                    .then(|| s.file_columns().iter().position(|&f| f == i))
+                    .flatten()
+                    .map(Source::Device)
+            }
+            Level::Plan(p) => {
+                if let Some(pr) = p.downcast_ref::<ProjectionExec>() {
+                    let e = pr.expr().get(i)?;
+                    return Some(Source::Expr(Arc::clone(&e.expr), Level::Plan(pr.input())));
+                }
+                if let Some(input) = passes_through(p) {
+                    return Level::Plan(input).column(i);
+                }
+                let (_, source) = find_scan(p)?;
+                let e = source.projection()?.iter().nth(i)?;
+                Some(Source::Expr(Arc::clone(&e.expr), Level::Table(source)))
+            }
+        }
+    }
 }
 
 /// Whether `e` is a non-null literal (`COUNT(1)`, DataFusion's `COUNT(*)`).
@@ -253,20 +315,14 @@ fn is_constant(e: &Arc<dyn PhysicalExpr>) -> bool {
 
 /// `e` (over `plan`'s output) as a device expression over the scan's device batches, where it
 /// is one: a column of the scan, or double arithmetic over such columns.
-fn translate(
-    e: &Arc<dyn PhysicalExpr>,
-    plan: &Arc<dyn ExecutionPlan>,
-    columns: &[Option<usize>],
-) -> Result<Option<Expr>> {
-    let schema = plan.schema();
+fn translate(e: &Arc<dyn PhysicalExpr>, at: &Level<'_>) -> Result<Option<Expr>> {
+    let schema = at.schema();
     if let Some(c) = e.downcast_ref::<Column>() {
-        if let Some(p) = plan.downcast_ref::<ProjectionExec>() {
-            let Some(inner) = p.expr().get(c.index()) else {
-                return Ok(None);
-            };
-            return translate(&inner.expr, p.input(), columns);
-        }
-        return Ok(columns.get(c.index()).copied().flatten().map(Expr::Column));
+        return match at.column(c.index()) {
+            Some(Source::Device(d)) => Ok(Some(Expr::Column(d))),
+            Some(Source::Expr(inner, below)) => translate(&inner, &below),
+            None => Ok(None),
+        };
     }
     // arithmetic: only in doubles, as the device computes it
     if e.data_type(&schema)? != DataType::Float64 {
@@ -282,18 +338,15 @@ fn translate(
         // integers and floats to double: exact or rounded as the device converts them
         let from = c.expr().data_type(&schema)?;
         if from.is_integer() || matches!(from, DataType::Float32 | DataType::Float64) {
-            return translate(c.expr(), plan, columns);
+            return translate(c.expr(), at);
         }
         return Ok(None);
     }
     if let Some(n) = e.downcast_ref::<NegativeExpr>() {
-        return Ok(translate(n.arg(), plan, columns)?.map(|a| Expr::Neg(Box::new(a))));
+        return Ok(translate(n.arg(), at)?.map(|a| Expr::Neg(Box::new(a))));
     }
     if let Some(b) = e.downcast_ref::<BinaryExpr>() {
-        let (Some(l), Some(r)) = (
-            translate(b.left(), plan, columns)?,
-            translate(b.right(), plan, columns)?,
-        ) else {
+        let (Some(l), Some(r)) = (translate(b.left(), at)?, translate(b.right(), at)?) else {
             return Ok(None);
         };
         let (l, r) = (Box::new(l), Box::new(r));
@@ -304,6 +357,88 @@ fn translate(
             Operator::Divide => Some(Expr::Div(l, r)),
             _ => None,
         });
+    }
+    Ok(None)
+}
+
+/// `e` as exact integer arithmetic over the scan's integer and decimal columns, with its scale
+/// (decimals as unscaled integers), where its every step is DataFusion's own: sums and
+/// differences at the larger scale, products at the sum of the scales, casts that widen.
+fn translate_int(e: &Arc<dyn PhysicalExpr>, at: &Level<'_>) -> Result<Option<(IntExpr, i8)>> {
+    let schema = at.schema();
+    let scale_of = |t: &DataType| match t {
+        DataType::Decimal128(_, s) if *s >= 0 => Some(*s),
+        t if t.is_integer() => Some(0),
+        _ => None,
+    };
+    let Some(scale) = scale_of(&e.data_type(&schema)?) else {
+        return Ok(None);
+    };
+    if let Some(c) = e.downcast_ref::<Column>() {
+        return match at.column(c.index()) {
+            Some(Source::Device(d)) => Ok(Some((IntExpr::Column(d), scale))),
+            Some(Source::Expr(inner, below)) => translate_int(&inner, &below),
+            None => Ok(None),
+        };
+    }
+    if let Some(l) = e.downcast_ref::<Literal>() {
+        let v = match l.value() {
+            ScalarValue::Int8(Some(v)) => Some(i128::from(*v)),
+            ScalarValue::Int16(Some(v)) => Some(i128::from(*v)),
+            ScalarValue::Int32(Some(v)) => Some(i128::from(*v)),
+            ScalarValue::Int64(Some(v)) => Some(i128::from(*v)),
+            ScalarValue::Decimal128(Some(v), _, _) => Some(*v),
+            _ => None,
+        };
+        return Ok(v
+            .and_then(|v| i64::try_from(v).ok())
+            .map(|v| (IntExpr::Literal(v), scale)));
+    }
+    // `a` brought from scale `from` to `to` (never down)
+    let rescale = |a: IntExpr, from: i8, to: i8| -> Option<IntExpr> {
+        match to.checked_sub(from)? {
+            0 => Some(a),
+            n @ 1..=18 => Some(IntExpr::Scale(Box::new(a), n as u32)),
+            _ => None,
+        }
+    };
+    if let Some(c) = e.downcast_ref::<CastExpr>() {
+        let Some((a, s)) = translate_int(c.expr(), at)? else {
+            return Ok(None);
+        };
+        return Ok(rescale(a, s, scale).map(|a| (a, scale)));
+    }
+    if let Some(n) = e.downcast_ref::<NegativeExpr>() {
+        return Ok(translate_int(n.arg(), at)?
+            .filter(|(_, s)| *s == scale)
+            .map(|(a, s)| (IntExpr::Neg(Box::new(a)), s)));
+    }
+    if let Some(b) = e.downcast_ref::<BinaryExpr>() {
+        let (Some((l, ls)), Some((r, rs))) =
+            (translate_int(b.left(), at)?, translate_int(b.right(), at)?)
+        else {
+            return Ok(None);
+        };
+        let out = match b.op() {
+            Operator::Plus | Operator::Minus => {
+                let at = ls.max(rs);
+                if at != scale {
+                    return Ok(None);
+                }
+                let (Some(l), Some(r)) = (rescale(l, ls, at), rescale(r, rs, at)) else {
+                    return Ok(None);
+                };
+                let (l, r) = (Box::new(l), Box::new(r));
+                if *b.op() == Operator::Plus {
+                    IntExpr::Add(l, r)
+                } else {
+                    IntExpr::Sub(l, r)
+                }
+            }
+            Operator::Multiply if ls + rs == scale => IntExpr::Mul(Box::new(l), Box::new(r)),
+            _ => return Ok(None),
+        };
+        return Ok(Some((out, scale)));
     }
     Ok(None)
 }
@@ -565,5 +700,92 @@ fn device_ordinal(scan: &Arc<dyn ExecutionPlan>, partition: usize) -> Result<usi
             )
         }
         Err(e) => Err(DataFusionError::External(Box::new(e))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::prelude::{SessionConfig, SessionContext};
+
+    /// The partial aggregation of `sql` as the device would compute it (the placement aside).
+    async fn device_spec(ctx: &SessionContext, sql: &str) -> Option<GroupBy> {
+        let plan = ctx
+            .sql(sql)
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        let mut found = None;
+        plan.apply(|p| {
+            if let Some(new) = device_plan(p, false)? {
+                let exec = new.downcast_ref::<DeviceAggregateExec>().cloned_spec();
+                found = Some(exec);
+                return Ok(TreeNodeRecursion::Stop);
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })
+        .unwrap();
+        found
+    }
+
+    trait ClonedSpec {
+        fn cloned_spec(self) -> GroupBy;
+    }
+
+    impl ClonedSpec for Option<&DeviceAggregateExec> {
+        fn cloned_spec(self) -> GroupBy {
+            self.map(|e| e.spec().clone()).unwrap()
+        }
+    }
+
+    /// TPC-H Q1 over decimal columns translates whole: exact sums of columns and of the
+    /// products, AVG as a count and an exact sum, COUNT(*); a division and an expression as a
+    /// key do not. (`COUNT(DISTINCT x)` is DataFusion's GROUP BY x below its own aggregation:
+    /// that GROUP BY translates.)
+    #[tokio::test]
+    async fn q1_translates_to_exact_device_arithmetic() {
+        let dir = tempfile::tempdir().unwrap();
+        let props = datafusion::parquet::file::properties::WriterProperties::builder().build();
+        let t = crate::tpch::write_tables(dir.path(), 200, 1, &props).unwrap();
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
+        t.register(&ctx, Some(&crate::GpuScanOptions::default()))
+            .await
+            .unwrap();
+        // Q1 without its filter, which DataFusion's FilterExec applies where the scan decodes
+        // on the host (a device scan applies it to the rows)
+        let q1 = crate::tpch::Q1.replace(
+            "WHERE l_shipdate <= date '1998-12-01' - interval '90' day",
+            "",
+        );
+        let spec = device_spec(&ctx, &q1).await.expect("Q1 translates");
+        assert_eq!(spec.keys.len(), 2);
+        let sums = spec
+            .aggregates
+            .iter()
+            .filter(|a| matches!(a, Aggregate::SumExact(..)))
+            .count();
+        assert_eq!(sums, 7, "{:?}", spec.aggregates);
+        assert!(spec.aggregates.contains(&Aggregate::CountRows));
+        // sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)): products at scale 6
+        assert!(
+            spec.aggregates
+                .iter()
+                .any(|a| matches!(a, Aggregate::SumExact(IntExpr::Mul(..), 6))),
+            "{:?}",
+            spec.aggregates
+        );
+        let distinct = "SELECT l_returnflag, count(DISTINCT l_shipmode) FROM lineitem GROUP BY 1";
+        let spec = device_spec(&ctx, distinct)
+            .await
+            .expect("the GROUP BY below DISTINCT");
+        assert_eq!((spec.keys.len(), spec.aggregates.len()), (2, 0));
+        for sql in [
+            "SELECT l_returnflag, sum(l_extendedprice / (1 + l_tax)) FROM lineitem GROUP BY 1",
+            "SELECT upper(l_returnflag), count(*) FROM lineitem GROUP BY 1",
+        ] {
+            assert!(device_spec(&ctx, sql).await.is_none(), "{sql}");
+        }
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use arrow::array::ArrayRef;
 use arrow::datatypes::{DataType, SchemaRef};
 
-use super::{Aggregate, Expr, GroupBy, Groups};
+use super::{Aggregate, Expr, GroupBy, Groups, IntExpr};
 use arrow::record_batch::RecordBatch;
 
 use crate::array::{DeviceArray, DeviceRecordBatch, LoadedBatch};
@@ -25,6 +25,9 @@ pub(super) const EXPR_STACK: usize = 8;
 
 /// `agg_rows`' flag: a row found no free slot (`AGG_FULL`).
 const AGG_FULL: u32 = 1;
+
+/// `agg_rows`' flag: exact arithmetic passed 128 bits (`AGG_OVERFLOW`).
+const AGG_OVERFLOW: u32 = 2;
 
 /// Slots of the first batch's table, at most (grown when a batch fills it).
 const FIRST_CAPACITY: usize = 1 << 12;
@@ -146,6 +149,13 @@ const OP_SUB: i32 = 3;
 const OP_MUL: i32 = 4;
 const OP_DIV: i32 = 5;
 const OP_NEG: i32 = 6;
+const IOP_COL: i32 = 16;
+const IOP_LIT: i32 = 17;
+const IOP_SCALE: i32 = 18;
+const IOP_ADD: i32 = 19;
+const IOP_SUB: i32 = 20;
+const IOP_MUL: i32 = 21;
+const IOP_NEG: i32 = 22;
 
 /// An error of the device aggregation on `cuda:{ordinal}`.
 pub(super) fn device_error(ordinal: usize, reason: String) -> Error {
@@ -323,6 +333,12 @@ impl Aggregator {
                 }
             }
             let f = i32s_from_device(&flags, 1)?[0] as u32;
+            if f & AGG_OVERFLOW != 0 {
+                return Err(device_error(
+                    ordinal,
+                    format!("{what}: decimal or integer arithmetic overflowed 128 bits"),
+                ));
+            }
             if f & AGG_FULL != 0 && cap < most {
                 self.capacity = cap * 2;
                 continue;
@@ -644,6 +660,7 @@ impl Jobs {
                 Aggregate::Count(e) => (AGG_COUNT, Some(e)),
                 Aggregate::Sum(e @ Expr::Column(c)) if !is_float_col(*c) => (AGG_SUM_INT, Some(e)),
                 Aggregate::Sum(e) | Aggregate::SumFloat(e) => (AGG_SUM_FLOAT, Some(e)),
+                Aggregate::SumExact(..) => (AGG_SUM_INT, None),
                 Aggregate::Min(c) if is_float_col(*c) => (AGG_MIN_FLOAT, None),
                 Aggregate::Max(c) if is_float_col(*c) => (AGG_MAX_FLOAT, None),
                 Aggregate::Min(_) => (AGG_MIN_INT, None),
@@ -651,6 +668,12 @@ impl Jobs {
             };
             let (input, start, len) = match (a, arg) {
                 (Aggregate::Min(c) | Aggregate::Max(c), _) => (input_of(*c), 0, 0),
+                (Aggregate::SumExact(IntExpr::Column(c), _), _) => (input_of(*c), 0, 0),
+                (Aggregate::SumExact(e, _), _) => {
+                    let start = program.len();
+                    compile_int(e, &mut program, &mut input_of);
+                    (-1, start as i32, (program.len() - start) as i32)
+                }
                 (_, Some(Expr::Column(c))) => (input_of(*c), 0, 0),
                 (_, Some(e)) => {
                     let start = program.len();
@@ -691,6 +714,39 @@ impl Jobs {
                 expr_len,
             })
             .collect()
+    }
+}
+
+/// Integer expression `e` in postfix onto `program`.
+fn compile_int(e: &IntExpr, program: &mut Vec<ExprOp>, input_of: &mut impl FnMut(usize) -> i32) {
+    let op = |op: i32, lit: u64| ExprOp { op, arg: 0, lit };
+    match e {
+        IntExpr::Column(c) => program.push(ExprOp {
+            op: IOP_COL,
+            arg: input_of(*c),
+            lit: 0,
+        }),
+        IntExpr::Literal(v) => program.push(op(IOP_LIT, *v as u64)),
+        IntExpr::Scale(a, n) => {
+            compile_int(a, program, input_of);
+            program.push(op(IOP_SCALE, 10u64.pow(*n)));
+        }
+        IntExpr::Neg(a) => {
+            compile_int(a, program, input_of);
+            program.push(op(IOP_NEG, 0));
+        }
+        IntExpr::Add(a, b) | IntExpr::Sub(a, b) | IntExpr::Mul(a, b) => {
+            compile_int(a, program, input_of);
+            compile_int(b, program, input_of);
+            program.push(op(
+                match e {
+                    IntExpr::Add(..) => IOP_ADD,
+                    IntExpr::Sub(..) => IOP_SUB,
+                    _ => IOP_MUL,
+                },
+                0,
+            ));
+        }
     }
 }
 

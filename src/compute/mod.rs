@@ -61,6 +61,27 @@ pub enum Expr {
     Neg(Box<Expr>),
 }
 
+/// Exact integer arithmetic over integer and decimal columns, in 128 bits (decimals as their
+/// unscaled values: the caller aligns scales with [`IntExpr::Scale`]); a result past 128 bits
+/// is an error, as DataFusion's checked decimal arithmetic is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IntExpr {
+    /// The batch's column of this index (an integer or `Decimal128` column).
+    Column(usize),
+    /// A constant.
+    Literal(i64),
+    /// `a * 10^n` (n at most 18): a decimal brought to a larger scale.
+    Scale(Box<IntExpr>, u32),
+    /// `a + b`.
+    Add(Box<IntExpr>, Box<IntExpr>),
+    /// `a - b`.
+    Sub(Box<IntExpr>, Box<IntExpr>),
+    /// `a * b`.
+    Mul(Box<IntExpr>, Box<IntExpr>),
+    /// `-a`.
+    Neg(Box<IntExpr>),
+}
+
 /// One aggregate function.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Aggregate {
@@ -72,6 +93,8 @@ pub enum Aggregate {
     Sum(Expr),
     /// `SUM(x)` in doubles, integers converted (`SUM(CAST(x AS DOUBLE))`, as `AVG` sums).
     SumFloat(Expr),
+    /// `SUM(x)` of exact integer arithmetic, as `Decimal128(38, scale)`.
+    SumExact(IntExpr, i8),
     /// `MIN(column)`.
     Min(usize),
     /// `MAX(column)`.
@@ -205,6 +228,17 @@ impl GroupBy {
                     }
                 }
                 Aggregate::Sum(e) | Aggregate::SumFloat(e) => self.check_expr(e, schema)?,
+                Aggregate::SumExact(e, _) => {
+                    let (mut depth, mut max) = (0, 0);
+                    check_int_expr(e, schema, &mut depth, &mut max)?;
+                    if max > aggregate::EXPR_STACK {
+                        return Err(format!(
+                            "an expression needing {max} operands at once (the device evaluates \
+                             {} at most)",
+                            aggregate::EXPR_STACK
+                        ));
+                    }
+                }
                 Aggregate::Min(c) | Aggregate::Max(c) => {
                     let f = field(*c)?;
                     match f.data_type() {
@@ -249,6 +283,7 @@ impl GroupBy {
                 _ => DataType::Float64,
             },
             Aggregate::Sum(_) | Aggregate::SumFloat(_) => DataType::Float64,
+            Aggregate::SumExact(_, scale) => DataType::Decimal128(38, *scale),
             Aggregate::Min(c) | Aggregate::Max(c) => schema.field(*c).data_type().clone(),
         }
     }
@@ -281,6 +316,46 @@ fn check_expr_at(
         Expr::Add(a, b) | Expr::Sub(a, b) | Expr::Mul(a, b) | Expr::Div(a, b) => {
             check_expr_at(a, schema, depth, max)?;
             check_expr_at(b, schema, depth, max)?;
+            *depth -= 1;
+        }
+    }
+    *max = (*max).max(*depth);
+    Ok(())
+}
+
+/// Checks an integer expression's columns are integers or decimals, and counts its stack depth.
+fn check_int_expr(
+    e: &IntExpr,
+    schema: &Schema,
+    depth: &mut usize,
+    max: &mut usize,
+) -> std::result::Result<(), String> {
+    match e {
+        IntExpr::Column(c) => {
+            let f = schema
+                .fields()
+                .get(*c)
+                .ok_or_else(|| format!("column {c} is not in a batch of {}", schema.fields().len()))?;
+            if !(is_int(f.data_type()) || matches!(f.data_type(), DataType::Decimal128(..))) {
+                return Err(format!(
+                    "{} ({}) in exact arithmetic: the device computes over integers and decimals",
+                    f.name(),
+                    f.data_type()
+                ));
+            }
+            *depth += 1;
+        }
+        IntExpr::Literal(_) => *depth += 1,
+        IntExpr::Scale(a, n) => {
+            if *n > 18 {
+                return Err(format!("a scale of 10^{n} (at most 10^18)"));
+            }
+            check_int_expr(a, schema, depth, max)?
+        }
+        IntExpr::Neg(a) => check_int_expr(a, schema, depth, max)?,
+        IntExpr::Add(a, b) | IntExpr::Sub(a, b) | IntExpr::Mul(a, b) => {
+            check_int_expr(a, schema, depth, max)?;
+            check_int_expr(b, schema, depth, max)?;
             *depth -= 1;
         }
     }

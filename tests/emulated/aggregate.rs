@@ -33,6 +33,13 @@ const OP_MUL: i32 = 4;
 const OP_DIV: i32 = 5;
 const OP_ADD: i32 = 2;
 const OP_NEG: i32 = 6;
+const IOP_COL: i32 = 16;
+const IOP_LIT: i32 = 17;
+const IOP_SCALE: i32 = 18;
+const IOP_ADD: i32 = 19;
+const IOP_SUB: i32 = 20;
+const IOP_MUL: i32 = 21;
+const IOP_NEG: i32 = 22;
 
 enum Key {
     Int {
@@ -222,8 +229,53 @@ impl Case {
             .collect()
     }
 
+    /// An integer program's value at row r: None when an operand is null; Some(None) past
+    /// 128 bits.
+    fn int_program(&self, start: usize, len: usize, r: usize) -> Option<Option<i128>> {
+        let mut st: Vec<i128> = Vec::new();
+        for &(op, arg, lit) in &self.ops[start..start + len] {
+            let lit = lit.to_bits() as i64;
+            match op {
+                IOP_COL => st.push(match self.inputs[arg as usize].vals[r]? {
+                    Num::Int(i) => i,
+                    Num::Float(_) => panic!("a float in an integer program"),
+                }),
+                IOP_LIT => st.push(lit as i128),
+                IOP_NEG => {
+                    let x = st.pop()?;
+                    st.push(-x);
+                }
+                IOP_SCALE => {
+                    let x = st.pop()?;
+                    match x.checked_mul(lit as u64 as i128) {
+                        Some(v) => st.push(v),
+                        None => return Some(None),
+                    }
+                }
+                _ => {
+                    let b = st.pop()?;
+                    let a = st.pop()?;
+                    let v = match op {
+                        IOP_ADD => a.checked_add(b),
+                        IOP_SUB => a.checked_sub(b),
+                        _ => a.checked_mul(b),
+                    };
+                    match v {
+                        Some(v) => st.push(v),
+                        None => return Some(None),
+                    }
+                }
+            }
+        }
+        st.pop().map(Some)
+    }
+
     /// An aggregate's argument at row r: None when null.
     fn arg(&self, a: &Agg, r: usize) -> Option<Num> {
+        if let Some((start, len)) = a.expr.filter(|&(s, _)| self.ops[s].0 >= IOP_COL) {
+            // (an overflow is checked by the caller through `overflows`)
+            return self.int_program(start, len, r)?.map(Num::Int);
+        }
         if let Some((start, len)) = a.expr {
             let mut st: Vec<f64> = Vec::new();
             for &(op, arg, lit) in &self.ops[start..start + len] {
@@ -348,6 +400,23 @@ fn run(emu: &std::path::Path, case: &Case) -> u64 {
     let mut o = Out(&out);
     let groups = o.u64() as usize;
     let cap = o.u64();
+    let flags = o.u64();
+    let overflows = (0..case.rows).any(|r| {
+        case.aggs.iter().any(|a| {
+            a.expr.is_some_and(|(s, l)| {
+                case.ops[s].0 >= IOP_COL && case.int_program(s, l, r) == Some(None)
+            })
+        })
+    });
+    assert_eq!(
+        flags & 2 != 0,
+        overflows,
+        "{}: the overflow flag",
+        case.name
+    );
+    if overflows {
+        return cap;
+    }
     let mut accs: Vec<Vec<Acc>> = vec![Vec::new(); groups];
     for a in &case.aggs {
         let width = if a.op == AGG_SUM_INT { 16 } else { 8 };
@@ -567,6 +636,16 @@ fn emulated_partial_aggregation_groups_as_a_host_group_by() {
         (OP_DIV, 0, 0.0),
         (OP_ADD, 0, 0.0),
         (OP_NEG, 0, 0.0),
+        // -((in0 * 100 - in5 * in1) + -7), exact
+        (IOP_COL, 0, 0.0),
+        (IOP_SCALE, 0, f64::from_bits(100)),
+        (IOP_COL, 5, 0.0),
+        (IOP_COL, 1, 0.0),
+        (IOP_MUL, 0, 0.0),
+        (IOP_SUB, 0, 0.0),
+        (IOP_LIT, 0, f64::from_bits(-7i64 as u64)),
+        (IOP_ADD, 0, 0.0),
+        (IOP_NEG, 0, 0.0),
     ];
     let agg = |op, input| Agg {
         op,
@@ -699,6 +778,26 @@ fn emulated_partial_aggregation_groups_as_a_host_group_by() {
         ],
     };
     run(&emu, &all_null);
+    // exact arithmetic past 128 bits: the overflow flag
+    let big = Case {
+        name: "a product past 128 bits",
+        rows: 64,
+        cap: 16,
+        keys: vec![],
+        inputs: vec![Input {
+            width: 16,
+            is_float: false,
+            sgn: true,
+            vals: (0..64).map(|i| Some(Num::Int((1i128 << 70) + i))).collect(),
+        }],
+        ops: vec![(IOP_COL, 0, 0.0), (IOP_COL, 0, 0.0), (IOP_MUL, 0, 0.0)],
+        aggs: vec![Agg {
+            op: AGG_SUM_INT,
+            input: -1,
+            expr: Some((0, 3)),
+        }],
+    };
+    run(&emu, &big);
     // 20,000 distinct keys from a table of 16 slots: grown until every row has its slot
     let n = 20_000;
     let many = Case {

@@ -957,8 +957,10 @@ fn node_names(plan: &Arc<dyn ExecutionPlan>) -> Vec<String> {
 /// Partial aggregations over a device scan run on the GPU (`DeviceAggregateExec` in the plan,
 /// the groups equal to DataFusion's own scan and aggregation): keys of strings, dates,
 /// integers and booleans, COUNT(*), COUNT, exact decimal SUM and AVG, MIN and MAX of dates,
-/// integers and decimals, a filter applied by the scan, no key, an empty result; and where the
-/// rule declines (DISTINCT, a decimal product, the option off). Without a GPU the scan decodes
+/// integers and decimals, exact decimal arithmetic (TPC-H Q1), a filter applied by the scan, no
+/// key, an empty result; and where the rule declines (an expression as a key or a
+/// MAX's argument, a decimal division, the option off). `COUNT(DISTINCT x)` is pushed as the
+/// GROUP BY DataFusion plans below it. Without a GPU the scan decodes
 /// on the host and the rule leaves every plan as DataFusion made it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn partial_aggregation_runs_on_the_device() {
@@ -1011,12 +1013,21 @@ async fn partial_aggregation_runs_on_the_device() {
                GROUP BY 1 ORDER BY 1",
             true,
         ),
+        // DataFusion's GROUP BY below its DISTINCT count
         (
             "SELECT l_returnflag, count(DISTINCT l_shipmode) FROM lineitem GROUP BY 1 ORDER BY 1",
-            false,
+            true,
         ),
+        // decimal arithmetic, exact: TPC-H Q1 and a product of a sum and a difference
+        (tpch::Q1, true),
         (
-            "SELECT l_returnflag, sum(l_extendedprice * (1 - l_discount)) FROM lineitem
+            "SELECT l_returnflag, sum(l_extendedprice * (1 - l_discount) + l_tax * -3),
+                sum(l_linenumber * 2 - l_suppkey) FROM lineitem GROUP BY 1 ORDER BY 1",
+            true,
+        ),
+        // a division of decimals: DataFusion's
+        (
+            "SELECT l_returnflag, sum(l_extendedprice / (1 + l_tax)) FROM lineitem
                GROUP BY 1 ORDER BY 1",
             false,
         ),

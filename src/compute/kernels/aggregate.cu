@@ -15,6 +15,7 @@ typedef long long i64;
 #define AGG_THREADS 256
 #define EMPTY_SLOT 0xffffffffu
 #define AGG_FULL 1u
+#define AGG_OVERFLOW 2u  // exact arithmetic passed 128 bits
 
 // key kinds
 #define KEY_INT 0    // `width` bytes (1, 2, 4, 8, 16), signed or not: integers, dates,
@@ -52,6 +53,15 @@ static_assert(sizeof(GroupKey) == 32, "GroupKey");
 #define OP_MUL 4
 #define OP_DIV 5
 #define OP_NEG 6
+// integer ops (exact, 128-bit: decimals as their unscaled values; any op from 16 on makes the
+// program an integer one, whose value SUM_INT adds)
+#define IOP_COL 16    // push input `arg`'s value
+#define IOP_LIT 17    // push the i64 `lit`
+#define IOP_SCALE 18  // multiply the top by the u64 `lit` (a power of ten)
+#define IOP_ADD 19
+#define IOP_SUB 20
+#define IOP_MUL 21
+#define IOP_NEG 22
 #define EXPR_STACK 8
 
 // A numeric input column: `width` bytes, float (4 or 8) or integer (1, 2, 4, 8 bytes, signed
@@ -253,6 +263,67 @@ __device__ static bool eval(const ExprOp* ops, int start, int len, const AggInpu
     return true;
 }
 
+// an input column's value at r as a 128-bit integer (Decimal128 whole)
+__device__ static inline __int128 input_i128(const AggInput& in, u64 r) {
+    if (in.width == 16) {
+        u64 lo = ((const u64*)in.values)[2 * r];
+        i64 hi = ((const i64*)in.values)[2 * r + 1];
+        return (__int128)(((unsigned __int128)(u64)hi << 64) | lo);
+    }
+    i64 v = input_int(in, r);
+    return in.sgn || in.width < 8 ? (__int128)v : (__int128)(u64)v;
+}
+
+// a * b, false when it passes 128 bits
+__device__ static inline bool mul128(__int128 a, __int128 b, __int128* out) {
+    unsigned __int128 ua = a < 0 ? -(unsigned __int128)a : (unsigned __int128)a;
+    unsigned __int128 ub = b < 0 ? -(unsigned __int128)b : (unsigned __int128)b;
+    const unsigned __int128 lim = ((unsigned __int128)1 << 127) - 1;
+    if (ua != 0 && ub > lim / ua) return false;
+    unsigned __int128 m = ua * ub;
+    *out = (a < 0) != (b < 0) ? -(__int128)m : (__int128)m;
+    return true;
+}
+
+// evaluates integer program `ops[start..start+len]` at row r: 1 a value, 0 a null operand,
+// -1 an overflow
+__device__ static int eval_int(const ExprOp* ops, int start, int len, const AggInput* inputs,
+                               u64 r, __int128* out) {
+    __int128 st[EXPR_STACK];
+    int sp = 0;
+    for (int i = start; i < start + len; i++) {
+        ExprOp o = ops[i];
+        switch (o.op) {
+        case IOP_COL:
+            if (!valid_at(inputs[o.arg].valid, r)) return 0;
+            st[sp++] = input_i128(inputs[o.arg], r);
+            break;
+        case IOP_LIT: st[sp++] = (__int128)(i64)o.lit; break;
+        case IOP_NEG: st[sp - 1] = -st[sp - 1]; break;
+        case IOP_SCALE:
+            if (!mul128(st[sp - 1], (__int128)o.lit, &st[sp - 1])) return -1;
+            break;
+        case IOP_MUL: {
+            __int128 b = st[--sp];
+            if (!mul128(st[sp - 1], b, &st[sp - 1])) return -1;
+            break;
+        }
+        default: {
+            __int128 b = st[--sp], a = st[sp - 1];
+            __int128 c = (__int128)((unsigned __int128)a + (o.op == IOP_ADD ? (unsigned __int128)b
+                                                                          : -(unsigned __int128)b));
+            // overflow: operands of one sign (after the sign of b for SUB) give the other
+            bool bneg = o.op == IOP_ADD ? b < 0 : b > 0;
+            if ((a < 0) == bneg && (c < 0) != (a < 0)) return -1;
+            st[sp - 1] = c;
+            break;
+        }
+        }
+    }
+    *out = st[0];
+    return 1;
+}
+
 // the slot of row r's group, claimed when new; EMPTY_SLOT when the table is full
 __device__ static u32 find_slot(const GroupKey* keys, int nkeys, u64 r, u32* slot_row, u64 cap) {
     u64 s = row_hash(keys, nkeys, r) & (cap - 1);
@@ -316,7 +387,14 @@ extern "C" __global__ void __launch_bounds__(AGG_THREADS) agg_rows(
             double f = 0.0;
             i64 v = 0, vh = 0;
             if (s != EMPTY_SLOT) {
-                if (j.expr_len > 0) {
+                if (j.expr_len > 0 && ops[j.expr_start].op >= IOP_COL) {
+                    __int128 x = 0;
+                    int e = eval_int(ops, j.expr_start, j.expr_len, inputs, r, &x);
+                    if (e < 0) atomicOr(flags, AGG_OVERFLOW);
+                    has = e > 0;
+                    v = (i64)(u64)(unsigned __int128)x;
+                    vh = (i64)(u64)((unsigned __int128)x >> 64);
+                } else if (j.expr_len > 0) {
                     has = eval(ops, j.expr_start, j.expr_len, inputs, r, &f);
                 } else if (j.input >= 0) {
                     const AggInput& in = inputs[j.input];

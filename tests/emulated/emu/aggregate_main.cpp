@@ -9,7 +9,7 @@
 //     bytes, validity as for keys;
 //   u32 ops; per op: i32 op, i32 arg, u64 lit;
 //   u32 aggs; per agg: i32 op, i32 input, i32 expr_start, i32 expr_len.
-// Output: u64 groups, u64 the final capacity; per aggregate: groups * (16 or 8) accumulator
+// Output: u64 groups, u64 the final capacity, u64 flags (AGG_OVERFLOW); per aggregate: groups * (16 or 8) accumulator
 //   bytes, groups seen bytes; per key: groups validity bytes, then groups * width values (bools:
 //   a byte) or, for strings, u64 char bytes and the characters (lengths follow from
 //   reading each group's string: the output gives groups i64 lengths first).
@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
     std::fclose(f);
 
     std::vector<u32> slot_row;
+    u64 run_flags = 0;
     std::vector<std::vector<u8>> acc(naggs);
     std::vector<std::vector<u32>> seen(naggs);
     for (;;) {
@@ -103,11 +104,12 @@ int main(int argc, char** argv) {
                          ops.data(), aggs.data(), (int)naggs, &flags);
             });
         }
-        if ((flags & AGG_FULL) && cap < 2 * rows) {
+        if ((flags & AGG_FULL) && cap < 2 * rows && !(flags & AGG_OVERFLOW)) {
             cap *= 2;
             continue;
         }
-        if (flags) return 5;
+        if (flags & ~AGG_OVERFLOW) return 5;
+        run_flags = flags;
         break;
     }
     u32 count = 0;
@@ -118,6 +120,7 @@ int main(int argc, char** argv) {
     u64 groups = count;
     std::fwrite(&groups, 8, 1, o);
     std::fwrite(&cap, 8, 1, o);
+    std::fwrite(&run_flags, 8, 1, o);
     for (u32 a = 0; a < naggs; a++) {
         int width = aggs[a].op == AGG_SUM_INT ? 16 : 8;
         std::vector<u8> out(groups * width + 1), out_seen(groups + 1);
