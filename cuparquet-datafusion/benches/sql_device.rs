@@ -12,7 +12,8 @@
 //!   are spread over (scan option `devices`; default: cuda:0 alone);
 //! - `CUPARQUET_BENCH_QUERIES` (a comma-separated subset of `Q1`, `Q3`, `Q6`, `Q12`, `LIKE`,
 //!   `GROUPBY` (a high-cardinality key, top 10), `COUNT` (`count(*)`), `LIMIT`) and
-//!   `CUPARQUET_BENCH_SCANS` (of `cuparquet`, `cuparquet-gpu` (every query on the GPU:
+//!   `CUPARQUET_BENCH_SCANS` (of `cuparquet`, `cuparquet-noagg` (the partial aggregation
+//!   DataFusion's, over the scan's rows: `device_aggregation` off), `cuparquet-gpu` (every query on the GPU:
 //!   `host_when_faster` off), `cuparquet-utf8` (strings as `Utf8`: the
 //!   session's `schema_force_view_types` off), `cuparquet-inexact`, `cuparquet-host`,
 //!   `datafusion`, `memtable`, `memtable-utf8` (the MemTable's string columns cast from
@@ -354,6 +355,16 @@ async fn bench(cores: usize) {
         },
     )
     .await;
+    // the partial aggregation by DataFusion over the scan's rows (device aggregation off)
+    let noagg = gpu_ctx_with(
+        &root,
+        config(partitions),
+        GpuScanOptions {
+            device_aggregation: false,
+            ..base.clone()
+        },
+    )
+    .await;
     let host = gpu_ctx(&root, config(partitions), Device::Host).await;
     let df = df_ctx(&root, partitions).await;
     let (mem, mem_utf8) = mem_ctxs(&inexact, partitions).await;
@@ -363,8 +374,9 @@ async fn bench(cores: usize) {
         cfg.options_mut().execution.parquet.schema_force_view_types = false;
         gpu_ctx_with(&root, cfg, base.clone()).await
     };
-    let scans: [(&str, &SessionContext); 8] = [
+    let scans: [(&str, &SessionContext); 9] = [
         ("cuparquet", &gpu),
+        ("cuparquet-noagg", &noagg),
         ("cuparquet-gpu", &always),
         ("cuparquet-utf8", &utf8),
         ("cuparquet-inexact", &inexact),
@@ -393,16 +405,13 @@ async fn bench(cores: usize) {
         .filter(|(s, _)| wanted("CUPARQUET_BENCH_SCANS", s))
         .collect();
     for (scan, ctx) in &scans {
-        if matches!(
-            *scan,
-            "cuparquet" | "cuparquet-gpu" | "cuparquet-utf8" | "datafusion"
-        ) {
+        if matches!(*scan, "cuparquet" | "cuparquet-gpu" | "datafusion") {
             println!("Q1's scan alone, {scan}: {}", scan_floor(ctx, rounds).await);
         }
     }
     // the columns of the rows printed below
-    println!("| query | cuparquet | cuparquet, always the GPU | cuparquet, strings as Utf8 | cuparquet, filters pruning only | cuparquet on host | DataFusion's scan | MemTable | MemTable, strings as Utf8 | vs DataFusion | always the GPU vs DataFusion | vs MemTable |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| query | cuparquet | cuparquet, no device aggregation | cuparquet, always the GPU | cuparquet, strings as Utf8 | cuparquet, filters pruning only | cuparquet on host | DataFusion's scan | MemTable | MemTable, strings as Utf8 | vs DataFusion | no device aggregation vs DataFusion | always the GPU vs DataFusion | vs MemTable |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, sql) in QUERIES {
         if !wanted("CUPARQUET_BENCH_QUERIES", name) {
             continue;
@@ -435,8 +444,9 @@ async fn bench(cores: usize) {
             _ => "—".to_string(),
         };
         println!(
-            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell("cuparquet"),
+            cell("cuparquet-noagg"),
             cell("cuparquet-gpu"),
             cell("cuparquet-utf8"),
             cell("cuparquet-inexact"),
@@ -445,6 +455,7 @@ async fn bench(cores: usize) {
             cell("memtable"),
             cell("memtable-utf8"),
             ratio("datafusion", "cuparquet"),
+            ratio("datafusion", "cuparquet-noagg"),
             ratio("datafusion", "cuparquet-gpu"),
             ratio("cuparquet", "memtable"),
         );
@@ -463,7 +474,7 @@ async fn bench(cores: usize) {
     // between them, summed over partitions (DataFusion's scan and the MemTable beside ours:
     // the same aggregation over other inputs)
     for (name, sql) in [QUERIES[0], QUERIES[2]] {
-        let shown = ["cuparquet", "cuparquet-utf8", "datafusion", "memtable"];
+        let shown = ["cuparquet", "cuparquet-noagg", "datafusion", "memtable"];
         for &(scan, ctx) in scans.iter().filter(|(s, _)| shown.contains(s)) {
             let (_, out) = run(ctx, &format!("EXPLAIN ANALYZE {sql}")).await;
             let text = pretty_format_batches(&out).unwrap().to_string();

@@ -571,6 +571,7 @@ impl DisplayAs for DeviceAggregateExec {
 /// Partition metrics of the device aggregation.
 struct AggMetrics {
     batches: Count,
+    bytes: Count,
     groups: Count,
     rows_in: Count,
     time: Time,
@@ -630,6 +631,7 @@ impl ExecutionPlan for DeviceAggregateExec {
         let m = |name: &'static str| MetricBuilder::new(&self.metrics).counter(name, partition);
         let metrics = Arc::new(AggMetrics {
             batches: m("cuparquet_aggregated_batches"),
+            bytes: m("cuparquet_bytes_to_host"),
             groups: m("cuparquet_groups_to_host"),
             rows_in: m("cuparquet_rows_aggregated"),
             time: MetricBuilder::new(&self.metrics)
@@ -669,7 +671,9 @@ impl ExecutionPlan for DeviceAggregateExec {
                     metrics.batches.add(1);
                     metrics.rows_in.add(b.num_rows());
                     metrics.groups.add(groups.len());
-                    this.exec.to_batch(groups)
+                    let out = this.exec.to_batch(groups)?;
+                    metrics.bytes.add(out.get_array_memory_size());
+                    Ok(out)
                 })
                 .await
                 .map_err(|e| DataFusionError::Execution(format!("device aggregation: {e}")))?

@@ -275,6 +275,8 @@ pub(crate) struct ScanMetrics {
     rows_read: Count,
     /// Batches decoded on a GPU.
     device_batches: Count,
+    /// Bytes of the device batches copied to the host (their Arrow arrays there).
+    bytes_to_host: Count,
     /// Batches decoded on the host (no GPU, or `device` = `host`): with `device_batches`,
     /// where `Device::Auto` took each partition's files (a distributed scan's workers each
     /// choose their own).
@@ -292,6 +294,7 @@ impl ScanMetrics {
             bytes_read: b().counter("cuparquet_bytes_read", partition),
             rows_read: b().counter("cuparquet_rows_read", partition),
             device_batches: b().counter("cuparquet_device_batches", partition),
+            bytes_to_host: b().counter("cuparquet_bytes_to_host", partition),
             host_batches: b().counter("cuparquet_host_batches", partition),
         }
     }
@@ -618,8 +621,12 @@ impl ScanJob {
     /// cuparquet could not apply it to this file).
     pub(crate) fn host_batch(&self, b: LoadedBatch) -> Result<RecordBatch> {
         let t = self.metrics.to_host_time.timer();
+        let on_device = b.as_device().is_some();
         let host = b.into_host().map_err(|e| external(&self.name, e))?;
         t.done();
+        if on_device {
+            self.metrics.bytes_to_host.add(host.get_array_memory_size());
+        }
         let host = self.filter_on_host(host)?;
         crate::adapt::to_schema(&host, &self.output_schema, &self.name)
     }
