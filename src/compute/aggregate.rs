@@ -32,6 +32,9 @@ const AGG_OVERFLOW: u32 = 2;
 /// Slots of the first batch's table, at most (grown when a batch fills it).
 const FIRST_CAPACITY: usize = 1 << 12;
 
+/// Slots a row probes before a table smaller than the largest counts as full.
+const MAX_PROBE: u64 = 256;
+
 /// Blocks of a grid-stride launch, at most.
 const MAX_BLOCKS: u64 = 8192;
 
@@ -108,11 +111,11 @@ c_struct! {
 kernels! {
     /// Every slot empty, every accumulator its identity. (slot_row, cap, aggs, naggs).
     AGG_INIT = agg_init in AGGREGATE_MODULE(Mut<u32>, u64, Const<AggJob>, i32);
-    /// Rows into slots and accumulators. (keys, nkeys, n, slot_row, cap, inputs, ops, aggs,
-    /// naggs, flags).
+    /// Rows into slots and accumulators. (keys, nkeys, n, slot_row, cap, probes, inputs, ops,
+    /// aggs, naggs, flags).
     AGG_ROWS = agg_rows in AGGREGATE_MODULE(
-        Const<GroupKey>, i32, u64, Mut<u32>, u64, Const<AggInput>, Const<ExprOp>, Const<AggJob>,
-        i32, Mut<u32>
+        Const<GroupKey>, i32, u64, Mut<u32>, u64, u64, Const<AggInput>, Const<ExprOp>,
+        Const<AggJob>, i32, Mut<u32>
     );
     /// The claimed slots numbered. (slot_row, cap, count, group_slot, group_row).
     AGG_NUMBER = agg_number in AGGREGATE_MODULE(Const<u32>, u64, Mut<u32>, Mut<u32>, Mut<u32>);
@@ -323,6 +326,7 @@ impl Aggregator {
                             n as u64,
                             Mut::at(table.slot_row.device_ptr()),
                             cap as u64,
+                            if cap < most { MAX_PROBE } else { cap as u64 },
                             Const::at(jobs.inputs.device_ptr()),
                             Const::at(jobs.program.device_ptr()),
                             Const::at(agg_table.device_ptr()),
@@ -340,7 +344,8 @@ impl Aggregator {
                 ));
             }
             if f & AGG_FULL != 0 && cap < most {
-                self.capacity = cap * 2;
+                // (each try costs a pass: grow by more than twice)
+                self.capacity = cap * 8;
                 continue;
             }
             if f != 0 {

@@ -177,6 +177,7 @@ kernel_args!(A.0, B.1, C.2, D.3, E.4, F.5, G.6);
 kernel_args!(A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7);
 kernel_args!(A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8);
 kernel_args!(A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9);
+kernel_args!(A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10);
 
 /// An embedded CUDA source, loaded (NVRTC-compiled on first use, cached) under its name.
 #[derive(Debug)]

@@ -324,10 +324,13 @@ __device__ static int eval_int(const ExprOp* ops, int start, int len, const AggI
     return 1;
 }
 
-// the slot of row r's group, claimed when new; EMPTY_SLOT when the table is full
-__device__ static u32 find_slot(const GroupKey* keys, int nkeys, u64 r, u32* slot_row, u64 cap) {
+// the slot of row r's group, claimed when new; EMPTY_SLOT when the table is (nearly) full:
+// no free slot or its own within `probes` slots of its hash
+__device__ static u32 find_slot(const GroupKey* keys, int nkeys, u64 r, u32* slot_row, u64 cap,
+                                u64 probes) {
     u64 s = row_hash(keys, nkeys, r) & (cap - 1);
-    for (u64 step = 0; step < cap; step++) {
+    if (probes > cap) probes = cap;
+    for (u64 step = 0; step < probes; step++) {
         u32 cur = ((volatile u32*)slot_row)[s];
         if (cur == EMPTY_SLOT) {
             cur = atomicCAS(&slot_row[s], EMPTY_SLOT, (u32)r);
@@ -361,21 +364,25 @@ extern "C" __global__ void __launch_bounds__(AGG_THREADS) agg_init(
     }
 }
 
-// Every row into its group's slot and accumulators. The warp's 32 rows go together: the lanes
+// Every row into its group's slot and accumulators; a row that finds neither its group nor a
+// free slot within `probes` slots sets AGG_FULL (the table is then grown: the largest, of 2n
+// slots, is probed whole). The warp's 32 rows go together: the lanes
 // of one group (__match_any_sync on the slot) are reduced by shuffles and their lowest lane
 // adds the result to the slot with one atomic per aggregate.
 extern "C" __global__ void __launch_bounds__(AGG_THREADS) agg_rows(
-    const GroupKey* keys, int nkeys, u64 n, u32* slot_row, u64 cap, const AggInput* inputs,
-    const ExprOp* ops, const AggJob* aggs, int naggs, u32* flags)
+    const GroupKey* keys, int nkeys, u64 n, u32* slot_row, u64 cap, u64 probes,
+    const AggInput* inputs, const ExprOp* ops, const AggJob* aggs, int naggs, u32* flags)
 {
     const u32 lane = threadIdx.x & 31;
     const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
     for (u64 base = warp * 32; base < n; base += warps * 32) {
+        // a full table: the batch is run again with a larger one, so stop here
+        if (__ballot_sync(0xffffffffu, (*(volatile u32*)flags & AGG_FULL) != 0)) return;
         u64 r = base + lane;
         u32 s = EMPTY_SLOT;
         if (r < n) {
-            s = find_slot(keys, nkeys, r, slot_row, cap);
+            s = find_slot(keys, nkeys, r, slot_row, cap, probes);
             if (s == EMPTY_SLOT) atomicOr(flags, AGG_FULL);
         }
         u32 peers = __match_any_sync(0xffffffffu, s);

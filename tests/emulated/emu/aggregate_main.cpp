@@ -100,12 +100,20 @@ int main(int argc, char** argv) {
         });
         if (rows > 0) {
             emu_launch(blocks(rows), AGG_THREADS, [&] {
-                agg_rows(keys.data(), (int)nkeys, rows, slot_row.data(), cap, inputs.data(),
+                u64 most = 2;
+                while (most < 2 * rows) most *= 2;
+                agg_rows(keys.data(), (int)nkeys, rows, slot_row.data(), cap,
+                         cap < most ? 256 : cap, inputs.data(),
                          ops.data(), aggs.data(), (int)naggs, &flags);
             });
         }
         if ((flags & AGG_FULL) && cap < 2 * rows && !(flags & AGG_OVERFLOW)) {
-            cap *= 2;
+            cap *= 8;
+            if (cap > 2 * rows) {
+                u64 c = 1;
+                while (c < 2 * rows) c *= 2;
+                cap = c;
+            }
             continue;
         }
         if (flags & ~AGG_OVERFLOW) return 5;
