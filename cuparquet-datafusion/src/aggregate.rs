@@ -118,7 +118,9 @@ fn device_plan(
     let Some((scan, source)) = find_scan(agg.input()) else {
         return Ok(None);
     };
-    if placed && source.decodes_on_host_anywhere(scan) {
+    // (a scan that reads no column has no device batch: counts from row counts are
+    // DataFusion's)
+    if source.file_columns().is_empty() || (placed && source.decodes_on_host_anywhere(scan)) {
         return Ok(None);
     }
     let input = &Level::Plan(agg.input());
