@@ -387,6 +387,9 @@ extern "C" __global__ void __launch_bounds__(AGG_THREADS) agg_rows(
         }
         u32 peers = __match_any_sync(0xffffffffu, s);
         bool lead = s != EMPTY_SLOT && (u32)(__ffs(peers) - 1) == lane;
+        // every row of the warp a group of its own (many groups): no reduction to do
+        bool alone = __ballot_sync(0xffffffffu, s == EMPTY_SLOT || __popc(peers) == 1) ==
+                     0xffffffffu;
         for (int a = 0; a < naggs; a++) {
             AggJob j = aggs[a];
             // this lane's value
@@ -430,10 +433,10 @@ extern "C" __global__ void __launch_bounds__(AGG_THREADS) agg_rows(
             u64 lo = 0, hi = 0;
             i64 best = j.op == AGG_MIN_INT || j.op == AGG_MIN_FLOAT ? 0x7fffffffffffffffll
                                                                     : (i64)0x8000000000000000ull;
-            for (int src = 0; src < 32; src++) {
-                double fo = __shfl_sync(0xffffffffu, f, src);
-                i64 vo = __shfl_sync(0xffffffffu, v, src);
-                i64 vho = j.op == AGG_SUM_INT ? __shfl_sync(0xffffffffu, vh, src) : 0;
+            for (int src = alone ? lane : 0; src < (alone ? (int)lane + 1 : 32); src++) {
+                double fo = alone ? f : __shfl_sync(0xffffffffu, f, src);
+                i64 vo = alone ? v : __shfl_sync(0xffffffffu, v, src);
+                i64 vho = alone ? vh : j.op == AGG_SUM_INT ? __shfl_sync(0xffffffffu, vh, src) : 0;
                 if (!((haves >> src) & 1)) continue;
                 switch (j.op) {
                 case AGG_SUM_FLOAT: fsum += fo; break;
