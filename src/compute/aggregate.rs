@@ -44,6 +44,14 @@ pub(crate) const AGGREGATE_MODULE: KernelModule = KernelModule {
     source: include_str!("kernels/aggregate.cu"),
 };
 
+/// NVRTC options of the module: exact arithmetic uses `__int128`.
+const AGGREGATE_OPTIONS: &[&str] = &["--device-int128"];
+
+/// The module loaded on `gpu`.
+fn aggregate_module(gpu: &Arc<Gpu>) -> Result<Arc<crate::device::nvrtc::Module>> {
+    gpu.load_module(AGGREGATE_MODULE.name, AGGREGATE_MODULE.source, AGGREGATE_OPTIONS)
+}
+
 c_struct! {
     /// Mirror of `struct GroupKey` in `kernels/aggregate.cu`.
     pub(crate) struct GroupKey(32 bytes) {
@@ -282,7 +290,7 @@ impl Aggregator {
             ));
         }
         let gpu = crate::device::gpu(ordinal)?;
-        let module = AGGREGATE_MODULE.load(&gpu)?;
+        let module = aggregate_module(&gpu)?;
         let jobs = Jobs::new(&self.spec, &b.columns, ordinal)?;
         // at most n groups: a table of 2n slots never fills
         let most = (2 * n).max(2).next_power_of_two();
@@ -843,7 +851,7 @@ mod tests {
                 AGGREGATE_MODULE.name,
                 AGGREGATE_MODULE.source,
                 arch,
-                &[],
+                AGGREGATE_OPTIONS,
             )
             .unwrap_or_else(|e| panic!("aggregate for {arch}: {e}"));
             assert!(cubin.starts_with(b"\x7fELF"));
