@@ -387,14 +387,16 @@ fn memory_pressure(path: &Path, want: &RecordBatch, step: &dyn Fn(String)) {
         std::thread::spawn(move || {
             let mut out = BufReader::new(out);
             let mut line = String::new();
-            while !line.starts_with("holding") {
+            // (libtest's "test NAME ... " starts the line the child's own output continues)
+            while !line.contains("holding ") {
                 line.clear();
                 if out.read_line(&mut line).unwrap_or(0) == 0 {
                     let _ = tx.send(None);
                     return;
                 }
             }
-            let _ = tx.send(Some(line));
+            let at = line.find("holding ").unwrap_or(0);
+            let _ = tx.send(Some(line[at..].to_string()));
         });
         let line = match rx.recv_timeout(std::time::Duration::from_secs(90)) {
             Ok(Some(line)) => line,

@@ -664,11 +664,27 @@ impl ExecutionPlan for DeviceAggregateExec {
                     let mut a = aggregator
                         .lock()
                         .map_err(|_| DataFusionError::Execution("a poisoned aggregator".into()))?;
-                    let groups = match b.as_host() {
-                        Some(h) => a.aggregate_host(h, ordinal),
-                        None => a.aggregate(&b),
+                    let external = |e: cuparquet::Error| DataFusionError::External(Box::new(e));
+                    // a file without some of the table's columns: its batch brought to the
+                    // table's columns (nulls for the missing) on the host, then aggregated
+                    let schema = &this.exec.batch_schema;
+                    let same = b.schema().fields().len() == schema.fields().len()
+                        && b.schema()
+                            .fields()
+                            .iter()
+                            .zip(schema.fields())
+                            .all(|(x, y)| x.name() == y.name() && x.data_type() == y.data_type());
+                    let groups = match (b.as_host(), same) {
+                        (Some(h), true) => a.aggregate_host(h, ordinal),
+                        (None, true) => a.aggregate(&b),
+                        (_, false) => {
+                            let name = b.file().display().to_string();
+                            let host = b.to_host().map_err(external)?;
+                            let host = crate::adapt::to_schema(&host, schema, &name)?;
+                            a.aggregate_host(&host, ordinal)
+                        }
                     }
-                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
+                    .map_err(external)?;
                     t.done();
                     metrics.batches.add(1);
                     metrics.rows_in.add(b.num_rows());

@@ -578,9 +578,12 @@ fn filtered_batches_hold_about_the_rows_asked() {
                 .with_row_filter(expr)
                 .build()
                 .unwrap();
-            let loaded = reader.load().unwrap();
+            let loaded = reader
+                .load()
+                .unwrap_or_else(|e| panic!("{what}: the load failed: {e}"));
             let sizes: Vec<usize> = loaded.batches.iter().map(|b| b.num_rows()).collect();
             let kept: usize = sizes.iter().sum();
+            eprintln!("{what}: loaded batches of {sizes:?}");
             assert!(kept > lo && kept < hi, "{what}: {kept}");
             assert!(
                 sizes.iter().all(|&n| n > 0 && n <= 4096),

@@ -630,11 +630,15 @@ async fn one_file_spreads_over_the_partitions() {
         c
     };
     let gpu = SessionContext::new_with_config(config());
+    // (the rows each partition's scan hands over are counted: DataFusion aggregates them)
     register_gpu_parquet(
         &gpu,
         "lineitem",
         file.to_str().unwrap(),
-        GpuScanOptions::default(),
+        GpuScanOptions {
+            device_aggregation: false,
+            ..GpuScanOptions::default()
+        },
     )
     .await
     .unwrap();
@@ -853,7 +857,15 @@ async fn footers_are_kept_in_the_session_cache() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_scan_decodes_where_it_is_faster() {
     let t = &data().snappy;
-    let ctx = gpu_ctx(t, GpuScanOptions::default()).await;
+    // (the placement of the scan alone: an aggregation over it on the device is another test's)
+    let ctx = gpu_ctx(
+        t,
+        GpuScanOptions {
+            device_aggregation: false,
+            ..GpuScanOptions::default()
+        },
+    )
+    .await;
     let df = df_ctx(t).await;
     for (sql, on_device) in [
         // the filter keeps almost every row: the host
