@@ -278,8 +278,12 @@ __device__ static inline __int128 input_i128(const AggInput& in, u64 r) {
 __device__ static inline bool mul128(__int128 a, __int128 b, __int128* out) {
     unsigned __int128 ua = a < 0 ? -(unsigned __int128)a : (unsigned __int128)a;
     unsigned __int128 ub = b < 0 ? -(unsigned __int128)b : (unsigned __int128)b;
-    const unsigned __int128 lim = ((unsigned __int128)1 << 127) - 1;
-    if (ua != 0 && ub > lim / ua) return false;
+    // operands below 2^63 (every decimal of up to 18 digits): the product is below 2^126;
+    // otherwise a 128-bit division (slow, rare) says whether it fits
+    if ((ua >> 63) != 0 || (ub >> 63) != 0) {
+        const unsigned __int128 lim = ((unsigned __int128)1 << 127) - 1;
+        if (ua != 0 && ub > lim / ua) return false;
+    }
     unsigned __int128 m = ua * ub;
     *out = (a < 0) != (b < 0) ? -(__int128)m : (__int128)m;
     return true;
