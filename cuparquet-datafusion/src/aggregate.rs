@@ -88,19 +88,12 @@ struct StateColumn {
 
 /// `plan` rewritten, where it is a partial aggregation the device computes.
 fn rewrite(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-    if let Some((_, source)) = plan
-        .downcast_ref::<AggregateExec>()
-        .and_then(|a| find_scan(a.input()))
-    {
-        if !source.options().device_aggregation {
-            return Ok(None);
-        }
-    }
     device_plan(plan, true)
 }
 
-/// [`rewrite`]'s work; `placed`: only over a scan whose partitions all decode on a device
-/// (false: whatever the device, to test the translation where there is none).
+/// [`rewrite`]'s work; `placed`: only over a scan that asks for it (`device_aggregation`) and
+/// whose partitions all decode on a device (false: whatever the options and the device, to
+/// test the translation where there is none).
 fn device_plan(
     plan: &Arc<dyn ExecutionPlan>,
     placed: bool,
@@ -120,7 +113,10 @@ fn device_plan(
     };
     // (a scan that reads no column has no device batch: counts from row counts are
     // DataFusion's)
-    if source.file_columns().is_empty() || (placed && source.decodes_on_host_anywhere(scan)) {
+    if source.file_columns().is_empty()
+        || (placed
+            && (!source.options().device_aggregation || source.decodes_on_host_anywhere(scan)))
+    {
         return Ok(None);
     }
     let input = &Level::Plan(agg.input());
@@ -526,23 +522,6 @@ impl DeviceAggregateExec {
     pub fn spec(&self) -> &GroupBy {
         &self.spec
     }
-
-    /// The groups of one batch as DataFusion's partial-state batch.
-    fn to_batch(&self, groups: Groups) -> Result<RecordBatch> {
-        let schema = self.schema();
-        let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
-        for (k, field) in groups.keys.iter().zip(schema.fields()) {
-            columns.push(if k.data_type() == field.data_type() {
-                Arc::clone(k)
-            } else {
-                cast(k, field.data_type())?
-            });
-        }
-        for s in &self.states {
-            columns.push(convert(&groups.values[s.value], &s.data_type)?);
-        }
-        Ok(RecordBatch::try_new(schema, columns)?)
-    }
 }
 
 impl DisplayAs for DeviceAggregateExec {
@@ -570,13 +549,75 @@ impl DisplayAs for DeviceAggregateExec {
     }
 }
 
-/// Partition metrics of the device aggregation.
-struct AggMetrics {
+/// One partition's aggregation, shared by its stream's tasks.
+struct Partition {
+    aggregator: Mutex<Aggregator>,
+    ordinal: usize,
+    /// The output (DataFusion's partial states) and the device batches' schemas.
+    schema: SchemaRef,
+    batch_schema: SchemaRef,
+    states: Vec<StateColumn>,
     batches: Count,
     bytes: Count,
     groups: Count,
     rows_in: Count,
     time: Time,
+}
+
+impl Partition {
+    /// One scan batch aggregated into DataFusion's partial-state batch.
+    fn aggregate(&self, b: LoadedBatch) -> Result<RecordBatch> {
+        let t = self.time.timer();
+        let mut a = self
+            .aggregator
+            .lock()
+            .map_err(|_| DataFusionError::Execution("a poisoned aggregator".into()))?;
+        let external = |e: cuparquet::Error| DataFusionError::External(Box::new(e));
+        // a file without some of the table's columns: its batch brought to the table's columns
+        // (nulls for the missing) on the host, then aggregated
+        let schema = &self.batch_schema;
+        let same = b.schema().fields().len() == schema.fields().len()
+            && b.schema()
+                .fields()
+                .iter()
+                .zip(schema.fields())
+                .all(|(x, y)| x.name() == y.name() && x.data_type() == y.data_type());
+        let groups = match (b.as_host(), same) {
+            (Some(h), true) => a.aggregate_host(h, self.ordinal),
+            (None, true) => a.aggregate(&b),
+            (_, false) => {
+                let name = b.file().display().to_string();
+                let host = b.to_host().map_err(external)?;
+                let host = crate::adapt::to_schema(&host, schema, &name)?;
+                a.aggregate_host(&host, self.ordinal)
+            }
+        }
+        .map_err(external)?;
+        t.done();
+        self.batches.add(1);
+        self.rows_in.add(b.num_rows());
+        self.groups.add(groups.len());
+        let out = self.to_batch(groups)?;
+        self.bytes.add(out.get_array_memory_size());
+        Ok(out)
+    }
+
+    /// The groups of one batch as DataFusion's partial-state batch.
+    fn to_batch(&self, groups: Groups) -> Result<RecordBatch> {
+        let schema = Arc::clone(&self.schema);
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+        for (k, field) in groups.keys.iter().zip(schema.fields()) {
+            columns.push(if k.data_type() == field.data_type() {
+                Arc::clone(k)
+            } else {
+                cast(k, field.data_type())?
+            });
+        }
+        for s in &self.states {
+            columns.push(convert(&groups.values[s.value], &s.data_type)?);
+        }
+        Ok(RecordBatch::try_new(schema, columns)?)
+    }
 }
 
 impl ExecutionPlan for DeviceAggregateExec {
@@ -626,12 +667,15 @@ impl ExecutionPlan for DeviceAggregateExec {
         partition: usize,
         _context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        let ordinal = device_ordinal(&self.scan, partition)?;
         let aggregator = Aggregator::new(self.spec.clone(), Arc::clone(&self.batch_schema))
             .map_err(DataFusionError::Execution)?;
-        let aggregator = Arc::new(Mutex::new(aggregator));
         let m = |name: &'static str| MetricBuilder::new(&self.metrics).counter(name, partition);
-        let metrics = Arc::new(AggMetrics {
+        let part = Arc::new(Partition {
+            aggregator: Mutex::new(aggregator),
+            ordinal: device_ordinal(&self.scan, partition)?,
+            schema: self.schema(),
+            batch_schema: Arc::clone(&self.batch_schema),
+            states: self.states.clone(),
             batches: m("cuparquet_aggregated_batches"),
             bytes: m("cuparquet_bytes_to_host"),
             groups: m("cuparquet_groups_to_host"),
@@ -639,62 +683,14 @@ impl ExecutionPlan for DeviceAggregateExec {
             time: MetricBuilder::new(&self.metrics)
                 .subset_time("cuparquet_aggregate_time", partition),
         });
-        let this = Arc::new(Partial {
-            exec: DeviceAggregateExec {
-                replaced: Arc::clone(&self.replaced),
-                scan: Arc::clone(&self.scan),
-                spec: self.spec.clone(),
-                batch_schema: Arc::clone(&self.batch_schema),
-                states: self.states.clone(),
-                properties: Arc::clone(&self.properties),
-                metrics: self.metrics.clone(),
-            },
-        });
         let batches = crate::device::device_batches(&self.scan, partition)?;
         let stream = batches.then(move |b| {
-            let (aggregator, this, metrics) = (
-                Arc::clone(&aggregator),
-                Arc::clone(&this),
-                Arc::clone(&metrics),
-            );
+            let part = Arc::clone(&part);
             async move {
                 let b: LoadedBatch = b?;
-                tokio::task::spawn_blocking(move || {
-                    let t = metrics.time.timer();
-                    let mut a = aggregator
-                        .lock()
-                        .map_err(|_| DataFusionError::Execution("a poisoned aggregator".into()))?;
-                    let external = |e: cuparquet::Error| DataFusionError::External(Box::new(e));
-                    // a file without some of the table's columns: its batch brought to the
-                    // table's columns (nulls for the missing) on the host, then aggregated
-                    let schema = &this.exec.batch_schema;
-                    let same = b.schema().fields().len() == schema.fields().len()
-                        && b.schema()
-                            .fields()
-                            .iter()
-                            .zip(schema.fields())
-                            .all(|(x, y)| x.name() == y.name() && x.data_type() == y.data_type());
-                    let groups = match (b.as_host(), same) {
-                        (Some(h), true) => a.aggregate_host(h, ordinal),
-                        (None, true) => a.aggregate(&b),
-                        (_, false) => {
-                            let name = b.file().display().to_string();
-                            let host = b.to_host().map_err(external)?;
-                            let host = crate::adapt::to_schema(&host, schema, &name)?;
-                            a.aggregate_host(&host, ordinal)
-                        }
-                    }
-                    .map_err(external)?;
-                    t.done();
-                    metrics.batches.add(1);
-                    metrics.rows_in.add(b.num_rows());
-                    metrics.groups.add(groups.len());
-                    let out = this.exec.to_batch(groups)?;
-                    metrics.bytes.add(out.get_array_memory_size());
-                    Ok(out)
-                })
-                .await
-                .map_err(|e| DataFusionError::Execution(format!("device aggregation: {e}")))?
+                tokio::task::spawn_blocking(move || part.aggregate(b))
+                    .await
+                    .map_err(|e| DataFusionError::Execution(format!("device aggregation: {e}")))?
             }
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(
@@ -702,11 +698,6 @@ impl ExecutionPlan for DeviceAggregateExec {
             stream,
         )))
     }
-}
-
-/// Shared by the stream's tasks.
-struct Partial {
-    exec: DeviceAggregateExec,
 }
 
 /// The CUDA device partition `partition` of `scan` decodes on.
@@ -742,24 +733,15 @@ mod tests {
         let mut found = None;
         plan.apply(|p| {
             if let Some(new) = device_plan(p, false)? {
-                let exec = new.downcast_ref::<DeviceAggregateExec>().cloned_spec();
-                found = Some(exec);
+                found = new
+                    .downcast_ref::<DeviceAggregateExec>()
+                    .map(|e| e.spec().clone());
                 return Ok(TreeNodeRecursion::Stop);
             }
             Ok(TreeNodeRecursion::Continue)
         })
         .unwrap();
         found
-    }
-
-    trait ClonedSpec {
-        fn cloned_spec(self) -> GroupBy;
-    }
-
-    impl ClonedSpec for Option<&DeviceAggregateExec> {
-        fn cloned_spec(self) -> GroupBy {
-            self.map(|e| e.spec().clone()).unwrap()
-        }
     }
 
     /// TPC-H Q1 over decimal columns translates whole: exact sums of columns and of the

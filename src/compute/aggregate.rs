@@ -39,18 +39,12 @@ const MAX_PROBE: u64 = 256;
 const MAX_BLOCKS: u64 = 8192;
 
 /// Partial aggregation: GROUP BY keys and aggregates.
+/// (Its exact arithmetic uses `__int128`, an NVRTC option.)
 pub(crate) const AGGREGATE_MODULE: KernelModule = KernelModule {
     name: "aggregate",
     source: include_str!("kernels/aggregate.cu"),
+    options: &["--device-int128"],
 };
-
-/// NVRTC options of the module: exact arithmetic uses `__int128`.
-const AGGREGATE_OPTIONS: &[&str] = &["--device-int128"];
-
-/// The module loaded on `gpu`.
-fn aggregate_module(gpu: &Arc<Gpu>) -> Result<Arc<crate::device::nvrtc::Module>> {
-    gpu.load_module(AGGREGATE_MODULE.name, AGGREGATE_MODULE.source, AGGREGATE_OPTIONS)
-}
 
 c_struct! {
     /// Mirror of `struct GroupKey` in `kernels/aggregate.cu`.
@@ -167,6 +161,11 @@ const IOP_ADD: i32 = 19;
 const IOP_SUB: i32 = 20;
 const IOP_MUL: i32 = 21;
 const IOP_NEG: i32 = 22;
+
+/// Blocks of a grid-stride launch over `items` threads' work.
+fn blocks(items: u64) -> u32 {
+    items.div_ceil(AGG_THREADS as u64).clamp(1, MAX_BLOCKS) as u32
+}
 
 /// An error of the device aggregation on `cuda:{ordinal}`.
 pub(super) fn device_error(ordinal: usize, reason: String) -> Error {
@@ -290,7 +289,7 @@ impl Aggregator {
             ));
         }
         let gpu = crate::device::gpu(ordinal)?;
-        let module = aggregate_module(&gpu)?;
+        let module = AGGREGATE_MODULE.load(&gpu)?;
         let jobs = Jobs::new(&self.spec, &b.columns, ordinal)?;
         // at most n groups: a table of 2n slots never fills
         let most = (2 * n).max(2).next_power_of_two();
@@ -300,7 +299,6 @@ impl Aggregator {
             let aggs = jobs.aggs(table);
             let agg_table = upload_table(&gpu, &aggs)?;
             let flags = zeroed(&gpu, 4)?;
-            let blocks = |items: u64| items.div_ceil(AGG_THREADS as u64).clamp(1, MAX_BLOCKS) as u32;
             // SAFETY: `slot_row` holds `cap` u32 and each job's accumulator and flag `cap`
             // entries of their widths (table_for); the tables hold `aggs.len()` jobs; the
             // launch waits for the kernel while every buffer lives.
@@ -417,7 +415,6 @@ impl Aggregator {
         let count = zeroed(gpu, 4)?;
         let group_slot = gpu.alloc(most * 4)?;
         let group_row = gpu.alloc(most * 4)?;
-        let blocks = |items: u64| items.div_ceil(AGG_THREADS as u64).clamp(1, MAX_BLOCKS) as u32;
         // SAFETY: `slot_row` holds `cap` slots, each claimed by a row below n, so at most n
         // (≤ `most`) are numbered into `group_slot` and `group_row`; waited for.
         unsafe {
@@ -523,7 +520,6 @@ impl Aggregator {
         let out = gpu.alloc(g * width.max(1))?;
         let out_valid = gpu.alloc(g)?;
         let key = jobs.keys.device_ptr() + (k * 32) as u64;
-        let blocks = |items: u64| items.div_ceil(AGG_THREADS as u64).clamp(1, MAX_BLOCKS) as u32;
         if groups > 0 {
             // SAFETY: `key` is entry k of the key table (the column's buffers live in the
             // batch); `group_row` holds `groups` rows below n; the outputs hold `groups`
@@ -564,8 +560,7 @@ impl Aggregator {
                     KEY_CHARS.launch(
                         gpu,
                         module,
-                        (groups as u64 * 32).div_ceil(AGG_THREADS as u64).clamp(1, MAX_BLOCKS)
-                            as u32,
+                        blocks(groups as u64 * 32),
                         AGG_THREADS,
                         (
                             Const::at(key),
@@ -851,7 +846,7 @@ mod tests {
                 AGGREGATE_MODULE.name,
                 AGGREGATE_MODULE.source,
                 arch,
-                AGGREGATE_OPTIONS,
+                AGGREGATE_MODULE.options,
             )
             .unwrap_or_else(|e| panic!("aggregate for {arch}: {e}"));
             assert!(cubin.starts_with(b"\x7fELF"));

@@ -30,11 +30,11 @@ mod aggregate;
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, BooleanArray, Decimal128Array, DictionaryArray, Float32Array, Float64Array,
-    Int64Array, PrimitiveArray,
+    Array, ArrayRef, BooleanArray, Decimal128Array, Float32Array, Float64Array,
+    Int64Array,
 };
 use arrow::buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
-use arrow::datatypes::{ArrowPrimitiveType, DataType, Schema};
+use arrow::datatypes::{DataType, Schema};
 
 use crate::array::LoadedBatch;
 use crate::device::Location;
@@ -140,20 +140,6 @@ const SUM_DECIMAL_DIGITS: u8 = 28;
 /// The largest decimal precision whose MIN/MAX the device takes (values within 64 bits).
 const MINMAX_DECIMAL_DIGITS: u8 = 18;
 
-fn is_int(t: &DataType) -> bool {
-    matches!(
-        t,
-        DataType::Int8
-            | DataType::Int16
-            | DataType::Int32
-            | DataType::Int64
-            | DataType::UInt8
-            | DataType::UInt16
-            | DataType::UInt32
-            | DataType::UInt64
-    )
-}
-
 fn is_float(t: &DataType) -> bool {
     matches!(t, DataType::Float32 | DataType::Float64)
 }
@@ -182,8 +168,8 @@ fn key_type_ok(t: &DataType) -> bool {
         | DataType::Utf8View
         | DataType::BinaryView
         | DataType::Decimal128(..) => true,
-        DataType::Dictionary(k, _) => is_int(k),
-        t => is_int(t) || is_temporal(t),
+        DataType::Dictionary(k, _) => DataType::is_integer(k),
+        t => DataType::is_integer(t) || is_temporal(t),
     }
 }
 
@@ -216,7 +202,7 @@ impl GroupBy {
                 Aggregate::Sum(Expr::Column(c)) => {
                     let f = field(*c)?;
                     match f.data_type() {
-                        t if is_int(t) || is_float(t) => {}
+                        t if DataType::is_integer(t) || is_float(t) => {}
                         DataType::Decimal128(p, _) if *p <= SUM_DECIMAL_DIGITS => {}
                         t => {
                             return Err(format!(
@@ -231,13 +217,7 @@ impl GroupBy {
                 Aggregate::SumExact(e, _) => {
                     let (mut depth, mut max) = (0, 0);
                     check_int_expr(e, schema, &mut depth, &mut max)?;
-                    if max > aggregate::EXPR_STACK {
-                        return Err(format!(
-                            "an expression needing {max} operands at once (the device evaluates \
-                             {} at most)",
-                            aggregate::EXPR_STACK
-                        ));
-                    }
+                    stack_fits(max)?;
                 }
                 Aggregate::Min(c) | Aggregate::Max(c) => {
                     let f = field(*c)?;
@@ -245,7 +225,7 @@ impl GroupBy {
                         DataType::UInt64 => {
                             return Err(format!("MIN/MAX({}) of UInt64", f.name()))
                         }
-                        t if is_int(t) || is_float(t) || is_temporal(t) => {}
+                        t if DataType::is_integer(t) || is_float(t) || is_temporal(t) => {}
                         DataType::Decimal128(p, _) if *p <= MINMAX_DECIMAL_DIGITS => {}
                         t => {
                             return Err(format!(
@@ -261,16 +241,9 @@ impl GroupBy {
     }
 
     fn check_expr(&self, e: &Expr, schema: &Schema) -> std::result::Result<(), String> {
-        let mut depth = 0;
-        let mut max = 0;
+        let (mut depth, mut max) = (0, 0);
         check_expr_at(e, schema, &mut depth, &mut max)?;
-        if max > aggregate::EXPR_STACK {
-            return Err(format!(
-                "an expression needing {max} operands at once (the device evaluates {} at most)",
-                aggregate::EXPR_STACK
-            ));
-        }
-        Ok(())
+        stack_fits(max)
     }
 
     /// The type of aggregate `a`'s values over batches of `schema` (checked).
@@ -279,7 +252,7 @@ impl GroupBy {
             Aggregate::CountRows | Aggregate::Count(_) => DataType::Int64,
             Aggregate::Sum(Expr::Column(c)) => match schema.field(*c).data_type() {
                 DataType::Decimal128(_, s) => DataType::Decimal128(38, *s),
-                t if is_int(t) => DataType::Decimal128(38, 0),
+                t if DataType::is_integer(t) => DataType::Decimal128(38, 0),
                 _ => DataType::Float64,
             },
             Aggregate::Sum(_) | Aggregate::SumFloat(_) => DataType::Float64,
@@ -287,6 +260,17 @@ impl GroupBy {
             Aggregate::Min(c) | Aggregate::Max(c) => schema.field(*c).data_type().clone(),
         }
     }
+}
+
+/// Whether a program needing `max` operands at once fits the device's evaluation stack.
+fn stack_fits(max: usize) -> std::result::Result<(), String> {
+    if max > aggregate::EXPR_STACK {
+        return Err(format!(
+            "an expression needing {max} operands at once (the device evaluates {} at most)",
+            aggregate::EXPR_STACK
+        ));
+    }
+    Ok(())
 }
 
 /// Checks an expression's columns are numeric, and counts its stack depth.
@@ -302,7 +286,7 @@ fn check_expr_at(
                 .fields()
                 .get(*c)
                 .ok_or_else(|| format!("column {c} is not in the batch"))?;
-            if !(is_int(f.data_type()) || is_float(f.data_type())) {
+            if !(DataType::is_integer(f.data_type()) || is_float(f.data_type())) {
                 return Err(format!(
                     "{} ({}) in arithmetic: the device computes over integers and floats",
                     f.name(),
@@ -336,7 +320,7 @@ fn check_int_expr(
                 .fields()
                 .get(*c)
                 .ok_or_else(|| format!("column {c} is not in a batch of {}", schema.fields().len()))?;
-            if !(is_int(f.data_type()) || matches!(f.data_type(), DataType::Decimal128(..))) {
+            if !(DataType::is_integer(f.data_type()) || matches!(f.data_type(), DataType::Decimal128(..))) {
                 return Err(format!(
                     "{} ({}) in exact arithmetic: the device computes over integers and decimals",
                     f.name(),
@@ -377,11 +361,6 @@ fn device_of(batch: &LoadedBatch) -> Result<usize> {
     }
 }
 
-/// A primitive array of `values` with `seen` as validity (None: all valid).
-fn primitive<T: ArrowPrimitiveType>(values: Vec<T::Native>, seen: Option<NullBuffer>) -> ArrayRef {
-    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), seen))
-}
-
 /// The validity of `seen` (a byte per group), None where every group saw a value.
 fn nulls_of(seen: &[u8]) -> Option<NullBuffer> {
     let n = NullBuffer::from(seen.iter().map(|&b| b != 0).collect::<Vec<_>>());
@@ -390,62 +369,47 @@ fn nulls_of(seen: &[u8]) -> Option<NullBuffer> {
 
 /// MIN/MAX results (64-bit words from the device) in the column's type.
 fn minmax_array(words: &[i64], seen: &[u8], t: &DataType) -> Result<ArrayRef> {
-    use arrow::datatypes::*;
     let nulls = nulls_of(seen);
-    macro_rules! narrow {
-        ($ty:ty) => {
-            primitive::<$ty>(
-                words.iter().map(|&w| w as <$ty as ArrowPrimitiveType>::Native).collect(),
-                nulls,
-            )
+    if matches!(t, DataType::Float32 | DataType::Float64) {
+        // back from the total-order integer
+        let f = words
+            .iter()
+            .map(|&w| f64::from_bits((if w < 0 { w ^ i64::MAX } else { w }) as u64));
+        let a: ArrayRef = if *t == DataType::Float32 {
+            Arc::new(Float32Array::new(f.map(|x| x as f32).collect(), nulls))
+        } else {
+            Arc::new(Float64Array::new(f.collect(), nulls))
         };
+        return Ok(a);
     }
-    let a: ArrayRef = match t {
-        DataType::Int8 => narrow!(Int8Type),
-        DataType::Int16 => narrow!(Int16Type),
-        DataType::Int32 => narrow!(Int32Type),
-        DataType::Int64 => narrow!(Int64Type),
-        DataType::UInt8 => narrow!(UInt8Type),
-        DataType::UInt16 => narrow!(UInt16Type),
-        DataType::UInt32 => narrow!(UInt32Type),
-        DataType::Float32 | DataType::Float64 => {
-            // back from the total-order integer
-            let f: Vec<f64> = words
-                .iter()
-                .map(|&w| f64::from_bits((if w < 0 { w ^ i64::MAX } else { w }) as u64))
-                .collect();
-            if *t == DataType::Float32 {
-                Arc::new(Float32Array::new(
-                    f.iter().map(|&x| x as f32).collect::<Vec<_>>().into(),
-                    nulls,
-                ))
-            } else {
-                Arc::new(Float64Array::new(f.into(), nulls))
-            }
-        }
-        DataType::Decimal128(p, s) => Arc::new(
-            Decimal128Array::new(words.iter().map(|&w| w as i128).collect::<Vec<_>>().into(), nulls)
-                .with_precision_and_scale(*p, *s)
-                .map_err(|e| aggregate::device_error(0, format!("MIN/MAX of {t}: {e}")))?,
-        ),
-        t => {
-            // dates, times, timestamps, durations: the column's own width
-            let width = t.primitive_width().unwrap_or(8);
-            let bytes: Vec<u8> = if width == 4 {
-                words.iter().flat_map(|&w| (w as i32).to_le_bytes()).collect()
-            } else {
-                words.iter().flat_map(|&w| w.to_le_bytes()).collect()
-            };
-            let data = arrow::array::ArrayData::builder(t.clone())
-                .len(words.len())
-                .add_buffer(Buffer::from(bytes))
-                .nulls(nulls)
-                .build()
-                .map_err(|e| aggregate::device_error(0, format!("MIN/MAX of {t}: {e}")))?;
-            arrow::array::make_array(data)
-        }
-    };
-    Ok(a)
+    // integers, dates, times, timestamps, durations and decimals: each word's low bytes as
+    // wide as the type's values (a decimal's sign-extended to its 16)
+    let width = t.primitive_width().unwrap_or(8);
+    let bytes: Vec<u8> = words
+        .iter()
+        .flat_map(|&w| (w as i128).to_le_bytes().into_iter().take(width))
+        .collect();
+    fixed_array(t, words.len(), bytes, nulls, None)
+        .map_err(|e| aggregate::device_error(0, format!("MIN/MAX of {t}: {e}")))
+}
+
+/// An array of `t` over `len` values of `bytes` (fixed width, or dictionary keys with
+/// `dictionary` as their values).
+fn fixed_array(
+    t: &DataType,
+    len: usize,
+    bytes: Vec<u8>,
+    nulls: Option<NullBuffer>,
+    dictionary: Option<ArrayRef>,
+) -> arrow::error::Result<ArrayRef> {
+    let mut data = arrow::array::ArrayData::builder(t.clone())
+        .len(len)
+        .add_buffer(Buffer::from(bytes))
+        .nulls(nulls);
+    if let Some(d) = dictionary {
+        data = data.child_data(vec![d.to_data()]);
+    }
+    Ok(arrow::array::make_array(data.build()?))
 }
 
 /// SUM results of integers or decimals (128-bit, two words each) as `Decimal128(38, scale)`.
@@ -493,19 +457,11 @@ fn key_array(
             fixed.iter().map(|&b| b != 0).collect::<Vec<_>>().into(),
             nulls,
         )),
-        (DataType::Dictionary(k, _), _) => {
-            let keys = arrow::array::make_array(
-                arrow::array::ArrayData::builder(k.as_ref().clone())
-                    .len(groups)
-                    .add_buffer(Buffer::from(fixed.to_vec()))
-                    .nulls(nulls)
-                    .build()
-                    .map_err(bad)?,
-            );
+        (DataType::Dictionary(..), _) => {
             let values = dictionary.ok_or_else(|| {
                 aggregate::device_error(0, "a dictionary key without its dictionary".into())
             })?;
-            dictionary_array(keys, values).map_err(bad)?
+            fixed_array(t, groups, fixed.to_vec(), nulls, Some(values)).map_err(bad)?
         }
         (_, Some((offsets, chars))) => {
             let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
@@ -523,43 +479,9 @@ fn key_array(
             };
             arrow::compute::cast(&large, t).map_err(bad)?
         }
-        (t, None) => arrow::array::make_array(
-            arrow::array::ArrayData::builder(t.clone())
-                .len(groups)
-                .add_buffer(Buffer::from(fixed.to_vec()))
-                .nulls(nulls)
-                .build()
-                .map_err(bad)?,
-        ),
+        (t, None) => fixed_array(t, groups, fixed.to_vec(), nulls, None).map_err(bad)?,
     };
     Ok(a)
-}
-
-/// `keys` (an integer array) with `values` as a dictionary array.
-fn dictionary_array(keys: ArrayRef, values: ArrayRef) -> arrow::error::Result<ArrayRef> {
-    use arrow::datatypes::*;
-    use arrow::error::ArrowError;
-    macro_rules! dict {
-        ($t:ty) => {
-            Arc::new(DictionaryArray::<$t>::try_new(
-                keys.as_any()
-                    .downcast_ref::<PrimitiveArray<$t>>()
-                    .cloned()
-                    .ok_or_else(|| ArrowError::CastError("dictionary keys".into()))?,
-                values,
-            )?) as ArrayRef
-        };
-    }
-    Ok(match keys.data_type() {
-        DataType::Int8 => dict!(Int8Type),
-        DataType::Int16 => dict!(Int16Type),
-        DataType::Int32 => dict!(Int32Type),
-        DataType::Int64 => dict!(Int64Type),
-        DataType::UInt8 => dict!(UInt8Type),
-        DataType::UInt16 => dict!(UInt16Type),
-        DataType::UInt32 => dict!(UInt32Type),
-        _ => dict!(UInt64Type),
-    })
 }
 
 #[cfg(test)]

@@ -186,12 +186,14 @@ pub(crate) struct KernelModule {
     pub(crate) name: &'static str,
     /// CUDA C++ with `extern "C"` kernels.
     pub(crate) source: &'static str,
+    /// NVRTC options it is compiled with (besides the architecture).
+    pub(crate) options: &'static [&'static str],
 }
 
 impl KernelModule {
     /// The module loaded on `gpu`.
     pub(crate) fn load(&self, gpu: &Arc<Gpu>) -> Result<Arc<Module>> {
-        gpu.load_module(self.name, self.source, &[])
+        gpu.load_module(self.name, self.source, self.options)
     }
 }
 

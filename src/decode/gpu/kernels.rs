@@ -12,6 +12,7 @@ use super::launch::{c_struct, kernels, Const, KernelModule, Mut};
 pub(crate) const PAGE_HEADERS_MODULE: KernelModule = KernelModule {
     name: "page_headers",
     source: include_str!("kernels/page_headers.cu"),
+    options: &[],
 };
 
 /// Fixed-width flat columns: levels, PLAIN, dictionary, DELTA_BINARY_PACKED and
@@ -22,6 +23,7 @@ pub(crate) const DECODE_FIXED_MODULE: KernelModule = KernelModule {
         include_str!("kernels/common.cuh"),
         include_str!("kernels/decode_fixed.cu")
     ),
+    options: &[],
 };
 
 /// BYTE_ARRAY flat columns (PLAIN, dictionary, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY):
@@ -33,6 +35,7 @@ pub(crate) const DECODE_BYTES_MODULE: KernelModule = KernelModule {
         include_str!("kernels/plain_walk.cuh"),
         include_str!("kernels/decode_bytes.cu")
     ),
+    options: &[],
 };
 
 /// Nested fields: leaves' levels, then offsets, validity and the leaves' values at their slots.
@@ -42,6 +45,7 @@ pub(crate) const NESTED_MODULE: KernelModule = KernelModule {
         include_str!("kernels/common.cuh"),
         include_str!("kernels/nested.cu")
     ),
+    options: &[],
 };
 
 /// Page decompression: SNAPPY (one block per page or fragment), LZ4 checks and Hadoop frames,
@@ -52,12 +56,14 @@ pub(crate) const DECOMPRESS_MODULE: KernelModule = KernelModule {
         include_str!("kernels/snappy.cu"),
         include_str!("kernels/inflate.cu")
     ),
+    options: &[],
 };
 
 /// The exact row filter: predicates into row masks, scans, compaction.
 pub(crate) const FILTER_MODULE: KernelModule = KernelModule {
     name: "filter",
     source: include_str!("kernels/filter.cu"),
+    options: &[],
 };
 
 /// Every kernel module.
@@ -763,9 +769,14 @@ mod tests {
             eprintln!("skipping the NVRTC compile check: {e}");
             return;
         }
-        for KernelModule { name, source: src } in MODULES {
+        for KernelModule {
+            name,
+            source: src,
+            options,
+        } in MODULES
+        {
             for arch in ["sm_90", "sm_80"] {
-                let cubin = crate::device::nvrtc::compile_cubin(name, src, arch, &[])
+                let cubin = crate::device::nvrtc::compile_cubin(name, src, arch, options)
                     .unwrap_or_else(|e| panic!("{name} for {arch}: {e}"));
                 assert!(cubin.starts_with(b"\x7fELF"), "{name}: not an ELF image");
             }
