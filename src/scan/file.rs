@@ -209,10 +209,10 @@ impl ReaderState {
             Location::Host => self.load_to_host(reader, t0),
         }
         .map_err(|e| e.in_file(&self.path))?;
-        // a row filter's batches gathered across waves too
+        // a row filter's batches gathered, in order, over every wave
         loaded.batches = self
             .finisher()
-            .across_waves(std::mem::take(&mut loaded.batches))
+            .in_order(&mut Vec::new(), std::mem::take(&mut loaded.batches), true)
             .map_err(|e| e.in_file(&self.path))?;
         loaded.report.kernel_load_time =
             crate::device::nvrtc::module_load_time().saturating_sub(kernels0);

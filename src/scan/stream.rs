@@ -63,8 +63,10 @@ pub(crate) struct FileBatches {
     handed: Arc<Handed>,
     path: std::path::PathBuf,
     done: bool,
-    /// The file's state: what finishes its batches (a row filter's small batches are joined
-    /// across waves, [`Finish::holds`](super::finish::Finish::holds)).
+    /// Batches of a row filter, too few rows together, waiting to be joined with the next
+    /// wave's ([`Finish::in_order`](super::finish::Finish::in_order)).
+    held: Vec<LoadedBatch>,
+    /// The file's state: what finishes its batches.
     state: Arc<ReaderState>,
 }
 
@@ -125,6 +127,7 @@ impl FileBatches {
             handed,
             path,
             done,
+            held: Vec::new(),
             state: kept,
         }
     }
@@ -163,6 +166,7 @@ impl FileBatches {
     /// Stops the producer: no more waves are decoded; waits for it to finish.
     fn stop(&mut self) {
         self.done = true;
+        self.held.clear();
         self.rx = None;
         self.handed.set(usize::MAX); // a producer waiting for the caller goes on, to its end
         if let Some(h) = self.producer.take() {
@@ -187,23 +191,23 @@ impl Iterator for FileBatches {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let more = !self.done && self.next_wave < self.waves.len();
-            // under a row filter, the last small batch waits for the next wave's to join them
-            // (a held batch is fewer than batch_rows kept rows; the producer counts its wave as
-            // handed over)
-            let hold = more
-                && self.ready.len() == 1
-                && self.ready.front().is_some_and(|b| self.state.finisher().holds(b));
-            if !hold {
-                if let Some(b) = self.ready.pop_front() {
-                    return Some(Ok(b));
-                }
+            if let Some(b) = self.ready.pop_front() {
+                return Some(Ok(b));
             }
-            if !more {
+            if self.done || self.next_wave >= self.waves.len() {
+                // the last batches, held to be joined with the next wave's: there is none
+                let held = std::mem::take(&mut self.held);
                 self.stop();
-                return None;
+                if held.is_empty() {
+                    return None;
+                }
+                match self.state.finisher().in_order(&mut Vec::new(), held, true) {
+                    Ok(b) => self.ready.extend(b),
+                    Err(e) => return Some(Err(e.in_file(&self.path))),
+                }
+                continue;
             }
-            // every batch of the waves before is in the caller's hands
+            // every batch of the waves before is in the caller's hands (but those held)
             self.handed.set(self.next_wave);
             match self.next_wave() {
                 Some(Ok((batches, g, io, d))) => {
@@ -213,15 +217,14 @@ impl Iterator for FileBatches {
                         t.decode_time += d;
                         t.gpu_decode.absorb(g);
                     }
-                    self.ready.extend(batches);
-                    if self.ready.len() > 1 && self.state.finisher().row_filter.is_some() {
-                        let all: Vec<LoadedBatch> = self.ready.drain(..).collect();
-                        match self.state.finisher().across_waves(all) {
-                            Ok(b) => self.ready.extend(b),
-                            Err(e) => {
-                                self.stop();
-                                return Some(Err(e.in_file(&self.path)));
-                            }
+                    // under a row filter, joined in order with the batches held before; the
+                    // last ones, too few rows, held for the next wave's
+                    let end = self.next_wave >= self.waves.len();
+                    match (self.state.finisher()).in_order(&mut self.held, batches, end) {
+                        Ok(b) => self.ready.extend(b),
+                        Err(e) => {
+                            self.stop();
+                            return Some(Err(e.in_file(&self.path)));
                         }
                     }
                 }

@@ -532,7 +532,7 @@ fn filtered_batches_hold_about_the_rows_asked() {
     let path = dir.path().join("gather.parquet");
     let props = || {
         WriterProperties::builder()
-            .set_max_row_group_row_count(Some(50_000))
+            .set_max_row_group_row_count(Some(20_000))
             .build()
     };
     write(&path, &[flat_batch(100_000, 9)], props());
@@ -572,10 +572,16 @@ fn filtered_batches_hold_about_the_rows_asked() {
         ];
         for (file, expr, oracle, (lo, hi)) in cases {
             let what = format!("{device}, {expr}");
+            // a device reads the file in waves of one row group each (the stream's first
+            // wave smaller still): batches are joined over the waves
             let reader = Scan::builder(file)
                 .with_device(device)
                 .with_batch_rows(4096)
                 .with_row_filter(expr)
+                .with_tuning(cuparquet::config::Tuning {
+                    wave_bytes: Some(1),
+                    ..Default::default()
+                })
                 .build()
                 .unwrap();
             let loaded = reader
