@@ -114,7 +114,11 @@ pub async fn register_gpu_parquet(
     let config = ListingTableConfig::new(url)
         .with_listing_options(listing)
         .with_schema(schema);
-    ctx.register_table(name, Arc::new(ListingTable::try_new(config)?))?;
+    // the files' statistics kept in the session's cache, as DataFusion's own
+    // `register_parquet` keeps them (else every query's planning reads them again)
+    let table = ListingTable::try_new(config)?
+        .with_cache(ctx.runtime_env().cache_manager.get_file_statistic_cache());
+    ctx.register_table(name, Arc::new(table))?;
     enable_device_aggregation(ctx);
     Ok(())
 }

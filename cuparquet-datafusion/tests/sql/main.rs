@@ -804,7 +804,9 @@ async fn hive_partitioned_directories_read_as_datafusion_reads_them() {
 
 /// The footers a query reads are kept in the session's file metadata cache, as DataFusion's
 /// own scan keeps its own (on the host, where its reader scans, they are its own), and the
-/// next query is answered from them alike.
+/// next query is answered from them alike; the files' statistics are kept in the session's
+/// statistics cache, as `register_parquet` keeps them (not read again at every query's
+/// planning).
 #[tokio::test]
 async fn footers_are_kept_in_the_session_cache() {
     let t = &data().snappy;
@@ -847,6 +849,10 @@ async fn footers_are_kept_in_the_session_cache() {
         ours += 1;
     }
     assert!(ours > 1, "{ours} files");
+    let stats = (ctx.runtime_env().cache_manager)
+        .get_file_statistic_cache()
+        .expect("the session's statistics cache");
+    assert_eq!(stats.len(), ours, "statistics cached per file");
     assert_eq!(text(&run(&ctx, sql).await), first);
     assert_eq!(first, text(&run(&df_ctx(t).await, sql).await));
 }
