@@ -259,7 +259,10 @@ impl Aggregator {
         let Some(b) = batch.as_device() else {
             return Err(device_error(ordinal, "the batch is not in device memory".into()));
         };
-        self.run(b, ordinal, &batch.file().display().to_string())
+        let what = batch.file().display().to_string();
+        // on this thread's own stream: its waits are for its own kernels, not for the waves
+        // other partitions are decoding
+        crate::device::with_own_stream(|| self.run(b, ordinal, &what))
     }
 
     /// The groups of a host batch (of the aggregator's schema), copied to `cuda:{ordinal}`
@@ -267,7 +270,7 @@ impl Aggregator {
     pub fn aggregate_host(&mut self, batch: &RecordBatch, ordinal: usize) -> Result<Groups> {
         let gpu = crate::device::gpu(ordinal)?;
         let b = DeviceRecordBatch::upload(&gpu, batch)?;
-        self.run(&b, ordinal, "a host batch")
+        crate::device::with_own_stream(|| self.run(&b, ordinal, "a host batch"))
     }
 
     fn run(&mut self, b: &DeviceRecordBatch, ordinal: usize, what: &str) -> Result<Groups> {

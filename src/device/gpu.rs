@@ -122,6 +122,24 @@ pub(crate) fn with_companion_stream<R>(f: impl FnOnce() -> R) -> R {
     with_stream_index(DECODE_STREAMS + slot, f)
 }
 
+/// [`DECODE_SLOT`]'s value for the calling thread's own default stream ([`with_own_stream`]).
+const OWN_STREAM_SLOT: usize = usize::MAX;
+
+/// The calling thread's default stream, as a [`Stream`].
+static OWN_STREAM: Stream = Stream {
+    raw: PER_THREAD_STREAM,
+};
+
+/// Runs `f` with the calling thread's kernels (and the frees ordered after them) on its own
+/// default stream ([`PER_THREAD_STREAM`]) instead of a decode stream: device work done for a
+/// consumer of batches — joining a row filter's batches in order, an aggregation — whose
+/// waits then wait for its own kernels only, not for the waves or the partitions decoding on
+/// the decode streams meanwhile. (The batches it reads were waited for before they were
+/// handed over.)
+pub(crate) fn with_own_stream<R>(f: impl FnOnce() -> R) -> R {
+    with_stream_index(OWN_STREAM_SLOT, f)
+}
+
 fn with_stream_index<R>(slot: usize, f: impl FnOnce() -> R) -> R {
     let old = DECODE_SLOT.with(|s| s.replace(slot));
     let r = f();
@@ -428,9 +446,13 @@ impl Gpu {
     }
 
     /// The stream the calling thread's decoding kernels run on (its [`with_decode_slot`], or
-    /// the slot's companion inside [`with_companion_stream`]).
+    /// the slot's companion inside [`with_companion_stream`], or its own inside
+    /// [`with_own_stream`]).
     pub(crate) fn decode_stream(&self) -> &Stream {
-        &self.decode[DECODE_SLOT.with(|s| s.get()) % self.decode.len()]
+        match DECODE_SLOT.with(|s| s.get()) {
+            OWN_STREAM_SLOT => &OWN_STREAM,
+            slot => &self.decode[slot % self.decode.len()],
+        }
     }
 
     /// Waits for the work of the calling thread's decode stream (kernels, and the frees

@@ -23,7 +23,7 @@ pub use gpu::{
     gpu, pinned_pool_retain, DeviceBuffer, Gpu, PinnedBuffer, Stream, ALLOC_PADDING, COPY_STREAMS,
     PINNED_POOL_RETAIN,
 };
-pub(crate) use gpu::{with_companion_stream, with_decode_slot, DECODE_THREADS};
+pub(crate) use gpu::{with_companion_stream, with_decode_slot, with_own_stream, DECODE_THREADS};
 
 use std::fmt;
 use std::str::FromStr;

@@ -105,6 +105,17 @@ impl Finish<'_> {
         if self.row_filter.is_none() {
             return Ok(batches);
         }
+        // device batches joined on the calling thread's own stream: its waits are not for the
+        // next waves decoding meanwhile
+        crate::device::with_own_stream(|| self.join_in_order(held, batches, end))
+    }
+
+    fn join_in_order(
+        &self,
+        held: &mut Vec<LoadedBatch>,
+        batches: Vec<LoadedBatch>,
+        end: bool,
+    ) -> Result<Vec<LoadedBatch>> {
         let mut out = Vec::with_capacity(batches.len() / 2 + 1);
         let mut pending = std::mem::take(held);
         let mut rows: usize = pending.iter().map(|b| b.num_rows()).sum();
