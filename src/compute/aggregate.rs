@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use arrow::array::ArrayRef;
 use arrow::datatypes::{DataType, SchemaRef};
 
 use super::{Aggregate, Expr, GroupBy, Groups, IntExpr};
@@ -303,10 +302,10 @@ impl Aggregator {
             let agg_table = upload_table(&gpu, &aggs)?;
             let flags = zeroed(&gpu, 4)?;
             // SAFETY: `slot_row` holds `cap` u32 and each job's accumulator and flag `cap`
-            // entries of their widths (table_for); the tables hold `aggs.len()` jobs; the
-            // launch waits for the kernel while every buffer lives.
+            // entries of their widths (table_for); the tables hold `aggs.len()` jobs; waited
+            // for by the next launch (or below) while every buffer lives.
             unsafe {
-                AGG_INIT.launch(
+                AGG_INIT.launch_nowait(
                     &gpu,
                     &module,
                     blocks(cap as u64),
@@ -344,6 +343,9 @@ impl Aggregator {
                         ),
                     )?;
                 }
+            }
+            if n == 0 {
+                gpu.synchronize_decode()?;
             }
             let f = i32s_from_device(&flags, 1)?[0] as u32;
             if f & AGG_OVERFLOW != 0 {
@@ -401,6 +403,9 @@ impl Aggregator {
     }
 
     /// The groups of the table after `agg_rows`: numbered, gathered, brought to the host.
+    /// Every aggregate's values and every key's fixed-width part are gathered into one buffer
+    /// (kernels enqueued one after the other, one wait, one copy back); string keys'
+    /// characters then into a second.
     fn collect(
         &self,
         gpu: &Arc<Gpu>,
@@ -442,17 +447,17 @@ impl Aggregator {
                 format!("{groups} groups numbered from {n} rows"),
             ));
         }
-        let g = groups.max(1);
-        let mut values = Vec::with_capacity(self.spec.aggregates.len());
-        for (a, (op, (acc, seen))) in jobs.ops.iter().zip(&table.accs).enumerate() {
-            let width = acc_width(*op);
-            let out = gpu.alloc(g * width)?;
-            let out_seen = gpu.alloc(g)?;
-            if groups > 0 {
+        let layout = Packed::new(jobs, groups);
+        let packed = gpu.alloc(layout.bytes.max(1))?;
+        if groups > 0 {
+            let at = |offset: usize| packed.device_ptr() + offset as u64;
+            for (a, (op, (acc, seen))) in jobs.ops.iter().zip(&table.accs).enumerate() {
+                let width = acc_width(*op);
                 // SAFETY: `acc` and `seen` hold `cap` entries of `width` and 4 bytes, indexed
-                // by the slots of `group_slot` (below cap); the outputs hold `groups` entries.
+                // by the slots of `group_slot` (below cap); the packed regions hold `groups`
+                // entries of `width` bytes and a byte each ([`Packed`]); waited for below.
                 unsafe {
-                    AGG_GATHER.launch(
+                    AGG_GATHER.launch_nowait(
                         gpu,
                         module,
                         blocks(groups as u64),
@@ -463,18 +468,44 @@ impl Aggregator {
                             width as i32,
                             Const::at(group_slot.device_ptr()),
                             groups as u64,
-                            Mut::at(out.device_ptr()),
-                            Mut::at(out_seen.device_ptr()),
+                            Mut::at(at(layout.values[a])),
+                            Mut::at(at(layout.seen[a])),
                         ),
                     )?;
                 }
             }
-            let bytes = out.copy_to_host(0..groups * width)?;
-            let seen = out_seen.copy_to_host(0..groups)?;
-            let words: Vec<u64> = bytes
+            for k in 0..jobs.nkeys {
+                // SAFETY: `key` is entry k of the key table (the column's buffers live in the
+                // batch); `group_row` holds `groups` rows below n; the packed regions hold
+                // `groups` values of the key's width and a byte each; waited for below.
+                unsafe {
+                    KEY_GATHER.launch_nowait(
+                        gpu,
+                        module,
+                        blocks(groups as u64),
+                        AGG_THREADS,
+                        (
+                            Const::at(jobs.key_entry(k)),
+                            Const::at(group_row.device_ptr()),
+                            groups as u64,
+                            Mut::at(at(layout.key_fixed[k])),
+                            Mut::at(at(layout.key_valid[k])),
+                        ),
+                    )?;
+                }
+            }
+            gpu.synchronize_decode()?;
+        }
+        let host = packed.copy_to_host(0..layout.bytes)?;
+        let region = |at: usize, len: usize| &host[at..at + len];
+        let mut values = Vec::with_capacity(self.spec.aggregates.len());
+        for (a, op) in jobs.ops.iter().enumerate() {
+            let width = acc_width(*op);
+            let words: Vec<u64> = region(layout.values[a], groups * width)
                 .chunks_exact(8)
                 .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
                 .collect();
+            let seen = region(layout.seen[a], groups);
             let t = self.spec.output_type(a, &self.schema);
             values.push(match *op {
                 AGG_COUNT_ALL | AGG_COUNT => super::counts(&words),
@@ -483,107 +514,172 @@ impl Aggregator {
                         DataType::Decimal128(_, s) => s,
                         _ => 0,
                     };
-                    super::decimal_sums(&words, &seen, scale)?
+                    super::decimal_sums(&words, seen, scale)?
                 }
-                AGG_SUM_FLOAT => super::float_sums(&words, &seen),
+                AGG_SUM_FLOAT => super::float_sums(&words, seen),
                 _ => {
                     let w: Vec<i64> = words.iter().map(|&w| w as i64).collect();
-                    super::minmax_array(&w, &seen, &t)?
+                    super::minmax_array(&w, seen, &t)?
                 }
             });
         }
+        // string keys' characters: their lengths came back above
+        let fixed = |k: usize| region(layout.key_fixed[k], groups * layout.key_widths[k]);
+        let mut strings = self.key_strings(gpu, module, jobs, &group_row, groups, &fixed)?;
         let mut keys = Vec::with_capacity(self.spec.keys.len());
         for (k, &col) in self.spec.keys.iter().enumerate() {
-            keys.push(self.key_values(gpu, module, jobs, k, &b.columns[col], col, &group_row, groups)?);
+            let column = &b.columns[col];
+            let t = self.schema.field(col).data_type();
+            let dictionary = match (&column.dictionary, t) {
+                (Some(d), DataType::Dictionary(..)) => Some(d.to_host()?),
+                _ => None,
+            };
+            let valid = region(layout.key_valid[k], groups);
+            keys.push(super::key_array(
+                t,
+                groups,
+                fixed(k),
+                valid,
+                strings[k].take(),
+                dictionary,
+            )?);
         }
         Ok(Groups { keys, values })
     }
 
-    /// Key `k` (column `col`) of each group, from its first row.
-    #[allow(clippy::too_many_arguments)]
-    fn key_values(
+    /// The string keys' offsets and characters at the groups' first rows (`None` for the
+    /// other keys), from their lengths (`fixed(k)`, i64 per group): the characters of every
+    /// string key gathered into one buffer, one wait, one copy back.
+    fn key_strings<'a>(
         &self,
         gpu: &Arc<Gpu>,
         module: &crate::device::nvrtc::Module,
         jobs: &Jobs,
-        k: usize,
-        column: &DeviceArray,
-        col: usize,
         group_row: &DeviceBuffer,
         groups: usize,
-    ) -> Result<ArrayRef> {
-        let t = self.schema.field(col).data_type();
-        let kind = jobs.key_kinds[k];
-        let g = groups.max(1);
-        let width = match kind {
-            KEY_INT => jobs.key_widths[k] as usize,
-            KEY_BOOL => 1,
-            _ => 8,
-        };
-        let out = gpu.alloc(g * width.max(1))?;
-        let out_valid = gpu.alloc(g)?;
-        let key = jobs.keys.device_ptr() + (k * 32) as u64;
-        if groups > 0 {
-            // SAFETY: `key` is entry k of the key table (the column's buffers live in the
-            // batch); `group_row` holds `groups` rows below n; the outputs hold `groups`
-            // values of `width` bytes and a byte each.
-            unsafe {
-                KEY_GATHER.launch(
-                    gpu,
-                    module,
-                    blocks(groups as u64),
-                    AGG_THREADS,
-                    (
-                        Const::at(key),
-                        Const::at(group_row.device_ptr()),
-                        groups as u64,
-                        Mut::at(out.device_ptr()),
-                        Mut::at(out_valid.device_ptr()),
-                    ),
-                )?;
+        fixed: &dyn Fn(usize) -> &'a [u8],
+    ) -> Result<Vec<Option<KeyStrings>>> {
+        let mut offsets: Vec<Option<Vec<i64>>> = Vec::with_capacity(jobs.nkeys);
+        // each string key's characters start at `base` in the one buffer
+        let (mut bases, mut total) = (Vec::with_capacity(jobs.nkeys), 0usize);
+        for k in 0..jobs.nkeys {
+            if jobs.key_kinds[k] < KEY_STR32 {
+                offsets.push(None);
+                bases.push(total);
+                continue;
+            }
+            let mut o = Vec::with_capacity(groups + 1);
+            o.push(0i64);
+            for c in fixed(k).chunks_exact(8) {
+                let len = i64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+                o.push(o[o.len() - 1] + len);
+            }
+            bases.push(total);
+            total += o[groups] as usize;
+            offsets.push(Some(o));
+        }
+        if offsets.iter().all(Option::is_none) {
+            return Ok(offsets.into_iter().map(|_| None).collect());
+        }
+        // every string key's offsets, shifted to their place in the one buffer, one upload
+        let mut shifted = Vec::new();
+        let mut first = Vec::with_capacity(jobs.nkeys);
+        for (o, &base) in offsets.iter().zip(&bases) {
+            first.push(shifted.len() / 8);
+            if let Some(o) = o {
+                shifted.extend(u64s(o.iter().map(|&x| (x + base as i64) as u64)));
             }
         }
-        let fixed = out.copy_to_host(0..groups * width)?;
-        let valid = out_valid.copy_to_host(0..groups)?;
-        let strings = if kind >= KEY_STR32 {
-            let mut offsets = Vec::with_capacity(groups + 1);
-            offsets.push(0i64);
-            for c in fixed.chunks_exact(8) {
-                let len = i64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
-                offsets.push(offsets[offsets.len() - 1] + len);
-            }
-            let total = offsets[groups] as usize;
-            let offs = upload(gpu, &u64s(offsets.iter().map(|&o| o as u64)))?;
-            let chars = gpu.alloc(total.max(1))?;
-            if total > 0 {
-                // SAFETY: `offs` holds groups + 1 offsets ending at `total`, the bytes of
-                // `chars`; one warp per group copies its key's bytes (the lengths gathered
-                // above from the same rows).
+        let offs = upload(gpu, &shifted)?;
+        let chars = gpu.alloc(total.max(1))?;
+        if total > 0 {
+            for (k, o) in offsets.iter().enumerate() {
+                if o.as_ref().is_none_or(|o| o[groups] == 0) {
+                    continue;
+                }
+                // SAFETY: `offs` holds, from entry first[k], groups + 1 offsets of key k into
+                // `chars` (its characters' place in the one buffer, ending within `total`);
+                // one warp per group copies its key's bytes (the lengths gathered from the same
+                // rows); waited for below.
                 unsafe {
-                    KEY_CHARS.launch(
+                    KEY_CHARS.launch_nowait(
                         gpu,
                         module,
                         blocks(groups as u64 * 32),
                         AGG_THREADS,
                         (
-                            Const::at(key),
+                            Const::at(jobs.key_entry(k)),
                             Const::at(group_row.device_ptr()),
                             groups as u64,
-                            Const::at(offs.device_ptr()),
+                            Const::at(offs.device_ptr() + 8 * first[k] as u64),
                             Mut::at(chars.device_ptr()),
                         ),
                     )?;
                 }
             }
-            Some((offsets, chars.copy_to_host(0..total)?))
-        } else {
-            None
+            gpu.synchronize_decode()?;
+        }
+        let all = chars.copy_to_host(0..total)?;
+        Ok(offsets
+            .into_iter()
+            .zip(bases)
+            .map(|(o, base)| {
+                o.map(|o| {
+                    let bytes = all[base..base + o[groups] as usize].to_vec();
+                    (o, bytes)
+                })
+            })
+            .collect())
+    }
+}
+
+/// A string key's offsets (from 0) and characters, one string per group.
+type KeyStrings = (Vec<i64>, Vec<u8>);
+
+/// Where each gathered array sits in the one buffer [`Aggregator::collect`] brings back:
+/// the aggregates' values (8 or 16 bytes per group), the keys' fixed-width parts (their width,
+/// a byte for booleans, an i64 length for strings; each region 8-aligned), then a byte per
+/// group for each aggregate's "seen" flag and each key's validity.
+struct Packed {
+    values: Vec<usize>,
+    seen: Vec<usize>,
+    key_fixed: Vec<usize>,
+    key_widths: Vec<usize>,
+    key_valid: Vec<usize>,
+    bytes: usize,
+}
+
+impl Packed {
+    fn new(jobs: &Jobs, groups: usize) -> Packed {
+        let mut at = 0usize;
+        let mut region = |len: usize| {
+            let r = at;
+            at = (at + len).next_multiple_of(8);
+            r
         };
-        let dictionary = match (&column.dictionary, t) {
-            (Some(d), DataType::Dictionary(..)) => Some(d.to_host()?),
-            _ => None,
-        };
-        super::key_array(t, groups, &fixed, &valid, strings, dictionary)
+        let values = jobs
+            .ops
+            .iter()
+            .map(|&op| region(groups * acc_width(op)))
+            .collect();
+        let key_widths: Vec<usize> = (0..jobs.nkeys)
+            .map(|k| match jobs.key_kinds[k] {
+                KEY_INT => jobs.key_widths[k] as usize,
+                KEY_BOOL => 1,
+                _ => 8,
+            })
+            .collect();
+        let key_fixed = key_widths.iter().map(|w| region(groups * w)).collect();
+        let seen = jobs.ops.iter().map(|_| region(groups)).collect();
+        let key_valid = key_widths.iter().map(|_| region(groups)).collect();
+        Packed {
+            values,
+            seen,
+            key_fixed,
+            key_widths,
+            key_valid,
+            bytes: at,
+        }
     }
 }
 
@@ -602,6 +698,11 @@ struct Jobs {
 }
 
 impl Jobs {
+    /// The device address of key `k`'s entry of the key table.
+    fn key_entry(&self, k: usize) -> u64 {
+        self.keys.device_ptr() + (k * <GroupKey as crate::device::launch::CStruct>::SIZE) as u64
+    }
+
     fn new(spec: &GroupBy, columns: &[DeviceArray], ordinal: usize) -> Result<Self> {
         let gpu = crate::device::gpu(ordinal)?;
         let mut keys = Vec::new();
