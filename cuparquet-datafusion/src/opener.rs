@@ -19,6 +19,9 @@ use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr_adapter::{
     DefaultPhysicalExprAdapterFactory, PhysicalExprAdapterFactory,
 };
+use datafusion::physical_expr_common::physical_expr::{
+    snapshot_generation, snapshot_physical_expr,
+};
 use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder, Time};
 use datafusion::physical_plan::PhysicalExpr;
 use datafusion_datasource_parquet::ParquetFileMetrics;
@@ -568,6 +571,10 @@ impl ScanJob {
     /// file's own columns differ (some missing, other types) — the predicate rewritten for the
     /// file as DataFusion's own scan does (a missing column is null), so that statistics of
     /// one file are never read as another column's.
+    /// A predicate holding a dynamic filter (a hash join's build side, a TopK's threshold)
+    /// prunes by its value as the file is opened — the build side is done by the time the
+    /// join asks for its probe side's rows — as DataFusion's own scan prunes by it, not by
+    /// its value at planning (`true`).
     fn file_pruning(
         &self,
         md: &cuparquet::parquet::file::metadata::ParquetMetaData,
@@ -575,6 +582,12 @@ impl ScanJob {
         let Some(predicate) = &self.predicate else {
             return Ok((Arc::clone(&self.file_schema), self.pruning.clone()));
         };
+        let dynamic = snapshot_generation(predicate) != 0;
+        let current = match dynamic {
+            true => &snapshot_physical_expr(Arc::clone(predicate))?,
+            false => predicate,
+        };
+        let predicate = current;
         let fm = md.file_metadata();
         let physical = cuparquet::parquet::arrow::parquet_to_arrow_schema(
             fm.schema_descr(),
@@ -589,8 +602,17 @@ impl ScanJob {
                 .iter()
                 .zip(self.file_schema.fields())
                 .all(|(a, b)| a.name() == b.name() && same_type(a.data_type(), b.data_type()));
-        if same {
+        if same && !dynamic {
             return Ok((Arc::clone(&self.file_schema), self.pruning.clone()));
+        }
+        if same {
+            let pruning = Pruning::new(
+                Some(predicate),
+                &self.file_schema,
+                self.options.pruning,
+                self.options.pruning && self.options.page_index,
+            );
+            return Ok((Arc::clone(&self.file_schema), pruning));
         }
         let physical = Arc::new(physical);
         let rewritten = DefaultPhysicalExprAdapterFactory
@@ -755,6 +777,80 @@ mod tests {
             ExecutionPlanMetricsSet::new(),
         );
         opener.job(PartitionedFile::new("a.parquet", 0))
+    }
+
+    /// A hash join's dynamic filter prunes the row groups of a file opened after its build
+    /// side is done (by the filter's value then, not `true` as at planning), as DataFusion's
+    /// own scan prunes by it.
+    #[test]
+    fn dynamic_filters_prune_by_their_value_at_open() {
+        use datafusion::arrow::array::Int64Array;
+        use datafusion::logical_expr::Operator;
+        use datafusion::physical_expr::expressions::{
+            col, lit, BinaryExpr, DynamicFilterPhysicalExpr,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.parquet");
+        let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int64, true)]));
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![Arc::new(Int64Array::from_iter_values(0..100_000))],
+        )
+        .unwrap();
+        let props = datafusion::parquet::file::properties::WriterProperties::builder()
+            .set_max_row_group_row_count(Some(10_000))
+            .build();
+        let f = std::fs::File::create(&path).unwrap();
+        let mut w =
+            datafusion::parquet::arrow::ArrowWriter::try_new(f, Arc::clone(&schema), Some(props))
+                .unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let a = col("a", &schema).unwrap();
+        let dynamic = Arc::new(DynamicFilterPhysicalExpr::new(
+            vec![Arc::clone(&a)],
+            lit(true),
+        ));
+        let opener = GpuParquetOpener::new(
+            0,
+            Arc::clone(&schema),
+            vec![0],
+            ScanFilters {
+                predicate: Some(Arc::clone(&dynamic) as Arc<dyn PhysicalExpr>),
+                row_filter: None,
+            },
+            None,
+            GpuScanOptions::default().with_device(Device::Host),
+            ExecutionPlanMetricsSet::new(),
+        );
+        let location = object_store::path::Path::from_filesystem_path(&path).unwrap();
+        let size = std::fs::metadata(&path).unwrap().len();
+        let rows_read = || {
+            let job = opener.job(PartitionedFile::new(location.to_string(), size));
+            let mut rows = 0;
+            job.run(&mut |item| {
+                match item.unwrap() {
+                    Scanned::Batch(b) => rows += b.num_rows(),
+                    Scanned::Rows(n) => rows += n,
+                }
+                true
+            });
+            rows
+        };
+        // at planning: every row group
+        assert_eq!(rows_read(), 100_000);
+        // the build side done: a >= 95,000 AND a < 96,000, one row group
+        let bounds = Arc::new(BinaryExpr::new(
+            Arc::new(BinaryExpr::new(
+                Arc::clone(&a),
+                Operator::GtEq,
+                lit(95_000i64),
+            )),
+            Operator::And,
+            Arc::new(BinaryExpr::new(a, Operator::Lt, lit(96_000i64))),
+        ));
+        dynamic.update(bounds).unwrap();
+        assert_eq!(rows_read(), 10_000);
     }
 
     #[test]
