@@ -440,7 +440,10 @@ impl ScanJob {
         let path = self.path()?;
         // where the reader will decode
         let on = self.options.device.location().ok();
-        let page_index = self.pruning.wants_page_index();
+        // (a dynamic filter's pages are known at open only: its page index read then)
+        let dynamic = (self.predicate.as_ref()).is_some_and(|p| snapshot_generation(p) != 0);
+        let page_index = self.pruning.wants_page_index()
+            || (dynamic && self.options.pruning && self.options.page_index);
         let remote = self.remote_settings();
         let meta = self.footer(&path, page_index, &remote)?;
         let md = &meta.metadata;
