@@ -189,15 +189,7 @@ async fn generated_groups_equal_datafusion() {
         w.close().unwrap();
     }
     let path = s(dir.path());
-    let ours = SessionContext::new_with_config(config());
-    register_gpu_parquet(&ours, "t", &path, GpuScanOptions::default())
-        .await
-        .unwrap();
-    let theirs = SessionContext::new_with_config(config());
-    theirs
-        .register_parquet("t", &path, ParquetReadOptions::default())
-        .await
-        .unwrap();
+    let (ours, theirs) = table_t(&path).await;
     for (sql, pushed) in [
         // a million groups, summed up (and a few of them as they are)
         (

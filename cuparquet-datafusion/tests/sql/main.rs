@@ -96,6 +96,21 @@ async fn df_ctx(t: &tpch::Tables) -> SessionContext {
     ctx
 }
 
+/// The files at `path` as table `t`: scanned by cuparquet (default options), and by
+/// DataFusion's own Parquet scan.
+async fn table_t(path: &str) -> (SessionContext, SessionContext) {
+    let ours = SessionContext::new_with_config(config());
+    register_gpu_parquet(&ours, "t", path, GpuScanOptions::default())
+        .await
+        .unwrap();
+    let theirs = SessionContext::new_with_config(config());
+    theirs
+        .register_parquet("t", path, ParquetReadOptions::default())
+        .await
+        .unwrap();
+    (ours, theirs)
+}
+
 async fn run(ctx: &SessionContext, sql: &str) -> Vec<RecordBatch> {
     ctx.sql(sql)
         .await
@@ -739,15 +754,7 @@ async fn files_with_different_columns_read_as_one_table() {
         ],
     );
     let path = s(dir.path());
-    let ours = SessionContext::new_with_config(config());
-    register_gpu_parquet(&ours, "t", &path, GpuScanOptions::default())
-        .await
-        .unwrap();
-    let theirs = SessionContext::new_with_config(config());
-    theirs
-        .register_parquet("t", &path, ParquetReadOptions::default())
-        .await
-        .unwrap();
+    let (ours, theirs) = table_t(&path).await;
     for q in [
         "SELECT k, s, v FROM t ORDER BY k",
         "SELECT count(s), count(*), sum(v) FROM t",
