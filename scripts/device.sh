@@ -37,6 +37,8 @@ Parts:
   bench-stream  bench-stream_device (BUDGETS); PROFILE=1 then streams FILES' first file
         (default snappy-dict) once, profiled, under BUDGETS' first budget: its timeline.
   bench-filter  bench-filter_device: the exact row filter on the GPU against the host's.
+  bench-aggregate  bench-aggregate_device: the partial aggregation per batch (few groups with
+        Q1's aggregates, thousands, one per row), on one thread and THREADS (16), by stage.
   bench-host    host_load (criterion) and host_compare at each of BENCH_THREADS (16 4), then the
         CLI's host load of their file. Needs no GPU.
   sql   bench-sql_device (QUERIES, SCANS, TUNINGS: one run per CUPARQUET_TUNING), then DuckDB
@@ -610,6 +612,13 @@ part_bench_filter() {
   bench_runs filter "[^[:space:]]" "$b"
 }
 
+part_bench_aggregate() {
+  local b
+  b=$(benchbin aggregate)
+  bench_env
+  bench_runs aggregate "[^[:space:]]" "$b"
+}
+
 part_bench_host() {
   local t l c
   l=$(benchbin host_load)
@@ -962,6 +971,7 @@ case $part in
   bench-decode) part_bench_decode ;;
   bench-stream) part_bench_stream ;;
   bench-filter) part_bench_filter ;;
+  bench-aggregate) part_bench_aggregate ;;
   bench-host) part_bench_host ;;
   sql) part_sql ;;
   compare) part_compare "$@" ;;

@@ -13,6 +13,7 @@ use crate::device::launch::{
     c_struct, i32s_from_device, kernels, u64s, upload, upload_table, zeroed, Const, KernelModule,
     Mut,
 };
+use crate::device::profile::timed;
 use crate::device::{DeviceBuffer, Gpu};
 use crate::error::{Error, Result};
 
@@ -264,6 +265,19 @@ impl Aggregator {
         crate::device::with_own_stream(|| self.run(b, ordinal, &what))
     }
 
+    /// Not a stable API: [`Self::aggregate`] with the wall time of its stages (each kernel
+    /// waited for, the tables uploaded, the groups copied back), for the benchmark.
+    #[doc(hidden)]
+    pub fn aggregate_profiled(
+        &mut self,
+        batch: &LoadedBatch,
+    ) -> Result<(Groups, Vec<(String, std::time::Duration)>)> {
+        crate::device::profile::profile_begin();
+        let r = self.aggregate(batch);
+        let stages = crate::device::profile::profile_end();
+        r.map(|g| (g, stages))
+    }
+
     /// The groups of a host batch (of the aggregator's schema), copied to `cuda:{ordinal}`
     /// first: a scan's batch that came back on the host (a row filter applied there).
     pub fn aggregate_host(&mut self, batch: &RecordBatch, ordinal: usize) -> Result<Groups> {
@@ -292,14 +306,14 @@ impl Aggregator {
         }
         let gpu = crate::device::gpu(ordinal)?;
         let module = AGGREGATE_MODULE.load(&gpu)?;
-        let jobs = Jobs::new(&self.spec, &b.columns, ordinal)?;
+        let jobs = timed("agg tables", || Jobs::new(&self.spec, &b.columns, ordinal))?;
         // at most n groups: a table of 2n slots never fills
         let most = (2 * n).max(2).next_power_of_two();
         loop {
             let cap = self.capacity.min(most);
             let table = self.table_for(&gpu, ordinal, cap, &jobs.ops)?;
             let aggs = jobs.aggs(table);
-            let agg_table = upload_table(&gpu, &aggs)?;
+            let agg_table = timed("agg tables", || upload_table(&gpu, &aggs))?;
             let flags = zeroed(&gpu, 4)?;
             // SAFETY: `slot_row` holds `cap` u32 and each job's accumulator and flag `cap`
             // entries of their widths (table_for); the tables hold `aggs.len()` jobs; waited
@@ -494,9 +508,9 @@ impl Aggregator {
                     )?;
                 }
             }
-            gpu.synchronize_decode()?;
+            timed("kernel agg_gather, key_gather", || gpu.synchronize_decode())?;
         }
-        let host = packed.copy_to_host(0..layout.bytes)?;
+        let host = timed("agg copy back", || packed.copy_to_host(0..layout.bytes))?;
         let region = |at: usize, len: usize| &host[at..at + len];
         let mut values = Vec::with_capacity(self.spec.aggregates.len());
         for (a, op) in jobs.ops.iter().enumerate() {
@@ -525,7 +539,9 @@ impl Aggregator {
         }
         // string keys' characters: their lengths came back above
         let fixed = |k: usize| region(layout.key_fixed[k], groups * layout.key_widths[k]);
-        let mut strings = self.key_strings(gpu, module, jobs, &group_row, groups, &fixed)?;
+        let mut strings = timed("agg key strings", || {
+            self.key_strings(gpu, module, jobs, &group_row, groups, &fixed)
+        })?;
         let mut keys = Vec::with_capacity(self.spec.keys.len());
         for (k, &col) in self.spec.keys.iter().enumerate() {
             let column = &b.columns[col];
