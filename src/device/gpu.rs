@@ -13,6 +13,7 @@ use cudarc::driver::result as cu;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, DriverError};
 
+use super::streams::{DECODE_SETS, SET_STREAMS};
 use crate::device::probe_cuda;
 use crate::error::{Error, Result};
 
@@ -67,7 +68,7 @@ pub(crate) fn driver_error(ordinal: usize, what: &str, e: DriverError) -> Error 
 /// A CUDA stream owned by a [`Gpu`].
 #[derive(Debug)]
 pub struct Stream {
-    raw: sys::CUstream,
+    pub(super) raw: sys::CUstream,
 }
 
 // SAFETY: a CUstream is an opaque driver handle; the driver API may be called with it from any
@@ -97,54 +98,15 @@ pub(crate) const PER_THREAD_STREAM: sys::CUstream = 2 as sys::CUstream;
 /// Streams for copies back to the host, per device.
 const DOWNLOAD_STREAMS: usize = 4;
 
-/// Threads decoding the waves of a pipelined device load, each on a decode stream of its own.
-/// One, three and four measured slower than two (benches/RESULTS.md, `decode_threads`).
-pub(crate) const DECODE_THREADS: usize = 2;
-
-/// Decode streams per device: one per decoding thread, so that their kernels run at once.
-pub(crate) const DECODE_STREAMS: usize = DECODE_THREADS;
-
-thread_local! {
-    static DECODE_SLOT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-/// Runs `f` with the calling thread's decoding kernels on decode stream `slot` (modulo
-/// [`DECODE_STREAMS`]); the thread's previous slot is restored after.
-pub(crate) fn with_decode_slot<R>(slot: usize, f: impl FnOnce() -> R) -> R {
-    with_stream_index(slot % DECODE_STREAMS, f)
-}
-
-/// Runs `f` on the companion stream of the calling thread's decode slot: a second stream per
-/// slot, so that a decoding thread can hand part of its pass (the byte-array columns) to a
-/// helper thread whose kernels run beside its own.
-pub(crate) fn with_companion_stream<R>(f: impl FnOnce() -> R) -> R {
-    let slot = DECODE_SLOT.with(|s| s.get()) % DECODE_STREAMS;
-    with_stream_index(DECODE_STREAMS + slot, f)
-}
-
-/// [`DECODE_SLOT`]'s value for the calling thread's own default stream ([`with_own_stream`]).
-const OWN_STREAM_SLOT: usize = usize::MAX;
-
-/// The calling thread's default stream, as a [`Stream`].
-static OWN_STREAM: Stream = Stream {
-    raw: PER_THREAD_STREAM,
-};
-
-/// Runs `f` with the calling thread's kernels (and the frees ordered after them) on its own
-/// default stream ([`PER_THREAD_STREAM`]) instead of a decode stream: device work done for a
-/// consumer of batches — joining a row filter's batches in order, an aggregation — whose
-/// waits then wait for its own kernels only, not for the waves or the partitions decoding on
-/// the decode streams meanwhile. (The batches it reads were waited for before they were
-/// handed over.)
-pub(crate) fn with_own_stream<R>(f: impl FnOnce() -> R) -> R {
-    with_stream_index(OWN_STREAM_SLOT, f)
-}
-
-fn with_stream_index<R>(slot: usize, f: impl FnOnce() -> R) -> R {
-    let old = DECODE_SLOT.with(|s| s.replace(slot));
-    let r = f();
-    DECODE_SLOT.with(|s| s.set(old));
-    r
+/// `n` new non-blocking streams of the device `ordinal`, whose context is current.
+pub(super) fn new_streams(ordinal: usize, n: usize) -> Result<Vec<Stream>> {
+    (0..n)
+        .map(|_| {
+            cu::stream::create(cu::stream::StreamKind::NonBlocking)
+                .map(|raw| Stream { raw })
+                .map_err(|e| driver_error(ordinal, "cuStreamCreate", e))
+        })
+        .collect()
 }
 
 /// Sets the current context's scheduling flag to `CU_CTX_SCHED_YIELD`, keeping its other
@@ -179,8 +141,12 @@ pub struct Gpu {
     streams: Vec<Stream>,
     /// The streams decoding kernels run on, apart from the copy streams, so that a load's
     /// reads (copies) and the decoding of what was read before run at once, and so that
-    /// several decoding threads (each on its slot's stream, [`with_decode_slot`]) overlap.
-    decode: Vec<Stream>,
+    /// several decoding threads (each on its slot's stream, [`with_decode_slot`]) overlap: in
+    /// sets, one per load decoding at once ([`Gpu::decode_set`]; set 0 created with the
+    /// device, the others when first taken).
+    pub(super) decode: Vec<std::sync::OnceLock<Vec<Stream>>>,
+    /// The decode sets (but 0) no load holds.
+    pub(super) free_sets: Mutex<Vec<usize>>,
     /// Streams for copies back to the host ([`Gpu::download_stream`]), apart from the read
     /// and decode streams so that a batch copied back does not wait behind the next reads.
     downloads: Vec<Stream>,
@@ -268,13 +234,11 @@ impl Gpu {
             streams.push(Stream { raw });
         }
         let pool = Self::open_pool(&ctx, ordinal, total_memory)?;
-        // a stream per decode slot and its companion ([`with_companion_stream`])
-        let mut decode = Vec::with_capacity(2 * DECODE_STREAMS);
-        for _ in 0..2 * DECODE_STREAMS {
-            let raw = cu::stream::create(cu::stream::StreamKind::NonBlocking)
-                .map_err(|e| driver_error(ordinal, "cuStreamCreate", e))?;
-            decode.push(Stream { raw });
-        }
+        // the shared decode set: a stream per decode slot and its companion
+        // ([`super::streams::companion_stream`])
+        let decode: Vec<std::sync::OnceLock<Vec<Stream>>> =
+            (0..DECODE_SETS).map(|_| std::sync::OnceLock::new()).collect();
+        let _ = decode[0].set(new_streams(ordinal, SET_STREAMS)?);
         let mut downloads = Vec::with_capacity(DOWNLOAD_STREAMS);
         for _ in 0..DOWNLOAD_STREAMS {
             let raw = cu::stream::create(cu::stream::StreamKind::NonBlocking)
@@ -287,6 +251,8 @@ impl Gpu {
         };
         Ok(Gpu {
             decode,
+            // taken from the end: set 1 first
+            free_sets: Mutex::new((1..DECODE_SETS).rev().collect()),
             downloads,
             idle,
             next_download: std::sync::atomic::AtomicUsize::new(0),
@@ -391,7 +357,7 @@ impl Gpu {
         let Some((pool, _)) = &self.pool else {
             return Ok(false);
         };
-        // the frees are enqueued on the decode streams: let them complete
+        // the frees are enqueued on the decode streams (of every set): let them complete
         self.synchronize_all_decode()?;
         // SAFETY: the pool is live.
         unsafe { cu::mem_pool::trim_to(*pool, 0) }
@@ -445,33 +411,12 @@ impl Gpu {
         &self.downloads[i % self.downloads.len()]
     }
 
-    /// The stream the calling thread's decoding kernels run on (its [`with_decode_slot`], or
-    /// the slot's companion inside [`with_companion_stream`], or its own inside
-    /// [`with_own_stream`]).
-    pub(crate) fn decode_stream(&self) -> &Stream {
-        match DECODE_SLOT.with(|s| s.get()) {
-            OWN_STREAM_SLOT => &OWN_STREAM,
-            slot => &self.decode[slot % self.decode.len()],
-        }
-    }
-
-    /// Waits for the work of the calling thread's decode stream (kernels, and the frees
-    /// ordered after them).
-    pub(crate) fn synchronize_decode(&self) -> Result<()> {
-        self.wait_for([self.decode_stream()])
-    }
-
-    /// Waits for the work of every decode stream.
-    pub(crate) fn synchronize_all_decode(&self) -> Result<()> {
-        self.wait_for(&self.decode)
-    }
-
     /// Waits for all work on the copy streams.
     pub fn synchronize(&self) -> Result<()> {
         self.wait_for(&self.streams)
     }
 
-    fn wait_for<'a>(&self, streams: impl IntoIterator<Item = &'a Stream>) -> Result<()> {
+    pub(super) fn wait_for<'a>(&self, streams: impl IntoIterator<Item = &'a Stream>) -> Result<()> {
         self.bind()?;
         for s in streams {
             // SAFETY: the stream is live (owned by self, which outlives the call).
@@ -644,10 +589,11 @@ static SHARED_PINNED: Mutex<Vec<PinnedBuffer>> = Mutex::new(Vec::new());
 impl Drop for Gpu {
     fn drop(&mut self) {
         if self.ctx.bind_to_thread().is_ok() {
+            let decode = self.decode.iter().filter_map(|s| s.get()).flatten();
             for s in self
                 .streams
                 .iter()
-                .chain(&self.decode)
+                .chain(decode)
                 .chain(&self.downloads)
                 .chain([&self.idle])
             {

@@ -11,6 +11,7 @@
 
 mod event;
 mod gpu;
+mod streams;
 #[cfg(test)]
 pub(crate) mod c_source;
 pub(crate) mod launch;
@@ -23,7 +24,9 @@ pub use gpu::{
     gpu, pinned_pool_retain, DeviceBuffer, Gpu, PinnedBuffer, Stream, ALLOC_PADDING, COPY_STREAMS,
     PINNED_POOL_RETAIN,
 };
-pub(crate) use gpu::{with_companion_stream, with_decode_slot, with_own_stream, DECODE_THREADS};
+pub(crate) use streams::{
+    companion_stream, with_decode_slot, with_own_stream, with_stream, DECODE_THREADS,
+};
 
 use std::fmt;
 use std::str::FromStr;

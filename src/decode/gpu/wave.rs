@@ -240,9 +240,11 @@ pub(crate) fn decode_wave(
         // so that they fill the device beside the fixed-width decoder (whose SNAPPY pages
         // finish unevenly) instead of after it
         let profiling = dg::profiling();
+        // (chosen here: the helper thread has no slot of its own)
+        let companion = device::companion_stream();
         let (fixed, bytes) = std::thread::scope(|s| {
             let helper = s.spawn(|| {
-                device::with_companion_stream(|| {
+                device::with_stream(companion, || {
                     if profiling {
                         dg::profile_begin();
                     }

@@ -161,13 +161,18 @@ impl DeviceLoad<'_> {
         sink: &Sink<'_>,
         handed: &Handed,
     ) -> Result<()> {
-        // 4. the row filter and the views, applied as each wave is decoded
+        // the load's own decode streams: loads decoding at once (an engine's partitions)
+        // neither queue behind nor wait for each other's kernels
+        let held = crate::device::gpu(self.ordinal)?.decode_set();
+        let set = held.index();
+        // 4. the row filter and the views, applied as each wave is decoded (on the decoding
+        // thread's own stream: the wave's kernels were waited for)
         let finished = |i: usize, r: Result<WaveOut>| {
             sink(
                 i,
                 r.and_then(|(b, g, io, d)| {
                     let t = Instant::now();
-                    let b = self.finish.apply(b)?;
+                    let b = crate::device::with_own_stream(|| self.finish.apply(b))?;
                     Ok((b, g, io, d + t.elapsed()))
                 }),
             )
@@ -204,16 +209,19 @@ impl DeviceLoad<'_> {
                 handed.decoded(i, bytes);
                 sink(i, r)
             };
-            return self.pipelined(reader, waves, &decoded, Some(&budgeted));
+            return self.pipelined(reader, waves, &decoded, Some(&budgeted), set);
         }
         if waves.len() > 1 {
-            return self.pipelined(reader, waves, sink, None);
+            return self.pipelined(reader, waves, sink, None, set);
         }
-        // one wave: read, then decoded
+        // one wave: read, then decoded (on the load's streams, its chunks freed after)
         let r = self.read_chunks(reader).and_then(|(chunks, io)| {
             let t = Instant::now();
-            let (b, g) = self.decode_part(&chunks, &self.plan.row_groups)?;
-            drop(chunks);
+            let (b, g) = crate::device::with_decode_slot(set, 0, move || {
+                let d = self.decode_part(&chunks, &self.plan.row_groups);
+                drop(chunks);
+                d
+            })?;
             Ok((b, g, io, t.elapsed()))
         });
         sink(0, r);

@@ -30,7 +30,8 @@ impl DeviceLoad<'_> {
     /// otherwise each wave is read into an allocation of its own, at most one wave ahead of
     /// the decoders. Hands each wave, as it is decoded (not in order), its batches and reports
     /// to `sink`, which returns false when no more are wanted; after an error or a `false`
-    /// the waves not yet decoded are dropped. Under a memory budget (`budget`) each wave's
+    /// the waves not yet decoded are dropped. The decoders' kernels run on decode set `set`
+    /// (the load's own, [`crate::device::Gpu::decode_set`]). Under a memory budget (`budget`) each wave's
     /// reads wait until the budget admits them, into an allocation of the wave's own: as one
     /// stream where the reader can ([`Self::stream_budgeted`]), else wave by wave.
     pub(super) fn pipelined(
@@ -39,6 +40,7 @@ impl DeviceLoad<'_> {
         waves: &[Wave],
         sink: &Sink<'_>,
         budget: Option<&Budgeted<'_>>,
+        set: usize,
     ) -> Result<()> {
         use std::sync::atomic::AtomicBool;
         use std::sync::Condvar;
@@ -153,7 +155,7 @@ impl DeviceLoad<'_> {
                     let out = r.and_then(|(chunks, io)| {
                         let t = Instant::now();
                         // the chunks are dropped on this slot's stream, after its kernels
-                        let d = device::with_decode_slot(slot, move || {
+                        let d = device::with_decode_slot(set, slot, move || {
                             let d = self.decode_wave(&chunks, &waves[i], waves.len() > 1);
                             drop(chunks);
                             d
@@ -180,8 +182,8 @@ impl DeviceLoad<'_> {
             }
         });
         if let Some(buffer) = shared.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            // decoders may have enqueued work that still reads it
-            buffer.gpu().synchronize_all_decode()?;
+            // decoders may have enqueued work that still reads it (on the load's streams)
+            buffer.gpu().synchronize_decode_set(set)?;
             drop(buffer);
         }
         timeline.print();
