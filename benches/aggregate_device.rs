@@ -19,7 +19,6 @@ mod common;
 
 use common::env_usize;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,25 +26,6 @@ use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::{Float64Type, Int64Type};
 use cuparquet::compute::{Aggregate, Aggregator, Expr, GroupBy};
 use cuparquet::{Device, LoadedBatch, Scan};
-use parquet::basic::Compression;
-use parquet::file::properties::WriterProperties;
-
-fn file(rows: usize) -> PathBuf {
-    let dir = PathBuf::from(
-        std::env::var("CUPARQUET_BENCH_DIR").unwrap_or_else(|_| "target/bench-data".into()),
-    );
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(format!("filter-lineitem-snappy-{rows}.parquet"));
-    if !p.exists() {
-        eprintln!("writing {} ...", p.display());
-        let props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .set_max_row_group_row_count(Some(1_000_000))
-            .build();
-        common::generate_lineitem(&p, rows, 1_000_000, props);
-    }
-    p
-}
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
@@ -190,7 +170,7 @@ fn main() {
         println!("skipping bench-aggregate_device: no CUDA device");
         return;
     }
-    let path = file(rows);
+    let path = common::snappy_lineitem(rows);
     let loaded = Scan::builder(&path)
         .with_device(Device::Cuda(0))
         .with_columns(COLUMNS)

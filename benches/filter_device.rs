@@ -15,30 +15,11 @@
 mod common;
 
 use common::env_usize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use arrow::record_batch::RecordBatch;
 use cuparquet::{Device, Scan};
-use parquet::basic::Compression;
-use parquet::file::properties::WriterProperties;
-
-fn file(rows: usize) -> PathBuf {
-    let dir = PathBuf::from(
-        std::env::var("CUPARQUET_BENCH_DIR").unwrap_or_else(|_| "target/bench-data".into()),
-    );
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(format!("filter-lineitem-snappy-{rows}.parquet"));
-    if !p.exists() {
-        eprintln!("writing {} ...", p.display());
-        let props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .set_max_row_group_row_count(Some(1_000_000))
-            .build();
-        common::generate_lineitem(&p, rows, 1_000_000, props);
-    }
-    p
-}
 
 /// Rows loaded and the batches on the host (`to_host` when asked).
 fn run(
@@ -90,7 +71,7 @@ fn main() {
     }
     let rows = env_usize("CUPARQUET_BENCH_ROWS", 24_000_000);
     let rounds = env_usize("CUPARQUET_BENCH_ROUNDS", 5);
-    let path = file(rows);
+    let path = common::snappy_lineitem(rows);
     let gpu = Device::Cuda(0);
     let out = ["price", "disc"];
     let all = ["price", "disc", "ship", "qty"];

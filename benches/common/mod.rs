@@ -119,6 +119,27 @@ pub fn env_usize(k: &str, d: usize) -> usize {
         .unwrap_or(d)
 }
 
+/// The lineitem-like table of [`generate_lineitem`] with `rows` rows, SNAPPY with
+/// dictionaries, row groups of 1,000,000 rows, in `CUPARQUET_BENCH_DIR` (default
+/// `target/bench-data`), written on first use (the file of `bench-filter_device` and
+/// `bench-aggregate_device`).
+pub fn snappy_lineitem(rows: usize) -> PathBuf {
+    let dir = PathBuf::from(
+        std::env::var("CUPARQUET_BENCH_DIR").unwrap_or_else(|_| "target/bench-data".into()),
+    );
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("filter-lineitem-snappy-{rows}.parquet"));
+    if !p.exists() {
+        eprintln!("writing {} ...", p.display());
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_max_row_group_row_count(Some(1_000_000))
+            .build();
+        generate_lineitem(&p, rows, 1_000_000, props);
+    }
+    p
+}
+
 pub fn bench_file() -> PathBuf {
     if let Some(p) = std::env::var_os("CUPARQUET_BENCH_FILE") {
         return PathBuf::from(p);
