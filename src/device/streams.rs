@@ -76,10 +76,16 @@ pub(crate) fn with_own_stream<R>(f: impl FnOnce() -> R) -> R {
 }
 
 fn with_stream_at<R>(at: (usize, usize), f: impl FnOnce() -> R) -> R {
-    let old = DECODE_AT.with(|s| s.replace(at));
-    let r = f();
-    DECODE_AT.with(|s| s.set(old));
-    r
+    /// Puts the thread's previous choice back, also when `f` panics (a thread that catches
+    /// the panic must not go on with a set another load may hold by then).
+    struct Restore((usize, usize));
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            DECODE_AT.with(|s| s.set(self.0));
+        }
+    }
+    let _restore = Restore(DECODE_AT.with(|s| s.replace(at)));
+    f()
 }
 
 /// A decode set of a device held by one load ([`Gpu::decode_set`]): given back when dropped.
@@ -203,5 +209,9 @@ mod tests {
         });
         assert_eq!(at(), (0, 0));
         with_decode_slot(2, DECODE_STREAMS + 1, || assert_eq!(at(), (2, 1)));
+        // a panic caught on the thread leaves no choice behind
+        let caught = std::panic::catch_unwind(|| with_decode_slot(4, 0, || panic!("decoding")));
+        assert!(caught.is_err());
+        assert_eq!(at(), (0, 0));
     }
 }
