@@ -129,10 +129,13 @@ impl<'a> Reader<'a> {
                 reason: format!("field id {v} out of range"),
             })?
         } else {
-            last_id.checked_add(i16::from(delta)).ok_or(ThriftError {
-                offset: self.pos,
-                reason: "field id overflows".into(),
-            })?
+            // (the error built only when it happens: this runs for every field)
+            last_id
+                .checked_add(i16::from(delta))
+                .ok_or_else(|| ThriftError {
+                    offset: self.pos,
+                    reason: "field id overflows".into(),
+                })?
         };
         *last_id = id;
         Ok(Some((id, t)))
