@@ -134,12 +134,7 @@ impl GpuParquetOpener {
                 .collect::<Vec<_>>(),
             file_schema.metadata().clone(),
         ));
-        let pruning = Pruning::new(
-            predicate.as_ref(),
-            &file_schema,
-            options.pruning,
-            options.pruning && options.page_index,
-        );
+        let pruning = Pruning::new(predicate.as_ref(), &file_schema, &options);
         GpuParquetOpener {
             partition,
             file_schema,
@@ -447,7 +442,7 @@ impl ScanJob {
         let remote = self.remote_settings();
         let meta = self.footer(&path, page_index, &remote)?;
         let md = &meta.metadata;
-        let (schema, pruning) = self.file_pruning(md)?;
+        let (schema, pruning) = self.file_pruning(md, dynamic)?;
         let plan = access_plan(
             &self.file,
             md,
@@ -574,23 +569,26 @@ impl ScanJob {
     /// file's own columns differ (some missing, other types) — the predicate rewritten for the
     /// file as DataFusion's own scan does (a missing column is null), so that statistics of
     /// one file are never read as another column's.
-    /// A predicate holding a dynamic filter (a hash join's build side, a TopK's threshold)
-    /// prunes by its value as the file is opened — the build side is done by the time the
-    /// join asks for its probe side's rows — as DataFusion's own scan prunes by it, not by
-    /// its value at planning (`true`).
+    ///
+    /// A predicate holding a dynamic filter (`dynamic`: a hash join's build side, a TopK's
+    /// threshold) prunes by its value as the file is opened — the build side is done by the
+    /// time the join asks for its probe side's rows — as DataFusion's own scan prunes by it,
+    /// not by its value at planning (`true`).
     fn file_pruning(
         &self,
         md: &cuparquet::parquet::file::metadata::ParquetMetaData,
+        dynamic: bool,
     ) -> Result<(SchemaRef, Pruning)> {
         let Some(predicate) = &self.predicate else {
             return Ok((Arc::clone(&self.file_schema), self.pruning.clone()));
         };
-        let dynamic = snapshot_generation(predicate) != 0;
-        let current = match dynamic {
-            true => &snapshot_physical_expr(Arc::clone(predicate))?,
-            false => predicate,
+        let snapshot;
+        let predicate = if dynamic {
+            snapshot = snapshot_physical_expr(Arc::clone(predicate))?;
+            &snapshot
+        } else {
+            predicate
         };
-        let predicate = current;
         let fm = md.file_metadata();
         let physical = cuparquet::parquet::arrow::parquet_to_arrow_schema(
             fm.schema_descr(),
@@ -605,16 +603,11 @@ impl ScanJob {
                 .iter()
                 .zip(self.file_schema.fields())
                 .all(|(a, b)| a.name() == b.name() && same_type(a.data_type(), b.data_type()));
-        if same && !dynamic {
-            return Ok((Arc::clone(&self.file_schema), self.pruning.clone()));
-        }
         if same {
-            let pruning = Pruning::new(
-                Some(predicate),
-                &self.file_schema,
-                self.options.pruning,
-                self.options.pruning && self.options.page_index,
-            );
+            let pruning = match dynamic {
+                true => Pruning::new(Some(predicate), &self.file_schema, &self.options),
+                false => self.pruning.clone(),
+            };
             return Ok((Arc::clone(&self.file_schema), pruning));
         }
         let physical = Arc::new(physical);
@@ -622,12 +615,7 @@ impl ScanJob {
             .create(Arc::clone(&self.file_schema), Arc::clone(&physical))?
             .rewrite(Arc::clone(predicate))?;
         let rewritten = PhysicalExprSimplifier::new(&physical).simplify(rewritten)?;
-        let pruning = Pruning::new(
-            Some(&rewritten),
-            &physical,
-            self.options.pruning,
-            self.options.pruning && self.options.page_index,
-        );
+        let pruning = Pruning::new(Some(&rewritten), &physical, &self.options);
         Ok((physical, pruning))
     }
 

@@ -35,12 +35,15 @@ pub(crate) struct Pruning {
 }
 
 impl Pruning {
+    /// The pruning of `predicate` over `schema` as a scan's `options` ask for it: by row-group
+    /// statistics with `pruning`, by the page index with `pruning` and `page_index` too.
     pub(crate) fn new(
         predicate: Option<&Arc<dyn PhysicalExpr>>,
         schema: &SchemaRef,
-        statistics: bool,
-        page_index: bool,
+        options: &crate::GpuScanOptions,
     ) -> Self {
+        let statistics = options.pruning;
+        let page_index = options.pruning && options.page_index;
         let Some(p) = predicate else {
             return Pruning {
                 row_groups: None,
