@@ -39,34 +39,6 @@ pub const FORMAT_NAME: &str = "gpuparquet";
 pub struct GpuParquetFormat {
     options: GpuScanOptions,
     footers: ParquetFormat,
-    checked: Checked,
-}
-
-/// Footers whose counts were checked, by identity: the session's file metadata cache hands
-/// the same footer back while its file is unchanged, so a footer is checked once, not at every
-/// query's statistics (the check converts the footer's Arrow schema: most of a `count(*)`
-/// answered from statistics).
-#[derive(Debug, Default)]
-struct Checked(std::sync::Mutex<HashMap<usize, std::sync::Weak<ParquetMetaData>>>);
-
-impl Checked {
-    /// Whether `md` was checked. (A `Weak` keeps its allocation, so no other footer can have
-    /// the address of one it points to.)
-    fn has(&self, md: &Arc<ParquetMetaData>) -> bool {
-        let at = Arc::as_ptr(md) as usize;
-        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(&at)
-            .is_some_and(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(md)))
-    }
-
-    /// `md` checked; footers no longer held by anyone forgotten as the map grows.
-    fn add(&self, md: &Arc<ParquetMetaData>) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() >= 64 && map.len().is_power_of_two() {
-            map.retain(|_, w| w.strong_count() > 0);
-        }
-        map.insert(Arc::as_ptr(md) as usize, Arc::downgrade(md));
-    }
 }
 
 impl Default for GpuParquetFormat {
@@ -81,7 +53,6 @@ impl GpuParquetFormat {
         GpuParquetFormat {
             options,
             footers: footers(false),
-            checked: Checked::default(),
         }
     }
 
@@ -137,7 +108,7 @@ impl FileFormat for GpuParquetFormat {
             }
         };
         for object in objects {
-            checked_footer(state, store, object, &self.checked).await?;
+            checked_footer(state, store, object).await?;
         }
         Ok(schema)
     }
@@ -151,7 +122,7 @@ impl FileFormat for GpuParquetFormat {
         table_schema: SchemaRef,
         object: &ObjectMeta,
     ) -> Result<Statistics> {
-        let md = checked_footer(state, store, object, &self.checked).await?;
+        let md = checked_footer(state, store, object).await?;
         DFParquetMetadata::statistics_from_parquet_metadata(&md, &table_schema)
             .map_err(|e| named(store, object, e))
     }
@@ -265,13 +236,12 @@ fn unreadable(
 
 /// `object`'s footer, from the session's file metadata cache (cuparquet's footer where a scan
 /// put it there, else DataFusion's, read and cached as its own scan does), its counts checked
-/// ([`cuparquet::metadata::check_claims`], once per footer: `checked`) before DataFusion
-/// sizes statistics by them.
+/// ([`cuparquet::metadata::check_claims`]) before DataFusion sizes statistics by them (once
+/// per file: the table keeps the statistics in the session's cache, [`crate::register_gpu_parquet`]).
 async fn checked_footer(
     state: &dyn Session,
     store: &Arc<dyn ObjectStore>,
     object: &ObjectMeta,
-    checked: &Checked,
 ) -> Result<Arc<ParquetMetaData>> {
     let cache = state.runtime_env().cache_manager.get_file_metadata_cache();
     if let Some(e) = cache.get(&object.location) {
@@ -287,12 +257,9 @@ async fn checked_footer(
         .fetch_metadata()
         .await
         .map_err(|e| unreadable(store, object, e))?;
-    if !checked.has(&md) {
-        let name = object_name(store, object);
-        cuparquet::metadata::check_claims(std::path::Path::new(&name), &md)
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        checked.add(&md);
-    }
+    let name = object_name(store, object);
+    cuparquet::metadata::check_claims(std::path::Path::new(&name), &md)
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
     Ok(md)
 }
 
@@ -314,42 +281,4 @@ fn footers(views: bool) -> ParquetFormat {
     ParquetFormat::new()
         .with_force_view_types(views)
         .with_binary_as_string(false)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use datafusion::parquet::file::metadata::ParquetMetaDataReader;
-
-    use super::Checked;
-
-    /// A footer is known as checked by its identity: the same footer is, an equal copy is
-    /// not, and footers nobody holds any more are forgotten as the map grows.
-    #[test]
-    fn footers_are_known_checked_by_identity() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../testdata/lineitem-sample.parquet"
-        );
-        let file = std::fs::File::open(path).unwrap();
-        let md = Arc::new(
-            ParquetMetaDataReader::new()
-                .parse_and_finish(&file)
-                .unwrap(),
-        );
-        let checked = Checked::default();
-        assert!(!checked.has(&md));
-        checked.add(&md);
-        assert!(checked.has(&md));
-        let copy = Arc::new((*md).clone());
-        assert!(!checked.has(&copy));
-        // 200 footers checked and dropped: the map keeps about the live ones
-        for _ in 0..200 {
-            checked.add(&Arc::new((*md).clone()));
-        }
-        assert!(checked.has(&md));
-        let kept = checked.0.lock().unwrap().len();
-        assert!(kept < 100, "{kept} entries");
-    }
 }
