@@ -195,17 +195,10 @@ impl Iterator for FileBatches {
                 return Some(Ok(b));
             }
             if self.done || self.next_wave >= self.waves.len() {
-                // the last batches, held to be joined with the next wave's: there is none
-                let held = std::mem::take(&mut self.held);
+                // (nothing is held: the last wave was joined as the file's end, and a stop
+                // drops what was held)
                 self.stop();
-                if held.is_empty() {
-                    return None;
-                }
-                match self.state.finisher().in_order(&mut Vec::new(), held, true) {
-                    Ok(b) => self.ready.extend(b),
-                    Err(e) => return Some(Err(e.in_file(&self.path))),
-                }
-                continue;
+                return None;
             }
             // every batch of the waves before is in the caller's hands (but those held)
             self.handed.set(self.next_wave);
