@@ -89,31 +89,10 @@ pub fn oracle(
     // depend on where its batches end (a mutated map's levels, found by the mutants: pyarrow
     // reads the file, and so does arrow-rs in batches of a million rows, as the host decoder
     // reads it): a panic is tried again in such batches before it counts.
-    let r = quietly(|| run(None)).or_else(|_| quietly(|| run(Some(1 << 20))));
+    // (quietly: only this thread's panics go unprinted, not those of tests beside it)
+    use cuparquet::error::catch_quietly;
+    let r = catch_quietly(|| run(None)).or_else(|_| catch_quietly(|| run(Some(1 << 20))));
     r.unwrap_or_else(|_| Err("arrow-rs panicked".into()))
-}
-
-std::thread_local! {
-    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// `f` run with its panic caught and not printed. Only this thread's panics are silenced: the
-/// process's hook, installed once, prints every other thread's as before (swapping the hook
-/// for a silent one would hide the failures of tests running beside this one).
-pub fn quietly<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
-    static HOOK: std::sync::Once = std::sync::Once::new();
-    HOOK.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !QUIET.with(|q| q.get()) {
-                previous(info)
-            }
-        }));
-    });
-    let was = QUIET.with(|q| q.replace(true));
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    QUIET.with(|q| q.set(was));
-    r
 }
 
 /// Concatenates loaded batches (host copies) with the given schema.
