@@ -12,6 +12,11 @@ fn node_names(plan: &Arc<dyn ExecutionPlan>) -> Vec<String> {
     out
 }
 
+/// Whether a plan of these node names aggregates on the device.
+fn aggregates_on_device(names: &[String]) -> bool {
+    names.iter().any(|n| n == "DeviceAggregateExec")
+}
+
 /// Partial aggregations over a device scan run on the GPU (`DeviceAggregateExec` in the plan,
 /// the groups equal to DataFusion's own scan and aggregation): keys of strings, dates,
 /// integers and booleans, COUNT(*), COUNT, exact decimal SUM and AVG, MIN and MAX of dates,
@@ -92,7 +97,7 @@ async fn partial_aggregation_runs_on_the_device() {
     ] {
         let plan = physical(&ctx, sql).await;
         let names = node_names(&plan);
-        let device = names.iter().any(|n| n == "DeviceAggregateExec");
+        let device = aggregates_on_device(&names);
         assert_eq!(device, pushed && on_gpu(), "{sql}: {names:?}");
         let (out, _) = executed(&ctx, sql).await;
         let want = text(&run(&df, sql).await);
@@ -100,7 +105,7 @@ async fn partial_aggregation_runs_on_the_device() {
         // the option off: DataFusion's aggregation
         let plan = physical(&off, sql).await;
         assert!(
-            !node_names(&plan).iter().any(|n| n == "DeviceAggregateExec"),
+            !aggregates_on_device(&node_names(&plan)),
             "{sql}: the option is off"
         );
         assert_eq!(text(&run(&off, sql).await), want, "{sql}");
@@ -231,7 +236,7 @@ async fn generated_groups_equal_datafusion() {
     ] {
         let plan = physical(&ours, sql).await;
         let names = node_names(&plan);
-        let device = names.iter().any(|n| n == "DeviceAggregateExec");
+        let device = aggregates_on_device(&names);
         assert_eq!(device, pushed && on_gpu(), "{sql}: {names:?}");
         let got = text(&run(&ours, sql).await);
         assert_eq!(got, text(&run(&theirs, sql).await), "{sql}");
