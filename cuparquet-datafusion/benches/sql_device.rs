@@ -11,7 +11,8 @@
 //! - `CUPARQUET_BENCH_DEVICES`: CUDA ordinals (e.g. `0,1`) the `cuparquet` scans' partitions
 //!   are spread over (scan option `devices`; default: cuda:0 alone);
 //! - `CUPARQUET_BENCH_QUERIES` (a comma-separated subset of `Q1`, `Q3`, `Q6`, `Q12`, `LIKE`,
-//!   `GROUPBY` (a high-cardinality key, top 10), `COUNT` (`count(*)`), `LIMIT`) and
+//!   `GROUPBY` (a high-cardinality key, top 10), `GROUPBY-ORDERS` (6M groups), `GROUPBY-ROWS`
+//!   (a group per row), `COUNT` (`count(*)`), `LIMIT`) and
 //!   `CUPARQUET_BENCH_SCANS` (of `cuparquet`, `cuparquet-noagg` (the partial aggregation
 //!   DataFusion's, over the scan's rows: `device_aggregation` off), `cuparquet-gpu` (every query on the GPU:
 //!   `host_when_faster` off), `cuparquet-utf8` (strings as `Utf8`: the
@@ -52,7 +53,7 @@ fn env_usize(k: &str, d: usize) -> usize {
         .unwrap_or(d)
 }
 
-const QUERIES: [(&str, &str); 8] = [
+const QUERIES: [(&str, &str); 10] = [
     ("Q1", tpch::Q1),
     ("Q3", tpch::Q3),
     ("Q6", tpch::Q6),
@@ -66,6 +67,16 @@ const QUERIES: [(&str, &str); 8] = [
     (
         "GROUPBY",
         "SELECT l_partkey, sum(l_quantity) AS q FROM lineitem GROUP BY l_partkey ORDER BY q DESC, l_partkey LIMIT 10",
+    ),
+    // 6M groups (an order's lines), about 250,000 in each 1M-row batch: TPC-H Q18's inner query
+    (
+        "GROUPBY-ORDERS",
+        "SELECT count(*) AS n FROM (SELECT l_orderkey FROM lineitem GROUP BY l_orderkey HAVING sum(l_quantity) > 250) t",
+    ),
+    // a group per row (24M groups): where a partial aggregation reduces nothing
+    (
+        "GROUPBY-ROWS",
+        "SELECT count(*) AS n FROM (SELECT l_orderkey, l_linenumber FROM lineitem GROUP BY l_orderkey, l_linenumber HAVING sum(l_quantity) > 49) t",
     ),
     ("COUNT", "SELECT count(*) AS n FROM lineitem"),
     // a LIMIT that stops the scan early (the count of what it kept: the same on every scan)
