@@ -119,7 +119,8 @@ impl PageHeader {
 /// What was wrong with a header, and where (byte offset from the start of the bytes given).
 pub use crate::metadata::thrift::ThriftError as HeaderError;
 
-type R<T> = std::result::Result<T, HeaderError>;
+/// (boxed inside, as the reader's: see `thrift::R`)
+type R<T> = std::result::Result<T, Box<HeaderError>>;
 
 // the page-header structs, read with the crate's compact-protocol reader
 impl Reader<'_> {
@@ -212,7 +213,11 @@ impl Reader<'_> {
 }
 
 /// Parses the page header at the start of `buf`.
-pub fn parse_page_header(buf: &[u8]) -> R<PageHeader> {
+pub fn parse_page_header(buf: &[u8]) -> std::result::Result<PageHeader, HeaderError> {
+    parse(buf).map_err(|e| *e)
+}
+
+fn parse(buf: &[u8]) -> R<PageHeader> {
     let mut r = Reader::new(buf, "the header");
     let mut kind = None;
     let (mut uncompressed, mut compressed, mut crc) = (None, None, None);
@@ -224,9 +229,11 @@ pub fn parse_page_header(buf: &[u8]) -> R<PageHeader> {
                 r.expect(t, ty::I32, "PageHeader.type")?;
                 let at = r.pos;
                 let v = r.i32()?;
-                kind = Some(PageKind::from_i32(v).ok_or(HeaderError {
-                    offset: at,
-                    reason: format!("unknown page type {v}"),
+                kind = Some(PageKind::from_i32(v).ok_or_else(|| {
+                    Box::new(HeaderError {
+                        offset: at,
+                        reason: format!("unknown page type {v}"),
+                    })
                 })?);
             }
             2..=4 => {

@@ -25,7 +25,16 @@ impl fmt::Display for ThriftError {
 
 impl std::error::Error for ThriftError {}
 
-type R<T> = std::result::Result<T, ThriftError>;
+impl From<Box<ThriftError>> for ThriftError {
+    fn from(e: Box<ThriftError>) -> Self {
+        *e
+    }
+}
+
+/// The reader's results: the error boxed, so that a result of the per-field calls (a skip, a
+/// field header) fits a register (a 32-byte error made every call return through memory;
+/// the footer's second walk took longer than the parquet crate's whole parse).
+type R<T> = std::result::Result<T, Box<ThriftError>>;
 
 /// Compact-protocol field types.
 pub(crate) mod ty {
@@ -57,12 +66,13 @@ impl<'a> Reader<'a> {
     }
 
     pub(crate) fn err<T>(&self, reason: impl Into<String>) -> R<T> {
-        Err(ThriftError {
+        Err(Box::new(ThriftError {
             offset: self.pos,
             reason: reason.into(),
-        })
+        }))
     }
 
+    #[inline]
     pub(crate) fn byte(&mut self) -> R<u8> {
         match self.buf.get(self.pos) {
             Some(&b) => {
@@ -73,6 +83,7 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[inline]
     pub(crate) fn varint(&mut self) -> R<u64> {
         let start = self.pos;
         let mut v: u64 = 0;
@@ -95,9 +106,11 @@ impl<'a> Reader<'a> {
     pub(crate) fn i32(&mut self) -> R<i32> {
         let at = self.pos;
         let v = self.zigzag()?;
-        i32::try_from(v).map_err(|_| ThriftError {
-            offset: at,
-            reason: format!("{v} does not fit a 32-bit field"),
+        i32::try_from(v).map_err(|_| {
+            Box::new(ThriftError {
+                offset: at,
+                reason: format!("{v} does not fit a 32-bit field"),
+            })
         })
     }
 
@@ -113,7 +126,25 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// Steps over a varint without building its value (what skipping does for every integer).
+    #[inline]
+    fn skip_varint(&mut self) -> R<()> {
+        let rest = &self.buf[self.pos..];
+        match rest.iter().take(10).position(|b| b & 0x80 == 0) {
+            Some(i) => {
+                self.pos += i + 1;
+                Ok(())
+            }
+            None if rest.len() < 10 => {
+                self.pos = self.buf.len();
+                self.err(format!("{} ends early", self.what))
+            }
+            None => self.err("a varint longer than 10 bytes"),
+        }
+    }
+
     /// Reads a field header: (field id, type), or None at STOP.
+    #[inline]
     pub(crate) fn field(&mut self, last_id: &mut i16) -> R<Option<(i16, u8)>> {
         let b = self.byte()?;
         let t = b & 0x0f;
@@ -124,17 +155,21 @@ impl<'a> Reader<'a> {
         let id = if delta == 0 {
             let at = self.pos;
             let v = self.zigzag()?;
-            i16::try_from(v).map_err(|_| ThriftError {
-                offset: at,
-                reason: format!("field id {v} out of range"),
+            i16::try_from(v).map_err(|_| {
+                Box::new(ThriftError {
+                    offset: at,
+                    reason: format!("field id {v} out of range"),
+                })
             })?
         } else {
             // (the error built only when it happens: this runs for every field)
             last_id
                 .checked_add(i16::from(delta))
-                .ok_or_else(|| ThriftError {
-                    offset: self.pos,
-                    reason: "field id overflows".into(),
+                .ok_or_else(|| {
+                    Box::new(ThriftError {
+                        offset: self.pos,
+                        reason: "field id overflows".into(),
+                    })
                 })?
         };
         *last_id = id;
@@ -165,7 +200,7 @@ impl<'a> Reader<'a> {
         match t {
             ty::TRUE | ty::FALSE => Ok(()),
             ty::BYTE => self.byte().map(|_| ()),
-            ty::I16 | ty::I32 | ty::I64 => self.varint().map(|_| ()),
+            ty::I16 | ty::I32 | ty::I64 => self.skip_varint(),
             ty::DOUBLE => self.skip_bytes(8),
             ty::BINARY => {
                 let n = self.varint()?;
@@ -182,12 +217,18 @@ impl<'a> Reader<'a> {
                 if n > (self.buf.len() - self.pos) as u64 {
                     return self.err(format!("a list of {n} elements in fewer bytes"));
                 }
-                for _ in 0..n {
+                match et {
                     // element booleans are one byte each in lists
-                    if et == ty::TRUE || et == ty::FALSE {
-                        self.byte()?;
-                    } else {
-                        self.skip(et, depth + 1)?;
+                    ty::TRUE | ty::FALSE | ty::BYTE => self.skip_bytes(n)?,
+                    ty::I16 | ty::I32 | ty::I64 => {
+                        for _ in 0..n {
+                            self.skip_varint()?;
+                        }
+                    }
+                    _ => {
+                        for _ in 0..n {
+                            self.skip(et, depth + 1)?;
+                        }
                     }
                 }
                 Ok(())
